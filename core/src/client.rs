@@ -1,0 +1,206 @@
+//! The client: a configuration and a source of randomness, from which operations start.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+use core::time::Duration;
+
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+
+use crate::config::Config;
+use crate::error::UsageError;
+use crate::operation::Operation;
+use crate::outcome::Lease;
+use crate::random::{OperationRandom, Source, Token};
+use crate::time::Time;
+
+/// The most resources one lock may cover.
+pub const MAX_RESOURCES: usize = 64;
+
+/// A Redlock client: starts acquisitions, extensions and releases as [`Operation`]s.
+///
+/// Operations are independent of the client and of each other; a driver may run any
+/// number at once (a holder extending while others acquire).
+pub struct Redlock {
+    config: Arc<Config>,
+    source: Source,
+}
+
+impl Redlock {
+    /// A client whose tokens come from the operating system's CSPRNG.
+    #[cfg(feature = "os-random")]
+    pub fn new(config: Config) -> Redlock {
+        Redlock {
+            config: Arc::new(config),
+            source: Source::Os,
+        }
+    }
+
+    /// A client whose tokens come from a ChaCha20 stream seeded with `seed`. Use this
+    /// where no OS randomness exists; the seed MUST itself be secret and random, or
+    /// tokens become predictable. The same seed gives the same tokens (for simulations).
+    pub fn with_seed(config: Config, seed: [u8; 32]) -> Redlock {
+        Redlock {
+            config: Arc::new(config),
+            source: Source::Seeded(alloc::boxed::Box::new(ChaCha20Rng::from_seed(seed))),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Starts acquiring a lock on `resources` (one or more resource names) at `now`,
+    /// with the configured TTL. The first round's commands are ready to poll.
+    pub fn acquire<R: AsRef<[u8]>>(
+        &mut self,
+        resources: &[R],
+        now: Time,
+    ) -> Result<Operation, UsageError> {
+        let keys = self.keys(resources)?;
+        let random = self.source.operation_random()?;
+        Ok(Operation::acquire(
+            Arc::clone(&self.config),
+            keys,
+            random,
+            now,
+        ))
+    }
+
+    /// Like [`Redlock::acquire`], with a TTL for this lock only, checked against the
+    /// rest of the configuration as [`Config::with_ttl`] does.
+    pub fn acquire_for<R: AsRef<[u8]>>(
+        &mut self,
+        resources: &[R],
+        ttl: Duration,
+        now: Time,
+    ) -> Result<Operation, UsageError> {
+        let config = self.config_for(ttl)?;
+        let keys = self.keys(resources)?;
+        let random = self.source.operation_random()?;
+        Ok(Operation::acquire(config, keys, random, now))
+    }
+
+    /// Like [`Redlock::acquire`], with tokens and retry jitter drawn from `random` in the
+    /// documented order (see the crate's documentation). `random` MUST hold at least
+    /// `attempts * token_bytes + (attempts - 1) * 8` bytes, and for real locks MUST come
+    /// from a CSPRNG.
+    pub fn acquire_with_random<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+        random: Vec<u8>,
+        now: Time,
+    ) -> Result<Operation, UsageError> {
+        let keys = self.keys(resources)?;
+        let needed = OperationRandom::needed(self.config.attempts(), self.config.token_bytes());
+        if random.len() < needed {
+            return Err(UsageError::NotEnoughRandomBytes);
+        }
+        let random = OperationRandom::Bytes {
+            bytes: random,
+            used: 0,
+        };
+        Ok(Operation::acquire(
+            Arc::clone(&self.config),
+            keys,
+            random,
+            now,
+        ))
+    }
+
+    /// Starts extending `lease` by its own TTL ([`Lease::ttl_ms`]) from `now`.
+    pub fn extend(&self, lease: &Lease, now: Time) -> Result<Operation, UsageError> {
+        self.extend_for(lease, Duration::from_millis(lease.ttl_ms), now)
+    }
+
+    /// Starts extending `lease` by `ttl` from `now`; later extensions keep `ttl`.
+    pub fn extend_for(
+        &self,
+        lease: &Lease,
+        ttl: Duration,
+        now: Time,
+    ) -> Result<Operation, UsageError> {
+        Ok(Operation::extend(self.config_for(ttl)?, lease, now))
+    }
+
+    /// Starts releasing `lease` on every node. Always possible: with the lease's own
+    /// TTL's node timeout where that TTL fits this configuration, the configured one
+    /// otherwise.
+    pub fn release(&self, lease: &Lease, now: Time) -> Operation {
+        let config = self
+            .config_for(Duration::from_millis(lease.ttl_ms))
+            .unwrap_or_else(|_| Arc::clone(&self.config));
+        Operation::release(config, lease, now)
+    }
+
+    fn config_for(&self, ttl: Duration) -> Result<Arc<Config>, UsageError> {
+        if ttl == self.config.ttl() {
+            return Ok(Arc::clone(&self.config));
+        }
+        self.config
+            .with_ttl(ttl)
+            .map(Arc::new)
+            .map_err(UsageError::InvalidTtl)
+    }
+
+    /// A lease rebuilt from its parts, for a holder that kept only the token (a shell
+    /// script, another process). `valid_until` is whatever the holder knows; use
+    /// [`Time::ZERO`] if nothing.
+    pub fn lease<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+        token: &str,
+        valid_until: Time,
+    ) -> Result<Lease, UsageError> {
+        Ok(Lease {
+            keys: self.keys(resources)?,
+            token: Token::from_text(token)?,
+            valid_until,
+            extensions: 0,
+            ttl_ms: self.config.ttl_ms(),
+        })
+    }
+
+    /// A fresh token of `token_bytes` random bytes from this client's source.
+    pub fn generate_token(&mut self) -> Result<Token, UsageError> {
+        Ok(self
+            .source
+            .operation_random()?
+            .token(self.config.token_bytes()))
+    }
+
+    fn keys<R: AsRef<[u8]>>(&self, resources: &[R]) -> Result<Vec<Vec<u8>>, UsageError> {
+        if resources.is_empty() {
+            return Err(UsageError::NoResources);
+        }
+        if resources.len() > MAX_RESOURCES {
+            return Err(UsageError::TooManyResources);
+        }
+        let prefix = self.config.key_prefix();
+        let mut keys: Vec<Vec<u8>> = Vec::with_capacity(resources.len());
+        for resource in resources {
+            let resource = resource.as_ref();
+            if prefix.is_empty() && resource.is_empty() {
+                return Err(UsageError::EmptyResource);
+            }
+            let mut key = Vec::with_capacity(prefix.len() + resource.len());
+            key.extend_from_slice(prefix);
+            key.extend_from_slice(resource);
+            if keys.contains(&key) {
+                return Err(UsageError::DuplicateResource);
+            }
+            keys.push(key);
+        }
+        Ok(keys)
+    }
+}
+
+impl fmt::Debug for Redlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redlock")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}

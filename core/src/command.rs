@@ -1,0 +1,328 @@
+//! The exact commands the core asks drivers to send, and the scripts they run.
+//!
+//! Every binding sends byte-identical commands because the core builds their argv:
+//!
+//! | purpose | argv |
+//! |---|---|
+//! | acquire one resource | `SET <key> <token> NX PX <ttl_ms>` |
+//! | acquire several | `EVALSHA <ACQUIRE_SHA1> <k> <key>... <token> <ttl_ms>` |
+//! | release | `EVALSHA <RELEASE_SHA1> <k> <key>... <token>` |
+//! | extend | `EVALSHA <EXTEND_SHA1> <k> <key>... <token> <ttl_ms>` |
+//!
+//! A node that answers `NOSCRIPT` to an `EVALSHA` gets the same command as `EVAL` with
+//! the script's text in place of its SHA-1 (which also loads it into that node's cache).
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::time::Time;
+
+/// Sets every key to the token with the TTL if none of them exists; 1 if set, 0 if not.
+pub const ACQUIRE_SCRIPT: &str = "for _, key in ipairs(KEYS) do
+  if redis.call('EXISTS', key) == 1 then return 0 end
+end
+for _, key in ipairs(KEYS) do
+  redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
+end
+return 1
+";
+
+/// Deletes each key that holds the token; returns how many it deleted. It never deletes
+/// a key that holds another value.
+pub const RELEASE_SCRIPT: &str = "local released = 0
+for _, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then
+    released = released + redis.call('DEL', key)
+  end
+end
+return released
+";
+
+/// If every key holds the token, sets each key's TTL and returns 1; otherwise changes
+/// nothing and returns 0. It never creates a key, so an expired lock stays expired.
+pub const EXTEND_SCRIPT: &str = "for _, key in ipairs(KEYS) do
+  if redis.call('GET', key) ~= ARGV[1] then return 0 end
+end
+for _, key in ipairs(KEYS) do
+  redis.call('PEXPIRE', key, ARGV[2])
+end
+return 1
+";
+
+/// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
+pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
+/// SHA-1 of [`RELEASE_SCRIPT`].
+pub const RELEASE_SHA1: &str = "8e71672c5cb315a6f66438f72df1e4fafa4c6ab4";
+/// SHA-1 of [`EXTEND_SCRIPT`].
+pub const EXTEND_SHA1: &str = "cbf53bf4744c611625397ac18d6b9bc9294ba5b8";
+
+/// Identifies one request within one operation. Ids start at 1 and increase by one
+/// per command the operation emits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// What a command does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CommandKind {
+    /// `SET key token NX PX ttl` for one resource.
+    Set,
+    /// The acquire script for several resources.
+    Acquire,
+    /// The release script.
+    Release,
+    /// The extend script.
+    Extend,
+}
+
+impl CommandKind {
+    fn script(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            CommandKind::Set => None,
+            CommandKind::Acquire => Some((ACQUIRE_SCRIPT, ACQUIRE_SHA1)),
+            CommandKind::Release => Some((RELEASE_SCRIPT, RELEASE_SHA1)),
+            CommandKind::Extend => Some((EXTEND_SCRIPT, EXTEND_SHA1)),
+        }
+    }
+}
+
+/// A command's arguments, built once per round and shared by the N commands of it.
+#[derive(PartialEq, Eq)]
+pub(crate) struct Argv {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Argv {
+    fn with_capacity(bytes: usize, args: usize) -> Argv {
+        Argv {
+            bytes: Vec::with_capacity(bytes),
+            ends: Vec::with_capacity(args),
+        }
+    }
+
+    fn push(&mut self, arg: &[u8]) {
+        self.bytes.extend_from_slice(arg);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn push_number(&mut self, n: u64) {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut rest = n;
+        loop {
+            at -= 1;
+            // `rest % 10 < 10`, so the cast cannot truncate.
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        self.push(&digits[at..]);
+    }
+
+    fn get(&self, index: usize) -> Option<&[u8]> {
+        let end = *self.ends.get(index)?;
+        let start = if index == 0 { 0 } else { self.ends[index - 1] };
+        self.bytes.get(start..end)
+    }
+
+    /// The argv for `kind`, as `EVAL` (with the script text) when `eval` is true.
+    pub(crate) fn build(
+        kind: CommandKind,
+        eval: bool,
+        keys: &[Vec<u8>],
+        token: &[u8],
+        ttl_ms: u64,
+    ) -> Argv {
+        let key_bytes: usize = keys.iter().map(Vec::len).sum();
+        let mut argv = Argv::with_capacity(key_bytes + token.len() + 64, keys.len() + 6);
+        match kind.script() {
+            None => {
+                argv.push(b"SET");
+                // A SET command is only built for exactly one key.
+                argv.push(keys.first().map(Vec::as_slice).unwrap_or(&[]));
+                argv.push(token);
+                argv.push(b"NX");
+                argv.push(b"PX");
+                argv.push_number(ttl_ms);
+            }
+            Some((script, sha1)) => {
+                if eval {
+                    argv.push(b"EVAL");
+                    argv.push(script.as_bytes());
+                } else {
+                    argv.push(b"EVALSHA");
+                    argv.push(sha1.as_bytes());
+                }
+                argv.push_number(keys.len() as u64);
+                for key in keys {
+                    argv.push(key);
+                }
+                argv.push(token);
+                if kind != CommandKind::Release {
+                    argv.push_number(ttl_ms);
+                }
+            }
+        }
+        argv
+    }
+}
+
+/// One command for one node: send [`Command::args`] to node [`Command::node`] and hand
+/// the reply to the operation under [`Command::request_id`]. If no reply has arrived by
+/// [`Command::deadline`], stop waiting for it: report [`crate::Reply::Timeout`] or call
+/// `handle_timeout`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Command {
+    node: usize,
+    request_id: RequestId,
+    deadline: Time,
+    kind: CommandKind,
+    eval: bool,
+    argv: Arc<Argv>,
+}
+
+impl Command {
+    pub(crate) fn new(
+        node: usize,
+        request_id: RequestId,
+        deadline: Time,
+        kind: CommandKind,
+        eval: bool,
+        argv: Arc<Argv>,
+    ) -> Command {
+        Command {
+            node,
+            request_id,
+            deadline,
+            kind,
+            eval,
+            argv,
+        }
+    }
+
+    /// Index of the node to send to, `0..N` in the order the driver gave its nodes.
+    pub fn node(&self) -> usize {
+        self.node
+    }
+
+    /// The id to give back with the reply.
+    pub fn request_id(&self) -> RequestId {
+        self.request_id
+    }
+
+    /// When the driver stops waiting for the reply.
+    pub fn deadline(&self) -> Time {
+        self.deadline
+    }
+
+    /// What the command does.
+    pub fn kind(&self) -> CommandKind {
+        self.kind
+    }
+
+    /// True when the command carries the script's text (`EVAL`) rather than its SHA-1.
+    pub fn is_eval(&self) -> bool {
+        self.eval
+    }
+
+    /// Number of arguments, the command name included.
+    pub fn arg_count(&self) -> usize {
+        self.argv.ends.len()
+    }
+
+    /// Argument `index` (0 is the command name).
+    pub fn arg(&self, index: usize) -> Option<&[u8]> {
+        self.argv.get(index)
+    }
+
+    /// Every argument in order, the command name first.
+    pub fn args(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        (0..self.arg_count()).map(|i| self.argv.get(i).unwrap_or(&[]))
+    }
+
+    /// Appends the command in RESP (an array of bulk strings, valid in RESP2 and RESP3).
+    pub fn encode_resp(&self, out: &mut Vec<u8>) {
+        crate::resp::encode_command(self.args(), out);
+    }
+}
+
+impl fmt::Debug for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_list();
+        for arg in self.args() {
+            match core::str::from_utf8(arg) {
+                Ok(text) => list.entry(&text),
+                Err(_) => list.entry(&arg),
+            };
+        }
+        list.finish()?;
+        write!(
+            f,
+            " -> node {} as request {} by {:?}",
+            self.node, self.request_id, self.deadline
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn args(argv: &Argv) -> Vec<&[u8]> {
+        (0..argv.ends.len()).map(|i| argv.get(i).unwrap()).collect()
+    }
+
+    #[test]
+    fn set_argv() {
+        let argv = Argv::build(CommandKind::Set, false, &[b"res".to_vec()], b"tok", 10_000);
+        assert_eq!(
+            args(&argv),
+            vec![&b"SET"[..], b"res", b"tok", b"NX", b"PX", b"10000"]
+        );
+    }
+
+    #[test]
+    fn script_argv() {
+        let keys = [b"a".to_vec(), b"b".to_vec()];
+        let release = Argv::build(CommandKind::Release, false, &keys, b"t", 5);
+        assert_eq!(
+            args(&release),
+            vec![
+                &b"EVALSHA"[..],
+                RELEASE_SHA1.as_bytes(),
+                b"2",
+                b"a",
+                b"b",
+                b"t"
+            ]
+        );
+        let extend = Argv::build(CommandKind::Extend, true, &keys[..1], b"t", 0);
+        assert_eq!(
+            args(&extend),
+            vec![
+                &b"EVAL"[..],
+                EXTEND_SCRIPT.as_bytes(),
+                b"1",
+                b"a",
+                b"t",
+                b"0"
+            ]
+        );
+        let big = Argv::build(CommandKind::Acquire, false, &keys, b"t", u64::MAX);
+        assert_eq!(
+            args(&big).last().copied(),
+            Some(&b"18446744073709551615"[..])
+        );
+    }
+}

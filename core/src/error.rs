@@ -1,0 +1,75 @@
+//! Caller misuse. Configuration problems are [`crate::ConfigError`]; what nodes do is
+//! reported in outcomes and per-node results, never as an error.
+
+use core::fmt;
+
+/// A call the core refused. The operation it was made on is left unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UsageError {
+    /// A reply for a request id this operation never issued.
+    UnknownRequest,
+    /// A second reply for the same request.
+    DuplicateReply,
+    /// An acquisition of no resources.
+    NoResources,
+    /// A resource whose key (prefix included) would be empty.
+    EmptyResource,
+    /// More than [`crate::MAX_RESOURCES`] resources in one lock.
+    TooManyResources,
+    /// The same resource named twice in one lock.
+    DuplicateResource,
+    /// A token that is empty, too long, or not printable ASCII without spaces.
+    InvalidToken,
+    /// Caller-supplied random bytes too few for every attempt of the acquisition.
+    NotEnoughRandomBytes,
+    /// The operating system's random source failed.
+    RandomSourceFailed,
+    /// A TTL given for one operation that the configuration does not allow with it.
+    InvalidTtl(crate::ConfigError),
+}
+
+impl UsageError {
+    /// A stable snake_case name, the same in every binding and in the conformance vectors.
+    pub fn code(self) -> &'static str {
+        match self {
+            UsageError::UnknownRequest => "unknown_request",
+            UsageError::DuplicateReply => "duplicate_reply",
+            UsageError::NoResources => "no_resources",
+            UsageError::EmptyResource => "empty_resource",
+            UsageError::TooManyResources => "too_many_resources",
+            UsageError::DuplicateResource => "duplicate_resource",
+            UsageError::InvalidToken => "invalid_token",
+            UsageError::NotEnoughRandomBytes => "not_enough_random_bytes",
+            UsageError::RandomSourceFailed => "random_source_failed",
+            UsageError::InvalidTtl(_) => "invalid_ttl",
+        }
+    }
+}
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let UsageError::InvalidTtl(error) = self {
+            return write!(f, "invalid TTL for this operation: {error}");
+        }
+        let text = match self {
+            UsageError::InvalidTtl(_) => "invalid TTL for this operation",
+            UsageError::UnknownRequest => "no request with this id was issued by this operation",
+            UsageError::DuplicateReply => "this request already had its reply",
+            UsageError::NoResources => "a lock needs at least one resource",
+            UsageError::EmptyResource => "a resource name (with the key prefix) must not be empty",
+            UsageError::TooManyResources => "too many resources in one lock (the most is 64)",
+            UsageError::DuplicateResource => "the same resource appears twice in one lock",
+            UsageError::InvalidToken => {
+                "a token must be 1 to 256 printable ASCII characters without spaces"
+            }
+            UsageError::NotEnoughRandomBytes => {
+                "not enough random bytes for every attempt of this acquisition"
+            }
+            UsageError::RandomSourceFailed => "the operating system's random source failed",
+        };
+        f.write_str(text)
+    }
+}
+
+impl core::error::Error for UsageError {}

@@ -1,0 +1,744 @@
+//! One acquisition, extension or release, as a state machine driven by replies and time.
+//!
+//! # Transitions
+//!
+//! ```text
+//! acquire:  Acquiring --quorum, validity >= floor--------------------------> Done(Acquired)
+//!           Acquiring --quorum too late | quorum impossible--> CleaningUp
+//!           CleaningUp --all N settled, attempts left--> Delaying --until--> Acquiring
+//!           CleaningUp --all N settled, none left-----------------------------> Done(NotAcquired)
+//! extend:   Extending --quorum, validity >= floor----------------------------> Done(Extended)
+//!           Extending --quorum too late | quorum impossible-------------------> Done(NotExtended)
+//! release:  Releasing --all N settled-----------------------------------------> Done(Released)
+//! ```
+//!
+//! # Invariants
+//!
+//! - A round sends one command to each of the N nodes at once; they share one deadline,
+//!   `round start + node_timeout`. A `NOSCRIPT` fallback inherits it: a node's budget
+//!   for one round is `node_timeout`, however many commands that takes.
+//! - Decisions are early both ways: success at `quorum` successes, failure at
+//!   `N - quorum + 1` conflicts and failures. Since `quorum + (N - quorum + 1) = N + 1`,
+//!   once every node has settled one of the two has happened: nothing can hang.
+//! - Validity is `start + ttl - drift - now`, where `start` is the instant the round's
+//!   commands were emitted (just before the first is sent) and `now` the instant the
+//!   deciding reply was handed in; drift is rounded up, and every input's time is at
+//!   least the latest seen, so validity can only come out short, never long.
+//! - A failed attempt is released on all N nodes, not only on those that answered OK:
+//!   a node may have set the key while its reply was lost or is still on its way.
+//!   The outcome waits until those releases settle, so a caller that sees
+//!   `NotAcquired` knows every live node has been cleaned.
+//! - A failed extension deletes nothing: the lock was still valid on its old lease.
+//! - Replies to requests of an earlier round, or arriving after the decision, are
+//!   accepted and change nothing but the live per-node view; a second reply for one
+//!   request, or a reply for an id never issued, is a [`UsageError`] and changes nothing.
+
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use crate::command::{Argv, Command, CommandKind, RequestId};
+use crate::config::Config;
+use crate::error::UsageError;
+use crate::outcome::{
+    Acquired, Extended, FailureReason, Lease, NodeResult, NotAcquired, NotExtended, Outcome,
+    Released,
+};
+use crate::random::{OperationRandom, Token};
+use crate::reply::Reply;
+use crate::time::Time;
+
+/// What an operation does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OperationKind {
+    /// Acquire a lock, retries included.
+    Acquire,
+    /// Extend a held lock.
+    Extend,
+    /// Release a lock.
+    Release,
+}
+
+/// The next thing the driver must do, from [`Operation::poll_output`].
+#[derive(Debug)]
+#[must_use]
+#[non_exhaustive]
+pub enum Output {
+    /// Send this command to its node now.
+    Send(Command),
+    /// Nothing more until a reply arrives or this instant passes; at that instant call
+    /// [`Operation::handle_timeout`].
+    Wait(Time),
+    /// The operation is finished. Nothing else will be output.
+    Outcome(Outcome),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Acquiring,
+    CleaningUp,
+    Delaying { until: Time },
+    Extending,
+    Releasing,
+    Done,
+}
+
+struct Request {
+    node: usize,
+    round: u32,
+    /// True for a `NOSCRIPT` fallback, which carries the script's text.
+    eval: bool,
+    answered: bool,
+}
+
+struct Round {
+    number: u32,
+    kind: CommandKind,
+    start: Time,
+    deadline: Time,
+    argv: Arc<Argv>,
+    eval_argv: Option<Arc<Argv>>,
+    /// Per node: the request currently standing for it, and its result.
+    slots: Vec<(RequestId, NodeResult)>,
+    successes: usize,
+    conflicts: usize,
+    failures: usize,
+}
+
+impl Round {
+    fn settled(&self) -> usize {
+        self.successes + self.conflicts + self.failures
+    }
+}
+
+enum Verdict {
+    Success,
+    Conflict,
+    Failed(NodeResult),
+    NoScript,
+}
+
+/// One acquisition, extension or release, created by [`crate::Redlock`].
+///
+/// # Driving an operation
+///
+/// Methods come in three kinds: inputs (`handle_reply`, `handle_timeout`), the output
+/// (`poll_output`), and getters. After creating the operation and after every input,
+/// call `poll_output` until it returns `None`, acting on each output:
+///
+/// - [`Output::Send`]: send the command to its node; when its reply comes, call
+///   `handle_reply` with the command's request id. Stop waiting at its deadline.
+/// - [`Output::Wait`]: if no reply arrives before this instant, call `handle_timeout`
+///   then. Calling it early is harmless.
+/// - [`Output::Outcome`]: the operation is finished.
+///
+/// ```
+/// use core::time::Duration;
+/// use redlock_core::{Config, Output, Redlock, Reply, Time};
+///
+/// let config = Config::builder(3, Duration::from_millis(10_000)).build().unwrap();
+/// let mut client = Redlock::with_seed(config, [7; 32]);
+/// let mut op = client.acquire(&["orders:42"], Time::from_micros(1_000)).unwrap();
+/// let mut in_flight = Vec::new();
+/// let outcome = loop {
+///     match op.poll_output() {
+///         Some(Output::Send(command)) => in_flight.push(command), // a real driver sends it
+///         Some(Output::Wait(_until)) => {}                         // and arms a timer
+///         Some(Output::Outcome(outcome)) => break outcome,
+///         None => {
+///             // Here a real driver waits for the next reply or timer. This one pretends
+///             // every node answers OK 300 us later.
+///             let command = in_flight.remove(0);
+///             op.handle_reply(command.request_id(), Reply::Ok, Time::from_micros(1_300)).unwrap();
+///         }
+///         Some(_) => unreachable!("no other outputs exist in this version"),
+///     }
+/// };
+/// assert!(outcome.is_success());
+/// ```
+pub struct Operation {
+    config: Arc<Config>,
+    kind: OperationKind,
+    keys: Vec<Vec<u8>>,
+    token: Token,
+    random: OperationRandom,
+    attempt: u32,
+    phase: Phase,
+    round: Round,
+    requests: Vec<Request>,
+    sends: VecDeque<Command>,
+    outcome: Option<Outcome>,
+    latest: Time,
+    wait_due: bool,
+    /// Extend: the lease being extended. Acquire: unused.
+    lease: Option<Lease>,
+    /// Acquire, while cleaning up after a failed attempt: why it failed and how the
+    /// nodes answered.
+    failure: Option<(FailureReason, Vec<NodeResult>)>,
+}
+
+impl Operation {
+    pub(crate) fn acquire(
+        config: Arc<Config>,
+        keys: Vec<Vec<u8>>,
+        mut random: OperationRandom,
+        now: Time,
+    ) -> Operation {
+        let token = random.token(config.token_bytes());
+        let kind = if keys.len() == 1 {
+            CommandKind::Set
+        } else {
+            CommandKind::Acquire
+        };
+        let mut op = Operation::new(config, OperationKind::Acquire, keys, token, random, now);
+        op.start_round(kind, now);
+        op.phase = Phase::Acquiring;
+        op
+    }
+
+    pub(crate) fn extend(config: Arc<Config>, lease: &Lease, now: Time) -> Operation {
+        let mut op = Operation::new(
+            config,
+            OperationKind::Extend,
+            lease.keys.clone(),
+            lease.token.clone(),
+            OperationRandom::None,
+            now,
+        );
+        op.lease = Some(lease.clone());
+        op.start_round(CommandKind::Extend, now);
+        op.phase = Phase::Extending;
+        op
+    }
+
+    pub(crate) fn release(config: Arc<Config>, lease: &Lease, now: Time) -> Operation {
+        let mut op = Operation::new(
+            config,
+            OperationKind::Release,
+            lease.keys.clone(),
+            lease.token.clone(),
+            OperationRandom::None,
+            now,
+        );
+        op.start_round(CommandKind::Release, now);
+        op.phase = Phase::Releasing;
+        op
+    }
+
+    fn new(
+        config: Arc<Config>,
+        kind: OperationKind,
+        keys: Vec<Vec<u8>>,
+        token: Token,
+        random: OperationRandom,
+        now: Time,
+    ) -> Operation {
+        let nodes = config.nodes();
+        Operation {
+            kind,
+            keys,
+            token,
+            random,
+            attempt: 1,
+            phase: Phase::Done,
+            round: Round {
+                number: 0,
+                kind: CommandKind::Set,
+                start: now,
+                deadline: now,
+                argv: Arc::new(Argv::build(CommandKind::Set, false, &[], &[], 0)),
+                eval_argv: None,
+                slots: Vec::with_capacity(nodes),
+                successes: 0,
+                conflicts: 0,
+                failures: 0,
+            },
+            requests: Vec::with_capacity(nodes),
+            sends: VecDeque::with_capacity(nodes),
+            outcome: None,
+            latest: now,
+            wait_due: true,
+            lease: None,
+            failure: None,
+            config,
+        }
+    }
+
+    // ---- inputs -------------------------------------------------------------------
+
+    /// Hands in the reply to request `request`, received at `now`.
+    ///
+    /// Errors (and leaves the operation unchanged) for an id this operation never
+    /// issued or a request that already had its reply. A reply after the decision, or
+    /// for a request of an earlier round, is accepted and changes nothing but
+    /// [`Operation::node_results`].
+    pub fn handle_reply(
+        &mut self,
+        request: RequestId,
+        reply: Reply,
+        now: Time,
+    ) -> Result<(), UsageError> {
+        let index = usize::try_from(request.0)
+            .ok()
+            .and_then(|id| id.checked_sub(1))
+            .filter(|&i| i < self.requests.len())
+            .ok_or(UsageError::UnknownRequest)?;
+        let entry = &mut self.requests[index];
+        if entry.answered {
+            return Err(UsageError::DuplicateReply);
+        }
+        entry.answered = true;
+        let (node, round, eval) = (entry.node, entry.round, entry.eval);
+        let now = self.observe(now);
+
+        if round != self.round.number {
+            return Ok(());
+        }
+        let Some(slot) = self.round.slots.get(node) else {
+            return Ok(());
+        };
+        if slot.0 != request || slot.1.is_settled() {
+            // Superseded by a fallback, or already timed out.
+            return Ok(());
+        }
+        let deciding = self.phase != Phase::Done;
+        match self.classify(&reply, eval) {
+            Verdict::NoScript if deciding && now < self.round.deadline => {
+                self.send_eval_fallback(node);
+            }
+            Verdict::NoScript => {
+                let text = match reply {
+                    Reply::Error(text) => text,
+                    _ => String::new(),
+                };
+                self.settle(node, NodeResult::Error(text));
+            }
+            Verdict::Success => self.settle(node, NodeResult::Success),
+            Verdict::Conflict => self.settle(node, NodeResult::Conflict),
+            Verdict::Failed(result) => self.settle(node, result),
+        }
+        if deciding {
+            self.decide(now);
+        }
+        Ok(())
+    }
+
+    /// Tells the operation that time has reached `now`: requests past their deadline
+    /// count as timed out, and a retry whose delay has passed starts. Calling it before
+    /// anything is due is harmless.
+    pub fn handle_timeout(&mut self, now: Time) {
+        let now = self.observe(now);
+        match self.phase {
+            Phase::Done => {}
+            Phase::Delaying { until } => {
+                if now >= until {
+                    self.attempt += 1;
+                    self.token = self.random.token(self.config.token_bytes());
+                    let kind = if self.keys.len() == 1 {
+                        CommandKind::Set
+                    } else {
+                        CommandKind::Acquire
+                    };
+                    self.start_round(kind, now);
+                    self.phase = Phase::Acquiring;
+                }
+            }
+            Phase::Acquiring | Phase::CleaningUp | Phase::Extending | Phase::Releasing => {
+                if now >= self.round.deadline {
+                    for node in 0..self.round.slots.len() {
+                        if !self.round.slots[node].1.is_settled() {
+                            self.settle(node, NodeResult::Timeout);
+                        }
+                    }
+                    // Fallback commands not yet polled will never be answered in time.
+                    self.sends.clear();
+                    self.decide(now);
+                }
+            }
+        }
+    }
+
+    // ---- output -------------------------------------------------------------------
+
+    /// The next output, or `None` when there is nothing more to do until the next input.
+    ///
+    /// Order: every queued [`Output::Send`], then the [`Output::Outcome`] if the operation
+    /// just finished, otherwise one [`Output::Wait`] per input.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        if let Some(command) = self.sends.pop_front() {
+            return Some(Output::Send(command));
+        }
+        if let Some(outcome) = self.outcome.take() {
+            self.wait_due = false;
+            return Some(Output::Outcome(outcome));
+        }
+        if self.wait_due {
+            self.wait_due = false;
+            if let Some(until) = self.poll_timeout() {
+                return Some(Output::Wait(until));
+            }
+        }
+        None
+    }
+
+    // ---- getters ------------------------------------------------------------------
+
+    /// When `handle_timeout` is next due, or `None` when finished.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        match self.phase {
+            Phase::Done => None,
+            Phase::Delaying { until } => Some(until),
+            _ => Some(self.round.deadline),
+        }
+    }
+
+    /// What this operation does.
+    pub fn kind(&self) -> OperationKind {
+        self.kind
+    }
+
+    /// True once the outcome has been decided (it may not have been polled yet).
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// The attempt under way (or the last one made), from 1.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The current round's token.
+    pub fn token(&self) -> &Token {
+        &self.token
+    }
+
+    /// The live per-node view of the current (or last) round, late replies included.
+    pub fn node_results(&self) -> Vec<NodeResult> {
+        self.round
+            .slots
+            .iter()
+            .map(|(_, result)| result.clone())
+            .collect()
+    }
+
+    // ---- internals ----------------------------------------------------------------
+
+    /// Every input's time is at least the latest seen: a clock that appears to step
+    /// back can only shorten validity.
+    fn observe(&mut self, now: Time) -> Time {
+        self.latest = self.latest.max(now);
+        self.wait_due = true;
+        self.latest
+    }
+
+    fn next_request_id(&self) -> RequestId {
+        RequestId(self.requests.len() as u64 + 1)
+    }
+
+    fn start_round(&mut self, kind: CommandKind, now: Time) {
+        let config = &self.config;
+        let deadline = now.plus_micros(config.node_timeout_us());
+        let argv = Arc::new(Argv::build(
+            kind,
+            false,
+            &self.keys,
+            self.token.as_bytes(),
+            config.ttl_ms(),
+        ));
+        let number = self.round.number + 1;
+        self.round.slots.clear();
+        for node in 0..config.nodes() {
+            let id = RequestId(self.requests.len() as u64 + 1);
+            self.requests.push(Request {
+                node,
+                round: number,
+                eval: false,
+                answered: false,
+            });
+            self.round.slots.push((id, NodeResult::Pending));
+            self.sends.push_back(Command::new(
+                node,
+                id,
+                deadline,
+                kind,
+                false,
+                Arc::clone(&argv),
+            ));
+        }
+        self.round.number = number;
+        self.round.kind = kind;
+        self.round.start = now;
+        self.round.deadline = deadline;
+        self.round.argv = argv;
+        self.round.eval_argv = None;
+        self.round.successes = 0;
+        self.round.conflicts = 0;
+        self.round.failures = 0;
+    }
+
+    fn send_eval_fallback(&mut self, node: usize) {
+        let argv = match &self.round.eval_argv {
+            Some(argv) => Arc::clone(argv),
+            None => {
+                let argv = Arc::new(Argv::build(
+                    self.round.kind,
+                    true,
+                    &self.keys,
+                    self.token.as_bytes(),
+                    self.config.ttl_ms(),
+                ));
+                self.round.eval_argv = Some(Arc::clone(&argv));
+                argv
+            }
+        };
+        let id = self.next_request_id();
+        self.requests.push(Request {
+            node,
+            round: self.round.number,
+            eval: true,
+            answered: false,
+        });
+        self.round.slots[node].0 = id;
+        self.sends.push_back(Command::new(
+            node,
+            id,
+            self.round.deadline,
+            self.round.kind,
+            true,
+            argv,
+        ));
+    }
+
+    fn classify(&self, reply: &Reply, eval: bool) -> Verdict {
+        let kind = self.round.kind;
+        match (kind, reply) {
+            (CommandKind::Set, Reply::Ok) => Verdict::Success,
+            (CommandKind::Set, Reply::Nil) => Verdict::Conflict,
+            (CommandKind::Acquire | CommandKind::Extend, Reply::Integer(1)) => Verdict::Success,
+            (CommandKind::Acquire | CommandKind::Extend, Reply::Integer(0)) => Verdict::Conflict,
+            (CommandKind::Release, Reply::Integer(0)) => Verdict::Conflict,
+            (CommandKind::Release, Reply::Integer(n))
+                if *n > 0 && usize::try_from(*n).is_ok_and(|n| n <= self.keys.len()) =>
+            {
+                Verdict::Success
+            }
+            (CommandKind::Set, Reply::Error(_)) => Verdict::Failed(error_result(reply)),
+            (_, Reply::Error(_)) if reply.is_noscript() && !eval => Verdict::NoScript,
+            (_, Reply::Error(_)) => Verdict::Failed(error_result(reply)),
+            (_, Reply::Timeout) => Verdict::Failed(NodeResult::Timeout),
+            (_, Reply::ConnectionFailed(text)) => {
+                Verdict::Failed(NodeResult::Error(format!("connection failed: {text}")))
+            }
+            (_, other) => Verdict::Failed(NodeResult::Error(format!(
+                "unexpected reply: {}",
+                other.describe()
+            ))),
+        }
+    }
+
+    fn settle(&mut self, node: usize, result: NodeResult) {
+        let round = &mut self.round;
+        match &result {
+            NodeResult::Success => round.successes += 1,
+            NodeResult::Conflict => round.conflicts += 1,
+            NodeResult::Error(_) | NodeResult::Timeout => round.failures += 1,
+            NodeResult::NotAsked | NodeResult::Pending => return,
+        }
+        if let Some(slot) = round.slots.get_mut(node) {
+            slot.1 = result;
+        }
+    }
+
+    fn decide(&mut self, now: Time) {
+        match self.phase {
+            Phase::Acquiring => self.decide_acquire(now),
+            Phase::CleaningUp => self.decide_cleanup(now),
+            Phase::Extending => self.decide_extend(now),
+            Phase::Releasing => self.decide_release(),
+            Phase::Delaying { .. } | Phase::Done => {}
+        }
+    }
+
+    /// `Some(validity)` if a quorum reached at `now` leaves at least the floor, where
+    /// validity = `start + ttl - drift - now`; the floor is `min_validity`, and at least
+    /// one microsecond so that a lock is never reported with no time left.
+    fn validity_at(&self, now: Time) -> Result<(Time, u64), ()> {
+        let valid_until = self.round.start.plus_micros(self.config.lease_us());
+        let validity = valid_until.micros_since(now);
+        if validity >= self.config.min_validity_us().max(1) {
+            Ok((valid_until, validity))
+        } else {
+            Err(())
+        }
+    }
+
+    fn quorum_state(&self) -> Option<Result<(), FailureReason>> {
+        let round = &self.round;
+        if round.successes >= self.config.quorum() {
+            Some(Ok(()))
+        } else if round.conflicts + round.failures >= self.config.failures_to_lose() {
+            Some(Err(FailureReason::from_counts(
+                round.conflicts,
+                round.failures,
+                self.config.failures_to_lose(),
+            )))
+        } else {
+            None
+        }
+    }
+
+    fn decide_acquire(&mut self, now: Time) {
+        let reason = match self.quorum_state() {
+            None => return,
+            Some(Ok(())) => match self.validity_at(now) {
+                Ok((valid_until, validity)) => {
+                    let lease = Lease {
+                        keys: core::mem::take(&mut self.keys),
+                        token: self.token.clone(),
+                        valid_until,
+                        extensions: 0,
+                        ttl_ms: self.config.ttl_ms(),
+                    };
+                    self.finish(Outcome::Acquired(Acquired {
+                        lease,
+                        validity: Duration::from_micros(validity),
+                        attempts: self.attempt,
+                        nodes: self.node_results(),
+                    }));
+                    return;
+                }
+                Err(()) => FailureReason::ValidityTooShort,
+            },
+            Some(Err(reason)) => reason,
+        };
+        // Release on all N nodes, whatever they answered: a node may have set the key
+        // while its reply was lost or is still on its way.
+        self.failure = Some((reason, self.node_results()));
+        self.start_round(CommandKind::Release, now);
+        self.phase = Phase::CleaningUp;
+    }
+
+    fn decide_cleanup(&mut self, now: Time) {
+        if self.round.settled() < self.config.nodes() {
+            return;
+        }
+        if self.attempt < self.config.attempts() {
+            // delay = base - jitter + (r mod (2 * jitter + 1)), uniform in base ± jitter.
+            let jitter = u128::from(self.config.retry_jitter_us());
+            let offset = u128::from(self.random.next_u64()) % (2 * jitter + 1);
+            let base = u128::from(self.config.retry_delay_us()) - jitter;
+            let delay = u64::try_from(base + offset).unwrap_or(u64::MAX);
+            self.phase = Phase::Delaying {
+                until: now.plus_micros(delay),
+            };
+            return;
+        }
+        let (reason, nodes) = self
+            .failure
+            .take()
+            .unwrap_or((FailureReason::NodesFailed, Vec::new()));
+        self.finish(Outcome::NotAcquired(NotAcquired {
+            reason,
+            attempts: self.attempt,
+            token: self.token.clone(),
+            nodes,
+        }));
+    }
+
+    fn decide_extend(&mut self, now: Time) {
+        let Some(old) = self.lease.as_ref() else {
+            return;
+        };
+        let result = match self.quorum_state() {
+            None => return,
+            Some(Ok(())) => self
+                .validity_at(now)
+                .map_err(|()| FailureReason::ValidityTooShort),
+            Some(Err(reason)) => Err(reason),
+        };
+        let outcome = match result {
+            Ok((valid_until, validity)) => Outcome::Extended(Extended {
+                lease: Lease {
+                    valid_until,
+                    extensions: old.extensions.saturating_add(1),
+                    ttl_ms: self.config.ttl_ms(),
+                    ..old.clone()
+                },
+                validity: Duration::from_micros(validity),
+                nodes: self.node_results(),
+            }),
+            Err(reason) => {
+                let mut lease = old.clone();
+                if reason == FailureReason::Conflict {
+                    // At most quorum - 1 nodes still hold our key: the lock is gone now.
+                    lease.valid_until = lease.valid_until.min(now);
+                }
+                let validity = lease.valid_until.micros_since(now);
+                Outcome::NotExtended(NotExtended {
+                    reason,
+                    retry_at: self.extension_retry_at(reason, lease.valid_until, now),
+                    validity: Duration::from_micros(validity),
+                    lease,
+                    nodes: self.node_results(),
+                })
+            }
+        };
+        self.finish(outcome);
+    }
+
+    /// After a failed extension, try again after `min(retry_delay, validity / 4)` (at
+    /// least 1 ms, so failing nodes are not hammered), if that round can still end
+    /// before the lease does.
+    fn extension_retry_at(
+        &self,
+        reason: FailureReason,
+        valid_until: Time,
+        now: Time,
+    ) -> Option<Time> {
+        if reason == FailureReason::Conflict {
+            return None;
+        }
+        let left = valid_until.micros_since(now);
+        let pause = self.config.retry_delay_us().min(left / 4).max(1000);
+        let at = now.plus_micros(pause);
+        (at.plus_micros(self.config.node_timeout_us()) < valid_until).then_some(at)
+    }
+
+    fn decide_release(&mut self) {
+        if self.round.settled() < self.config.nodes() {
+            return;
+        }
+        self.finish(Outcome::Released(Released {
+            released: self.round.successes,
+            nodes: self.node_results(),
+        }));
+    }
+
+    fn finish(&mut self, outcome: Outcome) {
+        self.phase = Phase::Done;
+        self.outcome = Some(outcome);
+    }
+}
+
+fn error_result(reply: &Reply) -> NodeResult {
+    match reply {
+        Reply::Error(text) => NodeResult::Error(text.clone()),
+        other => NodeResult::Error(format!("unexpected reply: {}", other.describe())),
+    }
+}
+
+impl core::fmt::Debug for Operation {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Operation")
+            .field("kind", &self.kind)
+            .field("phase", &self.phase)
+            .field("attempt", &self.attempt)
+            .field("round", &self.round.number)
+            .field("nodes", &self.node_results())
+            .finish_non_exhaustive()
+    }
+}
