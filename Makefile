@@ -1,0 +1,47 @@
+# redlock: `make demo` runs the main job, `make test` runs every test.
+# Both install what they need first (scripts/setup.sh).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+CARGO ?= cargo
+# Tools the project installs itself live here, outside the clone.
+export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
+
+# Every test target; `make test` runs them all, in this order.
+TEST_TARGETS := lint test-core test-fuzz-smoke
+
+.PHONY: all setup test demo bench fuzz lint $(TEST_TARGETS)
+
+all: test
+
+setup:
+	scripts/setup.sh
+
+test: setup
+	@for target in $(TEST_TARGETS); do \
+	  echo "==> make $$target"; \
+	  $(MAKE) --no-print-directory $$target || exit 1; \
+	done
+	@echo "==> all tests passed"
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p redlock-core --no-default-features -- -D warnings
+
+# Unit, property and doc tests of the core, and the conformance vectors.
+test-core:
+	$(CARGO) test -p redlock-core
+
+# A short run of every fuzz target (the long run is `make fuzz`).
+test-fuzz-smoke:
+	scripts/fuzz.sh 10
+
+fuzz:
+	scripts/fuzz.sh $${FUZZ_SECONDS:-120}
+
+bench:
+	$(CARGO) bench -p redlock-core --bench cycle
+
+demo: setup
+	$(CARGO) run -q -p redlock-core --example simulate

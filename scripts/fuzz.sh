@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target of the project for SECONDS each (default 60).
+# cargo-fuzz needs a nightly toolchain (libFuzzer's sanitizer flags); it is installed
+# into $REDLOCK_CACHE on first use.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+seconds=${1:-60}
+
+require "a nightly Rust toolchain (rustup toolchain install nightly)" rustup run nightly rustc --version || exit 0
+fuzz_root="$REDLOCK_CACHE/cargo-fuzz"
+if [ ! -x "$fuzz_root/bin/cargo-fuzz" ]; then
+  echo "fuzz: installing cargo-fuzz into $fuzz_root" >&2
+  cargo install --quiet --root "$fuzz_root" cargo-fuzz --version 0.13.1
+fi
+export PATH="$fuzz_root/bin:$PATH"
+
+for dir in core/fuzz ffi/fuzz; do
+  [ -d "$dir" ] || continue
+  for target in $(cd "$dir/.." && cargo +nightly fuzz list); do
+    echo "fuzz: $dir $target for ${seconds}s" >&2
+    (cd "$dir/.." && cargo +nightly fuzz run --release "$target" -- \
+      -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 2>&1 | tail -n 12)
+  done
+done

@@ -1,0 +1,47 @@
+# Shared shell helpers for the project's scripts. Source it; do not run it.
+
+: "${REDLOCK_CACHE:=$HOME/.cache/redlock}"
+export REDLOCK_CACHE
+
+die() {
+  echo "error: $*" >&2
+  exit 1
+}
+
+# need_apt COMMAND:PACKAGE ... -- makes sure each COMMAND exists, installing PACKAGE
+# with apt when root. Without root, a missing command is an error naming the package.
+need_apt() {
+  local missing=() spec cmd pkg
+  for spec in "$@"; do
+    cmd=${spec%%:*}
+    pkg=${spec#*:}
+    command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    die "missing Debian packages: ${missing[*]} (install them with: sudo apt-get install -y ${missing[*]})"
+  fi
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y -q "${missing[@]}" >/dev/null; then
+    apt-get update -q >/dev/null
+    apt-get install -y -q "${missing[@]}" >/dev/null
+  fi
+  for spec in "$@"; do
+    command -v "${spec%%:*}" >/dev/null 2>&1 || die "installing ${spec#*:} did not provide ${spec%%:*}"
+  done
+}
+
+# In CI a missing prerequisite is a failure; elsewhere too, unless the developer
+# explicitly opted out with REDLOCK_ALLOW_SKIP=1 (never set in CI).
+require() {
+  local what=$1
+  shift
+  if ! "$@" >/dev/null 2>&1; then
+    if [ "${CI:-}" != "true" ] && [ "${REDLOCK_ALLOW_SKIP:-}" = "1" ]; then
+      echo "SKIPPED (REDLOCK_ALLOW_SKIP=1): $what" >&2
+      return 1
+    fi
+    die "prerequisite missing: $what"
+  fi
+}
