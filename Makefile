@@ -44,4 +44,4 @@ bench:
 	$(CARGO) bench -p redlock-core --bench cycle
 
 demo: setup
-	$(CARGO) run -q -p redlock-core --example simulate
+	$(CARGO) run -q -p redlock-core --example driver_loop

@@ -1,0 +1,351 @@
+//! Scenario tests of the public API, for what the conformance vectors cannot express:
+//! randomness sources, per-call TTLs, the extension schedule, the live per-node view.
+
+use std::time::Duration;
+
+use redlock_core::{
+    Command, CommandKind, Config, FailureReason, NodeResult, Operation, Outcome, Output, Redlock,
+    Reply, Time, UsageError, MAX_RESOURCES,
+};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn at(us: u64) -> Time {
+    Time::from_micros(us)
+}
+
+/// Polls until empty; returns the commands, the last wait and the outcome, if any.
+fn drain(op: &mut Operation) -> (Vec<Command>, Option<Time>, Option<Outcome>) {
+    let (mut sends, mut wait, mut outcome) = (Vec::new(), None, None);
+    while let Some(output) = op.poll_output() {
+        match output {
+            Output::Send(c) => sends.push(c),
+            Output::Wait(t) => wait = Some(t),
+            Output::Outcome(o) => outcome = Some(o),
+            other => panic!("unknown output {other:?}"),
+        }
+    }
+    (sends, wait, outcome)
+}
+
+/// Answers every command with `reply(node)` at time `now`; returns the commands the
+/// replies caused and the outcome, if one came.
+fn answer(
+    op: &mut Operation,
+    sends: &[Command],
+    now: u64,
+    reply: impl Fn(usize) -> Reply,
+) -> (Vec<Command>, Option<Outcome>) {
+    let (mut caused, mut outcome) = (Vec::new(), None);
+    for command in sends {
+        op.handle_reply(command.request_id(), reply(command.node()), at(now))
+            .unwrap();
+        let (more, _, o) = drain(op);
+        caused.extend(more);
+        outcome = outcome.or(o);
+    }
+    (caused, outcome)
+}
+
+/// Like [`answer`], for replies that cause no commands.
+fn answer_all(
+    op: &mut Operation,
+    sends: &[Command],
+    now: u64,
+    reply: impl Fn(usize) -> Reply,
+) -> Option<Outcome> {
+    let (caused, outcome) = answer(op, sends, now, reply);
+    assert!(caused.is_empty(), "unexpected commands {caused:?}");
+    outcome
+}
+
+fn config(nodes: usize) -> Config {
+    Config::builder(nodes, ms(10_000)).build().unwrap()
+}
+
+#[test]
+fn os_tokens_are_160_bit_hex_and_unique() {
+    let mut client = Redlock::new(config(3));
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..1000 {
+        let token = client.generate_token().unwrap();
+        assert_eq!(token.as_str().len(), 40);
+        assert!(token
+            .as_str()
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert!(seen.insert(token));
+    }
+}
+
+#[test]
+fn seeded_clients_repeat_and_differ_by_seed() {
+    let tokens = |seed| {
+        let mut client = Redlock::with_seed(config(3), seed);
+        (0..3)
+            .map(|_| client.acquire(&["r"], at(0)).unwrap().token().clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(tokens([1; 32]), tokens([1; 32]));
+    assert_ne!(tokens([1; 32]), tokens([2; 32]));
+    let same_seed = tokens([1; 32]);
+    assert_ne!(
+        same_seed[0], same_seed[1],
+        "each operation draws its own token"
+    );
+}
+
+#[test]
+fn every_attempt_has_its_own_token() {
+    let config = Config::builder(3, ms(1000))
+        .attempts(3)
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap();
+    let mut client = Redlock::with_seed(config, [9; 32]);
+    let mut op = client.acquire(&["r"], at(0)).unwrap();
+    let mut now = 0;
+    let mut tokens = Vec::new();
+    loop {
+        let (sends, _, _) = drain(&mut op);
+        assert_eq!(sends.len(), 3);
+        tokens.push(op.token().clone());
+        // Every node refuses: conflict at the second refusal, then the release round.
+        now += 100;
+        let (releases, _) = answer(&mut op, &sends[..2], now, |_| Reply::Nil);
+        assert_eq!(
+            releases.len(),
+            3,
+            "a failed attempt is released on all N nodes"
+        );
+        assert!(releases
+            .iter()
+            .all(|c| c.kind() == CommandKind::Release && c.arg(4) == Some(op.token().as_bytes())));
+        let outcome = answer_all(&mut op, &releases, now + 100, |_| Reply::Integer(0));
+        if let Some(outcome) = outcome {
+            let Outcome::NotAcquired(failed) = outcome else {
+                panic!("{outcome:?}")
+            };
+            assert_eq!(failed.attempts, 3);
+            assert_eq!(failed.reason, FailureReason::Conflict);
+            assert_eq!(&failed.token, tokens.last().unwrap());
+            break;
+        }
+        now = op.poll_timeout().unwrap().as_micros();
+        op.handle_timeout(at(now));
+    }
+    assert_eq!(tokens.len(), 3);
+    assert!(tokens[0] != tokens[1] && tokens[1] != tokens[2] && tokens[0] != tokens[2]);
+}
+
+#[test]
+fn per_call_ttl_is_checked_and_carried_by_the_lease() {
+    let mut client = Redlock::with_seed(config(3), [0; 32]);
+    assert_eq!(
+        client
+            .acquire_for(&["r"], Duration::ZERO, at(0))
+            .unwrap_err(),
+        UsageError::InvalidTtl(redlock_core::ConfigError::TtlZero)
+    );
+    let mut op = client.acquire_for(&["r"], ms(2000), at(1000)).unwrap();
+    let (sends, wait, _) = drain(&mut op);
+    assert_eq!(sends[0].arg(5), Some(&b"2000"[..]));
+    // The default node timeout follows the TTL: min(50 ms, 200 ms).
+    assert_eq!(wait, Some(at(51_000)));
+    let Some(Outcome::Acquired(acquired)) = answer_all(&mut op, &sends, 2000, |_| Reply::Ok) else {
+        panic!("not acquired")
+    };
+    assert_eq!(acquired.lease.ttl_ms(), 2000);
+    // drift = 20 ms + 2 ms; valid_until = 1000 + 2 000 000 - 22 000.
+    assert_eq!(acquired.lease.valid_until(), at(1_979_000));
+
+    // extend() keeps the lease's TTL; extend_for() changes it.
+    let mut op = client.extend(&acquired.lease, at(500_000)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    assert_eq!(sends[0].args().last(), Some(&b"2000"[..]));
+    let Some(Outcome::Extended(extended)) =
+        answer_all(&mut op, &sends, 501_000, |_| Reply::Integer(1))
+    else {
+        panic!("not extended")
+    };
+    assert_eq!(
+        extended.lease.valid_until(),
+        at(500_000 + 2_000_000 - 22_000)
+    );
+    assert_eq!(extended.lease.extensions(), 1);
+    let mut op = client
+        .extend_for(&extended.lease, ms(5000), at(600_000))
+        .unwrap();
+    let (sends, _, _) = drain(&mut op);
+    assert_eq!(sends[0].args().last(), Some(&b"5000"[..]));
+    let Some(Outcome::Extended(longer)) =
+        answer_all(&mut op, &sends, 601_000, |_| Reply::Integer(1))
+    else {
+        panic!("not extended")
+    };
+    assert_eq!(longer.lease.ttl_ms(), 5000);
+    assert_eq!(longer.lease.extensions(), 2);
+    assert!(client.extend_for(&longer.lease, ms(1), at(0)).is_err());
+}
+
+#[test]
+fn extension_schedule() {
+    let config = Config::builder(3, ms(9000))
+        .max_extensions(Some(2))
+        .build()
+        .unwrap();
+    let client = Redlock::with_seed(config.clone(), [0; 32]);
+    let lease = client.lease(&["r"], "tok", at(10_000_000)).unwrap();
+    // margin = max(9000 ms / 3, 2 * 50 ms) = 3 s before valid_until.
+    assert_eq!(config.next_extension(&lease, at(0)), Some(at(7_000_000)));
+    assert_eq!(
+        config.next_extension(&lease, at(8_000_000)),
+        Some(at(8_000_000))
+    );
+    assert_eq!(
+        config.next_extension(&lease, at(10_000_000)),
+        None,
+        "expired"
+    );
+
+    let mut op = client.extend(&lease, at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    let Some(Outcome::Extended(once)) = answer_all(&mut op, &sends, 10, |_| Reply::Integer(1))
+    else {
+        panic!()
+    };
+    let mut op = client.extend(&once.lease, at(20)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    let Some(Outcome::Extended(twice)) = answer_all(&mut op, &sends, 30, |_| Reply::Integer(1))
+    else {
+        panic!()
+    };
+    assert!(config.next_extension(&once.lease, at(40)).is_some());
+    assert_eq!(
+        config.next_extension(&twice.lease, at(40)),
+        None,
+        "bounded at two extensions"
+    );
+}
+
+#[test]
+fn failed_extension_deletes_nothing_and_says_how_long_the_lock_lasts() {
+    let client = Redlock::with_seed(config(5), [0; 32]);
+    let lease = client.lease(&["r"], "tok", at(5_000_000)).unwrap();
+    let mut op = client.extend(&lease, at(1_000_000)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    let outcome = answer_all(&mut op, &sends[..3], 1_001_000, |_| {
+        Reply::ConnectionFailed("reset".into())
+    });
+    let Some(Outcome::NotExtended(failed)) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(failed.reason, FailureReason::NodesFailed);
+    assert!(!failed.is_lost());
+    assert_eq!(failed.lease.valid_until(), at(5_000_000));
+    assert_eq!(failed.validity, Duration::from_micros(3_999_000));
+    // min(200 ms, 3.999 s / 4) after now.
+    assert_eq!(failed.retry_at, Some(at(1_201_000)));
+    assert_eq!(
+        drain(&mut op),
+        (Vec::new(), None, None),
+        "nothing is sent after a failed extension"
+    );
+}
+
+#[test]
+fn live_node_view_records_late_replies() {
+    let mut client = Redlock::with_seed(config(5), [0; 32]);
+    let mut op = client.acquire(&["r"], at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    let outcome = answer_all(&mut op, &sends[..3], 100, |_| Reply::Ok).unwrap();
+    assert_eq!(outcome.nodes()[3], NodeResult::Pending);
+    op.handle_reply(sends[3].request_id(), Reply::Ok, at(200))
+        .unwrap();
+    op.handle_reply(
+        sends[4].request_id(),
+        Reply::Error("LOADING".into()),
+        at(300),
+    )
+    .unwrap();
+    assert_eq!(op.node_results()[3], NodeResult::Success);
+    assert_eq!(op.node_results()[4], NodeResult::Error("LOADING".into()));
+    assert!(op.is_finished());
+    assert_eq!(op.poll_timeout(), None);
+}
+
+#[test]
+fn resource_validation() {
+    let mut client = Redlock::with_seed(config(3), [0; 32]);
+    let none: [&str; 0] = [];
+    assert_eq!(
+        client.acquire(&none, at(0)).unwrap_err(),
+        UsageError::NoResources
+    );
+    assert_eq!(
+        client.acquire(&[""], at(0)).unwrap_err(),
+        UsageError::EmptyResource
+    );
+    assert_eq!(
+        client.acquire(&["a", "a"], at(0)).unwrap_err(),
+        UsageError::DuplicateResource
+    );
+    let many: Vec<String> = (0..=MAX_RESOURCES).map(|i| format!("r{i}")).collect();
+    assert_eq!(
+        client.acquire(&many, at(0)).unwrap_err(),
+        UsageError::TooManyResources
+    );
+    assert!(client.acquire(&many[..MAX_RESOURCES], at(0)).is_ok());
+    // With a prefix, an empty resource name is a valid key.
+    let prefixed = Config::builder(3, ms(1000))
+        .key_prefix("locks:")
+        .build()
+        .unwrap();
+    let mut client = Redlock::with_seed(prefixed, [0; 32]);
+    let mut op = client.acquire(&[""], at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    assert_eq!(sends[0].arg(1), Some(&b"locks:"[..]));
+    // Binary resource names travel unchanged.
+    let mut op = client.acquire(&[&[0u8, 255, 10][..]], at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    assert_eq!(sends[0].arg(1), Some(&b"locks:\x00\xff\n"[..]));
+}
+
+#[test]
+fn commands_encode_as_resp() {
+    let mut client = Redlock::with_seed(config(1), [0; 32]);
+    let mut op = client.acquire(&["k"], at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    let mut bytes = Vec::new();
+    sends[0].encode_resp(&mut bytes);
+    let token = op.token().as_str().to_string();
+    let expected = format!(
+        "*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$40\r\n{token}\r\n$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n10000\r\n"
+    );
+    assert_eq!(String::from_utf8(bytes).unwrap(), expected);
+    assert!(format!("{:?}", sends[0]).contains("SET"));
+    assert!(format!("{op:?}").contains("Acquire"));
+}
+
+#[test]
+fn largest_configuration_runs() {
+    let config = Config::builder(redlock_core::MAX_NODES, ms(redlock_core::MAX_TTL_MS))
+        .build()
+        .unwrap();
+    let mut client = Redlock::with_seed(config, [0; 32]);
+    let mut op = client.acquire(&["r"], at(u64::MAX - 10)).unwrap();
+    let (sends, wait, _) = drain(&mut op);
+    assert_eq!(sends.len(), 255);
+    assert_eq!(wait, Some(at(u64::MAX)), "deadlines saturate");
+    // valid_until saturates at the end of time, and a quorum at that instant leaves no
+    // validity: saturation only ever shortens a lock. The attempt fails and is released.
+    let (releases, outcome) = answer(&mut op, &sends, u64::MAX, |_| Reply::Ok);
+    assert_eq!(outcome, None);
+    assert_eq!(releases.len(), 255);
+    assert!(
+        op.node_results().iter().all(|n| *n == NodeResult::Pending),
+        "release round under way"
+    );
+}

@@ -1,0 +1,537 @@
+//! Property tests: for any configuration and any order, timing and content of replies
+//! (including garbage and misuse), the core
+//! - never reports a lock acquired without a quorum of OKs for that attempt's token,
+//! - never reports more validity than `ttl - drift`, and reports exactly
+//!   `round start + ttl - drift - now`,
+//! - follows every failed attempt with release commands to all N nodes,
+//! - never extends without a quorum, and sends nothing after a failed extension,
+//! - always finishes once time runs on,
+//! - and never panics.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use redlock_core::resp::{encode_command, Decoder};
+use redlock_core::{
+    Command, CommandKind, Config, Operation, Outcome, Output, Redlock, Reply, RequestId, Time,
+    UsageError,
+};
+
+#[derive(Debug, Clone)]
+enum Answer {
+    /// The positive answer in the form the command expects (OK to SET, 1 to scripts).
+    Yes,
+    Ok,
+    Nil,
+    Integer(i64),
+    Error,
+    NoScript,
+    Timeout,
+    ConnectionFailed,
+    Bulk,
+    Array,
+    Status,
+}
+
+fn answer() -> impl Strategy<Value = Answer> {
+    prop_oneof![
+        6 => Just(Answer::Yes),
+        2 => Just(Answer::Ok),
+        2 => Just(Answer::Nil),
+        3 => (-1i64..=3).prop_map(Answer::Integer),
+        1 => Just(Answer::Error),
+        1 => Just(Answer::NoScript),
+        1 => Just(Answer::Timeout),
+        1 => Just(Answer::ConnectionFailed),
+        1 => Just(Answer::Bulk),
+        1 => Just(Answer::Array),
+        1 => Just(Answer::Status),
+    ]
+}
+
+impl Answer {
+    fn reply(&self, kind: CommandKind) -> Reply {
+        match self {
+            Answer::Yes if kind == CommandKind::Set => Reply::Ok,
+            Answer::Yes => Reply::Integer(1),
+            Answer::Ok => Reply::Ok,
+            Answer::Nil => Reply::Nil,
+            Answer::Integer(n) => Reply::Integer(*n),
+            Answer::Error => Reply::Error("ERR something".into()),
+            Answer::NoScript => Reply::Error("NOSCRIPT No matching script.".into()),
+            Answer::Timeout => Reply::Timeout,
+            Answer::ConnectionFailed => Reply::ConnectionFailed("reset".into()),
+            Answer::Bulk => Reply::Bulk(b"OK".to_vec()),
+            Answer::Array => Reply::Array(vec![Reply::Ok]),
+            Answer::Status => Reply::Status("QUEUED".into()),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Event {
+    /// Answer the in-flight command at `pick` (modulo their number) after `advance` us.
+    Reply {
+        pick: usize,
+        answer: Answer,
+        advance: u64,
+    },
+    /// Call handle_timeout after `advance` us, or at the wait instant when `to_wait`.
+    Timeout { advance: u64, to_wait: bool },
+    /// A reply for an id never issued, or for one already answered.
+    Misuse { id: u64, duplicate: bool },
+    /// A reply whose time is earlier than the latest seen.
+    Backwards {
+        pick: usize,
+        answer: Answer,
+        back: u64,
+    },
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    prop_oneof![
+        8 => (any::<usize>(), answer(), 0u64..30_000).prop_map(|(pick, answer, advance)| Event::Reply { pick, answer, advance }),
+        3 => (0u64..80_000, any::<bool>()).prop_map(|(advance, to_wait)| Event::Timeout { advance, to_wait }),
+        1 => (any::<u64>(), any::<bool>()).prop_map(|(id, duplicate)| Event::Misuse { id, duplicate }),
+        1 => (any::<usize>(), answer(), 0u64..50_000).prop_map(|(pick, answer, back)| Event::Backwards { pick, answer, back }),
+    ]
+}
+
+fn config() -> impl Strategy<Value = Config> {
+    (
+        1usize..=9,
+        // Short TTLs make replies arrive too late for a valid lock.
+        prop_oneof![20u64..60, 60u64..20_000],
+        // Only the last attempt's reason is reported: single attempts show every reason.
+        prop_oneof![Just(1u32), 1u32..=4],
+        0u64..=3,
+        0u64..=2,
+        any::<bool>(),
+    )
+        .prop_filter_map(
+            "valid configuration",
+            |(nodes, ttl_ms, attempts, jitter_ms, floor_ms, explicit_timeout)| {
+                let mut builder = Config::builder(nodes, Duration::from_millis(ttl_ms))
+                    .attempts(attempts)
+                    .retry_delay(Duration::from_millis(3))
+                    .retry_jitter(Duration::from_millis(jitter_ms))
+                    .min_validity(Duration::from_millis(floor_ms));
+                if explicit_timeout {
+                    builder = builder.node_timeout(Duration::from_millis(7));
+                }
+                builder.build().ok()
+            },
+        )
+}
+
+/// Drives one operation through `events`, checking every output against an
+/// independent account of what was sent and answered.
+struct Check {
+    config: Config,
+    op: Operation,
+    now: u64,
+    in_flight: Vec<Command>,
+    answered: Vec<RequestId>,
+    /// Per token of an acquisition attempt: the round's start and the nodes that said yes.
+    attempts: Vec<(String, u64, BTreeSet<usize>)>,
+    /// Per token: the nodes a release was sent to.
+    released: HashMap<String, BTreeSet<usize>>,
+    /// Per token: the nodes an extension said yes on.
+    extended: BTreeSet<usize>,
+    outcome: Option<(Outcome, u64)>,
+    sends_after_outcome: usize,
+}
+
+impl Check {
+    fn new(config: Config, op: Operation) -> Check {
+        let mut check = Check {
+            config,
+            op,
+            now: 0,
+            in_flight: Vec::new(),
+            answered: Vec::new(),
+            attempts: Vec::new(),
+            released: HashMap::new(),
+            extended: BTreeSet::new(),
+            outcome: None,
+            sends_after_outcome: 0,
+        };
+        check.drain();
+        check
+    }
+
+    fn token_of(command: &Command) -> String {
+        let index = match command.kind() {
+            CommandKind::Set => 2,
+            // EVAL[SHA] script numkeys keys... token ...
+            _ => {
+                3 + std::str::from_utf8(command.arg(2).unwrap())
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap()
+            }
+        };
+        String::from_utf8(command.arg(index).unwrap().to_vec()).unwrap()
+    }
+
+    fn drain(&mut self) {
+        while let Some(output) = self.op.poll_output() {
+            match output {
+                Output::Send(command) => {
+                    if self.outcome.is_some() {
+                        self.sends_after_outcome += 1;
+                    }
+                    let deadline = command.deadline().as_micros();
+                    assert!(deadline <= self.now + self.config.node_timeout().as_micros() as u64);
+                    let token = Check::token_of(&command);
+                    match command.kind() {
+                        CommandKind::Set | CommandKind::Acquire if !command.is_eval() => {
+                            // A new attempt: every earlier attempt must have been released
+                            // on all N nodes already.
+                            for (earlier, _, _) in self.attempts.iter().filter(|a| a.0 != token) {
+                                assert_eq!(
+                                    self.released.get(earlier).map_or(0, BTreeSet::len),
+                                    self.config.nodes(),
+                                    "attempt {earlier} was not released on every node before the next"
+                                );
+                            }
+                            if self.attempts.last().map(|a| &a.0) != Some(&token) {
+                                self.attempts.push((token, self.now, BTreeSet::new()));
+                            }
+                        }
+                        CommandKind::Release => {
+                            self.released
+                                .entry(token)
+                                .or_default()
+                                .insert(command.node());
+                        }
+                        _ => {}
+                    }
+                    self.in_flight.push(command);
+                }
+                Output::Wait(_) => {}
+                Output::Outcome(outcome) => {
+                    assert!(self.outcome.is_none(), "a second outcome");
+                    self.outcome = Some((outcome, self.now));
+                }
+                other => panic!("unknown output {other:?}"),
+            }
+        }
+    }
+
+    fn reply(&mut self, pick: usize, answer: &Answer, now: u64) {
+        if self.in_flight.is_empty() {
+            return;
+        }
+        let command = self.in_flight.remove(pick % self.in_flight.len());
+        let reply = answer.reply(command.kind());
+        let yes = match command.kind() {
+            CommandKind::Set => reply == Reply::Ok,
+            _ => reply == Reply::Integer(1),
+        };
+        if yes {
+            let token = Check::token_of(&command);
+            match command.kind() {
+                CommandKind::Set | CommandKind::Acquire => {
+                    if let Some(attempt) = self.attempts.iter_mut().find(|a| a.0 == token) {
+                        attempt.2.insert(command.node());
+                    }
+                }
+                CommandKind::Extend => {
+                    self.extended.insert(command.node());
+                }
+                _ => {}
+            }
+        }
+        self.op
+            .handle_reply(command.request_id(), reply, Time::from_micros(now))
+            .unwrap();
+        self.answered.push(command.request_id());
+        self.drain();
+    }
+
+    fn run(&mut self, events: &[Event]) {
+        for event in events {
+            match event {
+                Event::Reply {
+                    pick,
+                    answer,
+                    advance,
+                } => {
+                    self.now += advance;
+                    self.reply(*pick, answer, self.now);
+                }
+                Event::Backwards { pick, answer, back } => {
+                    // The core treats an earlier time as the latest seen.
+                    self.reply(*pick, answer, self.now.saturating_sub(*back));
+                }
+                Event::Timeout { advance, to_wait } => {
+                    self.now = match self.op.poll_timeout() {
+                        Some(until) if *to_wait => self.now.max(until.as_micros()),
+                        _ => self.now + advance,
+                    };
+                    self.op.handle_timeout(Time::from_micros(self.now));
+                    self.drain();
+                    self.expire_in_flight();
+                }
+                Event::Misuse { id, duplicate } => {
+                    let (id, expected) = match self.answered.first() {
+                        Some(first) if *duplicate => (*first, UsageError::DuplicateReply),
+                        _ => (RequestId(id | (1 << 62)), UsageError::UnknownRequest),
+                    };
+                    let before = format!("{:?}", self.op);
+                    assert_eq!(
+                        self.op
+                            .handle_reply(id, Reply::Ok, Time::from_micros(self.now)),
+                        Err(expected)
+                    );
+                    assert_eq!(
+                        format!("{:?}", self.op),
+                        before,
+                        "a refused call changes nothing"
+                    );
+                    assert!(
+                        self.op.poll_output().is_none(),
+                        "a refused call is not an input"
+                    );
+                }
+            }
+        }
+        // Then let time run on: the operation must finish.
+        for _ in 0..(4 * self.config.attempts() + 4) {
+            if self.outcome.is_some() {
+                break;
+            }
+            let until = self
+                .op
+                .poll_timeout()
+                .expect("an unfinished operation has a deadline");
+            self.now = self.now.max(until.as_micros());
+            self.op.handle_timeout(Time::from_micros(self.now));
+            self.drain();
+            self.expire_in_flight();
+        }
+        assert!(self.outcome.is_some(), "the operation never finished");
+    }
+
+    /// Commands past their deadline are given up by a driver.
+    fn expire_in_flight(&mut self) {
+        let now = self.now;
+        self.in_flight.retain(|c| c.deadline().as_micros() > now);
+    }
+
+    fn check_outcome(&self) {
+        let (outcome, decided_at) = self.outcome.as_ref().expect("finished");
+        let lease_us =
+            self.config.ttl().as_micros() as u64 - self.config.drift().as_micros() as u64;
+        let floor = (self.config.min_validity().as_micros() as u64).max(1);
+        match outcome {
+            Outcome::Acquired(acquired) => {
+                let token = acquired.lease.token().as_str();
+                let (_, start, yes) = self
+                    .attempts
+                    .iter()
+                    .find(|a| a.0 == token)
+                    .expect("token of an attempt");
+                assert!(
+                    yes.len() >= self.config.quorum(),
+                    "acquired with {} of {} OKs",
+                    yes.len(),
+                    self.config.quorum()
+                );
+                assert_eq!(acquired.lease.valid_until().as_micros(), start + lease_us);
+                let validity = acquired.validity.as_micros() as u64;
+                assert!(validity <= lease_us, "validity above ttl - drift");
+                assert!(validity >= floor);
+                assert_eq!(validity, start + lease_us - decided_at);
+                for (earlier, _, _) in self.attempts.iter().filter(|a| a.0 != token) {
+                    assert_eq!(self.released[earlier].len(), self.config.nodes());
+                }
+                assert_eq!(self.sends_after_outcome, 0);
+            }
+            Outcome::NotAcquired(failed) => {
+                assert_eq!(failed.attempts as usize, self.attempts.len());
+                for (token, _, _) in &self.attempts {
+                    assert_eq!(
+                        self.released.get(token).map_or(0, BTreeSet::len),
+                        self.config.nodes(),
+                        "not released everywhere"
+                    );
+                }
+            }
+            other => panic!("unexpected outcome {other:?}"),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn acquisition_invariants(config in config(), keys in 1usize..=3, seed in any::<[u8; 32]>(), events in prop::collection::vec(event(), 0..80)) {
+        let mut client = Redlock::with_seed(config.clone(), seed);
+        let resources: Vec<String> = (0..keys).map(|i| format!("res{i}")).collect();
+        let op = client.acquire(&resources, Time::ZERO).unwrap();
+        let mut check = Check::new(config, op);
+        check.run(&events);
+        check.check_outcome();
+    }
+
+    #[test]
+    fn extension_invariants(config in config(), events in prop::collection::vec(event(), 0..60)) {
+        let client = Redlock::with_seed(config.clone(), [0; 32]);
+        let lease = client.lease(&["res"], "token", Time::from_micros(3_000_000)).unwrap();
+        let op = client.extend(&lease, Time::ZERO).unwrap();
+        let mut check = Check::new(config.clone(), op);
+        check.run(&events);
+        let (outcome, decided_at) = check.outcome.clone().unwrap();
+        let lease_us = config.ttl().as_micros() as u64 - config.drift().as_micros() as u64;
+        match outcome {
+            Outcome::Extended(extended) => {
+                prop_assert!(check.extended.len() >= config.quorum());
+                prop_assert_eq!(extended.lease.valid_until().as_micros(), lease_us);
+                prop_assert!(extended.validity.as_micros() as u64 <= lease_us);
+                prop_assert_eq!(extended.lease.extensions(), 1);
+            }
+            Outcome::NotExtended(failed) => {
+                prop_assert!(failed.lease.valid_until() <= lease.valid_until());
+                prop_assert_eq!(failed.validity, failed.lease.validity(Time::from_micros(decided_at)));
+                if let Some(retry_at) = failed.retry_at {
+                    prop_assert!(retry_at.as_micros() > decided_at);
+                    prop_assert!(retry_at.as_micros() + config.node_timeout().as_micros() as u64 <= failed.lease.valid_until().as_micros());
+                }
+            }
+            other => prop_assert!(false, "unexpected outcome {:?}", other),
+        }
+        prop_assert_eq!(check.sends_after_outcome, 0, "nothing is sent after an extension decides");
+    }
+
+    #[test]
+    fn release_counts_only_deletions(config in config(), events in prop::collection::vec(event(), 0..60)) {
+        let client = Redlock::with_seed(config.clone(), [0; 32]);
+        let lease = client.lease(&["res"], "token", Time::ZERO).unwrap();
+        let op = client.release(&lease, Time::ZERO);
+        let mut check = Check::new(config.clone(), op);
+        check.run(&events);
+        let (outcome, _) = check.outcome.clone().unwrap();
+        let Outcome::Released(released) = outcome else {
+            return Err(TestCaseError::fail(format!("unexpected outcome {outcome:?}")));
+        };
+        prop_assert_eq!(released.nodes.len(), config.nodes());
+        prop_assert_eq!(released.released, released.nodes.iter().filter(|n| **n == redlock_core::NodeResult::Success).count());
+    }
+
+    #[test]
+    fn decoder_never_panics(chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..8)) {
+        let mut decoder = Decoder::new();
+        for chunk in &chunks {
+            decoder.feed(chunk);
+            while let Ok(Some(_)) = decoder.next_reply() {}
+        }
+    }
+
+    #[test]
+    fn decoder_is_split_independent(replies in prop::collection::vec(resp_reply(), 1..6), cut in any::<prop::sample::Index>()) {
+        let mut bytes = Vec::new();
+        for reply in &replies {
+            encode_reply(reply, &mut bytes);
+        }
+        let cut = cut.index(bytes.len() + 1);
+        let mut decoder = Decoder::new();
+        let mut decoded = Vec::new();
+        for part in [&bytes[..cut], &bytes[cut..]] {
+            decoder.feed(part);
+            while let Some(reply) = decoder.next_reply().unwrap() {
+                decoded.push(reply);
+            }
+        }
+        prop_assert_eq!(decoded, replies);
+        prop_assert_eq!(decoder.buffered(), 0);
+    }
+
+    #[test]
+    fn command_encoding_round_trips(args in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 1..8)) {
+        let mut bytes = Vec::new();
+        encode_command(args.iter().map(Vec::as_slice), &mut bytes);
+        let mut decoder = Decoder::new();
+        decoder.feed(&bytes);
+        let expected = Reply::Array(args.iter().map(|a| Reply::Bulk(a.clone())).collect());
+        prop_assert_eq!(decoder.next_reply().unwrap(), Some(expected));
+    }
+}
+
+fn resp_reply() -> impl Strategy<Value = Reply> {
+    let leaf = prop_oneof![
+        Just(Reply::Ok),
+        "[a-zA-Z ]{1,12}".prop_filter_map("not OK", |s| (s != "OK").then_some(Reply::Status(s))),
+        Just(Reply::Nil),
+        any::<i64>().prop_map(Reply::Integer),
+        prop::collection::vec(any::<u8>(), 0..20).prop_map(Reply::Bulk),
+        "[A-Z]{1,8} [a-z ]{0,20}".prop_map(Reply::Error),
+    ];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        prop::collection::vec(inner, 0..4).prop_map(Reply::Array)
+    })
+}
+
+fn encode_reply(reply: &Reply, out: &mut Vec<u8>) {
+    match reply {
+        Reply::Ok => out.extend_from_slice(b"+OK\r\n"),
+        Reply::Status(s) => out.extend_from_slice(format!("+{s}\r\n").as_bytes()),
+        Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
+        Reply::Integer(n) => out.extend_from_slice(format!(":{n}\r\n").as_bytes()),
+        Reply::Bulk(b) => {
+            out.extend_from_slice(format!("${}\r\n", b.len()).as_bytes());
+            out.extend_from_slice(b);
+            out.extend_from_slice(b"\r\n");
+        }
+        Reply::Error(e) => out.extend_from_slice(format!("-{e}\r\n").as_bytes()),
+        Reply::Array(items) => {
+            out.extend_from_slice(format!("*{}\r\n", items.len()).as_bytes());
+            for item in items {
+                encode_reply(item, out);
+            }
+        }
+        other => panic!("not encodable: {other:?}"),
+    }
+}
+
+/// The generators above must reach every kind of outcome, or the properties would hold
+/// vacuously.
+#[test]
+fn generators_reach_every_outcome() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config as RunnerConfig, TestRng, TestRunner};
+    let mut runner = TestRunner::new_with_rng(
+        RunnerConfig::default(),
+        TestRng::deterministic_rng(RunnerConfig::default().rng_algorithm),
+    );
+    let mut seen = BTreeSet::new();
+    let strategy = (config(), 1usize..=3, prop::collection::vec(event(), 0..80));
+    for _ in 0..3000 {
+        let (config, keys, events) = strategy.new_tree(&mut runner).unwrap().current();
+        let mut client = Redlock::with_seed(config.clone(), [5; 32]);
+        let resources: Vec<String> = (0..keys).map(|i| format!("res{i}")).collect();
+        let mut check = Check::new(config, client.acquire(&resources, Time::ZERO).unwrap());
+        check.run(&events);
+        let (outcome, _) = check.outcome.unwrap();
+        seen.insert(match &outcome {
+            Outcome::Acquired(a) => format!("acquired after {}", a.attempts.min(2)),
+            other => format!("{}: {}", other.code(), other.reason().unwrap().code()),
+        });
+    }
+    for expected in [
+        "acquired after 1",
+        "acquired after 2",
+        "not_acquired: conflict",
+        "not_acquired: nodes_failed",
+        "not_acquired: mixed",
+        "not_acquired: validity_too_short",
+    ] {
+        assert!(
+            seen.contains(expected),
+            "never reached {expected}; reached {seen:?}"
+        );
+    }
+}
