@@ -1,0 +1,127 @@
+//! Arbitrary sequences of operations and inputs, in any order, with any replies and
+//! times: the core must never panic, and an acquired lock must never claim more
+//! validity than `ttl - drift`.
+#![no_main]
+
+use std::time::Duration;
+
+use arbitrary::{Result, Unstructured};
+use libfuzzer_sys::fuzz_target;
+use redlock_core::{Config, Lease, Operation, Outcome, Output, Redlock, Reply, RequestId, Time};
+
+fn reply(u: &mut Unstructured<'_>, depth: u32) -> Result<Reply> {
+    let text = |u: &mut Unstructured<'_>| -> Result<String> { Ok(u.arbitrary::<&str>()?.to_string()) };
+    Ok(match u.int_in_range(0..=9)? {
+        0 => Reply::Ok,
+        1 => Reply::Nil,
+        2 => Reply::Integer(u.arbitrary()?),
+        3 => Reply::Integer(u.int_in_range(-1..=3)?),
+        4 => Reply::Error(if u.arbitrary()? { "NOSCRIPT No matching script.".into() } else { text(u)? }),
+        5 => Reply::Timeout,
+        6 => Reply::ConnectionFailed(text(u)?),
+        7 => Reply::Bulk(u.arbitrary()?),
+        8 => Reply::Status(text(u)?),
+        _ if depth < 3 => {
+            let n = u.int_in_range(0..=3)?;
+            Reply::Array((0..n).map(|_| reply(u, depth + 1)).collect::<Result<_>>()?)
+        }
+        _ => Reply::Nil,
+    })
+}
+
+fn run(u: &mut Unstructured<'_>) -> Result<()> {
+    let nodes = u.int_in_range(0..=9)?;
+    let ttl = Duration::from_millis(u.int_in_range(0..=120_000)?);
+    let config = Config::builder(nodes, ttl)
+        .attempts(u.int_in_range(0..=4)?)
+        .retry_delay(Duration::from_micros(u.int_in_range(0..=300_000)?))
+        .retry_jitter(Duration::from_micros(u.int_in_range(0..=100_000)?))
+        .min_validity(Duration::from_micros(u.int_in_range(0..=50_000)?))
+        .key_prefix(u.arbitrary::<Vec<u8>>()?);
+    let config = if u.arbitrary()? {
+        config.node_timeout(Duration::from_micros(u.int_in_range(0..=100_000)?))
+    } else {
+        config
+    };
+    let Ok(config) = config.build() else { return Ok(()) };
+    let lease_us = (config.ttl() - config.drift()).as_micros();
+    let mut client = Redlock::with_seed(config.clone(), u.arbitrary()?);
+    let mut ops: Vec<(Operation, u64)> = Vec::new();
+    let mut leases: Vec<Lease> = Vec::new();
+    let mut now: u64 = u.arbitrary::<u32>()?.into();
+
+    while !u.is_empty() && ops.len() < 16 {
+        now = now.saturating_add(u.int_in_range(0..=40_000)?);
+        let at = Time::from_micros(now);
+        match u.int_in_range(0..=7)? {
+            0 => {
+                let resources: Vec<Vec<u8>> = u.arbitrary()?;
+                let started = if u.arbitrary()? {
+                    client.acquire(&resources, at)
+                } else {
+                    client.acquire_with_random(&resources, u.arbitrary()?, at)
+                };
+                if let Ok(op) = started {
+                    ops.push((op, 1));
+                }
+            }
+            1 if !leases.is_empty() => {
+                let lease = &leases[u.choose_index(leases.len())?];
+                let started = if u.arbitrary()? {
+                    client.extend(lease, at)
+                } else {
+                    client.extend_for(lease, Duration::from_millis(u.int_in_range(0..=10_000)?), at)
+                };
+                if let Ok(op) = started {
+                    ops.push((op, 1));
+                }
+            }
+            2 if !leases.is_empty() => {
+                let lease = &leases[u.choose_index(leases.len())?];
+                ops.push((client.release(lease, at), 1));
+            }
+            3 => {
+                if let Ok(lease) = client.lease(&[u.arbitrary::<Vec<u8>>()?], u.arbitrary()?, at) {
+                    let _ = config.next_extension(&lease, at);
+                    leases.push(lease);
+                }
+            }
+            4 | 5 if !ops.is_empty() => {
+                let index = u.choose_index(ops.len())?;
+                let (op, _) = &mut ops[index];
+                let id = RequestId(u.int_in_range(0..=40)?);
+                let back = if u.ratio(1, 8)? { u.int_in_range(0..=now)? } else { 0 };
+                let _ = op.handle_reply(id, reply(u, 0)?, Time::from_micros(now - back));
+            }
+            6 if !ops.is_empty() => {
+                let index = u.choose_index(ops.len())?;
+                let (op, _) = &mut ops[index];
+                let at = match op.poll_timeout() {
+                    Some(until) if u.arbitrary()? => until.max(at),
+                    _ => at,
+                };
+                op.handle_timeout(at);
+            }
+            _ => {}
+        }
+        for (op, _) in &mut ops {
+            while let Some(output) = op.poll_output() {
+                if let Output::Outcome(outcome) = output {
+                    if let Outcome::Acquired(acquired) = &outcome {
+                        assert!(acquired.validity.as_micros() <= lease_us);
+                        assert!(!acquired.validity.is_zero());
+                    }
+                    let _ = (outcome.code(), outcome.reason(), outcome.nodes().len());
+                    if let Some(lease) = outcome.lease() {
+                        leases.push(lease.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fuzz_target!(|data: &[u8]| {
+    let _ = run(&mut Unstructured::new(data));
+});
