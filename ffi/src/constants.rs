@@ -1,0 +1,189 @@
+//! The library's version, the Lua scripts with their SHA-1s, and the core's limits and
+//! defaults.
+
+use std::ffi::{c_char, CStr};
+
+use crate::boundary::guard_value;
+
+/// The most nodes a configuration accepts.
+pub const REDLOCK_MAX_NODES: usize = 255;
+/// The most resources one lock may cover.
+pub const REDLOCK_MAX_RESOURCES: usize = 64;
+/// The fewest random bytes in a token (128 bits).
+pub const REDLOCK_MIN_TOKEN_BYTES: usize = 16;
+/// The most random bytes in a token.
+pub const REDLOCK_MAX_TOKEN_BYTES: usize = 64;
+/// Default random bytes per token (160 bits).
+pub const REDLOCK_DEFAULT_TOKEN_BYTES: usize = 20;
+/// The longest token text accepted by `redlock_client_lease`.
+pub const REDLOCK_MAX_TOKEN_TEXT: usize = 256;
+/// The most attempts one acquisition may make.
+pub const REDLOCK_MAX_ATTEMPTS: u32 = 1_000_000;
+/// Default attempts of one acquisition, the first included.
+pub const REDLOCK_DEFAULT_ATTEMPTS: u32 = 3;
+/// Default fixed drift, in microseconds.
+pub const REDLOCK_DEFAULT_DRIFT_FIXED_US: u64 = 2_000;
+/// Upper bound of the default node timeout (the default is the smaller of this and a
+/// tenth of the TTL), in microseconds.
+pub const REDLOCK_DEFAULT_NODE_TIMEOUT_CAP_US: u64 = 50_000;
+/// Default base delay between attempts, in microseconds.
+pub const REDLOCK_DEFAULT_RETRY_DELAY_US: u64 = 200_000;
+/// Default jitter around the retry delay, in microseconds.
+pub const REDLOCK_DEFAULT_RETRY_JITTER_US: u64 = 100_000;
+/// Bytes of the seed `redlock_client_new_seeded` takes.
+pub const REDLOCK_SEED_LEN: usize = 32;
+
+/// The acquire script (several resources), for `redlock_script_text`.
+pub const REDLOCK_SCRIPT_ACQUIRE: u32 = 1;
+/// The release script.
+pub const REDLOCK_SCRIPT_RELEASE: u32 = 2;
+/// The extend script.
+pub const REDLOCK_SCRIPT_EXTEND: u32 = 3;
+
+/// `text` with a NUL appended, at compile time.
+const fn nul_terminated<const N: usize>(text: &str) -> [u8; N] {
+    let bytes = text.as_bytes();
+    let mut out = [0u8; N];
+    let mut i = 0;
+    while i < bytes.len() {
+        out[i] = bytes[i];
+        i += 1;
+    }
+    out
+}
+
+macro_rules! c_text {
+    ($text:path) => {{
+        const BYTES: [u8; $text.len() + 1] = nul_terminated($text);
+        // The core's texts hold no NUL, so the only one is the terminator (checked by
+        // the tests); a failure here is a compile-time error, not a runtime one.
+        const TEXT: &CStr = match CStr::from_bytes_with_nul(&BYTES) {
+            Ok(text) => text,
+            Err(_) => panic!("NUL inside a constant text"),
+        };
+        TEXT
+    }};
+}
+
+const VERSION: &CStr = c_text!(redlock_core::VERSION);
+
+/// The library's version (`"0.1.0"`). Static, NUL-terminated; never freed.
+#[no_mangle]
+pub extern "C" fn redlock_version() -> *const c_char {
+    VERSION.as_ptr()
+}
+
+/// The largest TTL a configuration accepts, in milliseconds.
+#[no_mangle]
+pub extern "C" fn redlock_max_ttl_ms() -> u64 {
+    redlock_core::MAX_TTL_MS
+}
+
+fn script(script: u32) -> Option<(&'static CStr, &'static CStr)> {
+    match script {
+        REDLOCK_SCRIPT_ACQUIRE => Some((
+            c_text!(redlock_core::ACQUIRE_SCRIPT),
+            c_text!(redlock_core::ACQUIRE_SHA1),
+        )),
+        REDLOCK_SCRIPT_RELEASE => Some((
+            c_text!(redlock_core::RELEASE_SCRIPT),
+            c_text!(redlock_core::RELEASE_SHA1),
+        )),
+        REDLOCK_SCRIPT_EXTEND => Some((
+            c_text!(redlock_core::EXTEND_SCRIPT),
+            c_text!(redlock_core::EXTEND_SHA1),
+        )),
+        _ => None,
+    }
+}
+
+/// The Lua text of `script` (a `REDLOCK_SCRIPT_*` value), exactly as `EVAL` sends it,
+/// or NULL for another value. Static, NUL-terminated; never freed.
+#[no_mangle]
+pub extern "C" fn redlock_script_text(script_id: u32) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        script(script_id).map_or(std::ptr::null(), |(text, _)| text.as_ptr())
+    })
+}
+
+/// The SHA-1 of `script` in lowercase hex, as `EVALSHA` sends it, or NULL for another
+/// value. Static, NUL-terminated; never freed.
+#[no_mangle]
+pub extern "C" fn redlock_script_sha1(script_id: u32) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        script(script_id).map_or(std::ptr::null(), |(_, sha1)| sha1.as_ptr())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(ptr: *const c_char) -> &'static str {
+        // SAFETY: the functions under test return static NUL-terminated texts.
+        unsafe { CStr::from_ptr(ptr) }.to_str().unwrap()
+    }
+
+    #[test]
+    fn constants_are_the_cores() {
+        assert_eq!(REDLOCK_MAX_NODES, redlock_core::MAX_NODES);
+        assert_eq!(REDLOCK_MAX_RESOURCES, redlock_core::MAX_RESOURCES);
+        assert_eq!(REDLOCK_MIN_TOKEN_BYTES, redlock_core::MIN_TOKEN_BYTES);
+        assert_eq!(REDLOCK_MAX_TOKEN_BYTES, redlock_core::MAX_TOKEN_BYTES);
+        assert_eq!(
+            REDLOCK_DEFAULT_TOKEN_BYTES,
+            redlock_core::DEFAULT_TOKEN_BYTES
+        );
+        assert_eq!(REDLOCK_MAX_TOKEN_TEXT, redlock_core::MAX_TOKEN_TEXT);
+        assert_eq!(REDLOCK_MAX_ATTEMPTS, redlock_core::MAX_ATTEMPTS);
+        assert_eq!(REDLOCK_DEFAULT_ATTEMPTS, redlock_core::DEFAULT_ATTEMPTS);
+        let us = |d: std::time::Duration| d.as_micros() as u64;
+        assert_eq!(
+            REDLOCK_DEFAULT_DRIFT_FIXED_US,
+            us(redlock_core::DEFAULT_DRIFT_FIXED)
+        );
+        assert_eq!(
+            REDLOCK_DEFAULT_NODE_TIMEOUT_CAP_US,
+            us(redlock_core::DEFAULT_NODE_TIMEOUT_CAP)
+        );
+        assert_eq!(
+            REDLOCK_DEFAULT_RETRY_DELAY_US,
+            us(redlock_core::DEFAULT_RETRY_DELAY)
+        );
+        assert_eq!(
+            REDLOCK_DEFAULT_RETRY_JITTER_US,
+            us(redlock_core::DEFAULT_RETRY_JITTER)
+        );
+    }
+
+    #[test]
+    fn texts_are_the_cores() {
+        assert_eq!(text(redlock_version()), redlock_core::VERSION);
+        assert_eq!(
+            text(redlock_script_text(REDLOCK_SCRIPT_ACQUIRE)),
+            redlock_core::ACQUIRE_SCRIPT
+        );
+        assert_eq!(
+            text(redlock_script_text(REDLOCK_SCRIPT_RELEASE)),
+            redlock_core::RELEASE_SCRIPT
+        );
+        assert_eq!(
+            text(redlock_script_text(REDLOCK_SCRIPT_EXTEND)),
+            redlock_core::EXTEND_SCRIPT
+        );
+        assert_eq!(
+            text(redlock_script_sha1(REDLOCK_SCRIPT_ACQUIRE)),
+            redlock_core::ACQUIRE_SHA1
+        );
+        assert_eq!(
+            text(redlock_script_sha1(REDLOCK_SCRIPT_RELEASE)),
+            redlock_core::RELEASE_SHA1
+        );
+        assert_eq!(
+            text(redlock_script_sha1(REDLOCK_SCRIPT_EXTEND)),
+            redlock_core::EXTEND_SHA1
+        );
+        assert!(redlock_script_text(0).is_null());
+        assert!(redlock_script_sha1(4).is_null());
+    }
+}
