@@ -60,7 +60,7 @@ impl Redlock {
         now: Time,
     ) -> Result<Operation, UsageError> {
         let keys = self.keys(resources)?;
-        let random = self.source.operation_random()?;
+        let random = self.source.operation_random(self.config.token_bytes())?;
         Ok(Operation::acquire(
             Arc::clone(&self.config),
             keys,
@@ -79,7 +79,7 @@ impl Redlock {
     ) -> Result<Operation, UsageError> {
         let config = self.config_for(ttl)?;
         let keys = self.keys(resources)?;
-        let random = self.source.operation_random()?;
+        let random = self.source.operation_random(self.config.token_bytes())?;
         Ok(Operation::acquire(config, keys, random, now))
     }
 
@@ -165,10 +165,8 @@ impl Redlock {
 
     /// A fresh token of `token_bytes` random bytes from this client's source.
     pub fn generate_token(&mut self) -> Result<Token, UsageError> {
-        Ok(self
-            .source
-            .operation_random()?
-            .token(self.config.token_bytes()))
+        let len = self.config.token_bytes();
+        Ok(self.source.operation_random(len)?.token(len))
     }
 
     fn keys<R: AsRef<[u8]>>(&self, resources: &[R]) -> Result<Vec<Vec<u8>>, UsageError> {

@@ -100,7 +100,7 @@ struct Round {
     kind: CommandKind,
     start: Time,
     deadline: Time,
-    argv: Arc<Argv>,
+    /// The `EVAL` form of the round's command, built when a node first needs it.
     eval_argv: Option<Arc<Argv>>,
     /// Per node: the request currently standing for it, and its result.
     slots: Vec<(RequestId, NodeResult)>,
@@ -250,7 +250,6 @@ impl Operation {
                 kind: CommandKind::Set,
                 start: now,
                 deadline: now,
-                argv: Arc::new(Argv::build(CommandKind::Set, false, &[], &[], 0)),
                 eval_argv: None,
                 slots: Vec::with_capacity(nodes),
                 successes: 0,
@@ -473,7 +472,6 @@ impl Operation {
         self.round.kind = kind;
         self.round.start = now;
         self.round.deadline = deadline;
-        self.round.argv = argv;
         self.round.eval_argv = None;
         self.round.successes = 0;
         self.round.conflicts = 0;

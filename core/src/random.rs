@@ -77,36 +77,53 @@ impl fmt::Display for Token {
 
 /// Where a client draws the randomness of its operations.
 pub(crate) enum Source {
-    /// The operating system's CSPRNG, 32 bytes per operation seeding its own ChaCha20.
+    /// The operating system's CSPRNG: one call per operation.
     #[cfg(feature = "os-random")]
     Os,
-    /// A ChaCha20 stream seeded once by the caller; each operation takes 32 bytes of it
-    /// to seed its own.
+    /// A ChaCha20 stream seeded once by the caller.
     Seeded(alloc::boxed::Box<ChaCha20Rng>),
 }
 
 impl Source {
-    pub(crate) fn operation_random(&mut self) -> Result<OperationRandom, UsageError> {
-        let mut seed = [0u8; 32];
+    /// Randomness for one operation: the first token's bytes drawn now, and a seed for
+    /// the stream later attempts draw from, expanded only if a retry needs it.
+    pub(crate) fn operation_random(
+        &mut self,
+        token_bytes: usize,
+    ) -> Result<OperationRandom, UsageError> {
+        let mut first = [0u8; crate::config::MAX_TOKEN_BYTES + 32];
+        let len = token_bytes.min(crate::config::MAX_TOKEN_BYTES) + 32;
+        let drawn = &mut first[..len];
         match self {
             #[cfg(feature = "os-random")]
-            Source::Os => getrandom::fill(&mut seed).map_err(|_| UsageError::RandomSourceFailed)?,
-            Source::Seeded(rng) => rng.fill_bytes(&mut seed),
+            Source::Os => getrandom::fill(drawn).map_err(|_| UsageError::RandomSourceFailed)?,
+            Source::Seeded(rng) => rng.fill_bytes(drawn),
         }
-        Ok(OperationRandom::Stream(alloc::boxed::Box::new(
-            ChaCha20Rng::from_seed(seed),
-        )))
+        let mut seed = [0u8; 32];
+        seed.copy_from_slice(&drawn[len - 32..]);
+        Ok(OperationRandom::Stream {
+            first,
+            first_len: len - 32,
+            used: 0,
+            seed,
+            rng: None,
+        })
     }
 }
 
 /// The randomness one operation draws from.
 pub(crate) enum OperationRandom {
-    Stream(alloc::boxed::Box<ChaCha20Rng>),
-    /// Caller-supplied bytes, checked at the start to be enough for every attempt.
-    Bytes {
-        bytes: Vec<u8>,
+    /// Bytes drawn from the client's source when the operation started, then a ChaCha20
+    /// stream seeded from it.
+    Stream {
+        first: [u8; crate::config::MAX_TOKEN_BYTES + 32],
+        first_len: usize,
         used: usize,
+        seed: [u8; 32],
+        rng: Option<alloc::boxed::Box<ChaCha20Rng>>,
     },
+    /// Caller-supplied bytes, checked at the start to be enough for every attempt.
+    Bytes { bytes: Vec<u8>, used: usize },
     /// Extensions and releases draw nothing.
     None,
 }
@@ -135,7 +152,24 @@ impl OperationRandom {
 
     fn fill(&mut self, out: &mut [u8]) {
         match self {
-            OperationRandom::Stream(rng) => rng.fill_bytes(out),
+            OperationRandom::Stream {
+                first,
+                first_len,
+                used,
+                seed,
+                rng,
+            } => {
+                let available = first.get(*used..*first_len).unwrap_or(&[]);
+                let n = out.len().min(available.len());
+                out[..n].copy_from_slice(&available[..n]);
+                *used += n;
+                if n < out.len() {
+                    rng.get_or_insert_with(|| {
+                        alloc::boxed::Box::new(ChaCha20Rng::from_seed(*seed))
+                    })
+                    .fill_bytes(&mut out[n..]);
+                }
+            }
             OperationRandom::Bytes { bytes, used } => {
                 // The length was checked against `needed` when the operation started;
                 // should it ever fall short, the missing bytes stay zero rather than panic.
@@ -188,6 +222,22 @@ mod tests {
         );
         // Exhausted: zeros, no panic.
         assert_eq!(random.next_u64(), 0);
+    }
+
+    #[test]
+    fn stream_continues_past_the_first_token() {
+        let mut source = Source::Seeded(alloc::boxed::Box::new(ChaCha20Rng::from_seed([3; 32])));
+        let mut random = source.operation_random(20).unwrap();
+        let first = random.token(20);
+        let jitter = random.next_u64();
+        let second = random.token(20);
+        assert_ne!(first, second);
+        assert_ne!(jitter, 0);
+        let mut again = Source::Seeded(alloc::boxed::Box::new(ChaCha20Rng::from_seed([3; 32])));
+        let mut random = again.operation_random(20).unwrap();
+        assert_eq!(random.token(20), first);
+        assert_eq!(random.next_u64(), jitter);
+        assert_eq!(random.token(20), second);
     }
 
     #[test]
