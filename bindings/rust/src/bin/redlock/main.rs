@@ -1,0 +1,758 @@
+//! `redlock`: Redlock distributed locks from the shell.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::{Args, Parser, Subcommand};
+use redlock_client::{
+    Client, Error, ExtendReport, KeyStatus, Lock, LockOptions, NodeReport, NodeResult,
+    ReleaseReport, RetryProgress,
+};
+use serde_json::{json, Value};
+
+/// The lock could not be acquired, or was lost while the command ran (EX_TEMPFAIL).
+const EXIT_NOT_ACQUIRED: u8 = 75;
+/// An extension or release that did not do what was asked.
+const EXIT_FAILED: u8 = 1;
+/// Bad arguments, an invalid configuration or node URL.
+const EXIT_USAGE: u8 = 2;
+/// The command could not be run (not executable).
+const EXIT_CANNOT_EXECUTE: u8 = 126;
+/// The command was not found.
+const EXIT_NOT_FOUND: u8 = 127;
+
+const ABOUT: &str = "Redlock distributed locks over independent Redis nodes, from the shell.";
+
+const AFTER_HELP: &str = "\
+Nodes come from --nodes or REDLOCK_NODES (comma-separated URLs); the default is
+redis://127.0.0.1:6379. URLs take a password (redis://:PASSWORD@host:port) and TLS
+(rediss://host:port; --tls-ca-cert for a private CA).
+
+Exit status:
+  0    success (exec: the command's own status)
+  1    extend: not extended; release: nothing of ours found on any node
+  2    bad arguments, configuration or node URL
+  75   the lock could not be acquired (held by someone else or nodes unreachable),
+       or exec's lock was lost while the command ran
+  126  exec: the command could not be run; 127: not found
+  128+N  exec: the command was killed by signal N
+
+Examples:
+  redlock --nodes redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 \\
+      exec nightly-report --ttl 30000 --auto-extend -- ./make-report.sh
+  TOKEN=$(redlock acquire deploy --ttl 60000)
+  redlock extend deploy \"$TOKEN\" --ttl 60000
+  redlock release deploy \"$TOKEN\"
+  redlock status deploy --json";
+
+#[derive(Parser)]
+#[command(name = "redlock", version, about = ABOUT, after_help = AFTER_HELP)]
+struct Cli {
+    /// Redis nodes, comma-separated URLs (redis://[:password@]host:port, rediss:// for TLS).
+    #[arg(
+        long,
+        global = true,
+        env = "REDLOCK_NODES",
+        default_value = "redis://127.0.0.1:6379",
+        value_delimiter = ','
+    )]
+    nodes: Vec<String>,
+
+    /// Machine-readable output: one JSON object on stdout (exec: JSON lines on stderr).
+    #[arg(long, global = true)]
+    json: bool,
+
+    /// No progress line while retrying, no messages except errors.
+    #[arg(long, short, global = true)]
+    quiet: bool,
+
+    /// How long one node may take to answer one round, in milliseconds (default: the
+    /// smaller of 50 ms and a tenth of the TTL).
+    #[arg(long, global = true, value_name = "MS")]
+    node_timeout: Option<u64>,
+
+    /// Bytes put in front of the resource name to form the key.
+    #[arg(long, global = true, value_name = "PREFIX")]
+    key_prefix: Option<String>,
+
+    /// A CA certificate (PEM file) for rediss:// nodes, instead of the system's roots.
+    #[arg(long, global = true, value_name = "FILE")]
+    tls_ca_cert: Option<std::path::PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run COMMAND while holding the lock on RESOURCE, then release it.
+    ///
+    /// The command sees REDLOCK_RESOURCE, REDLOCK_TOKEN and REDLOCK_VALID_UNTIL_MS (Unix
+    /// time in milliseconds when the first lease ends) in its environment. With
+    /// --auto-extend the lock is extended while the command runs; without it the command
+    /// may run for the lock's validity only. If the lock is lost, the command gets
+    /// SIGTERM, then SIGKILL after --grace, and redlock exits with 75. SIGTERM and
+    /// SIGHUP sent to redlock are passed on to the command (SIGINT from a terminal
+    /// reaches it directly). Otherwise redlock exits with the command's status.
+    Exec {
+        /// The resource to lock.
+        resource: String,
+        #[command(flatten)]
+        acquire: AcquireArgs,
+        /// Keep extending the lock while the command runs.
+        #[arg(long)]
+        auto_extend: bool,
+        /// At most this many automatic extensions (default: unbounded).
+        #[arg(long, value_name = "N", requires = "auto_extend")]
+        max_extensions: Option<u32>,
+        /// After SIGTERM on loss, wait this long before SIGKILL, in milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = 5000)]
+        grace: u64,
+        /// The command and its arguments.
+        #[arg(required = true, last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Acquire the lock and print its token (the lock stays until released or expired).
+    Acquire {
+        /// The resource to lock.
+        resource: String,
+        #[command(flatten)]
+        acquire: AcquireArgs,
+    },
+    /// Extend a lock held with TOKEN by --ttl from now. Never re-creates an expired lock.
+    Extend {
+        /// The locked resource.
+        resource: String,
+        /// The token `acquire` printed.
+        token: String,
+        /// New time to live, in milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = 30_000)]
+        ttl: u64,
+    },
+    /// Release a lock held with TOKEN. Never deletes a key holding another token.
+    Release {
+        /// The locked resource.
+        resource: String,
+        /// The token `acquire` printed.
+        token: String,
+    },
+    /// Show which token each node holds for RESOURCE and for how long (GET and PTTL).
+    Status {
+        /// The resource to look at.
+        resource: String,
+    },
+}
+
+#[derive(Args, Clone)]
+struct AcquireArgs {
+    /// Time to live of the lock, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    ttl: u64,
+    /// Retries after a failed attempt (attempts = N + 1).
+    #[arg(long, value_name = "N", default_value_t = redlock_client::core::DEFAULT_ATTEMPTS - 1)]
+    retry: u32,
+    /// Base delay between attempts, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 200)]
+    retry_delay: u64,
+    /// Random jitter around the delay, in milliseconds (at most the delay).
+    #[arg(long, value_name = "MS", default_value_t = 100)]
+    retry_jitter: u64,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("redlock: cannot start: {error}");
+            return ExitCode::from(EXIT_FAILED);
+        }
+    };
+    let code = runtime.block_on(run(cli));
+    // Background releases spawned on drop get a moment; nothing else is pending.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    ExitCode::from(code)
+}
+
+struct Output {
+    json: bool,
+    quiet: bool,
+}
+
+impl Output {
+    fn error(&self, message: &str) {
+        eprintln!("redlock: {message}");
+    }
+
+    fn info(&self, message: &str) {
+        if !self.quiet && !self.json {
+            eprintln!("redlock: {message}");
+        }
+    }
+
+    /// One JSON line on stderr (exec's events; stdout belongs to the command).
+    fn event(&self, value: Value) {
+        if self.json {
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "{value}");
+        }
+    }
+}
+
+async fn run(cli: Cli) -> u8 {
+    let out = Output {
+        json: cli.json,
+        quiet: cli.quiet,
+    };
+    let (ttl, acquire) = match &cli.command {
+        Command::Exec { acquire, .. } | Command::Acquire { acquire, .. } => {
+            (acquire.ttl, Some(acquire.clone()))
+        }
+        Command::Extend { ttl, .. } => (*ttl, None),
+        _ => (30_000, None),
+    };
+    let client = match build_client(&cli, ttl, acquire.as_ref(), &cli.command) {
+        Ok(client) => client,
+        Err(message) => {
+            out.error(&message);
+            return EXIT_USAGE;
+        }
+    };
+    match cli.command {
+        Command::Exec {
+            resource,
+            auto_extend,
+            grace,
+            command,
+            ..
+        } => exec(&client, &out, &resource, auto_extend, grace, &command).await,
+        Command::Acquire { resource, .. } => acquire_command(&client, &out, &resource).await,
+        Command::Extend {
+            resource,
+            token,
+            ttl,
+        } => extend_command(&client, &out, &resource, &token, ttl).await,
+        Command::Release { resource, token } => {
+            release_command(&client, &out, &resource, &token).await
+        }
+        Command::Status { resource } => status_command(&client, &out, &resource).await,
+    }
+}
+
+fn build_client(
+    cli: &Cli,
+    ttl_ms: u64,
+    acquire: Option<&AcquireArgs>,
+    command: &Command,
+) -> Result<Client, String> {
+    let urls: Vec<String> = cli
+        .nodes
+        .iter()
+        .map(|u| u.trim().to_string())
+        .filter(|u| !u.is_empty())
+        .collect();
+    if urls.is_empty() {
+        return Err(String::from("no nodes: give --nodes or REDLOCK_NODES"));
+    }
+    let mut builder = Client::builder(urls).ttl(Duration::from_millis(ttl_ms));
+    if let Some(acquire) = acquire {
+        builder = builder
+            .attempts(acquire.retry.saturating_add(1))
+            .retry_delay(
+                Duration::from_millis(acquire.retry_delay),
+                Duration::from_millis(acquire.retry_jitter),
+            );
+    }
+    if let Command::Exec { max_extensions, .. } = command {
+        builder = builder.max_extensions(*max_extensions);
+    }
+    if let Some(ms) = cli.node_timeout {
+        builder = builder.node_timeout(Duration::from_millis(ms));
+    }
+    if let Some(prefix) = &cli.key_prefix {
+        builder = builder.key_prefix(prefix.as_bytes());
+    }
+    if let Some(path) = &cli.tls_ca_cert {
+        let pem = std::fs::read(path)
+            .map_err(|e| format!("cannot read --tls-ca-cert {}: {e}", path.display()))?;
+        builder = builder.tls_root_certificate(pem);
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
+fn node_json(nodes: &[NodeReport]) -> Value {
+    Value::Array(
+        nodes
+            .iter()
+            .map(|n| {
+                let mut entry = json!({
+                    "index": n.index,
+                    "url": n.url,
+                    "result": n.result.code(),
+                });
+                if let NodeResult::Error(text) = &n.result {
+                    entry["error"] = Value::String(text.clone());
+                }
+                entry
+            })
+            .collect(),
+    )
+}
+
+/// Unix time in milliseconds `validity` from now: what another process can compare.
+fn unix_ms_after(validity: Duration) -> u128 {
+    SystemTime::now()
+        .checked_add(validity)
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis())
+}
+
+/// The progress line while waiting on retries: rewritten in place on a terminal (the
+/// flag says whether a line is open), at most one line a second otherwise.
+fn progress(
+    out: &Output,
+    resource: &str,
+    drawn: Arc<AtomicBool>,
+) -> Option<impl Fn(RetryProgress) + Send + Sync + 'static> {
+    if out.quiet || out.json {
+        return None;
+    }
+    let terminal = std::io::stderr().is_terminal();
+    let last: Mutex<Option<Instant>> = Mutex::new(None);
+    let resource = resource.to_string();
+    Some(move |p: RetryProgress| {
+        let line = format!(
+            "redlock: waiting for {resource}: attempt {} of {}, {:.1} s so far",
+            p.attempt,
+            p.attempts,
+            p.elapsed.as_secs_f64()
+        );
+        if terminal {
+            eprint!("\r{line}\x1b[K");
+            drawn.store(true, Ordering::Relaxed);
+            return;
+        }
+        let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+            *last = Some(Instant::now());
+            eprintln!("{line}");
+        }
+    })
+}
+
+async fn lock(
+    client: &Client,
+    out: &Output,
+    resource: &str,
+    auto_extend: bool,
+) -> Result<Lock, Error> {
+    let mut options = LockOptions::new().auto_extend(auto_extend);
+    let drawn = Arc::new(AtomicBool::new(false));
+    if let Some(callback) = progress(out, resource, Arc::clone(&drawn)) {
+        options = options.on_retry(callback);
+    }
+    let result = client.lock_with(&[resource], options).await;
+    if drawn.load(Ordering::Relaxed) {
+        // Close the in-place progress line.
+        eprintln!();
+    }
+    result
+}
+
+fn report_not_acquired(out: &Output, resource: &str, error: &Error) {
+    if !out.json {
+        out.error(&format!("{resource}: {error}"));
+    }
+}
+
+fn failure_json(resource: &str, error: &Error, started: Instant) -> Value {
+    let mut value = json!({
+        "event": "not_acquired",
+        "resource": resource,
+        "error": error.to_string(),
+        "waited_ms": started.elapsed().as_millis() as u64,
+    });
+    if let Error::NotAcquired(n) = error {
+        value["reason"] = Value::String(n.reason.code().to_string());
+        value["attempts"] = json!(n.attempts);
+        value["nodes"] = node_json(&n.nodes);
+    }
+    value
+}
+
+fn lock_failure_code(error: &Error) -> u8 {
+    match error {
+        Error::NotAcquired(_) => EXIT_NOT_ACQUIRED,
+        Error::Usage(_) | Error::Config(_) | Error::InvalidUrl { .. } => EXIT_USAGE,
+        _ => EXIT_FAILED,
+    }
+}
+
+async fn acquire_command(client: &Client, out: &Output, resource: &str) -> u8 {
+    let started = Instant::now();
+    match lock(client, out, resource, false).await {
+        Ok(lock) => {
+            let validity = lock.validity();
+            if out.json {
+                println!(
+                    "{}",
+                    json!({
+                        "resource": resource,
+                        "token": lock.token(),
+                        "validity_ms": validity.as_millis() as u64,
+                        "valid_until_ms": unix_ms_after(validity) as u64,
+                        "attempts": lock.attempts(),
+                        "acquire_us": started.elapsed().as_micros() as u64,
+                        "nodes": node_json(lock.nodes()),
+                    })
+                );
+            } else {
+                println!("{}", lock.token());
+                out.info(&format!(
+                    "acquired {resource} for {} ms",
+                    validity.as_millis()
+                ));
+            }
+            // The lock outlives this process: release it with `redlock release`.
+            lock.leak();
+            0
+        }
+        Err(error) => {
+            if out.json {
+                println!("{}", failure_json(resource, &error, started));
+            }
+            report_not_acquired(out, resource, &error);
+            lock_failure_code(&error)
+        }
+    }
+}
+
+fn extend_json(resource: &str, result: &Result<ExtendReport, Error>) -> Value {
+    match result {
+        Ok(report) => json!({
+            "resource": resource,
+            "extended": true,
+            "validity_ms": report.validity.as_millis() as u64,
+            "valid_until_ms": unix_ms_after(report.validity) as u64,
+            "nodes": node_json(&report.nodes),
+        }),
+        Err(error) => {
+            let mut value = json!({
+                "resource": resource,
+                "extended": false,
+                "error": error.to_string(),
+            });
+            if let Error::NotExtended(n) = error {
+                value["reason"] = Value::String(n.reason.code().to_string());
+                value["lost"] = Value::Bool(n.lost);
+                value["nodes"] = node_json(&n.nodes);
+            }
+            value
+        }
+    }
+}
+
+async fn extend_command(
+    client: &Client,
+    out: &Output,
+    resource: &str,
+    token: &str,
+    ttl: u64,
+) -> u8 {
+    let result = client
+        .extend_token(&[resource], token, Duration::from_millis(ttl))
+        .await;
+    if out.json {
+        println!("{}", extend_json(resource, &result));
+    }
+    match result {
+        Ok(report) => {
+            if !out.json && !out.quiet {
+                println!(
+                    "extended {resource}: valid for {} ms",
+                    report.validity.as_millis()
+                );
+            }
+            0
+        }
+        Err(error) => {
+            if !out.json {
+                out.error(&format!("{resource}: {error}"));
+            }
+            match error {
+                Error::Usage(_) | Error::Config(_) => EXIT_USAGE,
+                _ => EXIT_FAILED,
+            }
+        }
+    }
+}
+
+fn release_json(resource: &str, report: &ReleaseReport) -> Value {
+    json!({
+        "resource": resource,
+        "released": report.released,
+        "nodes": node_json(&report.nodes),
+    })
+}
+
+async fn release_command(client: &Client, out: &Output, resource: &str, token: &str) -> u8 {
+    match client.release_token(&[resource], token).await {
+        Ok(report) => {
+            if out.json {
+                println!("{}", release_json(resource, &report));
+            } else if !out.quiet {
+                println!(
+                    "released {resource} on {} of {} nodes",
+                    report.released,
+                    report.nodes.len()
+                );
+            }
+            for node in &report.nodes {
+                if matches!(node.result, NodeResult::Error(_) | NodeResult::Timeout) {
+                    out.info(&format!("{node}"));
+                }
+            }
+            if report.released == 0 {
+                if !out.json {
+                    out.error(&format!(
+                        "{resource}: no node held this token (expired, or released already)"
+                    ));
+                }
+                EXIT_FAILED
+            } else {
+                0
+            }
+        }
+        Err(error) => {
+            out.error(&format!("{resource}: {error}"));
+            EXIT_USAGE
+        }
+    }
+}
+
+async fn status_command(client: &Client, out: &Output, resource: &str) -> u8 {
+    let statuses: Vec<KeyStatus> = client.inspect(resource).await;
+    let quorum = client.config().quorum();
+    // The token most nodes hold, for the summary line (diagnostics only).
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for value in statuses.iter().filter_map(|s| s.value.clone()) {
+        match counts.iter_mut().find(|(v, _)| *v == value) {
+            Some(entry) => entry.1 += 1,
+            None => counts.push((value, 1)),
+        }
+    }
+    counts.sort_by_key(|entry| std::cmp::Reverse(entry.1));
+    if out.json {
+        let nodes: Vec<Value> = statuses
+            .iter()
+            .map(|s| {
+                json!({
+                    "index": s.index,
+                    "url": s.url,
+                    "value": s.value,
+                    "ttl_ms": s.ttl_ms,
+                    "error": s.error,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({
+                "resource": resource,
+                "nodes": nodes,
+                "quorum": quorum,
+                "top": counts.first().map(|(token, n)| json!({"value": token, "nodes": n})),
+            })
+        );
+        return 0;
+    }
+    let width = statuses
+        .iter()
+        .map(|s| s.url.len())
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    println!(
+        "{:<4}  {:<width$}  {:<42}  {:>9}",
+        "node", "url", "value", "pttl_ms"
+    );
+    for s in &statuses {
+        let value = match (&s.error, &s.value) {
+            (Some(error), _) => format!("(error: {error})"),
+            (None, Some(value)) => value.clone(),
+            (None, None) => String::from("-"),
+        };
+        let ttl = s
+            .ttl_ms
+            .map_or_else(|| String::from("-"), |ms| ms.to_string());
+        println!(
+            "{:<4}  {:<width$}  {:<42}  {:>9}",
+            s.index, s.url, value, ttl
+        );
+    }
+    match counts.first() {
+        Some((token, n)) => println!(
+            "{token} is on {n} of {} nodes (a lock needs {quorum})",
+            statuses.len()
+        ),
+        None => println!("no node holds {resource}"),
+    }
+    0
+}
+
+#[cfg(unix)]
+fn signal_child(pid: Option<u32>, signal: rustix::process::Signal) {
+    let Some(pid) = pid
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    let _ = rustix::process::kill_process(pid, signal);
+}
+
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return u8::try_from(code & 0xff).unwrap_or(EXIT_FAILED);
+    }
+    match status.signal() {
+        Some(signal) => u8::try_from((128 + signal) & 0xff).unwrap_or(EXIT_FAILED),
+        None => EXIT_FAILED,
+    }
+}
+
+async fn exec(
+    client: &Client,
+    out: &Output,
+    resource: &str,
+    auto_extend: bool,
+    grace_ms: u64,
+    command: &[String],
+) -> u8 {
+    use tokio::signal::unix::{signal, SignalKind};
+
+    let started = Instant::now();
+    let lock = match lock(client, out, resource, auto_extend).await {
+        Ok(lock) => lock,
+        Err(error) => {
+            out.event(failure_json(resource, &error, started));
+            report_not_acquired(out, resource, &error);
+            return lock_failure_code(&error);
+        }
+    };
+    let acquire_us = started.elapsed().as_micros() as u64;
+    let validity = lock.validity();
+    out.event(json!({
+        "event": "acquired",
+        "resource": resource,
+        "token": lock.token(),
+        "attempts": lock.attempts(),
+        "acquire_us": acquire_us,
+        "validity_ms": validity.as_millis() as u64,
+        "nodes": node_json(lock.nodes()),
+    }));
+
+    let Some((program, args)) = command.split_first() else {
+        out.error("no command given");
+        let _ = lock.release().await;
+        return EXIT_USAGE;
+    };
+    let mut child = match tokio::process::Command::new(program)
+        .args(args)
+        .env("REDLOCK_RESOURCE", resource)
+        .env("REDLOCK_TOKEN", lock.token())
+        .env(
+            "REDLOCK_VALID_UNTIL_MS",
+            unix_ms_after(validity).to_string(),
+        )
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) => {
+            out.error(&format!("cannot run {program}: {error}"));
+            let _ = lock.release().await;
+            return if error.kind() == std::io::ErrorKind::NotFound {
+                EXIT_NOT_FOUND
+            } else {
+                EXIT_CANNOT_EXECUTE
+            };
+        }
+    };
+    let pid = child.id();
+    let (mut terms, mut hangups) = match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) {
+        (Ok(terms), Ok(hangups)) => (terms, hangups),
+        _ => {
+            out.error("cannot watch signals");
+            signal_child(pid, rustix::process::Signal::KILL);
+            let _ = child.wait().await;
+            let _ = lock.release().await;
+            return EXIT_FAILED;
+        }
+    };
+    // SIGINT from a terminal reaches the command directly; redlock waits for it.
+    let mut interrupts = signal(SignalKind::interrupt()).ok();
+    let lost = lock.lost();
+    tokio::pin!(lost);
+
+    let mut lost_lock = None;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            _ = terms.recv() => signal_child(pid, rustix::process::Signal::TERM),
+            _ = hangups.recv() => signal_child(pid, rustix::process::Signal::HUP),
+            _ = async { match interrupts.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {}
+            lost = &mut lost, if lost_lock.is_none() => {
+                out.error(&format!("{resource}: lock lost: {lost}; stopping the command"));
+                out.event(json!({
+                    "event": "lost",
+                    "resource": resource,
+                    "reason": lost.reason.code(),
+                    "nodes": node_json(&lost.nodes),
+                }));
+                lost_lock = Some(lost);
+                signal_child(pid, rustix::process::Signal::TERM);
+                match tokio::time::timeout(Duration::from_millis(grace_ms), child.wait()).await {
+                    Ok(status) => break status,
+                    Err(_) => {
+                        signal_child(pid, rustix::process::Signal::KILL);
+                        break child.wait().await;
+                    }
+                }
+            }
+        }
+    };
+    let extensions = lock.extensions();
+    let release = lock.release().await;
+    let code = match (&status, &lost_lock) {
+        (_, Some(_)) => EXIT_NOT_ACQUIRED,
+        (Ok(status), None) => exit_code(*status),
+        (Err(_), None) => EXIT_FAILED,
+    };
+    if let Err(error) = &status {
+        out.error(&format!("waiting for the command failed: {error}"));
+    }
+    let released = match &release {
+        Ok(report) => report.released,
+        Err(_) => 0,
+    };
+    out.event(json!({
+        "event": "released",
+        "resource": resource,
+        "released": released,
+        "extensions": extensions,
+        "held_ms": started.elapsed().as_millis() as u64,
+        "exit_code": code,
+    }));
+    code
+}

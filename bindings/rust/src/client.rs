@@ -1,0 +1,598 @@
+//! The async client: node connections, the driver loop, and the lock operations.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use redlock_core::{
+    Config, ConfigBuilder, Lease, Operation, Outcome, Output, Redlock, Reply, RequestId, Time,
+};
+
+use crate::error::{Error, NodeReport, NotAcquired, NotExtended};
+use crate::lock::{Lock, LockShared};
+use crate::node::{redact, redis_cmd, Node, NodeRef};
+
+/// The TTL of a client built without one: 30 seconds.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
+
+/// Builds a [`Client`]. Every setting but the node URLs is optional; the lock's
+/// arithmetic defaults are the core's ([`redlock_core::Config`]).
+#[must_use]
+pub struct ClientBuilder {
+    urls: Vec<String>,
+    config: ConfigBuilder,
+    root_certificate: Option<Vec<u8>>,
+}
+
+impl ClientBuilder {
+    /// Default TTL of the client's locks (each `lock` call may give its own).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.config = self.config.ttl(ttl);
+        self
+    }
+
+    /// Attempts of one acquisition, the first included.
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.config = self.config.attempts(attempts);
+        self
+    }
+
+    /// Base delay between attempts, and the jitter around it.
+    pub fn retry_delay(mut self, delay: Duration, jitter: Duration) -> Self {
+        self.config = self.config.retry_delay(delay).retry_jitter(jitter);
+        self
+    }
+
+    /// How long one node may take to answer one round.
+    pub fn node_timeout(mut self, timeout: Duration) -> Self {
+        self.config = self.config.node_timeout(timeout);
+        self
+    }
+
+    /// The most automatic extensions of one lock ([`Config::max_extensions`]).
+    pub fn max_extensions(mut self, max: Option<u32>) -> Self {
+        self.config = self.config.max_extensions(max);
+        self
+    }
+
+    /// Bytes put in front of every resource name to form its key.
+    pub fn key_prefix(mut self, prefix: impl Into<Vec<u8>>) -> Self {
+        self.config = self.config.key_prefix(prefix);
+        self
+    }
+
+    /// Any other core setting (drift, minimum validity, token length, ...).
+    pub fn configure(mut self, change: impl FnOnce(ConfigBuilder) -> ConfigBuilder) -> Self {
+        self.config = change(self.config);
+        self
+    }
+
+    /// A CA certificate (PEM) that `rediss://` nodes' certificates must chain to, instead
+    /// of the system's trust store. (`rediss://host/#insecure` skips verification.)
+    pub fn tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_certificate = Some(pem.into());
+        self
+    }
+
+    /// Checks the configuration and the URLs. Connections are made on first use (or by
+    /// [`Client::connect`]).
+    pub fn build(self) -> Result<Client, Error> {
+        let config = self.config.build()?;
+        let mut nodes = Vec::with_capacity(self.urls.len());
+        for (index, url) in self.urls.iter().enumerate() {
+            let label = redact(url);
+            let invalid = |message: String| Error::InvalidUrl {
+                index,
+                url: label.clone(),
+                message,
+            };
+            let client = match &self.root_certificate {
+                Some(pem) if url.starts_with("rediss://") => redis::Client::build_with_tls(
+                    url.as_str(),
+                    redis::TlsCertificates {
+                        client_tls: None,
+                        root_cert: Some(pem.clone()),
+                    },
+                )
+                .map_err(|e| invalid(e.to_string()))?,
+                _ => redis::Client::open(url.as_str()).map_err(|e| invalid(e.to_string()))?,
+            };
+            nodes.push(Arc::new(Node::new(label, client)));
+        }
+        Ok(Client {
+            inner: Arc::new(Inner {
+                nodes,
+                redlock: Mutex::new(Redlock::new(config.clone())),
+                config,
+                origin: Instant::now(),
+            }),
+        })
+    }
+}
+
+/// An async Redlock client over N independent Redis nodes (N = 1 is a single-instance
+/// lock). Cheap to clone; clones share connections.
+///
+/// Every decision (quorum, validity, retries, what to release, when to extend) is made
+/// by [`redlock_core`]; the client sends what the core says to all nodes at once, enforces
+/// each command's deadline itself, and hands replies and timeouts back.
+///
+/// Needs a Tokio runtime with the time driver enabled.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) nodes: Vec<NodeRef>,
+    redlock: Mutex<Redlock>,
+    pub(crate) config: Config,
+    /// The client's monotonic origin: every `Time` is microseconds since this instant.
+    origin: Instant,
+}
+
+/// Options of one acquisition.
+#[derive(Clone, Default)]
+#[must_use]
+pub struct LockOptions {
+    ttl: Option<Duration>,
+    auto_extend: bool,
+    on_retry: Option<Arc<dyn Fn(RetryProgress) + Send + Sync>>,
+}
+
+impl LockOptions {
+    /// The client's defaults: its TTL, no automatic extension.
+    pub fn new() -> LockOptions {
+        LockOptions::default()
+    }
+
+    /// This lock's TTL instead of the client's.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Keep the lock alive in the background: the core says when to extend
+    /// ([`Config::next_extension`]) and when to retry a failed extension; the lock's
+    /// [`Lock::lost`] future resolves as soon as the lock is lost.
+    pub fn auto_extend(mut self, on: bool) -> Self {
+        self.auto_extend = on;
+        self
+    }
+
+    /// Called each time another attempt starts after a failed one.
+    pub fn on_retry(mut self, callback: impl Fn(RetryProgress) + Send + Sync + 'static) -> Self {
+        self.on_retry = Some(Arc::new(callback));
+        self
+    }
+}
+
+/// Progress of an acquisition that is retrying, given to [`LockOptions::on_retry`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryProgress {
+    /// The attempt starting now, from 2.
+    pub attempt: u32,
+    /// The most attempts this acquisition makes.
+    pub attempts: u32,
+    /// Time since the acquisition started.
+    pub elapsed: Duration,
+}
+
+/// The result of a release round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReleaseReport {
+    /// Nodes that deleted a key holding the token.
+    pub released: usize,
+    /// How each node answered: `success` (deleted), `conflict` (nothing of ours there),
+    /// an error, or a timeout.
+    pub nodes: Vec<NodeReport>,
+}
+
+/// A successful extension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtendReport {
+    /// Validity left when the quorum agreed.
+    pub validity: Duration,
+    /// The new end of validity, on the client's monotonic clock.
+    pub valid_until: Instant,
+    /// How each node answered.
+    pub nodes: Vec<NodeReport>,
+}
+
+/// What one node holds under a key, from `GET` and `PTTL` (diagnostics only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyStatus {
+    /// Node position and URL.
+    pub index: usize,
+    /// The node's URL, password redacted.
+    pub url: String,
+    /// The value (token) stored, if any.
+    pub value: Option<String>,
+    /// Milliseconds before the key expires, if it exists and has a TTL.
+    pub ttl_ms: Option<i64>,
+    /// Why the node could not be asked, if it could not.
+    pub error: Option<String>,
+}
+
+impl Client {
+    /// A builder for nodes at `urls` (`redis://[:password@]host:port[/db]`, or
+    /// `rediss://` for TLS).
+    pub fn builder<I, S>(urls: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let urls: Vec<String> = urls.into_iter().map(Into::into).collect();
+        ClientBuilder {
+            config: Config::builder(urls.len(), DEFAULT_TTL),
+            urls,
+            root_certificate: None,
+        }
+    }
+
+    /// A client with every default for nodes at `urls`.
+    pub fn new<I, S>(urls: I) -> Result<Client, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Client::builder(urls).build()
+    }
+
+    /// The checked configuration.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The nodes' URLs, passwords redacted.
+    pub fn node_urls(&self) -> Vec<String> {
+        self.inner
+            .nodes
+            .iter()
+            .map(|n| n.label().to_string())
+            .collect()
+    }
+
+    /// Now, on the client's monotonic clock.
+    pub fn now(&self) -> Time {
+        self.inner.now()
+    }
+
+    /// The instant a [`Time`] of this client stands for.
+    pub fn instant(&self, time: Time) -> Instant {
+        self.inner.instant(time)
+    }
+
+    /// Connects to every node at once, waiting at most `timeout`; per node, `Ok` or why
+    /// not. Optional: commands connect on first use.
+    pub async fn connect(&self, timeout: Duration) -> Vec<Result<(), String>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        futures_util::future::join_all(self.inner.nodes.iter().map(|n| n.warm_up(deadline))).await
+    }
+
+    /// Acquires a lock on `resource` for `ttl`.
+    pub async fn lock(&self, resource: impl AsRef<[u8]>, ttl: Duration) -> Result<Lock, Error> {
+        self.lock_with(&[resource], LockOptions::new().ttl(ttl))
+            .await
+    }
+
+    /// Acquires one lock covering every resource in `resources` (all or none), for `ttl`.
+    pub async fn lock_many<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+        ttl: Duration,
+    ) -> Result<Lock, Error> {
+        self.lock_with(resources, LockOptions::new().ttl(ttl)).await
+    }
+
+    /// Acquires one lock on `resources` with `options`.
+    pub async fn lock_with<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+        options: LockOptions,
+    ) -> Result<Lock, Error> {
+        let started = self.now();
+        let op = {
+            let mut redlock = self.inner.redlock();
+            match options.ttl {
+                Some(ttl) => redlock.acquire_for(resources, ttl, started)?,
+                None => redlock.acquire(resources, started)?,
+            }
+        };
+        let origin = self.instant(started);
+        let attempts = self.inner.config.attempts();
+        let outcome = self
+            .inner
+            .drive(op, |attempt| {
+                if let Some(callback) = &options.on_retry {
+                    callback(RetryProgress {
+                        attempt,
+                        attempts,
+                        elapsed: origin.elapsed(),
+                    });
+                }
+            })
+            .await?;
+        match outcome {
+            Outcome::Acquired(acquired) => {
+                let resources = resources
+                    .iter()
+                    .map(|r| String::from_utf8_lossy(r.as_ref()).into_owned())
+                    .collect();
+                let nodes = self.inner.reports(&acquired.nodes);
+                let shared = LockShared::new(self.clone(), resources, acquired, nodes);
+                Ok(Lock::new(shared, options.auto_extend))
+            }
+            Outcome::NotAcquired(failed) => Err(Error::NotAcquired(NotAcquired {
+                reason: failed.reason,
+                attempts: failed.attempts,
+                nodes: self.inner.reports(&failed.nodes),
+            })),
+            other => Err(Error::Internal(unexpected(&other))),
+        }
+    }
+
+    /// Extends a lock known only by its resources and token (another process's, a
+    /// shell script's) by `ttl`. The key is never re-created: an expired lock stays
+    /// expired.
+    pub async fn extend_token<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+        token: &str,
+        ttl: Duration,
+    ) -> Result<ExtendReport, Error> {
+        let lease = self.inner.redlock().lease(resources, token, Time::ZERO)?;
+        self.inner
+            .extend(&lease, Some(ttl))
+            .await
+            .map(|(report, _)| report)
+    }
+
+    /// Releases a lock known only by its resources and token: deletes each key on each
+    /// node where it still holds `token`, never a key holding another.
+    pub async fn release_token<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+        token: &str,
+    ) -> Result<ReleaseReport, Error> {
+        let lease = self.inner.redlock().lease(resources, token, Time::ZERO)?;
+        self.inner.release(&lease).await
+    }
+
+    /// What each node holds under `resource`'s key, and for how long (`GET` and `PTTL`,
+    /// each bounded by the node timeout). Diagnostics: it decides nothing.
+    pub async fn inspect(&self, resource: impl AsRef<[u8]>) -> Vec<KeyStatus> {
+        let mut key = self.inner.config.key_prefix().to_vec();
+        key.extend_from_slice(resource.as_ref());
+        let deadline = tokio::time::Instant::now() + self.inner.config.node_timeout();
+        let asks = self.inner.nodes.iter().enumerate().map(|(index, node)| {
+            let key = key.clone();
+            async move {
+                let mut get = redis::cmd("GET");
+                get.arg(&key);
+                let mut pttl = redis::cmd("PTTL");
+                pttl.arg(&key);
+                let (value, ttl) =
+                    tokio::join!(node.query(&get, deadline), node.query(&pttl, deadline));
+                let mut status = KeyStatus {
+                    index,
+                    url: node.label().to_string(),
+                    value: None,
+                    ttl_ms: None,
+                    error: None,
+                };
+                match value {
+                    Reply::Bulk(bytes) => {
+                        status.value = Some(String::from_utf8_lossy(&bytes).into_owned());
+                    }
+                    Reply::Nil => {}
+                    other => status.error = Some(describe_reply(&other)),
+                }
+                match ttl {
+                    Reply::Integer(ms) if ms >= 0 => status.ttl_ms = Some(ms),
+                    Reply::Integer(_) => {}
+                    other => {
+                        status.error.get_or_insert_with(|| describe_reply(&other));
+                    }
+                }
+                status
+            }
+        });
+        futures_util::future::join_all(asks).await
+    }
+}
+
+fn describe_reply(reply: &Reply) -> String {
+    match reply {
+        Reply::Error(text) => text.clone(),
+        Reply::ConnectionFailed(text) => format!("connection failed: {text}"),
+        Reply::Timeout => String::from("timed out"),
+        other => format!("unexpected reply {other:?}"),
+    }
+}
+
+fn unexpected(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Acquired(_) => "unexpected outcome: acquired",
+        Outcome::NotAcquired(_) => "unexpected outcome: not acquired",
+        Outcome::Extended(_) => "unexpected outcome: extended",
+        Outcome::NotExtended(_) => "unexpected outcome: not extended",
+        Outcome::Released(_) => "unexpected outcome: released",
+        _ => "unexpected outcome",
+    }
+}
+
+impl Inner {
+    pub(crate) fn now(&self) -> Time {
+        // Rounded down: a round's start (which fixes valid_until) is never late.
+        Time::from_micros(u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    pub(crate) fn instant(&self, time: Time) -> Instant {
+        let far = self.origin + Duration::from_secs(100 * 365 * 24 * 3600);
+        self.origin
+            .checked_add(Duration::from_micros(time.as_micros()))
+            .map_or(far, |instant| instant.min(far))
+    }
+
+    fn tokio_instant(&self, time: Time) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.instant(time))
+    }
+
+    fn redlock(&self) -> MutexGuard<'_, Redlock> {
+        // The core keeps its own state consistent; a panic elsewhere cannot break it.
+        self.redlock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn reports(&self, results: &[redlock_core::NodeResult]) -> Vec<NodeReport> {
+        results
+            .iter()
+            .enumerate()
+            .map(|(index, result)| NodeReport {
+                index,
+                url: self
+                    .nodes
+                    .get(index)
+                    .map_or_else(String::new, |n| n.label().to_string()),
+                result: result.clone(),
+            })
+            .collect()
+    }
+
+    /// The driver loop: send what the operation says, feed replies and timeouts back,
+    /// return the outcome. `on_attempt` hears of every attempt after the first.
+    pub(crate) async fn drive(
+        &self,
+        mut op: Operation,
+        mut on_attempt: impl FnMut(u32),
+    ) -> Result<Outcome, Error> {
+        let mut in_flight = FuturesUnordered::new();
+        let mut attempt = op.attempt();
+        loop {
+            while let Some(output) = op.poll_output() {
+                match output {
+                    Output::Send(command) => {
+                        let Some(node) = self.nodes.get(command.node()) else {
+                            // The core only names nodes 0..N of this configuration.
+                            op.handle_reply(
+                                command.request_id(),
+                                Reply::ConnectionFailed(String::from("no such node")),
+                                self.now(),
+                            )?;
+                            continue;
+                        };
+                        in_flight.push(send(
+                            Arc::clone(node),
+                            command.request_id(),
+                            redis_cmd(&command),
+                            self.tokio_instant(command.deadline()),
+                        ));
+                    }
+                    Output::Wait(_) => {}
+                    Output::Outcome(outcome) => {
+                        if !in_flight.is_empty() {
+                            // Let commands still out finish (each within its deadline)
+                            // so a stuck connection is noticed and replaced now, not at
+                            // the next operation.
+                            tokio::spawn(async move { while in_flight.next().await.is_some() {} });
+                        }
+                        return Ok(outcome);
+                    }
+                    _ => {}
+                }
+            }
+            if op.attempt() != attempt {
+                attempt = op.attempt();
+                on_attempt(attempt);
+            }
+            let wake = op.poll_timeout();
+            if wake.is_none() && in_flight.is_empty() {
+                return Err(Error::Internal("the operation stalled without an outcome"));
+            }
+            let sleep = match wake {
+                Some(time) => tokio::time::sleep_until(self.tokio_instant(time)),
+                None => tokio::time::sleep(Duration::from_secs(3600)),
+            };
+            tokio::select! {
+                biased;
+                Some((request, reply)) = in_flight.next(), if !in_flight.is_empty() => {
+                    // Ids come from this operation, each answered once: no usage error.
+                    op.handle_reply(request, reply, self.now())?;
+                }
+                () = sleep => op.handle_timeout(self.now()),
+            }
+        }
+    }
+
+    /// Extends `lease` (by `ttl`, or its own TTL); the new lease on success.
+    pub(crate) async fn extend(
+        &self,
+        lease: &Lease,
+        ttl: Option<Duration>,
+    ) -> Result<(ExtendReport, Lease), Error> {
+        let now = self.now();
+        let op = {
+            let redlock = self.redlock();
+            match ttl {
+                Some(ttl) => redlock.extend_for(lease, ttl, now)?,
+                None => redlock.extend(lease, now)?,
+            }
+        };
+        match self.drive(op, |_| {}).await? {
+            Outcome::Extended(extended) => Ok((
+                ExtendReport {
+                    validity: extended.validity,
+                    valid_until: self.instant(extended.lease.valid_until()),
+                    nodes: self.reports(&extended.nodes),
+                },
+                extended.lease,
+            )),
+            Outcome::NotExtended(failed) => Err(Error::NotExtended(NotExtended {
+                reason: failed.reason,
+                lost: failed.is_lost(),
+                validity: failed.validity,
+                nodes: self.reports(&failed.nodes),
+            })),
+            other => Err(Error::Internal(unexpected(&other))),
+        }
+    }
+
+    /// The raw extension outcome, for the automatic extender.
+    pub(crate) async fn extend_outcome(&self, lease: &Lease) -> Result<Outcome, Error> {
+        let op = self.redlock().extend(lease, self.now())?;
+        self.drive(op, |_| {}).await
+    }
+
+    pub(crate) async fn release(&self, lease: &Lease) -> Result<ReleaseReport, Error> {
+        let op = self.redlock().release(lease, self.now());
+        match self.drive(op, |_| {}).await? {
+            Outcome::Released(released) => Ok(ReleaseReport {
+                released: released.released,
+                nodes: self.reports(&released.nodes),
+            }),
+            other => Err(Error::Internal(unexpected(&other))),
+        }
+    }
+}
+
+async fn send(
+    node: NodeRef,
+    request: RequestId,
+    cmd: redis::Cmd,
+    deadline: tokio::time::Instant,
+) -> (RequestId, Reply) {
+    let reply = node.send(&cmd, deadline).await;
+    (request, reply)
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("nodes", &self.node_urls())
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}

@@ -1,0 +1,208 @@
+//! Errors, and the per-node detail they carry.
+
+use std::fmt;
+use std::time::Duration;
+
+use redlock_core::{ConfigError, FailureReason, NodeResult, UsageError};
+
+/// How one node answered, with the node's position and URL (password redacted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeReport {
+    /// Position of the node in the list the client was built with.
+    pub index: usize,
+    /// The node's URL, any password replaced by `***`.
+    pub url: String,
+    /// What the node did.
+    pub result: NodeResult,
+}
+
+impl fmt::Display for NodeReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "node {} ({}): ", self.index, self.url)?;
+        match &self.result {
+            NodeResult::Error(text) => write!(f, "error: {text}"),
+            other => f.write_str(other.code()),
+        }
+    }
+}
+
+/// A lock that could not be acquired: every attempt failed, and each was released on
+/// every node before the next (or before this error was returned).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotAcquired {
+    /// Why the last attempt failed: [`FailureReason::Conflict`] means the lock is held by
+    /// someone else, [`FailureReason::NodesFailed`] that too many nodes are unreachable
+    /// or failing.
+    pub reason: FailureReason,
+    /// Attempts made.
+    pub attempts: u32,
+    /// How each node answered the last attempt.
+    pub nodes: Vec<NodeReport>,
+}
+
+/// An extension that failed. Nothing was deleted: the lock stays valid on its old lease
+/// for [`NotExtended::validity`] (zero when [`NotExtended::lost`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotExtended {
+    /// Why it failed; [`FailureReason::Conflict`] means the lock is already lost.
+    pub reason: FailureReason,
+    /// True when the lock is lost now, not merely unextended.
+    pub lost: bool,
+    /// Validity left on the old lease.
+    pub validity: Duration,
+    /// How each node answered.
+    pub nodes: Vec<NodeReport>,
+}
+
+/// Everything that can go wrong.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration is invalid (no nodes, a TTL the configuration cannot serve, ...).
+    Config(ConfigError),
+    /// The core refused a call: an empty or duplicate resource, an invalid token, ...
+    Usage(UsageError),
+    /// A node URL the `redis` crate does not accept.
+    InvalidUrl {
+        /// Position of the URL in the list.
+        index: usize,
+        /// The URL, password redacted.
+        url: String,
+        /// Why it was refused.
+        message: String,
+    },
+    /// A TLS root certificate that could not be used.
+    InvalidCertificate(String),
+    /// The lock could not be acquired.
+    NotAcquired(NotAcquired),
+    /// The lock could not be extended.
+    NotExtended(NotExtended),
+    /// The lock is no longer held (released, or lost earlier), so it cannot be extended.
+    NotHeld,
+    /// The blocking client could not start its runtime.
+    Runtime(std::io::Error),
+    /// A broken invariant of this crate or the core (a bug: please report it).
+    Internal(&'static str),
+}
+
+impl Error {
+    /// The core's reason for a failed acquisition or extension.
+    pub fn failure_reason(&self) -> Option<FailureReason> {
+        match self {
+            Error::NotAcquired(n) => Some(n.reason),
+            Error::NotExtended(n) => Some(n.reason),
+            _ => None,
+        }
+    }
+
+    /// True when the lock is held by someone else (acquisition) or was taken or deleted
+    /// (extension): the nodes answered, and said no.
+    pub fn is_held_elsewhere(&self) -> bool {
+        self.failure_reason() == Some(FailureReason::Conflict)
+    }
+
+    /// True when too many nodes failed or did not answer in time for a quorum.
+    pub fn is_unreachable(&self) -> bool {
+        self.failure_reason() == Some(FailureReason::NodesFailed)
+    }
+
+    /// Per-node detail of a failed acquisition or extension (empty otherwise).
+    pub fn nodes(&self) -> &[NodeReport] {
+        match self {
+            Error::NotAcquired(n) => &n.nodes,
+            Error::NotExtended(n) => &n.nodes,
+            _ => &[],
+        }
+    }
+}
+
+/// A reason in words, for messages.
+pub(crate) fn describe_reason(reason: FailureReason) -> &'static str {
+    match reason {
+        FailureReason::Conflict => "held by someone else",
+        FailureReason::NodesFailed => "too many nodes unreachable or failing",
+        FailureReason::Mixed => "held by someone else on some nodes, others unreachable",
+        FailureReason::ValidityTooShort => "a quorum agreed too late to leave enough validity",
+        _ => "failed",
+    }
+}
+
+fn write_nodes(f: &mut fmt::Formatter<'_>, nodes: &[NodeReport]) -> fmt::Result {
+    for (i, node) in nodes.iter().enumerate() {
+        f.write_str(if i == 0 { " [" } else { "; " })?;
+        write!(f, "{node}")?;
+    }
+    if !nodes.is_empty() {
+        f.write_str("]")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Config(error) => write!(f, "invalid configuration: {error}"),
+            Error::Usage(error) => write!(f, "{error}"),
+            Error::InvalidUrl {
+                index,
+                url,
+                message,
+            } => write!(f, "invalid node URL #{index} {url:?}: {message}"),
+            Error::InvalidCertificate(message) => {
+                write!(f, "invalid TLS root certificate: {message}")
+            }
+            Error::NotAcquired(n) => {
+                write!(
+                    f,
+                    "lock not acquired after {} attempt{}: {}",
+                    n.attempts,
+                    if n.attempts == 1 { "" } else { "s" },
+                    describe_reason(n.reason)
+                )?;
+                write_nodes(f, &n.nodes)
+            }
+            Error::NotExtended(n) => {
+                if n.lost {
+                    write!(f, "lock lost: {}", describe_reason(n.reason))?;
+                } else {
+                    write!(
+                        f,
+                        "lock not extended ({}); still valid for {} ms",
+                        describe_reason(n.reason),
+                        n.validity.as_millis()
+                    )?;
+                }
+                write_nodes(f, &n.nodes)
+            }
+            Error::NotHeld => f.write_str("the lock is no longer held"),
+            Error::Runtime(error) => write!(f, "could not start the runtime: {error}"),
+            Error::Internal(what) => write!(f, "internal error: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Config(error) => Some(error),
+            Error::Usage(error) => Some(error),
+            Error::Runtime(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<ConfigError> for Error {
+    fn from(error: ConfigError) -> Self {
+        Error::Config(error)
+    }
+}
+
+impl From<UsageError> for Error {
+    fn from(error: UsageError) -> Self {
+        match error {
+            UsageError::InvalidTtl(config) => Error::Config(config),
+            other => Error::Usage(other),
+        }
+    }
+}
