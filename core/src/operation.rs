@@ -293,6 +293,11 @@ impl Operation {
         entry.answered = true;
         let (node, round, eval) = (entry.node, entry.round, entry.eval);
         let now = self.observe(now);
+        // However a driver built it, the status `OK` is `Reply::Ok`.
+        let reply = match reply {
+            Reply::Status(text) if text == "OK" => Reply::Ok,
+            other => other,
+        };
 
         if round != self.round.number {
             return Ok(());
