@@ -1,0 +1,864 @@
+/* Every error path of the C ABI: NULL for each pointer, zero lengths, invalid UTF-8,
+ * misuse of operations, too-small buffers, every usage and configuration error, and
+ * outputs left untouched when a call fails. Run under valgrind by ffi/tests/run.sh. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redlock.h"
+
+static int checks, failures;
+
+#define EXPECT(call, code)                                                               \
+    do {                                                                                 \
+        redlock_result got_ = (call);                                                    \
+        checks++;                                                                        \
+        if (got_ != (code)) {                                                            \
+            failures++;                                                                  \
+            fprintf(stderr, "%s:%d: %s gave %s, expected %s\n", __FILE__, __LINE__, #call, \
+                    redlock_result_name(got_), redlock_result_name(code));               \
+        }                                                                                \
+    } while (0)
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        checks++;                                                                        \
+        if (!(cond)) {                                                                   \
+            failures++;                                                                  \
+            fprintf(stderr, "%s:%d: %s is false\n", __FILE__, __LINE__, #cond);          \
+        }                                                                                \
+    } while (0)
+
+#define OK(call) EXPECT(call, REDLOCK_OK)
+#define NUL_ARG(call) EXPECT(call, REDLOCK_NULL_PARAMETER)
+
+static const uint8_t SEED[REDLOCK_SEED_LEN] = {1, 2, 3};
+static const uint8_t *const ONE[] = {(const uint8_t *)"orders:42"};
+static const size_t ONE_LEN[] = {9};
+
+static redlock_config *make_config(size_t nodes, uint64_t ttl_ms) {
+    redlock_config_builder *builder = NULL;
+    redlock_config *config = NULL;
+    OK(redlock_config_builder_new(nodes, ttl_ms, &builder));
+    OK(redlock_config_builder_build(builder, &config));
+    redlock_config_builder_free(builder);
+    return config;
+}
+
+/* Acquires ONE on 5 nodes with every node answering OK through `reply`. */
+static redlock_outcome *acquire_all_ok(redlock_client *client, uint64_t now) {
+    redlock_operation *op = NULL;
+    redlock_outcome *outcome = NULL;
+    OK(redlock_client_acquire(client, ONE, ONE_LEN, 1, now, &op));
+    uint64_t ids[16];
+    size_t sent = 0;
+    uint32_t kind;
+    for (;;) {
+        OK(redlock_operation_poll_output(op, &kind));
+        if (kind != REDLOCK_OUTPUT_SEND) break;
+        size_t node, argc;
+        uint64_t deadline;
+        OK(redlock_operation_command(op, &node, &ids[sent], &deadline, &argc));
+        sent++;
+    }
+    CHECK(sent == 5 && kind == REDLOCK_OUTPUT_WAIT);
+    for (size_t i = 0; i < sent && !outcome; i++) {
+        OK(redlock_operation_handle_reply(op, ids[i], REDLOCK_REPLY_OK, 0, NULL, 0, now + 100));
+        for (;;) {
+            OK(redlock_operation_poll_output(op, &kind));
+            if (kind == REDLOCK_OUTPUT_NONE) break;
+            if (kind == REDLOCK_OUTPUT_OUTCOME) OK(redlock_operation_take_outcome(op, &outcome));
+        }
+    }
+    redlock_operation_free(op);
+    CHECK(outcome != NULL);
+    return outcome;
+}
+
+static void frees_accept_null(void) {
+    for (int i = 0; i < 2; i++) {
+        redlock_config_builder_free(NULL);
+        redlock_config_free(NULL);
+        redlock_client_free(NULL);
+        redlock_lease_free(NULL);
+        redlock_operation_free(NULL);
+        redlock_outcome_free(NULL);
+        redlock_reply_free(NULL);
+        redlock_decoder_free(NULL);
+    }
+    checks++;
+}
+
+static void null_parameters(void) {
+    redlock_config_builder *builder = NULL;
+    redlock_config *config = make_config(5, 10000);
+    redlock_client *client = NULL;
+    OK(redlock_config_builder_new(5, 10000, &builder));
+    OK(redlock_client_new_seeded(config, SEED, sizeof SEED, &client));
+    redlock_outcome *outcome = acquire_all_ok(client, 1000);
+    redlock_lease *lease = NULL;
+    OK(redlock_outcome_lease(outcome, &lease));
+    redlock_operation *op = NULL;
+    OK(redlock_client_release(client, lease, 2000, &op));
+    redlock_reply *reply = NULL, *array = NULL;
+    OK(redlock_reply_new(REDLOCK_REPLY_INTEGER, 1, NULL, 0, &reply));
+    OK(redlock_reply_new(REDLOCK_REPLY_ARRAY, 0, NULL, 0, &array));
+    redlock_decoder *decoder = NULL;
+    OK(redlock_decoder_new(&decoder));
+
+    uint8_t buf[256];
+    size_t n;
+    uint64_t u64;
+    uint32_t u32;
+    bool flag;
+    const uint8_t *ptr;
+    const uint8_t *ptrs[8];
+    size_t lens[8];
+    void *handle;
+
+    /* Errors and constants. */
+    NUL_ARG(redlock_result_message(REDLOCK_OK, NULL, sizeof buf, &n));
+    NUL_ARG(redlock_result_message(REDLOCK_OK, buf, sizeof buf, NULL));
+
+    /* Builder. */
+    NUL_ARG(redlock_config_builder_new(5, 10000, NULL));
+    NUL_ARG(redlock_config_builder_set_ttl_ms(NULL, 1));
+    NUL_ARG(redlock_config_builder_set_drift_factor(NULL, 0.1));
+    NUL_ARG(redlock_config_builder_set_drift_fixed_us(NULL, 1));
+    NUL_ARG(redlock_config_builder_set_node_timeout_us(NULL, 1));
+    NUL_ARG(redlock_config_builder_set_min_validity_us(NULL, 1));
+    NUL_ARG(redlock_config_builder_set_attempts(NULL, 1));
+    NUL_ARG(redlock_config_builder_set_retry_delay_us(NULL, 1));
+    NUL_ARG(redlock_config_builder_set_retry_jitter_us(NULL, 1));
+    NUL_ARG(redlock_config_builder_set_token_bytes(NULL, 20));
+    NUL_ARG(redlock_config_builder_set_max_extensions(NULL, 1));
+    NUL_ARG(redlock_config_builder_set_unbounded_extensions(NULL));
+    NUL_ARG(redlock_config_builder_set_key_prefix(NULL, (const uint8_t *)"p", 1));
+    NUL_ARG(redlock_config_builder_set_key_prefix(builder, NULL, 1));
+    NUL_ARG(redlock_config_builder_build(NULL, (redlock_config **)&handle));
+    NUL_ARG(redlock_config_builder_build(builder, NULL));
+
+    /* Config getters: zero for NULL. */
+    CHECK(redlock_config_nodes(NULL) == 0 && redlock_config_quorum(NULL) == 0);
+    CHECK(redlock_config_ttl_ms(NULL) == 0 && redlock_config_drift_factor(NULL) == 0.0);
+    CHECK(redlock_config_drift_fixed_us(NULL) == 0 && redlock_config_drift_us(NULL) == 0);
+    CHECK(redlock_config_node_timeout_us(NULL) == 0 && redlock_config_min_validity_us(NULL) == 0);
+    CHECK(redlock_config_attempts(NULL) == 0 && redlock_config_retry_delay_us(NULL) == 0);
+    CHECK(redlock_config_retry_jitter_us(NULL) == 0 && redlock_config_token_bytes(NULL) == 0);
+    NUL_ARG(redlock_config_key_prefix(NULL, &ptr, &n));
+    NUL_ARG(redlock_config_key_prefix(config, NULL, &n));
+    NUL_ARG(redlock_config_key_prefix(config, &ptr, NULL));
+    NUL_ARG(redlock_config_max_extensions(NULL, &flag, &u32));
+    NUL_ARG(redlock_config_max_extensions(config, NULL, &u32));
+    NUL_ARG(redlock_config_max_extensions(config, &flag, NULL));
+
+    /* Client. */
+    NUL_ARG(redlock_client_new(NULL, (redlock_client **)&handle));
+    NUL_ARG(redlock_client_new(config, NULL));
+    NUL_ARG(redlock_client_new_seeded(NULL, SEED, sizeof SEED, (redlock_client **)&handle));
+    NUL_ARG(redlock_client_new_seeded(config, NULL, sizeof SEED, (redlock_client **)&handle));
+    NUL_ARG(redlock_client_new_seeded(config, SEED, sizeof SEED, NULL));
+    redlock_operation **out_op = (redlock_operation **)&handle;
+    NUL_ARG(redlock_client_acquire(NULL, ONE, ONE_LEN, 1, 0, out_op));
+    NUL_ARG(redlock_client_acquire(client, NULL, ONE_LEN, 1, 0, out_op));
+    NUL_ARG(redlock_client_acquire(client, ONE, NULL, 1, 0, out_op));
+    NUL_ARG(redlock_client_acquire(client, ONE, ONE_LEN, 1, 0, NULL));
+    const uint8_t *const with_null[] = {NULL};
+    NUL_ARG(redlock_client_acquire(client, with_null, ONE_LEN, 1, 0, out_op));
+    NUL_ARG(redlock_client_acquire_for(NULL, ONE, ONE_LEN, 1, 5000, 0, out_op));
+    NUL_ARG(redlock_client_acquire_for(client, NULL, ONE_LEN, 1, 5000, 0, out_op));
+    NUL_ARG(redlock_client_acquire_for(client, ONE, NULL, 1, 5000, 0, out_op));
+    NUL_ARG(redlock_client_acquire_for(client, ONE, ONE_LEN, 1, 5000, 0, NULL));
+    uint8_t random[64] = {0};
+    NUL_ARG(redlock_client_acquire_with_random(NULL, ONE, ONE_LEN, 1, random, 64, 0, out_op));
+    NUL_ARG(redlock_client_acquire_with_random(client, NULL, ONE_LEN, 1, random, 64, 0, out_op));
+    NUL_ARG(redlock_client_acquire_with_random(client, ONE, NULL, 1, random, 64, 0, out_op));
+    NUL_ARG(redlock_client_acquire_with_random(client, ONE, ONE_LEN, 1, NULL, 64, 0, out_op));
+    NUL_ARG(redlock_client_acquire_with_random(client, ONE, ONE_LEN, 1, random, 64, 0, NULL));
+    NUL_ARG(redlock_client_extend(NULL, lease, 0, out_op));
+    NUL_ARG(redlock_client_extend(client, NULL, 0, out_op));
+    NUL_ARG(redlock_client_extend(client, lease, 0, NULL));
+    NUL_ARG(redlock_client_extend_for(NULL, lease, 5000, 0, out_op));
+    NUL_ARG(redlock_client_extend_for(client, NULL, 5000, 0, out_op));
+    NUL_ARG(redlock_client_extend_for(client, lease, 5000, 0, NULL));
+    NUL_ARG(redlock_client_release(NULL, lease, 0, out_op));
+    NUL_ARG(redlock_client_release(client, NULL, 0, out_op));
+    NUL_ARG(redlock_client_release(client, lease, 0, NULL));
+    NUL_ARG(redlock_client_check_ttl(NULL, 5000));
+    redlock_lease **out_lease = (redlock_lease **)&handle;
+    NUL_ARG(redlock_client_lease(NULL, ONE, ONE_LEN, 1, (const uint8_t *)"t", 1, 0, out_lease));
+    NUL_ARG(redlock_client_lease(client, NULL, ONE_LEN, 1, (const uint8_t *)"t", 1, 0, out_lease));
+    NUL_ARG(redlock_client_lease(client, ONE, NULL, 1, (const uint8_t *)"t", 1, 0, out_lease));
+    NUL_ARG(redlock_client_lease(client, ONE, ONE_LEN, 1, NULL, 1, 0, out_lease));
+    NUL_ARG(redlock_client_lease(client, ONE, ONE_LEN, 1, (const uint8_t *)"t", 1, 0, NULL));
+    NUL_ARG(redlock_client_generate_token(NULL, buf, sizeof buf, &n));
+    NUL_ARG(redlock_client_generate_token(client, NULL, sizeof buf, &n));
+    NUL_ARG(redlock_client_generate_token(client, buf, sizeof buf, NULL));
+    NUL_ARG(redlock_token_from_random_bytes(NULL, 20, buf, sizeof buf, &n));
+    NUL_ARG(redlock_token_from_random_bytes(random, 20, NULL, sizeof buf, &n));
+    NUL_ARG(redlock_token_from_random_bytes(random, 20, buf, sizeof buf, NULL));
+    NUL_ARG(redlock_client_next_extension(NULL, lease, 0, &flag, &u64));
+    NUL_ARG(redlock_client_next_extension(client, NULL, 0, &flag, &u64));
+    NUL_ARG(redlock_client_next_extension(client, lease, 0, NULL, &u64));
+    NUL_ARG(redlock_client_next_extension(client, lease, 0, &flag, NULL));
+
+    /* Lease. */
+    NUL_ARG(redlock_lease_clone(NULL, out_lease));
+    NUL_ARG(redlock_lease_clone(lease, NULL));
+    NUL_ARG(redlock_lease_token(NULL, &ptr, &n));
+    NUL_ARG(redlock_lease_token(lease, NULL, &n));
+    NUL_ARG(redlock_lease_token(lease, &ptr, NULL));
+    NUL_ARG(redlock_lease_key(NULL, 0, &ptr, &n));
+    NUL_ARG(redlock_lease_key(lease, 0, NULL, &n));
+    NUL_ARG(redlock_lease_key(lease, 0, &ptr, NULL));
+    CHECK(redlock_lease_key_count(NULL) == 0 && redlock_lease_valid_until(NULL) == 0);
+    CHECK(redlock_lease_validity(NULL, 0) == 0 && !redlock_lease_is_valid(NULL, 0));
+    CHECK(redlock_lease_ttl_ms(NULL) == 0 && redlock_lease_extensions(NULL) == 0);
+
+    /* Operation. */
+    NUL_ARG(redlock_operation_handle_reply(NULL, 1, REDLOCK_REPLY_OK, 0, NULL, 0, 0));
+    NUL_ARG(redlock_operation_handle_reply(op, 1, REDLOCK_REPLY_ERROR, 0, NULL, 3, 0));
+    NUL_ARG(redlock_operation_handle_reply_value(NULL, 1, reply, 0));
+    NUL_ARG(redlock_operation_handle_reply_value(op, 1, NULL, 0));
+    NUL_ARG(redlock_operation_handle_timeout(NULL, 0));
+    NUL_ARG(redlock_operation_poll_output(NULL, &u32));
+    NUL_ARG(redlock_operation_poll_output(op, NULL));
+    OK(redlock_operation_poll_output(op, &u32));
+    CHECK(u32 == REDLOCK_OUTPUT_SEND);
+    NUL_ARG(redlock_operation_command(NULL, &n, &u64, &u64, &n));
+    NUL_ARG(redlock_operation_command(op, NULL, &u64, &u64, &n));
+    NUL_ARG(redlock_operation_command(op, &n, NULL, &u64, &n));
+    NUL_ARG(redlock_operation_command(op, &n, &u64, NULL, &n));
+    NUL_ARG(redlock_operation_command(op, &n, &u64, &u64, NULL));
+    NUL_ARG(redlock_operation_command_arg(NULL, 0, &ptr, &n));
+    NUL_ARG(redlock_operation_command_arg(op, 0, NULL, &n));
+    NUL_ARG(redlock_operation_command_arg(op, 0, &ptr, NULL));
+    NUL_ARG(redlock_operation_command_args(NULL, ptrs, lens, 8, &n));
+    NUL_ARG(redlock_operation_command_args(op, NULL, lens, 8, &n));
+    NUL_ARG(redlock_operation_command_args(op, ptrs, NULL, 8, &n));
+    NUL_ARG(redlock_operation_command_args(op, ptrs, lens, 8, NULL));
+    NUL_ARG(redlock_operation_command_resp(NULL, &ptr, &n));
+    NUL_ARG(redlock_operation_command_resp(op, NULL, &n));
+    NUL_ARG(redlock_operation_command_resp(op, &ptr, NULL));
+    NUL_ARG(redlock_operation_command_kind(NULL, &u32, &flag));
+    NUL_ARG(redlock_operation_command_kind(op, NULL, &flag));
+    NUL_ARG(redlock_operation_command_kind(op, &u32, NULL));
+    NUL_ARG(redlock_operation_wait_until(NULL, &u64));
+    NUL_ARG(redlock_operation_wait_until(op, NULL));
+    NUL_ARG(redlock_operation_take_outcome(NULL, (redlock_outcome **)&handle));
+    NUL_ARG(redlock_operation_take_outcome(op, NULL));
+    NUL_ARG(redlock_operation_poll_timeout(NULL, &flag, &u64));
+    NUL_ARG(redlock_operation_poll_timeout(op, NULL, &u64));
+    NUL_ARG(redlock_operation_poll_timeout(op, &flag, NULL));
+    NUL_ARG(redlock_operation_token(NULL, &ptr, &n));
+    NUL_ARG(redlock_operation_token(op, NULL, &n));
+    NUL_ARG(redlock_operation_token(op, &ptr, NULL));
+    NUL_ARG(redlock_operation_node(NULL, 0, &u32, &ptr, &n));
+    NUL_ARG(redlock_operation_node(op, 0, NULL, &ptr, &n));
+    NUL_ARG(redlock_operation_node(op, 0, &u32, NULL, &n));
+    NUL_ARG(redlock_operation_node(op, 0, &u32, &ptr, NULL));
+    CHECK(redlock_operation_kind(NULL) == 0 && !redlock_operation_is_finished(NULL));
+    CHECK(redlock_operation_attempt(NULL) == 0 && redlock_operation_node_count(NULL) == 0);
+
+    /* Outcome. */
+    CHECK(redlock_outcome_kind(NULL) == 0 && !redlock_outcome_is_success(NULL));
+    CHECK(redlock_outcome_node_count(NULL) == 0);
+    NUL_ARG(redlock_outcome_reason(NULL, &u32));
+    NUL_ARG(redlock_outcome_reason(outcome, NULL));
+    NUL_ARG(redlock_outcome_token(NULL, &ptr, &n));
+    NUL_ARG(redlock_outcome_token(outcome, NULL, &n));
+    NUL_ARG(redlock_outcome_token(outcome, &ptr, NULL));
+    NUL_ARG(redlock_outcome_valid_until(NULL, &u64));
+    NUL_ARG(redlock_outcome_valid_until(outcome, NULL));
+    NUL_ARG(redlock_outcome_validity(NULL, &u64));
+    NUL_ARG(redlock_outcome_validity(outcome, NULL));
+    NUL_ARG(redlock_outcome_attempts(NULL, &u32));
+    NUL_ARG(redlock_outcome_attempts(outcome, NULL));
+    NUL_ARG(redlock_outcome_extensions(NULL, &u32));
+    NUL_ARG(redlock_outcome_extensions(outcome, NULL));
+    NUL_ARG(redlock_outcome_retry_at(NULL, &flag, &u64));
+    NUL_ARG(redlock_outcome_retry_at(outcome, NULL, &u64));
+    NUL_ARG(redlock_outcome_retry_at(outcome, &flag, NULL));
+    NUL_ARG(redlock_outcome_is_lost(NULL, &flag));
+    NUL_ARG(redlock_outcome_is_lost(outcome, NULL));
+    NUL_ARG(redlock_outcome_released(NULL, &n));
+    NUL_ARG(redlock_outcome_released(outcome, NULL));
+    NUL_ARG(redlock_outcome_lease(NULL, out_lease));
+    NUL_ARG(redlock_outcome_lease(outcome, NULL));
+    NUL_ARG(redlock_outcome_node(NULL, 0, &u32, &ptr, &n));
+    NUL_ARG(redlock_outcome_node(outcome, 0, NULL, &ptr, &n));
+    NUL_ARG(redlock_outcome_node(outcome, 0, &u32, NULL, &n));
+    NUL_ARG(redlock_outcome_node(outcome, 0, &u32, &ptr, NULL));
+
+    /* Replies and decoder. */
+    redlock_reply **out_reply = (redlock_reply **)&handle;
+    NUL_ARG(redlock_reply_new(REDLOCK_REPLY_BULK, 0, NULL, 2, out_reply));
+    NUL_ARG(redlock_reply_new(REDLOCK_REPLY_OK, 0, NULL, 0, NULL));
+    NUL_ARG(redlock_reply_array_push(NULL, reply));
+    NUL_ARG(redlock_reply_array_push(array, NULL));
+    CHECK(redlock_reply_kind(NULL) == 0 && redlock_reply_array_len(NULL) == 0);
+    NUL_ARG(redlock_reply_integer(NULL, (int64_t *)&u64));
+    NUL_ARG(redlock_reply_integer(reply, NULL));
+    NUL_ARG(redlock_reply_bytes(NULL, &ptr, &n));
+    NUL_ARG(redlock_reply_bytes(reply, NULL, &n));
+    NUL_ARG(redlock_reply_bytes(reply, &ptr, NULL));
+    NUL_ARG(redlock_reply_array_get(NULL, 0, out_reply));
+    NUL_ARG(redlock_reply_array_get(array, 0, NULL));
+    NUL_ARG(redlock_decoder_new(NULL));
+    NUL_ARG(redlock_decoder_new_with_limits(1, 1, 1, 1, NULL));
+    NUL_ARG(redlock_decoder_feed(NULL, (const uint8_t *)"+OK\r\n", 5));
+    NUL_ARG(redlock_decoder_feed(decoder, NULL, 5));
+    NUL_ARG(redlock_decoder_next_reply(NULL, out_reply));
+    NUL_ARG(redlock_decoder_next_reply(decoder, NULL));
+    CHECK(redlock_decoder_buffered(NULL) == 0);
+
+    redlock_decoder_free(decoder);
+    redlock_reply_free(array);
+    redlock_reply_free(reply);
+    redlock_operation_free(op);
+    redlock_lease_free(lease);
+    redlock_outcome_free(outcome);
+    redlock_client_free(client);
+    redlock_config_free(config);
+    redlock_config_builder_free(builder);
+}
+
+static void config_errors(void) {
+    static const struct {
+        size_t nodes;
+        uint64_t ttl_ms;
+        int setting;
+        uint64_t value;
+        redlock_result code;
+        const char *name;
+    } cases[] = {
+        {0, 1000, 0, 0, REDLOCK_CONFIG_NO_NODES, "no_nodes"},
+        {256, 1000, 0, 0, REDLOCK_CONFIG_TOO_MANY_NODES, "too_many_nodes"},
+        {5, 0, 0, 0, REDLOCK_CONFIG_TTL_ZERO, "ttl_zero"},
+        {5, 1000000000001ull, 0, 0, REDLOCK_CONFIG_TTL_TOO_LARGE, "ttl_too_large"},
+        {5, 1000, 1, 0, REDLOCK_CONFIG_DRIFT_FACTOR_INVALID, "drift_factor_invalid"},
+        {5, 1000, 2, 0, REDLOCK_CONFIG_DRIFT_TOO_LARGE, "drift_too_large"},
+        {5, 1000, 3, 988000, REDLOCK_CONFIG_MIN_VALIDITY_TOO_LARGE, "min_validity_too_large"},
+        {5, 1000, 4, 0, REDLOCK_CONFIG_NODE_TIMEOUT_ZERO, "node_timeout_zero"},
+        {5, 1000, 4, 988000, REDLOCK_CONFIG_NODE_TIMEOUT_TOO_LARGE, "node_timeout_too_large"},
+        {5, 1000, 5, 0, REDLOCK_CONFIG_ATTEMPTS_ZERO, "attempts_zero"},
+        {5, 1000, 5, 1000001, REDLOCK_CONFIG_TOO_MANY_ATTEMPTS, "too_many_attempts"},
+        {5, 1000, 6, 2000, REDLOCK_CONFIG_JITTER_TOO_LARGE, "jitter_too_large"},
+        {5, 1000, 7, 15, REDLOCK_CONFIG_TOKEN_TOO_SHORT, "token_too_short"},
+        {5, 1000, 7, 65, REDLOCK_CONFIG_TOKEN_TOO_LONG, "token_too_long"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        redlock_config_builder *b = NULL;
+        OK(redlock_config_builder_new(cases[i].nodes, cases[i].ttl_ms, &b));
+        switch (cases[i].setting) {
+        case 1: OK(redlock_config_builder_set_drift_factor(b, 1.0)); break;
+        case 2: OK(redlock_config_builder_set_drift_factor(b, 0.999)); break;
+        case 3: OK(redlock_config_builder_set_min_validity_us(b, cases[i].value)); break;
+        case 4: OK(redlock_config_builder_set_node_timeout_us(b, cases[i].value)); break;
+        case 5: OK(redlock_config_builder_set_attempts(b, (uint32_t)cases[i].value)); break;
+        case 6:
+            OK(redlock_config_builder_set_retry_delay_us(b, 1000));
+            OK(redlock_config_builder_set_retry_jitter_us(b, cases[i].value));
+            break;
+        case 7: OK(redlock_config_builder_set_token_bytes(b, (size_t)cases[i].value)); break;
+        default: break;
+        }
+        redlock_config *sentinel = (redlock_config *)&cases[i];
+        redlock_config *config = sentinel;
+        EXPECT(redlock_config_builder_build(b, &config), cases[i].code);
+        CHECK(config == sentinel); /* outputs are written only on success */
+        CHECK(strcmp(redlock_result_name(cases[i].code), cases[i].name) == 0);
+        /* The builder survives a failed build: fix it and build again. */
+        if (cases[i].nodes == 5 && cases[i].ttl_ms == 1000 && cases[i].setting >= 3) {
+            redlock_config_builder *fixed = NULL;
+            OK(redlock_config_builder_new(5, 1000, &fixed));
+            OK(redlock_config_builder_build(fixed, &config));
+            redlock_config_free(config);
+            redlock_config_builder_free(fixed);
+        }
+        redlock_config_builder_free(b);
+    }
+    /* NaN is no drift factor either. */
+    redlock_config_builder *b = NULL;
+    redlock_config *config = NULL;
+    OK(redlock_config_builder_new(5, 1000, &b));
+    OK(redlock_config_builder_set_drift_factor(b, 0.0 / 0.0 != 0.0 / 0.0 ? 0.0 / 0.0 : -1.0));
+    EXPECT(redlock_config_builder_build(b, &config), REDLOCK_CONFIG_DRIFT_FACTOR_INVALID);
+    /* Every setting at once, read back through the getters. */
+    OK(redlock_config_builder_set_drift_factor(b, 0.02));
+    OK(redlock_config_builder_set_ttl_ms(b, 20000));
+    OK(redlock_config_builder_set_drift_fixed_us(b, 3000));
+    OK(redlock_config_builder_set_node_timeout_us(b, 40000));
+    OK(redlock_config_builder_set_min_validity_us(b, 1000));
+    OK(redlock_config_builder_set_attempts(b, 7));
+    OK(redlock_config_builder_set_retry_delay_us(b, 300000));
+    OK(redlock_config_builder_set_retry_jitter_us(b, 50000));
+    OK(redlock_config_builder_set_token_bytes(b, 32));
+    OK(redlock_config_builder_set_key_prefix(b, (const uint8_t *)"lock:", 5));
+    OK(redlock_config_builder_set_max_extensions(b, 4));
+    OK(redlock_config_builder_build(b, &config));
+    CHECK(redlock_config_nodes(config) == 5 && redlock_config_quorum(config) == 3);
+    CHECK(redlock_config_ttl_ms(config) == 20000 && redlock_config_drift_factor(config) == 0.02);
+    CHECK(redlock_config_drift_fixed_us(config) == 3000);
+    CHECK(redlock_config_drift_us(config) == 400000 + 3000);
+    CHECK(redlock_config_node_timeout_us(config) == 40000);
+    CHECK(redlock_config_min_validity_us(config) == 1000 && redlock_config_attempts(config) == 7);
+    CHECK(redlock_config_retry_delay_us(config) == 300000);
+    CHECK(redlock_config_retry_jitter_us(config) == 50000 && redlock_config_token_bytes(config) == 32);
+    const uint8_t *prefix;
+    size_t prefix_len;
+    OK(redlock_config_key_prefix(config, &prefix, &prefix_len));
+    CHECK(prefix_len == 5 && memcmp(prefix, "lock:", 5) == 0);
+    bool bounded;
+    uint32_t max;
+    OK(redlock_config_max_extensions(config, &bounded, &max));
+    CHECK(bounded && max == 4);
+    redlock_config_free(config);
+    OK(redlock_config_builder_set_unbounded_extensions(b));
+    OK(redlock_config_builder_set_key_prefix(b, NULL, 0)); /* zero length: empty prefix */
+    OK(redlock_config_builder_build(b, &config));
+    OK(redlock_config_max_extensions(config, &bounded, &max));
+    CHECK(!bounded && max == 0);
+    OK(redlock_config_key_prefix(config, &prefix, &prefix_len));
+    CHECK(prefix_len == 0);
+    redlock_config_free(config);
+    redlock_config_builder_free(b);
+    /* The defaults are the documented ones. */
+    config = make_config(3, 100);
+    CHECK(redlock_config_node_timeout_us(config) == 10000); /* a tenth of the TTL */
+    CHECK(redlock_config_drift_fixed_us(config) == REDLOCK_DEFAULT_DRIFT_FIXED_US);
+    CHECK(redlock_config_retry_delay_us(config) == REDLOCK_DEFAULT_RETRY_DELAY_US);
+    CHECK(redlock_config_retry_jitter_us(config) == REDLOCK_DEFAULT_RETRY_JITTER_US);
+    CHECK(redlock_config_attempts(config) == REDLOCK_DEFAULT_ATTEMPTS);
+    CHECK(redlock_config_token_bytes(config) == REDLOCK_DEFAULT_TOKEN_BYTES);
+    CHECK(redlock_config_drift_factor(config) == 0.01);
+    redlock_config_free(config);
+    CHECK(redlock_max_ttl_ms() == 1000000000000ull);
+}
+
+static void usage_errors(void) {
+    redlock_config *config = make_config(5, 10000);
+    redlock_client *client = NULL;
+    OK(redlock_client_new_seeded(config, SEED, sizeof SEED, &client));
+    redlock_operation *sentinel = (redlock_operation *)&client, *op = sentinel;
+
+    /* Zero lengths and counts. */
+    EXPECT(redlock_client_acquire(client, NULL, NULL, 0, 0, &op), REDLOCK_NO_RESOURCES);
+    const uint8_t *const empty[] = {NULL};
+    const size_t zero[] = {0};
+    EXPECT(redlock_client_acquire(client, empty, zero, 1, 0, &op), REDLOCK_EMPTY_RESOURCE);
+    const uint8_t *const twice[] = {(const uint8_t *)"a", (const uint8_t *)"a"};
+    const size_t one_each[] = {1, 1};
+    EXPECT(redlock_client_acquire(client, twice, one_each, 2, 0, &op), REDLOCK_DUPLICATE_RESOURCE);
+    const uint8_t *many[REDLOCK_MAX_RESOURCES + 1];
+    size_t many_lens[REDLOCK_MAX_RESOURCES + 1];
+    char names[REDLOCK_MAX_RESOURCES + 1][8];
+    for (size_t i = 0; i <= REDLOCK_MAX_RESOURCES; i++) {
+        many_lens[i] = (size_t)snprintf(names[i], sizeof names[i], "r%zu", i);
+        many[i] = (const uint8_t *)names[i];
+    }
+    EXPECT(redlock_client_acquire(client, many, many_lens, REDLOCK_MAX_RESOURCES + 1, 0, &op),
+           REDLOCK_TOO_MANY_RESOURCES);
+    OK(redlock_client_acquire(client, many, many_lens, REDLOCK_MAX_RESOURCES, 0, &op));
+    redlock_operation_free(op);
+    op = sentinel;
+    uint8_t random[100] = {0};
+    /* 3 attempts of 20 bytes and 2 jitters of 8: 76 bytes. */
+    EXPECT(redlock_client_acquire_with_random(client, ONE, ONE_LEN, 1, NULL, 0, 0, &op),
+           REDLOCK_NOT_ENOUGH_RANDOM_BYTES);
+    EXPECT(redlock_client_acquire_with_random(client, ONE, ONE_LEN, 1, random, 75, 0, &op),
+           REDLOCK_NOT_ENOUGH_RANDOM_BYTES);
+    CHECK(op == sentinel);
+    OK(redlock_client_acquire_with_random(client, ONE, ONE_LEN, 1, random, 76, 0, &op));
+    redlock_operation_free(op);
+    op = sentinel;
+
+    /* A per-operation TTL the configuration cannot take, and why. */
+    EXPECT(redlock_client_acquire_for(client, ONE, ONE_LEN, 1, 0, 0, &op), REDLOCK_INVALID_TTL);
+    EXPECT(redlock_client_check_ttl(client, 0), REDLOCK_CONFIG_TTL_ZERO);
+    EXPECT(redlock_client_check_ttl(client, 1000000000001ull), REDLOCK_CONFIG_TTL_TOO_LARGE);
+    OK(redlock_client_check_ttl(client, 5000));
+    CHECK(op == sentinel);
+    OK(redlock_client_acquire_for(client, ONE, ONE_LEN, 1, 5000, 0, &op));
+    uint32_t kind;
+    OK(redlock_operation_poll_output(op, &kind));
+    const uint8_t *arg;
+    size_t arg_len;
+    OK(redlock_operation_command_arg(op, 5, &arg, &arg_len));
+    CHECK(arg_len == 4 && memcmp(arg, "5000", 4) == 0);
+    redlock_operation_free(op);
+
+    /* Tokens: empty, with a space, too long, invalid UTF-8 (text is expected). */
+    redlock_lease *lease_sentinel = (redlock_lease *)&client, *lease = lease_sentinel;
+    EXPECT(redlock_client_lease(client, ONE, ONE_LEN, 1, NULL, 0, 0, &lease), REDLOCK_INVALID_TOKEN);
+    EXPECT(redlock_client_lease(client, ONE, ONE_LEN, 1, (const uint8_t *)"a b", 3, 0, &lease),
+           REDLOCK_INVALID_TOKEN);
+    uint8_t long_token[REDLOCK_MAX_TOKEN_TEXT + 1];
+    memset(long_token, 'a', sizeof long_token);
+    EXPECT(redlock_client_lease(client, ONE, ONE_LEN, 1, long_token, sizeof long_token, 0, &lease),
+           REDLOCK_INVALID_TOKEN);
+    const uint8_t not_utf8[] = {'a', 0xff, 0xfe};
+    EXPECT(redlock_client_lease(client, ONE, ONE_LEN, 1, not_utf8, 3, 0, &lease),
+           REDLOCK_INVALID_TOKEN);
+    EXPECT(redlock_client_lease(client, NULL, NULL, 0, (const uint8_t *)"t", 1, 0, &lease),
+           REDLOCK_NO_RESOURCES);
+    CHECK(lease == lease_sentinel);
+    OK(redlock_client_lease(client, ONE, ONE_LEN, 1, long_token, REDLOCK_MAX_TOKEN_TEXT, 7, &lease));
+    CHECK(redlock_lease_valid_until(lease) == 7 && redlock_lease_ttl_ms(lease) == 10000);
+    redlock_operation *extend = sentinel;
+    EXPECT(redlock_client_extend_for(client, lease, 0, 0, &extend), REDLOCK_INVALID_TTL);
+    CHECK(extend == sentinel);
+    OK(redlock_client_extend_for(client, lease, 20000, 0, &extend));
+    CHECK(redlock_operation_kind(extend) == REDLOCK_OPERATION_EXTEND);
+    redlock_operation_free(extend);
+    redlock_lease_free(lease);
+
+    /* Seeds are exactly 32 bytes. */
+    redlock_client *other = (redlock_client *)&client;
+    EXPECT(redlock_client_new_seeded(config, SEED, 31, &other), REDLOCK_INVALID_INPUT);
+    EXPECT(redlock_client_new_seeded(config, NULL, 0, &other), REDLOCK_INVALID_INPUT);
+    CHECK(other == (redlock_client *)&client);
+
+    redlock_client_free(client);
+    redlock_config_free(config);
+}
+
+static void operation_misuse(void) {
+    redlock_config *config = make_config(5, 10000);
+    redlock_client *client = NULL;
+    OK(redlock_client_new_seeded(config, SEED, sizeof SEED, &client));
+    redlock_operation *op = NULL;
+    OK(redlock_client_acquire(client, ONE, ONE_LEN, 1, 1000, &op));
+    CHECK(redlock_operation_kind(op) == REDLOCK_OPERATION_ACQUIRE);
+    CHECK(redlock_operation_attempt(op) == 1 && !redlock_operation_is_finished(op));
+    uint32_t kind = 77;
+    size_t node = 77, argc = 77;
+    uint64_t id = 77, deadline = 77;
+    /* Before any poll, there is no command. */
+    EXPECT(redlock_operation_command(op, &node, &id, &deadline, &argc), REDLOCK_NO_VALUE);
+    CHECK(node == 77 && id == 77 && deadline == 77 && argc == 77);
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_SEND);
+    OK(redlock_operation_command(op, &node, &id, &deadline, &argc));
+    CHECK(node == 0 && id == 1 && deadline == 51000 && argc == 6);
+    uint32_t command_kind;
+    bool is_eval;
+    OK(redlock_operation_command_kind(op, &command_kind, &is_eval));
+    CHECK(command_kind == REDLOCK_COMMAND_SET && !is_eval);
+    const uint8_t *args[6];
+    size_t lens[6], got = 99;
+    EXPECT(redlock_operation_command_args(op, args, lens, 5, &got), REDLOCK_BUFFER_TOO_SMALL);
+    CHECK(got == 99);
+    const uint8_t *arg = NULL;
+    size_t arg_len = 99;
+    EXPECT(redlock_operation_command_arg(op, 6, &arg, &arg_len), REDLOCK_OUT_OF_RANGE);
+    CHECK(arg == NULL && arg_len == 99);
+    uint64_t until = 5;
+    EXPECT(redlock_operation_wait_until(op, &until), REDLOCK_NO_VALUE);
+    CHECK(until == 5);
+
+    /* Unknown kinds, arrays through the scalar entry point, unknown request ids. */
+    EXPECT(redlock_operation_handle_reply(op, 1, 0, 0, NULL, 0, 1100), REDLOCK_INVALID_INPUT);
+    EXPECT(redlock_operation_handle_reply(op, 1, 99, 0, NULL, 0, 1100), REDLOCK_INVALID_INPUT);
+    EXPECT(redlock_operation_handle_reply(op, 1, REDLOCK_REPLY_ARRAY, 0, NULL, 0, 1100),
+           REDLOCK_INVALID_INPUT);
+    EXPECT(redlock_operation_handle_reply(op, 0, REDLOCK_REPLY_OK, 0, NULL, 0, 1100),
+           REDLOCK_UNKNOWN_REQUEST);
+    EXPECT(redlock_operation_handle_reply(op, 999, REDLOCK_REPLY_OK, 0, NULL, 0, 1100),
+           REDLOCK_UNKNOWN_REQUEST);
+    EXPECT(redlock_operation_handle_reply(op, UINT64_MAX, REDLOCK_REPLY_OK, 0, NULL, 0, 1100),
+           REDLOCK_UNKNOWN_REQUEST);
+    /* The failed calls changed nothing: the first round's sends are still queued. */
+    size_t sends = 1;
+    for (;;) {
+        OK(redlock_operation_poll_output(op, &kind));
+        if (kind != REDLOCK_OUTPUT_SEND) break;
+        sends++;
+    }
+    CHECK(sends == 5 && kind == REDLOCK_OUTPUT_WAIT);
+    OK(redlock_operation_wait_until(op, &until));
+    CHECK(until == 51000);
+    redlock_outcome *outcome = (redlock_outcome *)&client;
+    EXPECT(redlock_operation_take_outcome(op, &outcome), REDLOCK_NO_VALUE);
+    CHECK(outcome == (redlock_outcome *)&client);
+
+    /* A node error whose text is not UTF-8 is kept, with U+FFFD for the bad bytes. */
+    const uint8_t bad_text[] = {'E', 'R', 'R', ' ', 0xff};
+    OK(redlock_operation_handle_reply(op, 1, REDLOCK_REPLY_ERROR, 0, bad_text, sizeof bad_text, 1100));
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_WAIT);
+    EXPECT(redlock_operation_handle_reply(op, 1, REDLOCK_REPLY_OK, 0, NULL, 0, 1100),
+           REDLOCK_DUPLICATE_REPLY);
+    uint32_t node_kind;
+    const uint8_t *text;
+    size_t text_len;
+    OK(redlock_operation_node(op, 0, &node_kind, &text, &text_len));
+    CHECK(node_kind == REDLOCK_NODE_ERROR && text_len == 7 && memcmp(text, "ERR \xef\xbf\xbd", 7) == 0);
+    OK(redlock_operation_node(op, 1, &node_kind, &text, &text_len));
+    CHECK(node_kind == REDLOCK_NODE_PENDING && text_len == 0);
+    EXPECT(redlock_operation_node(op, 5, &node_kind, &text, &text_len), REDLOCK_OUT_OF_RANGE);
+    CHECK(redlock_operation_node_count(op) == 5);
+
+    /* Replies through the RESP decoder, handed over as values. */
+    redlock_decoder *decoder = NULL;
+    OK(redlock_decoder_new(&decoder));
+    const char *stream = "+OK\r\n$-1\r\n+OK\r\n+O";
+    OK(redlock_decoder_feed(decoder, (const uint8_t *)stream, strlen(stream)));
+    OK(redlock_decoder_feed(decoder, NULL, 0));
+    uint64_t next_id = 2;
+    for (;;) {
+        redlock_reply *reply = (redlock_reply *)&client;
+        OK(redlock_decoder_next_reply(decoder, &reply));
+        if (!reply) break;
+        OK(redlock_operation_handle_reply_value(op, next_id++, reply, 1200));
+        redlock_reply_free(reply);
+    }
+    CHECK(next_id == 5 && redlock_decoder_buffered(decoder) == 2);
+    OK(redlock_decoder_feed(decoder, (const uint8_t *)"K\r\n", 3));
+    redlock_reply *reply = NULL;
+    OK(redlock_decoder_next_reply(decoder, &reply));
+    CHECK(reply && redlock_reply_kind(reply) == REDLOCK_REPLY_OK);
+    OK(redlock_operation_handle_reply_value(op, next_id, reply, 1300));
+    redlock_reply_free(reply);
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_OUTCOME);
+    CHECK(redlock_operation_is_finished(op));
+    bool due = true;
+    uint64_t at = 1;
+    OK(redlock_operation_poll_timeout(op, &due, &at));
+    CHECK(!due && at == 0);
+    OK(redlock_operation_take_outcome(op, &outcome));
+    CHECK(redlock_outcome_kind(outcome) == REDLOCK_OUTCOME_ACQUIRED);
+    CHECK(redlock_outcome_is_success(outcome));
+    uint32_t attempts;
+    OK(redlock_outcome_attempts(outcome, &attempts));
+    CHECK(attempts == 1);
+    OK(redlock_outcome_node(outcome, 2, &node_kind, &text, &text_len));
+    CHECK(node_kind == REDLOCK_NODE_CONFLICT);
+    EXPECT(redlock_outcome_node(outcome, 5, &node_kind, &text, &text_len), REDLOCK_OUT_OF_RANGE);
+    uint32_t reason = 42;
+    EXPECT(redlock_outcome_reason(outcome, &reason), REDLOCK_NO_VALUE);
+    CHECK(reason == 42);
+    size_t released = 42;
+    EXPECT(redlock_outcome_released(outcome, &released), REDLOCK_NO_VALUE);
+    CHECK(released == 42);
+    /* After the outcome, misuse is still refused and inputs output nothing. */
+    EXPECT(redlock_operation_handle_reply(op, 5, REDLOCK_REPLY_OK, 0, NULL, 0, 1400),
+           REDLOCK_DUPLICATE_REPLY);
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_NONE);
+    OK(redlock_operation_handle_timeout(op, 999999));
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_NONE);
+
+    /* The lease, its accessors and the next extension. */
+    redlock_lease *lease = NULL;
+    OK(redlock_outcome_lease(outcome, &lease));
+    const uint8_t *token;
+    size_t token_len;
+    OK(redlock_lease_token(lease, &token, &token_len));
+    CHECK(token_len == 40);
+    CHECK(redlock_lease_key_count(lease) == 1);
+    OK(redlock_lease_key(lease, 0, &text, &text_len));
+    CHECK(text_len == 9 && memcmp(text, "orders:42", 9) == 0);
+    EXPECT(redlock_lease_key(lease, 1, &text, &text_len), REDLOCK_OUT_OF_RANGE);
+    /* valid_until = 1000 + 10 000 000 - 102 000 */
+    CHECK(redlock_lease_valid_until(lease) == 9899000);
+    CHECK(redlock_lease_validity(lease, 9898000) == 1000 && redlock_lease_validity(lease, 9999999) == 0);
+    CHECK(redlock_lease_is_valid(lease, 9898999) && !redlock_lease_is_valid(lease, 9899000));
+    CHECK(redlock_lease_ttl_ms(lease) == 10000 && redlock_lease_extensions(lease) == 0);
+    OK(redlock_client_next_extension(client, lease, 2000, &due, &at));
+    CHECK(due && at == 9899000 - 10000000 / 3);
+    OK(redlock_client_next_extension(client, lease, 9899000, &due, &at));
+    CHECK(!due && at == 0);
+    redlock_lease *copy = NULL;
+    OK(redlock_lease_clone(lease, &copy));
+    const uint8_t *copy_token;
+    size_t copy_token_len;
+    OK(redlock_lease_token(copy, &copy_token, &copy_token_len));
+    CHECK(copy_token_len == token_len && memcmp(copy_token, token, token_len) == 0 && copy_token != token);
+    redlock_lease_free(copy);
+    redlock_outcome_free(outcome);
+    redlock_operation_free(op);
+
+    /* A release, with its commands as RESP and replies decoded from RESP. */
+    OK(redlock_client_release(client, lease, 2000, &op));
+    CHECK(redlock_operation_kind(op) == REDLOCK_OPERATION_RELEASE);
+    OK(redlock_operation_poll_output(op, &kind));
+    const uint8_t *resp;
+    size_t resp_len;
+    OK(redlock_operation_command_resp(op, &resp, &resp_len));
+    CHECK(resp_len > 10 && memcmp(resp, "*5\r\n$7\r\nEVALSHA\r\n$40\r\n", 21) == 0);
+    OK(redlock_operation_command_kind(op, &command_kind, &is_eval));
+    CHECK(command_kind == REDLOCK_COMMAND_RELEASE && !is_eval);
+    for (;;) {
+        OK(redlock_operation_poll_output(op, &kind));
+        if (kind != REDLOCK_OUTPUT_SEND) break;
+    }
+    OK(redlock_decoder_feed(decoder, (const uint8_t *)":1\r\n:1\r\n:0\r\n", 12));
+    for (uint64_t request = 1; request <= 3; request++) {
+        OK(redlock_decoder_next_reply(decoder, &reply));
+        OK(redlock_operation_handle_reply_value(op, request, reply, 2100));
+        redlock_reply_free(reply);
+    }
+    OK(redlock_operation_handle_timeout(op, 2000 + 50000));
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_OUTCOME);
+    OK(redlock_operation_take_outcome(op, &outcome));
+    CHECK(redlock_outcome_kind(outcome) == REDLOCK_OUTCOME_RELEASED);
+    OK(redlock_outcome_released(outcome, &released));
+    CHECK(released == 2);
+    OK(redlock_outcome_node(outcome, 4, &node_kind, &text, &text_len));
+    CHECK(node_kind == REDLOCK_NODE_TIMEOUT);
+    redlock_lease *none = (redlock_lease *)&client;
+    EXPECT(redlock_outcome_lease(outcome, &none), REDLOCK_NO_VALUE);
+    CHECK(none == (redlock_lease *)&client);
+    redlock_outcome_free(outcome);
+    redlock_operation_free(op);
+    redlock_lease_free(lease);
+    redlock_decoder_free(decoder);
+    redlock_client_free(client);
+    redlock_config_free(config);
+}
+
+static void replies_and_decoder(void) {
+    redlock_reply *reply = NULL, *array = NULL, *item = NULL;
+    EXPECT(redlock_reply_new(0, 0, NULL, 0, &reply), REDLOCK_INVALID_INPUT);
+    EXPECT(redlock_reply_new(10, 0, NULL, 0, &reply), REDLOCK_INVALID_INPUT);
+    CHECK(reply == NULL);
+    OK(redlock_reply_new(REDLOCK_REPLY_STATUS, 0, (const uint8_t *)"OK", 2, &reply));
+    CHECK(redlock_reply_kind(reply) == REDLOCK_REPLY_OK); /* status OK is OK */
+    redlock_reply_free(reply);
+    OK(redlock_reply_new(REDLOCK_REPLY_BULK, 0, (const uint8_t *)"a\0b", 3, &reply));
+    const uint8_t *bytes;
+    size_t len;
+    OK(redlock_reply_bytes(reply, &bytes, &len));
+    CHECK(len == 3 && memcmp(bytes, "a\0b", 3) == 0);
+    int64_t integer = 5;
+    EXPECT(redlock_reply_integer(reply, &integer), REDLOCK_NO_VALUE);
+    CHECK(integer == 5);
+    OK(redlock_reply_new(REDLOCK_REPLY_ARRAY, 0, NULL, 0, &array));
+    EXPECT(redlock_reply_array_push(reply, array), REDLOCK_INVALID_INPUT);
+    OK(redlock_reply_array_push(array, reply));
+    OK(redlock_reply_array_push(array, array)); /* a copy of itself, as it was */
+    CHECK(redlock_reply_array_len(array) == 2);
+    OK(redlock_reply_array_get(array, 1, &item));
+    CHECK(redlock_reply_kind(item) == REDLOCK_REPLY_ARRAY && redlock_reply_array_len(item) == 1);
+    redlock_reply_free(item);
+    EXPECT(redlock_reply_array_get(array, 2, &item), REDLOCK_OUT_OF_RANGE);
+    EXPECT(redlock_reply_array_get(reply, 0, &item), REDLOCK_NO_VALUE);
+    EXPECT(redlock_reply_bytes(array, &bytes, &len), REDLOCK_NO_VALUE);
+    CHECK(redlock_reply_array_len(reply) == 0);
+    redlock_reply_free(array);
+    redlock_reply_free(reply);
+    OK(redlock_reply_new(REDLOCK_REPLY_INTEGER, -7, NULL, 0, &reply));
+    OK(redlock_reply_integer(reply, &integer));
+    CHECK(integer == -7);
+    redlock_reply_free(reply);
+
+    /* Protocol errors are sticky, and no reply is written. */
+    redlock_decoder *decoder = NULL;
+    OK(redlock_decoder_new(&decoder));
+    OK(redlock_decoder_feed(decoder, (const uint8_t *)"?x\r\n+OK\r\n", 9));
+    reply = (redlock_reply *)&decoder;
+    EXPECT(redlock_decoder_next_reply(decoder, &reply), REDLOCK_PROTOCOL_UNKNOWN_TYPE);
+    EXPECT(redlock_decoder_next_reply(decoder, &reply), REDLOCK_PROTOCOL_UNKNOWN_TYPE);
+    CHECK(reply == (redlock_reply *)&decoder);
+    redlock_decoder_free(decoder);
+    OK(redlock_decoder_new_with_limits(4, 2, 2, 8, &decoder));
+    OK(redlock_decoder_feed(decoder, (const uint8_t *)"$5\r\n", 4));
+    EXPECT(redlock_decoder_next_reply(decoder, &reply), REDLOCK_PROTOCOL_TOO_LARGE);
+    redlock_decoder_free(decoder);
+    static const struct {
+        const char *bytes;
+        redlock_result code;
+    } bad[] = {
+        {":1x\r\n", REDLOCK_PROTOCOL_BAD_NUMBER},
+        {"$1\r\nab\r\n", REDLOCK_PROTOCOL_BAD_TERMINATOR},
+        {"#x\r\n", REDLOCK_PROTOCOL_BAD_VALUE},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        OK(redlock_decoder_new(&decoder));
+        OK(redlock_decoder_feed(decoder, (const uint8_t *)bad[i].bytes, strlen(bad[i].bytes)));
+        EXPECT(redlock_decoder_next_reply(decoder, &reply), bad[i].code);
+        redlock_decoder_free(decoder);
+    }
+    OK(redlock_decoder_new_with_limits(100, 100, 1, 100, &decoder));
+    OK(redlock_decoder_feed(decoder, (const uint8_t *)"*1\r\n*1\r\n:1\r\n", 12));
+    EXPECT(redlock_decoder_next_reply(decoder, &reply), REDLOCK_PROTOCOL_TOO_DEEP);
+    redlock_decoder_free(decoder);
+}
+
+static void buffers_and_texts(void) {
+    /* Messages: a short buffer writes nothing. */
+    char buf[REDLOCK_MESSAGE_MAX];
+    memset(buf, 'x', sizeof buf);
+    size_t n = 12345;
+    EXPECT(redlock_result_message(REDLOCK_NULL_PARAMETER, (uint8_t *)buf, 4, &n),
+           REDLOCK_BUFFER_TOO_SMALL);
+    CHECK(n == 12345 && buf[0] == 'x');
+    EXPECT(redlock_result_message(REDLOCK_NULL_PARAMETER, (uint8_t *)buf, 0, &n),
+           REDLOCK_BUFFER_TOO_SMALL);
+    /* Every code has a name and a message that fits REDLOCK_MESSAGE_MAX. */
+    size_t codes = 0;
+    for (uint32_t code = 9000; code < 9400; code++) {
+        const char *name = redlock_result_name(code);
+        if (strcmp(name, "unknown_result") == 0) continue;
+        codes++;
+        OK(redlock_result_message(code, (uint8_t *)buf, sizeof buf, &n));
+        CHECK(n > 0 && n < sizeof buf && buf[n] == '\0' && strlen(buf) == n);
+        EXPECT(redlock_result_message(code, (uint8_t *)buf, n, &n), REDLOCK_BUFFER_TOO_SMALL);
+    }
+    CHECK(codes == 39);
+    CHECK(strcmp(redlock_result_name(0), "unknown_result") == 0);
+    CHECK(strcmp(redlock_result_name(REDLOCK_OK), "ok") == 0);
+    OK(redlock_result_message(12, (uint8_t *)buf, sizeof buf, &n));
+    CHECK(strcmp(buf, "unknown result code") == 0);
+    OK(redlock_result_message(REDLOCK_CONFIG_NODE_TIMEOUT_TOO_LARGE, (uint8_t *)buf, sizeof buf, &n));
+    CHECK(strstr(buf, "node_timeout") != NULL);
+
+    /* Tokens into caller buffers. */
+    redlock_config *config = make_config(3, 10000);
+    redlock_client *client = NULL;
+    OK(redlock_client_new(config, &client)); /* OS randomness */
+    uint8_t token[2 * REDLOCK_MAX_TOKEN_BYTES], other[2 * REDLOCK_MAX_TOKEN_BYTES];
+    size_t token_len = 99, other_len;
+    EXPECT(redlock_client_generate_token(client, token, 39, &token_len), REDLOCK_BUFFER_TOO_SMALL);
+    CHECK(token_len == 99);
+    OK(redlock_client_generate_token(client, token, 40, &token_len));
+    OK(redlock_client_generate_token(client, other, sizeof other, &other_len));
+    CHECK(token_len == 40 && other_len == 40 && memcmp(token, other, 40) != 0);
+    for (size_t i = 0; i < token_len; i++)
+        CHECK((token[i] >= '0' && token[i] <= '9') || (token[i] >= 'a' && token[i] <= 'f'));
+    const uint8_t bytes[16] = {0x00, 0x0f, 0xa5, 0xff};
+    EXPECT(redlock_token_from_random_bytes(bytes, 16, token, 31, &token_len), REDLOCK_BUFFER_TOO_SMALL);
+    EXPECT(redlock_token_from_random_bytes(bytes, 15, token, sizeof token, &token_len),
+           REDLOCK_INVALID_INPUT);
+    EXPECT(redlock_token_from_random_bytes(NULL, 0, token, sizeof token, &token_len),
+           REDLOCK_INVALID_INPUT);
+    OK(redlock_token_from_random_bytes(bytes, 16, token, 32, &token_len));
+    CHECK(token_len == 32 && memcmp(token, "000fa5ff000000000000000000000000", 32) == 0);
+    redlock_client_free(client);
+    redlock_config_free(config);
+
+    /* Static texts. */
+    CHECK(strcmp(redlock_version(), "0.1.0") == 0 || strlen(redlock_version()) > 0);
+    CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_RELEASE), "8e71672c5cb315a6f66438f72df1e4fafa4c6ab4") == 0);
+    CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_ACQUIRE), "4df62321cd567593267878acb4c28e1f7a3cc4af") == 0);
+    CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_EXTEND), "cbf53bf4744c611625397ac18d6b9bc9294ba5b8") == 0);
+    CHECK(strstr(redlock_script_text(REDLOCK_SCRIPT_EXTEND), "PEXPIRE") != NULL);
+    CHECK(redlock_script_text(0) == NULL && redlock_script_sha1(4) == NULL);
+}
+
+int main(void) {
+    frees_accept_null();
+    null_parameters();
+    config_errors();
+    usage_errors();
+    operation_misuse();
+    replies_and_decoder();
+    buffers_and_texts();
+    printf("errors: %d checks of the C ABI's error paths\n", checks);
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}
