@@ -1,0 +1,249 @@
+//! What a run is judged by.
+//!
+//! - **Exclusion**: no two clients believe they hold the lock at the same global
+//!   instant. A client's belief starts when it learns it acquired the lock and ends at
+//!   the earliest of: the global instant its own clock reaches the `valid_until` it was
+//!   given (the core's outcome, or the legacy client's own expiry timestamp; a client
+//!   with no notion of validity has no such bound), the moment it starts releasing, and
+//!   its crash. Extensions move the end; a belief that lapsed and is renewed by a late
+//!   extension counts as two intervals.
+//! - **Resource**: the resource accepts writes in the order the locks were granted. A
+//!   write from a holder that was granted the lock *before* another holder who has
+//!   already written is a stale write: the two holders' writes interleaved. This is
+//!   exactly the write a fencing token would let the resource reject.
+//! - **Key left behind**: once every client has finished (released, given up or
+//!   crashed) and every scheduled fault is over, the simulation lets another
+//!   `2 x TTL + 1 s` of global time pass; a lock key still present then on a node that
+//!   is up is left behind forever: it never expires, and nobody can lock again. Keys
+//!   that still had some TTL when the clients finished are allowed (a release can fail
+//!   to reach a node; the TTL is what cleans up then) and are listed in the trace.
+
+use crate::model::millis;
+use crate::trace::stamp;
+
+/// One holding of the lock, as the holder believed it.
+#[derive(Clone, Debug)]
+pub struct Session {
+    /// The holder (index).
+    pub client: usize,
+    /// The value under the key.
+    pub token: String,
+    /// When it learned it holds the lock (global time).
+    pub granted: u64,
+    /// Believed-valid intervals `[from, to)` in global time; `to == u64::MAX` for
+    /// open-ended beliefs.
+    pub intervals: Vec<(u64, u64)>,
+    /// The end of validity the holder was given, on its own clock, if any.
+    pub valid_until: Option<u64>,
+}
+
+/// A write to the shared resource.
+#[derive(Clone, Debug)]
+pub struct Write {
+    /// When it reached the resource (global time).
+    pub at: u64,
+    /// Which session wrote.
+    pub session: usize,
+    /// Its fencing token, if the strategy has one.
+    pub fencing_token: Option<u64>,
+    /// False if the resource rejected it (a stale fencing token).
+    pub accepted: bool,
+}
+
+/// The shared resource: it logs who wrote when and, once fencing exists, rejects a
+/// token lower than one it has already accepted.
+#[derive(Debug, Default)]
+pub struct Resource {
+    /// Whether the resource checks fencing tokens.
+    pub fencing: bool,
+    highest: Option<u64>,
+    /// Every write, in order.
+    pub log: Vec<Write>,
+}
+
+impl Resource {
+    /// Records a write of `session` at `at`; returns whether it was accepted.
+    pub fn write(&mut self, at: u64, session: usize, fencing_token: Option<u64>) -> bool {
+        let accepted = match (self.fencing, fencing_token, self.highest) {
+            (true, Some(token), Some(highest)) => token >= highest,
+            _ => true,
+        };
+        if accepted {
+            if let Some(token) = fencing_token {
+                self.highest = Some(self.highest.map_or(token, |h| h.max(token)));
+            }
+        }
+        self.log.push(Write {
+            at,
+            session,
+            fencing_token,
+            accepted,
+        });
+        accepted
+    }
+}
+
+/// The three checks of one run; `None` means the check passed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// Two clients believed they held the lock at once.
+    pub exclusion: Option<String>,
+    /// A stale write reached the resource.
+    pub stale_write: Option<String>,
+    /// A lock key was left behind forever.
+    pub key_left: Option<String>,
+}
+
+impl Verdict {
+    /// True if every check passed.
+    pub fn is_safe(&self) -> bool {
+        self.exclusion.is_none() && self.stale_write.is_none() && self.key_left.is_none()
+    }
+
+    /// Names of the failed checks, in a fixed order.
+    pub fn failed(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.exclusion.is_some() {
+            names.push("exclusion");
+        }
+        if self.stale_write.is_some() {
+            names.push("stale write");
+        }
+        if self.key_left.is_some() {
+            names.push("key left");
+        }
+        names
+    }
+}
+
+fn interval_text(from: u64, to: u64) -> String {
+    if to == u64::MAX {
+        format!("from {}", stamp(from))
+    } else {
+        format!("{}..{}", stamp(from), stamp(to))
+    }
+}
+
+/// Two different clients' believed intervals that overlap, if any.
+pub fn exclusion(sessions: &[Session], names: &[String]) -> Option<String> {
+    let mut intervals: Vec<(u64, u64, usize)> = sessions
+        .iter()
+        .enumerate()
+        .flat_map(|(index, s)| {
+            s.intervals
+                .iter()
+                .filter(|(f, t)| f < t)
+                .map(move |&(f, t)| (f, t, index))
+        })
+        .collect();
+    intervals.sort_unstable();
+    // The interval reaching furthest so far: any later start before its end overlaps it.
+    let mut reach: Option<(u64, u64, usize)> = None;
+    for &(from, to, session) in &intervals {
+        if let Some((r_from, r_to, r_session)) = reach {
+            if from < r_to && sessions[r_session].client != sessions[session].client {
+                let overlap = r_to.min(to) - from;
+                return Some(format!(
+                    "{} believed it held the lock {} and {} {} ({} overlap)",
+                    names[sessions[r_session].client],
+                    interval_text(r_from, r_to),
+                    names[sessions[session].client],
+                    interval_text(from, to),
+                    if r_to.min(to) == u64::MAX {
+                        "open-ended".into()
+                    } else {
+                        millis(u128::from(overlap))
+                    },
+                ));
+            }
+        }
+        if reach.is_none_or(|(_, r_to, _)| to > r_to) {
+            reach = Some((from, to, session));
+        }
+    }
+    None
+}
+
+/// The first accepted write from a holder granted before another holder that had
+/// already written.
+pub fn stale_write(resource: &Resource, sessions: &[Session], names: &[String]) -> Option<String> {
+    let mut latest: Option<usize> = None;
+    for write in resource.log.iter().filter(|w| w.accepted) {
+        if let Some(newest) = latest {
+            if sessions[write.session].granted < sessions[newest].granted {
+                return Some(format!(
+                    "{} wrote at {} on a lock granted at {}, after {} (granted at {}) had written",
+                    names[sessions[write.session].client],
+                    stamp(write.at),
+                    stamp(sessions[write.session].granted),
+                    names[sessions[newest].client],
+                    stamp(sessions[newest].granted),
+                ));
+            }
+        }
+        if latest.is_none_or(|newest| sessions[write.session].granted > sessions[newest].granted) {
+            latest = Some(write.session);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(client: usize, granted: u64, intervals: Vec<(u64, u64)>) -> Session {
+        Session {
+            client,
+            token: String::new(),
+            granted,
+            intervals,
+            valid_until: None,
+        }
+    }
+
+    fn names() -> Vec<String> {
+        vec!["C1".into(), "C2".into(), "C3".into()]
+    }
+
+    #[test]
+    fn overlapping_beliefs_are_found_even_behind_a_long_one() {
+        let sessions = vec![
+            session(0, 0, vec![(0, 100)]),
+            session(1, 100, vec![(100, 200)]),
+            session(2, 150, vec![(150, 160)]),
+        ];
+        let found = exclusion(&sessions, &names()).expect("C2 and C3 overlap");
+        assert!(found.contains("C2") && found.contains("C3"), "{found}");
+        assert_eq!(exclusion(&sessions[..2], &names()), None);
+        let open = vec![
+            session(0, 0, vec![(0, u64::MAX)]),
+            session(1, 5, vec![(500, 600)]),
+        ];
+        assert!(exclusion(&open, &names()).is_some());
+    }
+
+    #[test]
+    fn a_write_after_a_later_holder_wrote_is_stale() {
+        let sessions = vec![session(0, 10, vec![]), session(1, 20, vec![])];
+        let mut resource = Resource::default();
+        resource.write(11, 0, None);
+        resource.write(21, 1, None);
+        assert_eq!(stale_write(&resource, &sessions, &names()), None);
+        resource.write(22, 0, None);
+        assert!(stale_write(&resource, &sessions, &names()).is_some());
+    }
+
+    #[test]
+    fn fencing_rejects_a_lower_token_and_then_nothing_is_stale() {
+        let sessions = vec![session(0, 10, vec![]), session(1, 20, vec![])];
+        let mut resource = Resource {
+            fencing: true,
+            ..Resource::default()
+        };
+        assert!(resource.write(11, 0, Some(33)));
+        assert!(resource.write(21, 1, Some(34)));
+        assert!(!resource.write(22, 0, Some(33)));
+        assert_eq!(stale_write(&resource, &sessions, &names()), None);
+    }
+}

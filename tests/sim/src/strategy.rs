@@ -1,0 +1,164 @@
+//! The strategies compared: ours (through the real core) and the legacy patterns.
+
+use std::time::Duration;
+
+use redlock_core::Config;
+
+use crate::model::{CoreModel, Legacy, LegacyModel, LockModel};
+use crate::rng::Rng;
+
+/// The lock's TTL in every strategy, milliseconds.
+pub const TTL_MS: u64 = 1000;
+
+/// The lock's TTL in microseconds.
+pub const TTL: u64 = TTL_MS * 1000;
+
+/// The key every client locks.
+pub const KEY: &str = "resource";
+
+/// A way of using Redis as a lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Strategy {
+    /// Our Redlock, N = 5 independent nodes.
+    Redlock,
+    /// Our single-instance mode, N = 1.
+    Single,
+    /// Our single-instance mode on a master with an asynchronous replica and failover.
+    SingleReplica,
+    /// `SETNX` then `EXPIRE`, two commands.
+    SetnxExpire,
+    /// `SETNX` of an expiry timestamp, `GETSET` takeover.
+    SetnxGetset,
+    /// `SET NX PX`, release by plain `DEL`.
+    PlainDel,
+    /// `SET NX PX`, release by `GET` then `DEL`.
+    GetThenDel,
+    /// Our Redlock, N = 5, where a crashed node stays down longer than the TTL.
+    RedlockDelayed,
+}
+
+impl Strategy {
+    /// Every strategy, in table order.
+    pub const ALL: [Strategy; 8] = [
+        Strategy::Redlock,
+        Strategy::RedlockDelayed,
+        Strategy::Single,
+        Strategy::SingleReplica,
+        Strategy::SetnxExpire,
+        Strategy::SetnxGetset,
+        Strategy::PlainDel,
+        Strategy::GetThenDel,
+    ];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Redlock => "redlock",
+            Strategy::Single => "single",
+            Strategy::SingleReplica => "single-replica",
+            Strategy::SetnxExpire => "setnx-expire",
+            Strategy::SetnxGetset => "setnx-getset",
+            Strategy::PlainDel => "plain-del",
+            Strategy::GetThenDel => "get-then-del",
+            Strategy::RedlockDelayed => "redlock-delayed",
+        }
+    }
+
+    /// The strategy named `name` on the command line.
+    pub fn from_name(name: &str) -> Option<Strategy> {
+        Strategy::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The column header in the report.
+    pub fn title(self) -> &'static str {
+        match self {
+            Strategy::Redlock => "Redlock N=5",
+            Strategy::RedlockDelayed => "Redlock N=5, delayed restart",
+            Strategy::Single => "single N=1",
+            Strategy::SingleReplica => "single N=1 + replica",
+            Strategy::SetnxExpire => "SETNX then EXPIRE",
+            Strategy::SetnxGetset => "SETNX timestamp + GETSET",
+            Strategy::PlainDel => "release by plain DEL",
+            Strategy::GetThenDel => "release by GET then DEL",
+        }
+    }
+
+    /// Number of nodes the clients lock on.
+    pub fn nodes(self) -> usize {
+        match self {
+            Strategy::Redlock | Strategy::RedlockDelayed => 5,
+            _ => 1,
+        }
+    }
+
+    /// True if the nodes have an asynchronous replica that takes over when they crash.
+    pub fn has_replica(self) -> bool {
+        self == Strategy::SingleReplica
+    }
+
+    /// True for our strategies, which run the real core.
+    pub fn uses_core(self) -> bool {
+        matches!(
+            self,
+            Strategy::Redlock
+                | Strategy::RedlockDelayed
+                | Strategy::Single
+                | Strategy::SingleReplica
+        )
+    }
+
+    /// How long a crashed node stays down at least (the operator's restart policy).
+    pub fn min_downtime(self) -> u64 {
+        match self {
+            // Longer than the longest TTL, with room for clock-rate differences.
+            Strategy::RedlockDelayed => delayed_restart(),
+            _ => 0,
+        }
+    }
+
+    /// A client model of this strategy. `origin` and `wall_offset` describe the
+    /// client's clocks (see [`LegacyModel::new`]).
+    /// `core_retry` sets the core's retry delay and jitter (microseconds) instead of its
+    /// defaults.
+    pub fn model(
+        self,
+        seed: [u8; 32],
+        core_retry: Option<(u64, u64)>,
+        origin: u64,
+        wall_offset: i64,
+        rng: Rng,
+    ) -> Result<Box<dyn LockModel>, String> {
+        let legacy = match self {
+            Strategy::SetnxExpire => Legacy::SetnxThenExpire,
+            Strategy::SetnxGetset => Legacy::SetnxGetset,
+            Strategy::PlainDel => Legacy::PlainDel,
+            Strategy::GetThenDel => Legacy::GetThenDel,
+            _ => {
+                let mut config = Config::builder(self.nodes(), Duration::from_millis(TTL_MS));
+                if let Some((delay, jitter)) = core_retry {
+                    config = config
+                        .retry_delay(Duration::from_micros(delay))
+                        .retry_jitter(Duration::from_micros(jitter));
+                }
+                let config = config
+                    .build()
+                    .map_err(|error| format!("configuration rejected: {error:?}"))?;
+                let model = CoreModel::new(config, KEY, seed);
+                return Ok(Box::new(model));
+            }
+        };
+        Ok(Box::new(LegacyModel::new(
+            legacy,
+            KEY,
+            TTL_MS,
+            origin,
+            wall_offset,
+            rng,
+        )))
+    }
+}
+
+/// The downtime of a delayed restart: the TTL plus a tenth, plus 100 ms.
+pub fn delayed_restart() -> u64 {
+    TTL + TTL / 10 + 100_000
+}

@@ -1,0 +1,219 @@
+//! The verdicts the literature predicts, obtained by running the simulation.
+
+use redlock_sim::report::evaluate_many;
+use redlock_sim::{Cell, Scenario, Strategy};
+
+const SCRIPTED_SEEDS: u64 = 50;
+const RANDOMISED_SEEDS: u64 = 3000;
+
+fn cell(scenario: Scenario, strategy: Strategy) -> Cell {
+    evaluate_many(&[(scenario, strategy)], SCRIPTED_SEEDS, RANDOMISED_SEEDS, 2).remove(0)
+}
+
+fn assert_safe(scenario: Scenario, strategy: Strategy) {
+    let cell = cell(scenario, strategy);
+    assert!(
+        cell.is_safe(),
+        "{} under {}: {}",
+        scenario.name(),
+        strategy.name(),
+        cell.text()
+    );
+    assert!(cell.stats.acquisitions > 0, "nobody ever held the lock");
+}
+
+/// Violated in every seed (the scripted sequence forces it), with `check` among the
+/// failed checks, and never with one of `not`.
+fn assert_violated(scenario: Scenario, strategy: Strategy, check: &str, not: &[&str]) {
+    let cell = cell(scenario, strategy);
+    let label = format!(
+        "{} under {}: {}",
+        scenario.name(),
+        strategy.name(),
+        cell.text()
+    );
+    assert!(cell.errors.is_empty(), "{label}");
+    assert_eq!(cell.violations, cell.runs, "{label}");
+    let (_, failed) = cell.first.as_ref().expect("a violating seed");
+    assert!(failed.contains(&check), "{label}");
+    for absent in not {
+        assert!(!failed.contains(absent), "{label}");
+    }
+}
+
+const OURS: [Strategy; 4] = [
+    Strategy::Redlock,
+    Strategy::RedlockDelayed,
+    Strategy::Single,
+    Strategy::SingleReplica,
+];
+
+#[test]
+fn ours_is_safe_where_the_algorithm_says_it_is() {
+    for strategy in OURS {
+        for scenario in [
+            Scenario::NoFaults,
+            Scenario::ClientCrash,
+            Scenario::LostReply,
+            Scenario::RestartDelayed,
+            Scenario::PauseBeforeReplies,
+            Scenario::PauseInRelease,
+            Scenario::ClientClockSkew,
+        ] {
+            assert_safe(scenario, strategy);
+        }
+    }
+}
+
+#[test]
+fn ours_is_safe_in_every_randomised_run_of_the_assumed_conditions() {
+    for strategy in OURS {
+        let cell = cell(Scenario::Randomised, strategy);
+        assert!(cell.is_safe(), "{}: {}", strategy.name(), cell.text());
+        assert_eq!(cell.runs, RANDOMISED_SEEDS);
+        // The suite exercises what it claims to.
+        let stats = cell.stats;
+        for (what, count) in [
+            ("acquisitions", stats.acquisitions),
+            ("failed acquisitions", stats.not_acquired),
+            ("extensions", stats.extended),
+            ("failed extensions", stats.not_extended),
+            ("leases found expired", stats.expired_before_write),
+            ("node crashes", stats.node_crashes),
+            ("client crashes", stats.client_crashes),
+            ("pauses", stats.pauses),
+            ("lost messages", stats.messages_lost),
+        ] {
+            assert!(
+                count > RANDOMISED_SEEDS / 20,
+                "{}: only {count} {what}",
+                strategy.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn ours_is_violated_by_clock_jumps_restarts_without_persistence_and_pauses_after_acquiring() {
+    for strategy in [Strategy::Redlock, Strategy::Single] {
+        assert_violated(Scenario::ClockJump, strategy, "exclusion", &[]);
+        assert_violated(Scenario::RestartEmpty, strategy, "exclusion", &[]);
+        // The holder's belief ended in time; its write after the pause is stale, which
+        // only fencing at the resource catches.
+        assert_violated(
+            Scenario::PauseAfterAcquire,
+            strategy,
+            "stale write",
+            &["exclusion"],
+        );
+    }
+}
+
+#[test]
+fn a_delayed_restart_protects_against_a_restart_without_persistence() {
+    assert_safe(Scenario::RestartEmpty, Strategy::RedlockDelayed);
+    assert_violated(
+        Scenario::ClockJump,
+        Strategy::RedlockDelayed,
+        "exclusion",
+        &[],
+    );
+}
+
+#[test]
+fn a_replica_promoted_before_replicating_breaks_exclusion() {
+    assert_violated(
+        Scenario::FailoverBeforeReplication,
+        Strategy::SingleReplica,
+        "exclusion",
+        &[],
+    );
+    // Once the key has reached the replica, failover keeps it.
+    assert_safe(Scenario::RestartEmpty, Strategy::SingleReplica);
+    let cell = cell(Scenario::FailoverBeforeReplication, Strategy::Redlock);
+    assert!(!cell.applies);
+}
+
+#[test]
+fn setnx_then_expire_leaves_a_key_forever_when_the_second_command_never_comes() {
+    assert_violated(
+        Scenario::ClientCrash,
+        Strategy::SetnxExpire,
+        "key left",
+        &["exclusion"],
+    );
+    assert_violated(
+        Scenario::LostReply,
+        Strategy::SetnxExpire,
+        "key left",
+        &["exclusion"],
+    );
+    assert_safe(Scenario::NoFaults, Strategy::SetnxExpire);
+}
+
+#[test]
+fn release_by_plain_del_deletes_the_next_holders_lock() {
+    assert_violated(
+        Scenario::PauseAfterAcquire,
+        Strategy::PlainDel,
+        "exclusion",
+        &[],
+    );
+    assert_safe(Scenario::NoFaults, Strategy::PlainDel);
+}
+
+#[test]
+fn release_by_get_then_del_deletes_the_next_holders_lock_after_a_pause() {
+    assert_violated(
+        Scenario::PauseInRelease,
+        Strategy::GetThenDel,
+        "exclusion",
+        &[],
+    );
+    // The same pause is harmless when the compare-and-delete is one script.
+    assert_safe(Scenario::PauseInRelease, Strategy::Redlock);
+    assert_safe(Scenario::PauseInRelease, Strategy::PlainDel);
+}
+
+#[test]
+fn the_timestamp_pattern_needs_agreeing_client_clocks() {
+    assert_violated(
+        Scenario::ClientClockSkew,
+        Strategy::SetnxGetset,
+        "exclusion",
+        &[],
+    );
+    assert_safe(Scenario::NoFaults, Strategy::SetnxGetset);
+}
+
+#[test]
+fn without_a_validity_check_a_late_reply_is_believed() {
+    for strategy in [Strategy::PlainDel, Strategy::GetThenDel] {
+        assert_violated(Scenario::PauseBeforeReplies, strategy, "exclusion", &[]);
+    }
+    assert_violated(
+        Scenario::PauseBeforeReplies,
+        Strategy::SetnxGetset,
+        "stale write",
+        &[],
+    );
+}
+
+#[test]
+fn the_legacy_patterns_fail_under_the_randomised_conditions() {
+    for strategy in [
+        Strategy::SetnxExpire,
+        Strategy::SetnxGetset,
+        Strategy::PlainDel,
+        Strategy::GetThenDel,
+    ] {
+        let cell = cell(Scenario::Randomised, strategy);
+        assert!(
+            cell.errors.is_empty(),
+            "{}: {}",
+            strategy.name(),
+            cell.text()
+        );
+        assert!(cell.violations > 0, "{}: {}", strategy.name(), cell.text());
+    }
+}
