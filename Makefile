@@ -8,9 +8,9 @@ CARGO ?= cargo
 export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 
 # Every test target; `make test` runs them all, in this order.
-TEST_TARGETS := lint test-core test-fuzz-smoke
+TEST_TARGETS := lint test-core test-fuzz-smoke test-sim
 
-.PHONY: all setup test demo bench fuzz lint $(TEST_TARGETS)
+.PHONY: all setup test demo bench fuzz lint safety-report $(TEST_TARGETS)
 
 all: test
 
@@ -36,6 +36,14 @@ test-core:
 # A short run of every fuzz target (the long run is `make fuzz`).
 test-fuzz-smoke:
 	scripts/fuzz.sh 10
+
+# The deterministic simulation (release mode: its randomised suite runs thousands of seeds).
+test-sim:
+	$(CARGO) test -p redlock-sim --release
+
+# The scenario x strategy safety table (the one in docs/safety.md).
+safety-report:
+	$(CARGO) run -p redlock-sim --release -- report
 
 fuzz:
 	scripts/fuzz.sh $${FUZZ_SECONDS:-120}
