@@ -15,6 +15,10 @@ use crate::node::{redact, redis_cmd, Node, NodeRef};
 /// The TTL of a client built without one: 30 seconds.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
 
+/// How long one connection attempt may take by default (it runs in the background:
+/// commands wait for it only until their own deadline).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Builds a [`Client`]. Every setting but the node URLs is optional; the lock's
 /// arithmetic defaults are the core's ([`redlock_core::Config`]).
 #[must_use]
@@ -22,6 +26,7 @@ pub struct ClientBuilder {
     urls: Vec<String>,
     config: ConfigBuilder,
     root_certificate: Option<Vec<u8>>,
+    connect_timeout: Duration,
 }
 
 impl ClientBuilder {
@@ -67,6 +72,14 @@ impl ClientBuilder {
         self
     }
 
+    /// How long one connection attempt may take (default [`DEFAULT_CONNECT_TIMEOUT`]).
+    /// Attempts run in the background, so a slow handshake does not fail the command
+    /// that started it twice over: later commands find the connection ready.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
     /// A CA certificate (PEM) that `rediss://` nodes' certificates must chain to, instead
     /// of the system's trust store. (`rediss://host/#insecure` skips verification.)
     pub fn tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
@@ -97,7 +110,7 @@ impl ClientBuilder {
                 .map_err(|e| invalid(e.to_string()))?,
                 _ => redis::Client::open(url.as_str()).map_err(|e| invalid(e.to_string()))?,
             };
-            nodes.push(Arc::new(Node::new(label, client)));
+            nodes.push(Arc::new(Node::new(label, client, self.connect_timeout)));
         }
         Ok(Client {
             inner: Arc::new(Inner {
@@ -105,6 +118,7 @@ impl ClientBuilder {
                 redlock: Mutex::new(Redlock::new(config.clone())),
                 config,
                 origin: Instant::now(),
+                background: tokio::sync::watch::Sender::new(0),
             }),
         })
     }
@@ -129,6 +143,18 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     /// The client's monotonic origin: every `Time` is microseconds since this instant.
     origin: Instant,
+    /// Background tasks still sending (commands out after an early decision, releases
+    /// spawned on drop).
+    background: tokio::sync::watch::Sender<usize>,
+}
+
+/// Counts one background task while alive (also when the task is cancelled).
+pub(crate) struct BackgroundTask(tokio::sync::watch::Sender<usize>);
+
+impl Drop for BackgroundTask {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 /// Options of one acquisition.
@@ -228,6 +254,7 @@ impl Client {
             config: Config::builder(urls.len(), DEFAULT_TTL),
             urls,
             root_certificate: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
     }
 
@@ -269,6 +296,17 @@ impl Client {
     pub async fn connect(&self, timeout: Duration) -> Vec<Result<(), String>> {
         let deadline = tokio::time::Instant::now() + timeout;
         futures_util::future::join_all(self.inner.nodes.iter().map(|n| n.warm_up(deadline))).await
+    }
+
+    /// Waits at most `timeout` for background sends to finish: commands still out when
+    /// an operation decided early (each ends by its deadline), and releases spawned by
+    /// dropped guards. True if none is left. Call it before a short-lived process exits,
+    /// so that every node gets its command.
+    pub async fn wait_idle(&self, timeout: Duration) -> bool {
+        let mut count = self.inner.background.subscribe();
+        tokio::time::timeout(timeout, count.wait_for(|n| *n == 0))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// Acquires a lock on `resource` for `ttl`.
@@ -374,7 +412,7 @@ impl Client {
                 let mut pttl = redis::cmd("PTTL");
                 pttl.arg(&key);
                 let (value, ttl) =
-                    tokio::join!(node.query(&get, deadline), node.query(&pttl, deadline));
+                    tokio::join!(node.send(&get, deadline), node.send(&pttl, deadline));
                 let mut status = KeyStatus {
                     index,
                     url: node.label().to_string(),
@@ -434,6 +472,11 @@ impl Inner {
         self.origin
             .checked_add(Duration::from_micros(time.as_micros()))
             .map_or(far, |instant| instant.min(far))
+    }
+
+    pub(crate) fn background_task(&self) -> BackgroundTask {
+        self.background.send_modify(|n| *n += 1);
+        BackgroundTask(self.background.clone())
     }
 
     fn tokio_instant(&self, time: Time) -> tokio::time::Instant {
@@ -497,7 +540,11 @@ impl Inner {
                             // Let commands still out finish (each within its deadline)
                             // so a stuck connection is noticed and replaced now, not at
                             // the next operation.
-                            tokio::spawn(async move { while in_flight.next().await.is_some() {} });
+                            let task = self.background_task();
+                            tokio::spawn(async move {
+                                while in_flight.next().await.is_some() {}
+                                drop(task);
+                            });
                         }
                         return Ok(outcome);
                     }

@@ -70,7 +70,7 @@ mod node;
 
 pub use client::{
     Client, ClientBuilder, ExtendReport, KeyStatus, LockOptions, ReleaseReport, RetryProgress,
-    DEFAULT_TTL,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_TTL,
 };
 pub use error::{Error, NodeReport, NotAcquired, NotExtended};
 pub use lock::{Lock, LockState, Lost, LostReason};

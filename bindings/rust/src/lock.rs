@@ -477,9 +477,11 @@ impl LockShared {
             return;
         };
         let shared = Arc::clone(self);
+        let task = self.client.inner.background_task();
         runtime.spawn(async move {
             let lease = shared.lease();
             let _ = shared.client.inner.release(&lease).await;
+            drop(task);
         });
     }
 }

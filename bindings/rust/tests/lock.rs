@@ -1,5 +1,6 @@
 //! The async client against five real Redis nodes: acquisition, release, exclusion,
-//! extension. Each test runs its own node set (base ports 7100-7139).
+//! extension. The tests share one node set (base port 7100); the even split has its
+//! own four nodes (7105).
 
 mod common;
 
@@ -10,16 +11,19 @@ use std::time::{Duration, Instant};
 use common::Nodes;
 use redlock_client::{Client, Error, FailureReason, LockOptions, LockState, NodeResult};
 
+/// One attempt, and a node timeout generous enough that healthy nodes on a loaded
+/// machine never miss it (these tests check the algorithm, not timeouts).
 fn client(nodes: &Nodes) -> Client {
     Client::builder(nodes.urls.clone())
         .attempts(1)
+        .node_timeout(Duration::from_millis(100))
         .build()
         .expect("client")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquire_sets_every_node_and_release_deletes_it() {
-    let nodes = Nodes::start(7100);
+    let nodes = common::shared(7100);
     let client = client(&nodes);
     let ttl = Duration::from_secs(10);
     let started = Instant::now();
@@ -67,7 +71,7 @@ async fn acquire_sets_every_node_and_release_deletes_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_multi_resource_lock_is_all_or_nothing() {
-    let nodes = Nodes::start(7105);
+    let nodes = common::shared(7100);
     let client = client(&nodes);
     let ttl = Duration::from_secs(10);
     let a = client.lock("res:a", ttl).await.expect("a");
@@ -120,7 +124,11 @@ async fn contend(nodes: &Nodes, use_lock: bool, workers: usize, rounds: usize) -
     let overlaps = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for _ in 0..workers {
+        // A generous node timeout: this test checks exclusion, and on a loaded machine a
+        // command that times out may still run on its node after the release that
+        // followed it (on a new connection), leaving a key until its TTL.
         let client = Client::builder(nodes.urls.clone())
+            .node_timeout(Duration::from_millis(500))
             .attempts(10_000)
             .retry_delay(Duration::from_millis(5), Duration::from_millis(4))
             .build()
@@ -164,7 +172,7 @@ async fn contend(nodes: &Nodes, use_lock: bool, workers: usize, rounds: usize) -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_contenders_exclude_each_other() {
-    let nodes = Nodes::start(7110);
+    let nodes = common::shared(7100);
     // The check itself works: without the lock, updates are lost.
     let (expected, counted, overlaps) = contend(&nodes, false, 6, 10).await;
     assert!(
@@ -179,7 +187,7 @@ async fn concurrent_contenders_exclude_each_other() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_never_deletes_a_key_holding_another_token() {
-    let nodes = Nodes::start(7115);
+    let nodes = common::shared(7100);
     let client = client(&nodes);
     let first = client
         .lock("shared", Duration::from_millis(200))
@@ -221,7 +229,7 @@ async fn release_never_deletes_a_key_holding_another_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extension_moves_the_deadline_and_never_resurrects() {
-    let nodes = Nodes::start(7120);
+    let nodes = common::shared(7100);
     let client = client(&nodes);
     let lock = client
         .lock("ext", Duration::from_millis(1000))
@@ -255,12 +263,12 @@ async fn extension_moves_the_deadline_and_never_resurrects() {
 
     // Extending by token an expired lock re-creates nothing either.
     let short = client
-        .lock("ext2", Duration::from_millis(100))
+        .lock("ext2", Duration::from_millis(300))
         .await
         .unwrap();
     let token = short.token().to_string();
     short.leak();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
     let error = client
         .extend_token(&["ext2"], &token, Duration::from_secs(10))
         .await
@@ -271,7 +279,7 @@ async fn extension_moves_the_deadline_and_never_resurrects() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_extension_keeps_the_lock_and_reports_its_loss_at_once() {
-    let nodes = Nodes::start(7125);
+    let nodes = common::shared(7100);
     let client = client(&nodes);
     let lock = client
         .lock_with(
@@ -313,7 +321,7 @@ async fn auto_extension_keeps_the_lock_and_reports_its_loss_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_extension_stops_at_its_bound() {
-    let nodes = Nodes::start(7130);
+    let nodes = common::shared(7100);
     let client = Client::builder(nodes.urls.clone())
         .max_extensions(Some(2))
         .build()
@@ -340,7 +348,7 @@ async fn auto_extension_stops_at_its_bound() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_expires_while_held_without_extension() {
-    let nodes = Nodes::start(7135);
+    let nodes = common::shared(7100);
     let client = client(&nodes);
     let lock = client
         .lock("expiring", Duration::from_millis(250))
@@ -380,7 +388,7 @@ async fn a_lock_expires_while_held_without_extension() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_guard_releases_in_the_background() {
-    let nodes = Nodes::start(7136);
+    let nodes = common::shared(7100);
     let client = client(&nodes);
     let lock = client
         .lock("dropped", Duration::from_secs(30))
@@ -402,7 +410,7 @@ async fn dropping_the_guard_releases_in_the_background() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripts_missing_from_a_node_fall_back_to_eval() {
-    let nodes = Nodes::start(7137);
+    let nodes = common::shared(7100);
     let client = client(&nodes);
     let lock = client
         .lock("flushed", Duration::from_secs(10))
@@ -422,7 +430,7 @@ async fn scripts_missing_from_a_node_fall_back_to_eval() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_even_split_fails_at_once_and_cleans_up() {
     // Four nodes, the key held by someone else on two: no quorum (3) is possible.
-    let nodes = Nodes::start_with(7138, &["--nodes", "4"]);
+    let nodes = Nodes::start_with(7105, &["--nodes", "4"]);
     nodes.set(0, "split", "someone-else", 30_000);
     nodes.set(1, "split", "someone-else", 30_000);
     let client = client(&nodes);

@@ -3,8 +3,10 @@
 //! installs it when it can, and says what to install when it cannot).
 #![allow(dead_code)]
 
+use std::ops::Deref;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub fn repo_root() -> PathBuf {
@@ -15,10 +17,11 @@ fn script() -> PathBuf {
     repo_root().join("scripts/redis-nodes.sh")
 }
 
-/// A set of nodes on `base_port..base_port + n`, stopped when dropped.
+/// A set of nodes on `base_port..base_port + n`, stopped when dropped (if owned).
 pub struct Nodes {
     pub base_port: u16,
     pub urls: Vec<String>,
+    owned: bool,
 }
 
 impl Nodes {
@@ -43,7 +46,11 @@ impl Nodes {
             .map(str::to_string)
             .collect::<Vec<_>>();
         assert!(!urls.is_empty(), "no URLs printed");
-        Nodes { base_port, urls }
+        Nodes {
+            base_port,
+            urls,
+            owned: true,
+        }
     }
 
     pub fn run(&self, command: &str, index: Option<usize>) -> String {
@@ -144,9 +151,51 @@ impl Nodes {
 
 impl Drop for Nodes {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         let _ = Command::new(script())
             .arg("stop")
             .args(["--base-port", &self.base_port.to_string()])
             .status();
+    }
+}
+
+/// One five-node set shared by the tests of a binary that inject no faults (each uses
+/// its own keys). Started by the first test that asks, stopped when the last handle
+/// is dropped.
+static SHARED: Mutex<(usize, Option<Nodes>)> = Mutex::new((0, None));
+
+pub struct SharedNodes(Nodes);
+
+pub fn shared(base_port: u16) -> SharedNodes {
+    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+    if shared.1.is_none() {
+        shared.1 = Some(Nodes::start(base_port));
+    }
+    shared.0 += 1;
+    let nodes = shared.1.as_ref().unwrap();
+    SharedNodes(Nodes {
+        base_port: nodes.base_port,
+        urls: nodes.urls.clone(),
+        owned: false,
+    })
+}
+
+impl Deref for SharedNodes {
+    type Target = Nodes;
+    fn deref(&self) -> &Nodes {
+        &self.0
+    }
+}
+
+impl Drop for SharedNodes {
+    fn drop(&mut self) {
+        let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        shared.0 -= 1;
+        if shared.0 == 0 {
+            // Stops the set.
+            shared.1.take();
+        }
     }
 }

@@ -176,8 +176,7 @@ fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(run(cli));
-    // Background releases spawned on drop get a moment; nothing else is pending.
-    runtime.shutdown_timeout(Duration::from_millis(200));
+    runtime.shutdown_background();
     ExitCode::from(code)
 }
 
@@ -225,7 +224,7 @@ async fn run(cli: Cli) -> u8 {
             return EXIT_USAGE;
         }
     };
-    match cli.command {
+    let code = match cli.command {
         Command::Exec {
             resource,
             auto_extend,
@@ -243,7 +242,10 @@ async fn run(cli: Cli) -> u8 {
             release_command(&client, &out, &resource, &token).await
         }
         Command::Status { resource } => status_command(&client, &out, &resource).await,
-    }
+    };
+    // Commands still out after an early decision reach their nodes before we exit.
+    client.wait_idle(Duration::from_secs(2)).await;
+    code
 }
 
 fn build_client(

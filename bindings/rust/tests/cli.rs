@@ -1,0 +1,322 @@
+//! The `redlock` command-line tool against real nodes: exit codes, the child's
+//! environment, stopping the child when the lock is lost. The tests share one node set
+//! (base port 7145); nothing listens on 7150.
+
+mod common;
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::Nodes;
+
+fn redlock(nodes: &Nodes) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_redlock"));
+    cmd.env("REDLOCK_NODES", nodes.urls.join(","));
+    // Generous for a loaded machine; these tests check behaviour, not timeouts.
+    cmd.args(["--node-timeout", "100"]);
+    cmd
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("run redlock")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).to_string()
+}
+
+#[test]
+fn help_documents_every_command() {
+    let output = run(Command::new(env!("CARGO_BIN_EXE_redlock")).arg("--help"));
+    assert!(output.status.success());
+    let text = stdout(&output);
+    for word in [
+        "exec",
+        "acquire",
+        "extend",
+        "release",
+        "status",
+        "REDLOCK_NODES",
+        "--json",
+        "75",
+    ] {
+        assert!(text.contains(word), "--help lacks {word}:\n{text}");
+    }
+    let output = run(Command::new(env!("CARGO_BIN_EXE_redlock")).args(["exec", "--help"]));
+    let text = stdout(&output);
+    for word in [
+        "REDLOCK_TOKEN",
+        "REDLOCK_VALID_UNTIL_MS",
+        "--auto-extend",
+        "SIGTERM",
+        "--ttl",
+        "--retry",
+    ] {
+        assert!(text.contains(word), "exec --help lacks {word}:\n{text}");
+    }
+    // Usage errors exit with 2.
+    let output = run(Command::new(env!("CARGO_BIN_EXE_redlock")).args(["exec", "r"]));
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn exec_runs_the_command_with_the_lock_and_its_status() {
+    let nodes = common::shared(7145);
+    let output = run(redlock(&nodes).args([
+        "exec",
+        "job",
+        "--ttl",
+        "5000",
+        "--",
+        "sh",
+        "-c",
+        "echo \"$REDLOCK_RESOURCE $REDLOCK_TOKEN $REDLOCK_VALID_UNTIL_MS\"; redis-cli -p \"$PORT\" get job; exit 3",
+    ]).env("PORT", nodes.port(0).to_string()));
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    let fields: Vec<&str> = lines[0].split(' ').collect();
+    assert_eq!(fields[0], "job");
+    assert_eq!(fields[1].len(), 40);
+    // The child saw the token that was stored on the node.
+    assert_eq!(lines[1], fields[1]);
+    let until: u128 = fields[2].parse().expect("a number");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    assert!(until > now && until <= now + 5000, "{until} vs {now}");
+    // Released after the command.
+    assert_eq!(nodes.values("job"), vec![None; 5]);
+
+    // A missing command: 127, and nothing left behind.
+    let output = run(redlock(&nodes).args(["exec", "job", "--", "/nonexistent/command"]));
+    assert_eq!(output.status.code(), Some(127), "{}", stderr(&output));
+    assert_eq!(nodes.values("job"), vec![None; 5]);
+
+    // Killed by a signal: 128 + N, like a shell.
+    let output = run(redlock(&nodes).args(["exec", "job", "--", "sh", "-c", "kill -9 $$"]));
+    assert_eq!(output.status.code(), Some(137), "{}", stderr(&output));
+}
+
+#[test]
+fn acquire_extend_release_and_status_for_scripts() {
+    let nodes = common::shared(7145);
+    let output = run(redlock(&nodes).args(["acquire", "deploy", "--ttl", "10000"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let token = stdout(&output);
+    assert_eq!(token.len(), 40);
+    assert!(nodes
+        .values("deploy")
+        .iter()
+        .all(|v| v.as_deref() == Some(token.as_str())));
+
+    // Held: exec and acquire give up with 75 after their retries, saying why.
+    let started = Instant::now();
+    let output = run(redlock(&nodes).args([
+        "exec",
+        "deploy",
+        "--retry",
+        "2",
+        "--retry-delay",
+        "20",
+        "--retry-jitter",
+        "10",
+        "--",
+        "true",
+    ]));
+    assert_eq!(output.status.code(), Some(75));
+    assert!(
+        stderr(&output).contains("held by someone else"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let output = run(redlock(&nodes).args(["--json", "acquire", "deploy", "--retry", "0"]));
+    assert_eq!(output.status.code(), Some(75));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    assert_eq!(json["reason"], "conflict");
+    assert_eq!(json["nodes"].as_array().unwrap().len(), 5);
+
+    // Status shows the holder on every node.
+    let output = run(redlock(&nodes).args(["--json", "status", "deploy"]));
+    assert!(output.status.success());
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    for node in json["nodes"].as_array().unwrap() {
+        assert_eq!(node["value"], token.as_str());
+        let ttl = node["ttl_ms"].as_i64().unwrap();
+        assert!(ttl > 0 && ttl <= 10_000);
+    }
+    let output = run(redlock(&nodes).args(["status", "deploy"]));
+    assert!(stdout(&output).contains(&format!("{token} is on 5 of 5 nodes")));
+
+    // Extend: with the token, yes; with another, no (exit 1).
+    let output = run(redlock(&nodes).args(["extend", "deploy", &token, "--ttl", "60000"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(nodes.pttl(0, "deploy") > 50_000);
+    let output = run(redlock(&nodes).args(["extend", "deploy", "someone-elses", "--ttl", "60000"]));
+    assert_eq!(output.status.code(), Some(1));
+
+    // Release: another token deletes nothing (exit 1); the right one deletes all.
+    let output = run(redlock(&nodes).args(["release", "deploy", "someone-elses"]));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(nodes
+        .values("deploy")
+        .iter()
+        .all(|v| v.as_deref() == Some(token.as_str())));
+    let output = run(redlock(&nodes).args(["--json", "release", "deploy", &token]));
+    assert!(output.status.success());
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(json["released"], 5);
+    assert_eq!(nodes.values("deploy"), vec![None; 5]);
+
+    // Unreachable nodes: 75 too, and the message says so.
+    let output = run(Command::new(env!("CARGO_BIN_EXE_redlock")).args([
+        "--nodes",
+        "redis://127.0.0.1:7150",
+        "acquire",
+        "x",
+        "--retry",
+        "0",
+    ]));
+    assert_eq!(output.status.code(), Some(75));
+    assert!(
+        stderr(&output).contains("unreachable"),
+        "{}",
+        stderr(&output)
+    );
+    // A bad URL or configuration: 2.
+    let output = run(Command::new(env!("CARGO_BIN_EXE_redlock")).args([
+        "--nodes",
+        "http://nope",
+        "acquire",
+        "x",
+    ]));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let output = run(redlock(&nodes).args(["acquire", "x", "--ttl", "0"]));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
+
+#[test]
+fn exec_extends_while_the_command_runs_and_stops_it_when_lost() {
+    let nodes = common::shared(7145);
+    // A command longer than the TTL completes under automatic extension.
+    let output = run(redlock(&nodes).args([
+        "--json",
+        "exec",
+        "long",
+        "--ttl",
+        "400",
+        "--auto-extend",
+        "--",
+        "sleep",
+        "1.2",
+    ]));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let events: Vec<serde_json::Value> = stderr(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(events[0]["event"], "acquired");
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "released");
+    assert!(last["extensions"].as_u64().unwrap() >= 3, "{last}");
+    assert_eq!(nodes.values("long"), vec![None; 5]);
+
+    // Without --auto-extend the command may only run for the lock's validity.
+    let started = Instant::now();
+    let output = run(redlock(&nodes).args(["exec", "short", "--ttl", "400", "--", "sleep", "10"]));
+    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(stderr(&output).contains("lock lost"), "{}", stderr(&output));
+
+    // Keys deleted behind its back: SIGTERM at once, exit 75.
+    let child = redlock(&nodes)
+        .args([
+            "--json",
+            "exec",
+            "taken",
+            "--ttl",
+            "600",
+            "--auto-extend",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(Nodes::eventually(Duration::from_secs(2), || nodes
+        .values("taken")
+        .iter()
+        .all(Option::is_some)));
+    let deleted = Instant::now();
+    for i in 0..5 {
+        nodes.del(i, "taken");
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+    assert!(
+        deleted.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        deleted.elapsed()
+    );
+    assert!(
+        stderr(&output).contains("\"reason\":\"taken\""),
+        "{}",
+        stderr(&output)
+    );
+
+    // A command that ignores SIGTERM gets SIGKILL after the grace period.
+    let child = redlock(&nodes)
+        .args([
+            "exec",
+            "stubborn",
+            "--ttl",
+            "600",
+            "--auto-extend",
+            "--grace",
+            "300",
+            "--",
+            "sh",
+            "-c",
+            "trap '' TERM; exec sleep 30",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(Nodes::eventually(Duration::from_secs(2), || nodes
+        .values("stubborn")
+        .iter()
+        .all(Option::is_some)));
+    let deleted = Instant::now();
+    for i in 0..5 {
+        nodes.del(i, "stubborn");
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+    let took = deleted.elapsed();
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+
+    // SIGTERM to redlock reaches the command; the lock is released after it exits.
+    let child = redlock(&nodes)
+        .args(["exec", "forwarded", "--ttl", "5000", "--", "sleep", "30"])
+        .spawn()
+        .unwrap();
+    assert!(Nodes::eventually(Duration::from_secs(2), || nodes
+        .values("forwarded")
+        .iter()
+        .all(Option::is_some)));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(128 + 15));
+    assert_eq!(nodes.values("forwarded"), vec![None; 5]);
+}
