@@ -8,9 +8,9 @@ CARGO ?= cargo
 export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 
 # Every test target; `make test` runs them all, in this order.
-TEST_TARGETS := lint test-core test-fuzz-smoke test-sim
+TEST_TARGETS := lint test-core test-fuzz-smoke test-sim test-rust
 
-.PHONY: all setup test demo bench fuzz lint safety-report $(TEST_TARGETS)
+.PHONY: all setup test demo bench bench-rust fuzz lint safety-report $(TEST_TARGETS)
 
 all: test
 
@@ -40,6 +40,11 @@ test-fuzz-smoke:
 # The deterministic simulation (release mode: its randomised suite runs thousands of seeds).
 test-sim:
 	$(CARGO) test -p redlock-sim --release
+
+# The Rust driver and the redlock CLI against real local Redis nodes
+# (scripts/redis-nodes.sh starts and stops them; base ports 7100-7160).
+test-rust:
+	$(CARGO) test -p redlock-client
 
 # The scenario x strategy safety table (the one in docs/safety.md).
 safety-report:
