@@ -35,6 +35,8 @@ pub struct Session {
     pub intervals: Vec<(u64, u64)>,
     /// The end of validity the holder was given, on its own clock, if any.
     pub valid_until: Option<u64>,
+    /// The fencing token the holder sends with its writes, if the strategy has one.
+    pub fencing_token: Option<u64>,
 }
 
 /// A write to the shared resource.
@@ -62,6 +64,14 @@ pub struct Resource {
 }
 
 impl Resource {
+    /// A resource that rejects a fencing token lower than the highest it accepted.
+    pub fn with_fencing() -> Resource {
+        Resource {
+            fencing: true,
+            ..Resource::default()
+        }
+    }
+
     /// Records a write of `session` at `at`; returns whether it was accepted.
     pub fn write(&mut self, at: u64, session: usize, fencing_token: Option<u64>) -> bool {
         let accepted = match (self.fencing, fencing_token, self.highest) {
@@ -199,6 +209,7 @@ mod tests {
             granted,
             intervals,
             valid_until: None,
+            fencing_token: None,
         }
     }
 
@@ -237,10 +248,7 @@ mod tests {
     #[test]
     fn fencing_rejects_a_lower_token_and_then_nothing_is_stale() {
         let sessions = vec![session(0, 10, vec![]), session(1, 20, vec![])];
-        let mut resource = Resource {
-            fencing: true,
-            ..Resource::default()
-        };
+        let mut resource = Resource::with_fencing();
         assert!(resource.write(11, 0, Some(33)));
         assert!(resource.write(21, 1, Some(34)));
         assert!(!resource.write(22, 0, Some(33)));

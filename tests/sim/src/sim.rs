@@ -389,7 +389,8 @@ impl World {
             clients,
             client_names,
             rules: plan.rules.iter().cloned().map(|r| (r, false)).collect(),
-            resource: Resource::default(),
+            // The resource checks every token it is given; today the core gives none.
+            resource: Resource::with_fencing(),
             sessions: Vec::new(),
             replication_lag: plan.replication_lag,
             trace,
@@ -968,7 +969,7 @@ impl World {
         let Some(session) = self.clients[client].session else {
             return;
         };
-        let fencing_token = None;
+        let fencing_token = self.sessions[session].fencing_token;
         let accepted = self.resource.write(self.now, session, fencing_token);
         self.stats.writes += 1;
         let state = &mut self.clients[client];
@@ -1043,7 +1044,7 @@ impl World {
                 Action::Acquired {
                     token,
                     valid_until,
-                    fencing_token: _,
+                    fencing_token,
                     note,
                 } => {
                     let end = self.belief_end(client, valid_until);
@@ -1068,6 +1069,7 @@ impl World {
                         granted: self.now,
                         intervals: vec![(self.now, end)],
                         valid_until: valid_until.map(Time::as_micros),
+                        fencing_token,
                     });
                     self.fire(Trigger::Acquired { client, nth });
                     if self.clients[client].phase == Phase::Crashed {
