@@ -8,9 +8,9 @@ CARGO ?= cargo
 export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 
 # Every test target; `make test` runs them all, in this order.
-TEST_TARGETS := lint test-core test-fuzz-smoke test-sim test-rust
+TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-rust
 
-.PHONY: all setup test demo bench bench-rust fuzz lint safety-report $(TEST_TARGETS)
+.PHONY: all setup test demo bench bench-rust bench-ffi fuzz lint safety-report $(TEST_TARGETS)
 
 all: test
 
@@ -33,6 +33,11 @@ lint:
 test-core:
 	$(CARGO) test -p redlock-core
 
+# The C ABI: header drift, C tests under valgrind (shared and static library), the C
+# example against five local Redis nodes, and PHP's FFI loading the PHP header.
+test-ffi:
+	ffi/tests/run.sh
+
 # A short run of every fuzz target (the long run is `make fuzz`).
 test-fuzz-smoke:
 	scripts/fuzz.sh 10
@@ -53,8 +58,12 @@ safety-report:
 fuzz:
 	scripts/fuzz.sh $${FUZZ_SECONDS:-120}
 
-bench:
+bench: bench-ffi
 	$(CARGO) bench -p redlock-core --bench cycle
+
+# Per-call overhead of the C ABI against the core, N = 5 acquire + release.
+bench-ffi:
+	$(CARGO) bench -p redlock-ffi --bench ffi_cycle
 
 # Five local nodes, redlock exec processes and async tasks contending for one counter;
 # prints acquisitions, retries, acquire latency and lost updates (always 0).

@@ -117,6 +117,26 @@ pub(crate) unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> Result<&'a [u8], r
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
 
+/// Byte strings borrowed from C: inline for the usual handful, on the heap beyond.
+pub(crate) enum ByteStrings<'a> {
+    Inline([&'a [u8]; INLINE_STRINGS], usize),
+    Heap(Vec<&'a [u8]>),
+}
+
+/// Resources one lock usually covers, kept off the heap.
+const INLINE_STRINGS: usize = 8;
+
+impl<'a> std::ops::Deref for ByteStrings<'a> {
+    type Target = [&'a [u8]];
+
+    fn deref(&self) -> &[&'a [u8]] {
+        match self {
+            ByteStrings::Inline(items, count) => &items[..*count],
+            ByteStrings::Heap(items) => items,
+        }
+    }
+}
+
 /// # Safety
 /// For `count > 0`, `ptrs` and `lens` point to `count` elements each, and every
 /// pointer in `ptrs` is NULL or points to as many readable bytes as its length.
@@ -124,9 +144,9 @@ pub(crate) unsafe fn byte_strings<'a>(
     ptrs: *const *const u8,
     lens: *const usize,
     count: usize,
-) -> Result<Vec<&'a [u8]>, redlock_result> {
+) -> Result<ByteStrings<'a>, redlock_result> {
     if count == 0 {
-        return Ok(Vec::new());
+        return Ok(ByteStrings::Inline([&[]; INLINE_STRINGS], 0));
     }
     if ptrs.is_null() || lens.is_null() {
         return Err(redlock_result::REDLOCK_NULL_PARAMETER);
@@ -141,11 +161,19 @@ pub(crate) unsafe fn byte_strings<'a>(
             std::slice::from_raw_parts(lens, count),
         )
     };
-    let mut strings = Vec::with_capacity(count);
-    for (&ptr, &len) in ptrs.iter().zip(lens) {
+    let mut strings = if count <= INLINE_STRINGS {
+        ByteStrings::Inline([&[]; INLINE_STRINGS], count)
+    } else {
+        ByteStrings::Heap(Vec::with_capacity(count))
+    };
+    for (i, (&ptr, &len)) in ptrs.iter().zip(lens).enumerate() {
         // SAFETY: each element is NULL or points to `len` readable bytes (caller's
         // guarantee), checked by `bytes`.
-        strings.push(unsafe { bytes(ptr, len) }?);
+        let string = unsafe { bytes(ptr, len) }?;
+        match &mut strings {
+            ByteStrings::Inline(items, _) => items[i] = string,
+            ByteStrings::Heap(items) => items.push(string),
+        }
     }
     Ok(strings)
 }
@@ -236,18 +264,18 @@ mod tests {
             );
             let data = [b"ab".as_ptr(), std::ptr::null()];
             let lens = [2usize, 1];
-            assert_eq!(
+            assert!(matches!(
                 byte_strings(data.as_ptr(), lens.as_ptr(), 2),
                 Err(redlock_result::REDLOCK_NULL_PARAMETER)
-            );
-            assert_eq!(
-                byte_strings(data.as_ptr(), lens.as_ptr(), 1),
-                Ok(vec![&b"ab"[..]])
-            );
-            assert_eq!(
-                byte_strings(std::ptr::null(), std::ptr::null(), 0),
-                Ok(Vec::new())
-            );
+            ));
+            let one = byte_strings(data.as_ptr(), lens.as_ptr(), 1).unwrap();
+            assert_eq!(&*one, &[&b"ab"[..]]);
+            let none = byte_strings(std::ptr::null(), std::ptr::null(), 0).unwrap();
+            assert!(none.is_empty());
+            let many_data = [b"x".as_ptr(); 9];
+            let many_lens = [1usize; 9];
+            let many = byte_strings(many_data.as_ptr(), many_lens.as_ptr(), 9).unwrap();
+            assert_eq!(many.len(), 9);
         }
     }
 }

@@ -105,7 +105,9 @@ pub unsafe extern "C" fn redlock_client_acquire(
         let resources = arg_byte_strings!(resources, resource_lens, resource_count);
         let out = arg_out!(out_operation);
         start(
-            client.inner.acquire(&resources, Time::from_micros(now_us)),
+            client
+                .inner
+                .acquire(&resources[..], Time::from_micros(now_us)),
             out,
         )
     })
@@ -129,7 +131,7 @@ pub unsafe extern "C" fn redlock_client_acquire_for(
         let out = arg_out!(out_operation);
         start(
             client.inner.acquire_for(
-                &resources,
+                &resources[..],
                 Duration::from_millis(ttl_ms),
                 Time::from_micros(now_us),
             ),
@@ -161,7 +163,7 @@ pub unsafe extern "C" fn redlock_client_acquire_with_random(
         let out = arg_out!(out_operation);
         start(
             client.inner.acquire_with_random(
-                &resources,
+                &resources[..],
                 random.to_vec(),
                 Time::from_micros(now_us),
             ),
@@ -283,7 +285,7 @@ pub unsafe extern "C" fn redlock_client_lease(
         };
         match client
             .inner
-            .lease(&resources, token, Time::from_micros(valid_until_us))
+            .lease(&resources[..], token, Time::from_micros(valid_until_us))
         {
             Ok(lease) => {
                 out.write(into_handle(redlock_lease { inner: lease }));
