@@ -58,8 +58,14 @@ safety-report:
 fuzz:
 	scripts/fuzz.sh $${FUZZ_SECONDS:-120}
 
-bench: bench-ffi
+bench: bench-ffi bench-rust
 	$(CARGO) bench -p redlock-core --bench cycle
+
+# The Rust driver against five local nodes (base port 7185): Criterion means next to the
+# raw redis floor, then p50/p99 (healthy, one node frozen) and hand-offs per second.
+bench-rust:
+	$(CARGO) bench -p redlock-client --bench lock
+	$(CARGO) bench -p redlock-client --bench handoff
 
 # Per-call overhead of the C ABI against the core, N = 5 acquire + release.
 bench-ffi:
