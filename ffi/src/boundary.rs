@@ -11,11 +11,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::redlock_result;
 
 /// Runs `body`, turning a panic into `REDLOCK_PANIC`.
+#[inline(always)]
 pub(crate) fn guard(body: impl FnOnce() -> redlock_result) -> redlock_result {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or(redlock_result::REDLOCK_PANIC)
 }
 
 /// Runs `body`, turning a panic into `fallback` (for getters that return a value).
+#[inline(always)]
 pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
 }

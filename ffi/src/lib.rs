@@ -29,7 +29,7 @@
 //!
 //! Every pointer argument is NULL or valid for its documented use: a handle returned
 //! by this library and not yet freed, an array of the stated length, a writable
-//! output. A handle is used by one thread at a time; different handles may be used
+//! output (outputs of one call never overlap each other or an input). A handle is used by one thread at a time; different handles may be used
 //! from different threads at once. Borrowed pointers returned by a getter stay valid
 //! only as long as documented (until the handle is freed, or until the next call that
 //! changes it). Using a handle after its `_free` is undefined behaviour.

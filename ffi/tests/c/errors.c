@@ -225,11 +225,14 @@ static void null_parameters(void) {
     NUL_ARG(redlock_operation_poll_output(op, NULL));
     OK(redlock_operation_poll_output(op, &u32));
     CHECK(u32 == REDLOCK_OUTPUT_SEND);
-    NUL_ARG(redlock_operation_command(NULL, &n, &u64, &u64, &n));
-    NUL_ARG(redlock_operation_command(op, NULL, &u64, &u64, &n));
-    NUL_ARG(redlock_operation_command(op, &n, NULL, &u64, &n));
-    NUL_ARG(redlock_operation_command(op, &n, &u64, NULL, &n));
-    NUL_ARG(redlock_operation_command(op, &n, &u64, &u64, NULL));
+    /* Output pointers never alias one another. */
+    size_t argc;
+    uint64_t deadline;
+    NUL_ARG(redlock_operation_command(NULL, &n, &u64, &deadline, &argc));
+    NUL_ARG(redlock_operation_command(op, NULL, &u64, &deadline, &argc));
+    NUL_ARG(redlock_operation_command(op, &n, NULL, &deadline, &argc));
+    NUL_ARG(redlock_operation_command(op, &n, &u64, NULL, &argc));
+    NUL_ARG(redlock_operation_command(op, &n, &u64, &deadline, NULL));
     NUL_ARG(redlock_operation_command_arg(NULL, 0, &ptr, &n));
     NUL_ARG(redlock_operation_command_arg(op, 0, NULL, &n));
     NUL_ARG(redlock_operation_command_arg(op, 0, &ptr, NULL));
