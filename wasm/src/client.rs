@@ -1,0 +1,256 @@
+//! `Redlock` (starts operations) and `Lease` (a held lock).
+
+use core::time::Duration;
+
+use serde::Deserialize;
+use wasm_bindgen::prelude::*;
+
+use crate::config::Config;
+use crate::convert::{from_js, time, time_to_js, to_js, whole, BytesRef};
+use crate::error::{self, invalid_argument};
+use crate::operation::Operation;
+use crate::types::{AcquireOptionsJs, KeysJs, ResourcesJs};
+
+/// A Redlock client: a configuration and a source of randomness, from which
+/// acquisitions, extensions and releases start as [`Operation`]s.
+#[wasm_bindgen]
+pub struct Redlock {
+    inner: redlock_core::Redlock,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AcquireOptions {
+    ttl_ms: Option<u64>,
+    random: Option<serde_bytes_buf::ByteBuf>,
+}
+
+/// `Vec<u8>` from a `Uint8Array` (serde's `Vec<u8>` would expect an array of numbers).
+mod serde_bytes_buf {
+    use serde::de::{Deserializer, Visitor};
+
+    pub(crate) struct ByteBuf(pub Vec<u8>);
+
+    impl<'de> serde::Deserialize<'de> for ByteBuf {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ByteBuf, D::Error> {
+            struct BufVisitor;
+            impl<'de> Visitor<'de> for BufVisitor {
+                type Value = ByteBuf;
+                fn expecting(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
+                    f.write_str("a Uint8Array")
+                }
+                fn visit_bytes<E>(self, v: &[u8]) -> Result<ByteBuf, E> {
+                    Ok(ByteBuf(v.to_vec()))
+                }
+                fn visit_byte_buf<E>(self, v: Vec<u8>) -> Result<ByteBuf, E> {
+                    Ok(ByteBuf(v))
+                }
+            }
+            deserializer.deserialize_byte_buf(BufVisitor)
+        }
+    }
+}
+
+#[wasm_bindgen]
+impl Redlock {
+    /// A client over `config`. Tokens come from `crypto.getRandomValues`, or, given a
+    /// 32-byte `seed`, from a ChaCha20 stream seeded with it (the seed MUST itself be
+    /// secret and random; the same seed gives the same tokens, for simulations).
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: &Config, seed: Option<Vec<u8>>) -> Result<Redlock, JsValue> {
+        let config = config.inner.clone();
+        let inner = match seed {
+            None => redlock_core::Redlock::new(config),
+            Some(seed) => {
+                let seed: [u8; 32] = seed
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| invalid_argument("a seed must be exactly 32 bytes"))?;
+                redlock_core::Redlock::with_seed(config, seed)
+            }
+        };
+        Ok(Redlock { inner })
+    }
+
+    /// The configuration.
+    #[wasm_bindgen(getter)]
+    pub fn config(&self) -> Config {
+        Config {
+            inner: self.inner.config().clone(),
+        }
+    }
+
+    /// Starts acquiring a lock on `resources` (one or an array) at `nowUs`. Options: a
+    /// TTL for this lock only, and the caller's random bytes (for conformance vectors).
+    /// The first round's commands are ready to poll.
+    pub fn acquire(
+        &mut self,
+        resources: ResourcesJs,
+        now_us: f64,
+        options: Option<AcquireOptionsJs>,
+    ) -> Result<Operation, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let resources = crate::convert::resources(&resources)?;
+        let options: AcquireOptions = match options {
+            Some(options) if !options.is_undefined() && !options.is_null() => {
+                from_js(options.into(), "acquire options")?
+            }
+            _ => AcquireOptions::default(),
+        };
+        let op = match (options.ttl_ms, options.random) {
+            (None, None) => self.inner.acquire(&resources, now),
+            (Some(ttl_ms), None) => {
+                self.inner
+                    .acquire_for(&resources, Duration::from_millis(ttl_ms), now)
+            }
+            (None, Some(random)) => self.inner.acquire_with_random(&resources, random.0, now),
+            (Some(ttl_ms), Some(random)) => {
+                // The core draws caller bytes under the client's own TTL; a client for
+                // this TTL (checked like any per-call TTL) serves this one acquisition.
+                let config = self
+                    .inner
+                    .config()
+                    .with_ttl(Duration::from_millis(ttl_ms))
+                    .map_err(|e| error::usage(redlock_core::UsageError::InvalidTtl(e)))?;
+                redlock_core::Redlock::with_seed(config, [0; 32])
+                    .acquire_with_random(&resources, random.0, now)
+            }
+        }
+        .map_err(error::usage)?;
+        Ok(Operation::new(op))
+    }
+
+    /// Starts extending `lease` from `nowUs` by its own TTL, or by `ttlMs` (whole
+    /// milliseconds; later extensions keep it).
+    pub fn extend(
+        &self,
+        lease: &Lease,
+        now_us: f64,
+        ttl_ms: Option<f64>,
+    ) -> Result<Operation, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let op = match ttl_ms {
+            None => self.inner.extend(&lease.inner, now),
+            Some(ttl_ms) => {
+                let ttl = Duration::from_millis(whole(ttl_ms, "ttlMs")?);
+                self.inner.extend_for(&lease.inner, ttl, now)
+            }
+        }
+        .map_err(error::usage)?;
+        Ok(Operation::new(op))
+    }
+
+    /// Starts releasing `lease` on every node at `nowUs`.
+    pub fn release(&self, lease: &Lease, now_us: f64) -> Result<Operation, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        Ok(Operation::new(self.inner.release(&lease.inner, now)))
+    }
+
+    /// A lease rebuilt from its parts, for a holder that kept only the token.
+    /// `validUntilUs` is whatever the holder knows (default 0: nothing).
+    pub fn lease(
+        &self,
+        resources: ResourcesJs,
+        token: &str,
+        valid_until_us: Option<f64>,
+    ) -> Result<Lease, JsValue> {
+        let resources = crate::convert::resources(&resources)?;
+        let valid_until = time(valid_until_us.unwrap_or(0.0), "validUntilUs")?;
+        let inner = self
+            .inner
+            .lease(&resources, token, valid_until)
+            .map_err(error::usage)?;
+        Ok(Lease { inner })
+    }
+
+    /// A fresh token from this client's random source.
+    #[wasm_bindgen(js_name = generateToken)]
+    pub fn generate_token(&mut self) -> Result<String, JsValue> {
+        self.inner
+            .generate_token()
+            .map(|token| token.as_str().to_string())
+            .map_err(error::usage)
+    }
+
+    /// When a holder that keeps `lease` alive should start its next extension (us), or
+    /// `undefined` when it should not (expired, or the extension bound reached). Uses
+    /// the lease's own TTL where it differs from the configured one.
+    #[wasm_bindgen(js_name = nextExtension)]
+    pub fn next_extension(&self, lease: &Lease, now_us: f64) -> Result<Option<f64>, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let config = self.inner.config();
+        let ttl = Duration::from_millis(lease.inner.ttl_ms());
+        let at = match config.with_ttl(ttl) {
+            Ok(own) => own.next_extension(&lease.inner, now),
+            Err(_) => config.next_extension(&lease.inner, now),
+        };
+        Ok(at.map(time_to_js))
+    }
+}
+
+/// A held lock: what extending and releasing it need, and until when it is valid.
+#[wasm_bindgen]
+#[derive(Clone, Debug)]
+pub struct Lease {
+    pub(crate) inner: redlock_core::Lease,
+}
+
+#[wasm_bindgen]
+impl Lease {
+    /// The token stored under every key.
+    #[wasm_bindgen(getter)]
+    pub fn token(&self) -> String {
+        self.inner.token().as_str().to_string()
+    }
+
+    /// The locked keys (key prefix included), in the order given: text where valid
+    /// UTF-8, bytes otherwise.
+    #[wasm_bindgen(getter)]
+    pub fn keys(&self) -> Result<KeysJs, JsValue> {
+        let keys: Vec<BytesRef> = self.inner.keys().iter().map(|k| BytesRef(k)).collect();
+        to_js(&keys).map(JsValue::unchecked_into)
+    }
+
+    /// The instant (us, caller's clock) until which the lock is held. The holder MUST
+    /// NOT rely on the lock at or after it.
+    #[wasm_bindgen(getter, js_name = validUntil)]
+    pub fn valid_until(&self) -> f64 {
+        time_to_js(self.inner.valid_until())
+    }
+
+    /// Validity left at `nowUs`, in microseconds (zero once expired).
+    pub fn validity(&self, now_us: f64) -> Result<f64, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        Ok(self.inner.validity(now).as_micros() as f64)
+    }
+
+    /// True while `nowUs < validUntil`.
+    #[wasm_bindgen(js_name = isValid)]
+    pub fn is_valid(&self, now_us: f64) -> Result<bool, JsValue> {
+        Ok(self.inner.is_valid(time(now_us, "nowUs")?))
+    }
+
+    /// The TTL the lock was acquired or last extended with, in milliseconds.
+    #[wasm_bindgen(getter, js_name = ttlMs)]
+    pub fn ttl_ms(&self) -> f64 {
+        self.inner.ttl_ms() as f64
+    }
+
+    /// Successful extensions since the lock was acquired.
+    #[wasm_bindgen(getter)]
+    pub fn extensions(&self) -> u32 {
+        self.inner.extensions()
+    }
+
+    /// The fencing token; fencing is not implemented yet, so always `undefined`.
+    #[wasm_bindgen(getter, js_name = fencingToken)]
+    pub fn fencing_token(&self) -> Option<f64> {
+        self.inner.fencing_token().map(|t| t as f64)
+    }
+
+    /// A copy that lives on independently of this one.
+    #[wasm_bindgen(js_name = clone)]
+    pub fn clone_lease(&self) -> Lease {
+        self.clone()
+    }
+}

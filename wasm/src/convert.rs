@@ -1,0 +1,239 @@
+//! Conversions between JS values and the core's types.
+
+use redlock_core::{NodeResult, Reply, Time};
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::ser::{SerializeSeq, Serializer};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::error::invalid_argument;
+
+/// Serializes `value` into a plain JS object.
+pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsValue> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::new().serialize_missing_as_null(true))
+        .map_err(|e| invalid_argument(&e.to_string()))
+}
+
+/// Deserializes `value`, naming `what` in the error.
+pub(crate) fn from_js<T: DeserializeOwned>(value: JsValue, what: &str) -> Result<T, JsValue> {
+    serde_wasm_bindgen::from_value(value).map_err(|e| invalid_argument(&format!("{what}: {e}")))
+}
+
+/// A JS number of microseconds as a core [`Time`]; the fraction is dropped and values
+/// beyond `u64` saturate.
+pub(crate) fn time(now: f64, what: &str) -> Result<Time, JsValue> {
+    if now.is_finite() && now >= 0.0 {
+        // `as` truncates toward zero and saturates at u64::MAX.
+        Ok(Time::from_micros(now as u64))
+    } else {
+        Err(invalid_argument(&format!(
+            "{what} must be a non-negative number of microseconds, got {now}"
+        )))
+    }
+}
+
+/// A core [`Time`] as a JS number (exact below 2^53 us).
+pub(crate) fn time_to_js(time: Time) -> f64 {
+    time.as_micros() as f64
+}
+
+/// A non-negative whole number that fits `u64`.
+pub(crate) fn whole(value: f64, what: &str) -> Result<u64, JsValue> {
+    if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= u64::MAX as f64 {
+        Ok(value as u64)
+    } else {
+        Err(invalid_argument(&format!(
+            "{what} must be a non-negative whole number, got {value}"
+        )))
+    }
+}
+
+/// Bytes that JS gives as a string (UTF-8) or a `Uint8Array`, and gets back as a string
+/// when they are valid UTF-8, a `Uint8Array` otherwise.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Bytes(pub Vec<u8>);
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Bytes, D::Error> {
+        struct BytesVisitor;
+        impl<'de> Visitor<'de> for BytesVisitor {
+            type Value = Bytes;
+            fn expecting(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
+                f.write_str("a string or a Uint8Array")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Bytes, E> {
+                Ok(Bytes(v.as_bytes().to_vec()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Bytes, E> {
+                Ok(Bytes(v.into_bytes()))
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Bytes, E> {
+                Ok(Bytes(v.to_vec()))
+            }
+            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Bytes, E> {
+                Ok(Bytes(v))
+            }
+        }
+        deserializer.deserialize_any(BytesVisitor)
+    }
+}
+
+/// Serializes bytes as a string when valid UTF-8, as a `Uint8Array` otherwise.
+pub(crate) struct BytesRef<'a>(pub &'a [u8]);
+
+impl Serialize for BytesRef<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match core::str::from_utf8(self.0) {
+            Ok(text) => serializer.serialize_str(text),
+            Err(_) => serializer.serialize_bytes(self.0),
+        }
+    }
+}
+
+/// One resource name from a JS string or `Uint8Array`.
+fn resource(value: &JsValue) -> Result<Vec<u8>, JsValue> {
+    if let Some(text) = value.as_string() {
+        Ok(text.into_bytes())
+    } else if let Some(bytes) = value.dyn_ref::<js_sys::Uint8Array>() {
+        Ok(bytes.to_vec())
+    } else {
+        Err(invalid_argument(
+            "a resource must be a string or a Uint8Array",
+        ))
+    }
+}
+
+/// Resources given as one resource or an array of them.
+pub(crate) fn resources(value: &JsValue) -> Result<Vec<Vec<u8>>, JsValue> {
+    if js_sys::Array::is_array(value) {
+        let array: &js_sys::Array = value.unchecked_ref();
+        array.iter().map(|item| resource(&item)).collect()
+    } else {
+        Ok(vec![resource(value)?])
+    }
+}
+
+/// A per-node result: its code, or `{ error: text }`.
+pub(crate) struct NodeResultRef<'a>(pub &'a NodeResult);
+
+impl Serialize for NodeResultRef<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            NodeResult::Error(text) => {
+                #[derive(Serialize)]
+                struct ErrorResult<'a> {
+                    error: &'a str,
+                }
+                ErrorResult { error: text }.serialize(serializer)
+            }
+            other => serializer.serialize_str(other.code()),
+        }
+    }
+}
+
+pub(crate) struct NodeResults<'a>(pub &'a [NodeResult]);
+
+impl Serialize for NodeResults<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for result in self.0 {
+            seq.serialize_element(&NodeResultRef(result))?;
+        }
+        seq.end()
+    }
+}
+
+/// A reply as JS hands it in (the conformance vectors' format).
+#[derive(Deserialize)]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
+pub(crate) enum ReplyIn {
+    Ok,
+    Status(String),
+    Nil,
+    Integer(i64),
+    Bulk(Bytes),
+    Array(Vec<ReplyIn>),
+    Error(String),
+    Timeout,
+    ConnectionFailed(String),
+}
+
+impl From<ReplyIn> for Reply {
+    fn from(reply: ReplyIn) -> Reply {
+        match reply {
+            ReplyIn::Ok => Reply::Ok,
+            ReplyIn::Status(text) => Reply::status(&text),
+            ReplyIn::Nil => Reply::Nil,
+            ReplyIn::Integer(n) => Reply::Integer(n),
+            ReplyIn::Bulk(bytes) => Reply::Bulk(bytes.0),
+            ReplyIn::Array(items) => Reply::Array(items.into_iter().map(Reply::from).collect()),
+            ReplyIn::Error(text) => Reply::Error(text),
+            ReplyIn::Timeout => Reply::Timeout,
+            ReplyIn::ConnectionFailed(text) => Reply::ConnectionFailed(text),
+        }
+    }
+}
+
+/// A reply as JS gets it back from the RESP decoder: bulk strings as `Uint8Array`,
+/// integers as numbers when exact, as `bigint` otherwise.
+pub(crate) struct ReplyOut<'a>(pub &'a Reply);
+
+const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+struct Integer(i64);
+
+impl Serialize for Integer {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&self.0) {
+            serializer.serialize_f64(self.0 as f64)
+        } else {
+            // serde-wasm-bindgen turns 128-bit integers into a bigint.
+            serializer.serialize_i128(i128::from(self.0))
+        }
+    }
+}
+
+struct RawBytes<'a>(&'a [u8]);
+
+impl Serialize for RawBytes<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(self.0)
+    }
+}
+
+impl Serialize for ReplyOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Tagged<'a, T: Serialize> {
+            #[serde(rename = "type")]
+            kind: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            value: Option<T>,
+        }
+        fn tagged<S: Serializer, T: Serialize>(
+            serializer: S,
+            kind: &str,
+            value: Option<T>,
+        ) -> Result<S::Ok, S::Error> {
+            Tagged { kind, value }.serialize(serializer)
+        }
+        match self.0 {
+            Reply::Ok => tagged::<S, ()>(serializer, "ok", None),
+            Reply::Status(text) => tagged(serializer, "status", Some(text)),
+            Reply::Nil => tagged::<S, ()>(serializer, "nil", None),
+            Reply::Integer(n) => tagged(serializer, "integer", Some(Integer(*n))),
+            Reply::Bulk(bytes) => tagged(serializer, "bulk", Some(RawBytes(bytes))),
+            Reply::Array(items) => tagged(
+                serializer,
+                "array",
+                Some(items.iter().map(ReplyOut).collect::<Vec<_>>()),
+            ),
+            Reply::Error(text) => tagged(serializer, "error", Some(text)),
+            Reply::Timeout => tagged::<S, ()>(serializer, "timeout", None),
+            Reply::ConnectionFailed(text) => tagged(serializer, "connection_failed", Some(text)),
+            // `Reply` is non-exhaustive; a future kind is reported by name rather than lost.
+            other => tagged(serializer, "unknown", Some(format!("{other:?}"))),
+        }
+    }
+}

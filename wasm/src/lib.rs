@@ -1,0 +1,137 @@
+//! # redlock-wasm
+//!
+//! The redlock core as WebAssembly for JavaScript runtimes (Node.js, Cloudflare
+//! workerd, browsers), through wasm-bindgen. A thin shell: every decision (quorum,
+//! validity, deadlines, retries, release plan, extension schedule) is the core's.
+//!
+//! ## Conventions
+//!
+//! - Names are camelCase; classes mirror the core: [`Config`], [`Redlock`],
+//!   [`Operation`], [`Lease`], [`Decoder`].
+//! - **Time is a JS number of microseconds** on the caller's monotonic clock (for
+//!   example `Math.floor(performance.now() * 1000)`), from any fixed origin. A fraction
+//!   is dropped. Every instant the core hands back (deadlines, `validUntil`, `retryAt`)
+//!   is on the same clock, exact below 2^53 us (285 years), so no `BigInt` is needed.
+//! - Plain data (options, replies, outputs, outcomes) crosses as JS objects through
+//!   serde-wasm-bindgen; the exact shapes are the TypeScript types in the generated
+//!   `.d.ts`.
+//! - Errors are real JS `Error`s named `RedlockError` with a stable `code`: the core's
+//!   configuration, usage and RESP protocol codes, or `invalid_argument` for a value
+//!   of the wrong type or range.
+//! - Tokens come from `crypto.getRandomValues` (getrandom's JS backend) unless a seed or
+//!   the caller's random bytes are given.
+
+#![forbid(unsafe_code)]
+
+mod client;
+mod config;
+mod convert;
+mod error;
+mod operation;
+mod resp;
+mod types;
+
+pub use client::{Lease, Redlock};
+pub use config::Config;
+pub use operation::Operation;
+pub use resp::Decoder;
+
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+use crate::convert::to_js;
+use crate::types::{DefaultsJs, LimitsJs, ScriptsJs};
+
+/// This package's version (the core's).
+#[wasm_bindgen]
+pub fn version() -> String {
+    redlock_core::VERSION.to_string()
+}
+
+#[derive(Serialize)]
+struct Script {
+    text: &'static str,
+    sha1: &'static str,
+}
+
+#[derive(Serialize)]
+struct Scripts {
+    acquire: Script,
+    release: Script,
+    extend: Script,
+}
+
+/// The Lua scripts the core sends, with the SHA-1s it sends them by (`EVALSHA`).
+#[wasm_bindgen]
+pub fn scripts() -> Result<ScriptsJs, JsValue> {
+    to_js(&Scripts {
+        acquire: Script {
+            text: redlock_core::ACQUIRE_SCRIPT,
+            sha1: redlock_core::ACQUIRE_SHA1,
+        },
+        release: Script {
+            text: redlock_core::RELEASE_SCRIPT,
+            sha1: redlock_core::RELEASE_SHA1,
+        },
+        extend: Script {
+            text: redlock_core::EXTEND_SCRIPT,
+            sha1: redlock_core::EXTEND_SHA1,
+        },
+    })
+    .map(JsValue::unchecked_into)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Limits {
+    max_nodes: usize,
+    max_ttl_ms: u64,
+    min_token_bytes: usize,
+    max_token_bytes: usize,
+    max_attempts: u32,
+    max_resources: usize,
+    max_token_text: usize,
+}
+
+/// The bounds every configuration and lock is checked against.
+#[wasm_bindgen]
+pub fn limits() -> Result<LimitsJs, JsValue> {
+    to_js(&Limits {
+        max_nodes: redlock_core::MAX_NODES,
+        max_ttl_ms: redlock_core::MAX_TTL_MS,
+        min_token_bytes: redlock_core::MIN_TOKEN_BYTES,
+        max_token_bytes: redlock_core::MAX_TOKEN_BYTES,
+        max_attempts: redlock_core::MAX_ATTEMPTS,
+        max_resources: redlock_core::MAX_RESOURCES,
+        max_token_text: redlock_core::MAX_TOKEN_TEXT,
+    })
+    .map(JsValue::unchecked_into)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Defaults {
+    drift_factor: f64,
+    drift_fixed_us: u64,
+    node_timeout_cap_us: u64,
+    attempts: u32,
+    retry_delay_us: u64,
+    retry_jitter_us: u64,
+    token_bytes: usize,
+}
+
+/// The default of every optional setting.
+#[wasm_bindgen]
+pub fn defaults() -> Result<DefaultsJs, JsValue> {
+    let micros = |d: core::time::Duration| d.as_micros() as u64;
+    to_js(&Defaults {
+        drift_factor: redlock_core::DEFAULT_DRIFT_FACTOR,
+        drift_fixed_us: micros(redlock_core::DEFAULT_DRIFT_FIXED),
+        node_timeout_cap_us: micros(redlock_core::DEFAULT_NODE_TIMEOUT_CAP),
+        attempts: redlock_core::DEFAULT_ATTEMPTS,
+        retry_delay_us: micros(redlock_core::DEFAULT_RETRY_DELAY),
+        retry_jitter_us: micros(redlock_core::DEFAULT_RETRY_JITTER),
+        token_bytes: redlock_core::DEFAULT_TOKEN_BYTES,
+    })
+    .map(JsValue::unchecked_into)
+}
