@@ -1,10 +1,10 @@
 //! One acquisition, extension or release: inputs (replies, timeouts), the polled
 //! output, and getters.
 
-use redlock_core::{Command, CommandKind, NodeResult, Operation, OperationKind, Outcome, Output};
+use redlock_core::{Command, CommandKind, NodeResult, Operation, OperationKind, Output};
 use redlock_core::{RequestId, Time};
 
-use crate::boundary::{free_handle, guard, guard_value, into_handle, put_bytes};
+use crate::boundary::{free_handle, guard, guard_value, put_bytes};
 use crate::error::{code_of, redlock_result, redlock_result as R};
 use crate::outcome::{node_kind, redlock_outcome};
 use crate::reply::{redlock_reply, reply_from_parts};
@@ -39,8 +39,9 @@ enum Current {
     None,
     Send(Command),
     Wait(Time),
-    /// The outcome until `redlock_operation_take_outcome` takes it.
-    Outcome(Option<Outcome>),
+    /// The outcome, already in the handle `redlock_operation_take_outcome` hands out
+    /// (boxed here so that every poll moves only a command-sized value).
+    Outcome(Option<Box<redlock_outcome>>),
 }
 
 /// One acquisition, extension or release. Freed by `redlock_operation_free`.
@@ -172,9 +173,10 @@ pub unsafe extern "C" fn redlock_operation_poll_output(
             None => (Current::None, REDLOCK_OUTPUT_NONE),
             Some(Output::Send(command)) => (Current::Send(command), REDLOCK_OUTPUT_SEND),
             Some(Output::Wait(until)) => (Current::Wait(until), REDLOCK_OUTPUT_WAIT),
-            Some(Output::Outcome(outcome)) => {
-                (Current::Outcome(Some(outcome)), REDLOCK_OUTPUT_OUTCOME)
-            }
+            Some(Output::Outcome(outcome)) => (
+                Current::Outcome(Some(Box::new(redlock_outcome::new(outcome)))),
+                REDLOCK_OUTPUT_OUTCOME,
+            ),
             // An output this version does not know: report an error rather than
             // silently dropping an instruction.
             Some(_) => {
@@ -367,7 +369,8 @@ pub unsafe extern "C" fn redlock_operation_take_outcome(
         };
         match slot.take() {
             Some(outcome) => {
-                out.write(into_handle(redlock_outcome::new(outcome)));
+                // The pointer is freed by `redlock_outcome_free` (`free_handle`).
+                out.write(Box::into_raw(outcome));
                 R::REDLOCK_OK
             }
             None => R::REDLOCK_NO_VALUE,
