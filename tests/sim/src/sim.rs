@@ -1,8 +1,9 @@
 //! The event loop: global virtual time, a queue of events ordered by (time, sequence),
 //! nodes, network, clients and the resource, and the checks at the end.
 
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::rc::Rc;
 
 use redlock_core::{Reply, Time};
 
@@ -233,27 +234,41 @@ impl Timer {
     }
 }
 
-struct Scheduled {
-    at: u64,
+/// The queue orders `(time, sequence, slot)` keys; events stay in a slab, so the
+/// heap moves small keys rather than whole events.
+#[derive(Default)]
+struct Queue {
+    heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    slab: Vec<Option<Event>>,
+    free: Vec<usize>,
     seq: u64,
-    event: Event,
 }
 
-impl PartialEq for Scheduled {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
+impl Queue {
+    fn push(&mut self, at: u64, event: Event) {
+        self.seq += 1;
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slab[slot] = Some(event);
+                slot
+            }
+            None => {
+                self.slab.push(Some(event));
+                self.slab.len() - 1
+            }
+        };
+        self.heap.push(Reverse((at, self.seq, slot)));
     }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Scheduled {
-    // Reversed: BinaryHeap pops the greatest, we want the earliest.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.seq).cmp(&(self.at, self.seq))
+
+    fn pop(&mut self) -> Option<(u64, Event)> {
+        loop {
+            let Reverse((at, _, slot)) = self.heap.pop()?;
+            self.free.push(slot);
+            // Every slot in the heap holds an event; a miss would be skipped, not fatal.
+            if let Some(event) = self.slab.get_mut(slot).and_then(Option::take) {
+                return Some((at, event));
+            }
+        }
     }
 }
 
@@ -276,7 +291,9 @@ struct Client {
     cycle: usize,
     give_up_at: u64,
     phase: Phase,
+    /// Per timer: the generation of its live event, and when that event is due.
     timers: [u64; 6],
+    timer_due: [Option<u64>; 6],
     paused: Option<u64>,
     pauses: u64,
     deferred: Vec<Event>,
@@ -290,17 +307,16 @@ struct Client {
 
 struct World {
     now: u64,
-    queue: BinaryHeap<Scheduled>,
-    seq: u64,
+    queue: Queue,
     events: u64,
     strategy: Strategy,
     nodes: Vec<Node>,
-    node_names: Vec<String>,
+    node_names: Vec<Rc<str>>,
     network: Network,
     network_rng: Rng,
     client_rng: Rng,
     clients: Vec<Client>,
-    client_names: Vec<String>,
+    client_names: Vec<Rc<str>>,
     rules: Vec<(Rule, bool)>,
     resource: Resource,
     sessions: Vec<Session>,
@@ -324,8 +340,8 @@ impl World {
             ));
         }
         validate(plan, node_count)?;
-        let node_names: Vec<String> = (0..node_count)
-            .map(|i| char::from(b'A' + (i % 26) as u8).to_string())
+        let node_names: Vec<Rc<str>> = (0..node_count)
+            .map(|i| Rc::from(char::from(b'A' + (i % 26) as u8).to_string()))
             .collect();
         let nodes = plan
             .node_clocks
@@ -336,7 +352,7 @@ impl World {
         for (index, spec) in plan.clients.iter().enumerate() {
             clients.push(World::client(index, spec, strategy, seed)?);
         }
-        let client_names = clients.iter().map(|c| c.name.clone()).collect();
+        let client_names = clients.iter().map(|c| Rc::from(c.name.as_str())).collect();
         for (index, clock) in plan.node_clocks.iter().enumerate() {
             trace.plain(|| {
                 format!(
@@ -377,8 +393,7 @@ impl World {
         trace.plain(String::new);
         let mut world = World {
             now: 0,
-            queue: BinaryHeap::new(),
-            seq: 0,
+            queue: Queue::default(),
             events: 0,
             strategy,
             network: Network::new(plan.network.clone(), plan.clients.len(), node_count),
@@ -445,6 +460,7 @@ impl World {
             give_up_at,
             phase: Phase::NotStarted,
             timers: [0; 6],
+            timer_due: [None; 6],
             paused: None,
             pauses: 0,
             deferred: Vec::new(),
@@ -460,17 +476,12 @@ impl World {
     // ---- the loop -----------------------------------------------------------------
 
     fn schedule(&mut self, at: u64, event: Event) {
-        self.seq += 1;
-        self.queue.push(Scheduled {
-            at: at.max(self.now),
-            seq: self.seq,
-            event,
-        });
+        self.queue.push(at.max(self.now), event);
     }
 
     fn run(&mut self) -> Result<(), SimError> {
-        while let Some(next) = self.queue.pop() {
-            self.now = next.at;
+        while let Some((at, event)) = self.queue.pop() {
+            self.now = at;
             self.events += 1;
             if self.events > MAX_EVENTS || self.now > MAX_TIME {
                 return Err(SimError(format!(
@@ -479,17 +490,17 @@ impl World {
                     stamp(self.now)
                 )));
             }
-            if let Some(client) = next.event.client() {
+            if let Some(client) = event.client() {
                 match self.clients[client].phase {
                     Phase::Crashed => continue,
                     _ if self.clients[client].paused.is_some() => {
-                        self.clients[client].deferred.push(next.event);
+                        self.clients[client].deferred.push(event);
                         continue;
                     }
                     _ => {}
                 }
             }
-            self.handle(next.event);
+            self.handle(event);
             if let Some(error) = self.error.take() {
                 return Err(error);
             }
@@ -814,7 +825,7 @@ impl World {
     fn names_of(&self, nodes: &[usize]) -> String {
         nodes
             .iter()
-            .map(|&n| self.node_names[n].as_str())
+            .map(|&n| &*self.node_names[n])
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -837,9 +848,14 @@ impl World {
 
     fn arm(&mut self, client: usize, timer: Timer, at_local: Time) {
         let state = &mut self.clients[client];
+        let at = state.clock.global_at(at_local.as_micros()).max(self.now);
+        if state.timer_due[timer.index()] == Some(at) {
+            // Already armed for that instant (the core repeats its Wait every input).
+            return;
+        }
         state.timers[timer.index()] += 1;
+        state.timer_due[timer.index()] = Some(at);
         let generation = state.timers[timer.index()];
-        let at = state.clock.global_at(at_local.as_micros());
         self.schedule(
             at,
             Event::Timer {
@@ -856,11 +872,14 @@ impl World {
     }
 
     fn timer(&mut self, client: usize, timer: Timer, generation: u64) {
-        let state = &self.clients[client];
         // Start events of planned clients carry generation 0 and are always current.
-        if generation != 0 && state.timers[timer.index()] != generation {
-            return;
+        if generation != 0 {
+            if self.clients[client].timers[timer.index()] != generation {
+                return;
+            }
+            self.clients[client].timer_due[timer.index()] = None;
         }
+        let state = &self.clients[client];
         let now = self.local(client);
         match timer {
             Timer::Model(slot) => {
@@ -1161,7 +1180,7 @@ impl World {
     // ---- the end ----------------------------------------------------------------------
 
     fn finish(mut self) -> RunResult {
-        let names = self.client_names.clone();
+        let names: Vec<String> = self.client_names.iter().map(|n| n.to_string()).collect();
         let exclusion = check::exclusion(&self.sessions, &names);
         let stale_write = check::stale_write(&self.resource, &self.sessions, &names);
         let finished = self.now;
