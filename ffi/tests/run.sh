@@ -62,7 +62,9 @@ if require "pkg-config (Debian package pkg-config)" command -v pkg-config; then
     mapfile -t urls < <(scripts/redis-nodes.sh start --nodes 5 --base-port "$base_port")
     [ "${#urls[@]}" -eq 5 ] || die "expected 5 node URLs, got: ${urls[*]}"
     echo "ffi: the C example against ${urls[*]} under valgrind" >&2
-    "${memcheck[@]}" "$out/acquire" "${urls[@]}"
+    "${memcheck[@]}" "$out/acquire" "${urls[@]}" | tee "$out/acquire.log"
+    grep -q '^second client: refused (conflict)$' "$out/acquire.log" || die "the rival was not refused"
+    grep -q '^released on 5 of 5 nodes$' "$out/acquire.log" || die "not released on every node"
     # Nothing is left behind: every node is empty again.
     for i in 0 1 2 3 4; do
       keys=$(redis-cli -p $((base_port + i)) dbsize)
