@@ -70,6 +70,16 @@ if require "pkg-config (Debian package pkg-config)" command -v pkg-config; then
       keys=$(redis-cli -p $((base_port + i)) dbsize)
       [ "$keys" = 0 ] || die "node $i still holds $keys keys after the release"
     done
+    # With one node killed the lock still holds on the other four, and nothing is left
+    # on them.
+    scripts/redis-nodes.sh kill 4 --base-port "$base_port" >/dev/null
+    echo "ffi: the C example with node 4 killed" >&2
+    "${memcheck[@]}" "$out/acquire" "${urls[@]}" | tee "$out/acquire.log"
+    grep -q '^released on 4 of 5 nodes$' "$out/acquire.log" || die "not released on the 4 live nodes"
+    for i in 0 1 2 3; do
+      keys=$(redis-cli -p $((base_port + i)) dbsize)
+      [ "$keys" = 0 ] || die "node $i still holds $keys keys after the release"
+    done
     scripts/redis-nodes.sh stop --base-port "$base_port" >/dev/null
     trap - EXIT
   fi
