@@ -1,0 +1,17 @@
+// The integration suite with node-redis clients (the current major version), offline
+// queue off (see ioredis.test.js) and no command timeout.
+
+import { createClient } from 'redis';
+
+import { integrationSuite } from './suite.js';
+
+integrationSuite('node-redis', 7220, async (urls) => {
+  const clients = await Promise.all(
+    urls.map((url) => {
+      const client = createClient({ url, disableOfflineQueue: true });
+      client.on('error', () => {}); // refused connections while a node is down
+      return client.connect();
+    }),
+  );
+  return { clients, close: () => Promise.all(clients.map((client) => client.destroy?.() ?? client.disconnect())) };
+});

@@ -1,0 +1,247 @@
+// The integration suite every transport runs against 5 real local Redis nodes:
+// contention with a mutual-exclusion check, a lock held by someone else, nodes down, a
+// frozen node, extension, and a lost lock aborting `using`.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import Redis from 'ioredis';
+
+import { LockHeldError, LockLostError, NodesFailedError, Redlock, RedlockError } from '../index.js';
+import { RedisNodes, sleep } from './helpers.js';
+
+/**
+ * @param {string} name
+ * @param {number} basePort
+ * @param {(urls: string[]) => Promise<{ clients: unknown[], close(): Promise<void> | void }>} connect
+ */
+export function integrationSuite(name, basePort, connect) {
+  describe(`${name} against 5 local Redis nodes`, () => {
+    const nodes = new RedisNodes(basePort);
+    let urls;
+    let clients;
+    let closeClients;
+    // An independent client per node to look at the keys.
+    let inspectors;
+
+    before(async () => {
+      urls = nodes.start();
+      ({ clients, close: closeClients } = await connect(urls));
+      inspectors = nodes.ports.map((port) => {
+        const client = new Redis({ host: '127.0.0.1', port, lazyConnect: false });
+        client.on('error', () => {});
+        return client;
+      });
+    });
+
+    after(async () => {
+      try {
+        await closeClients?.();
+        inspectors?.forEach((client) => client.disconnect());
+      } finally {
+        nodes.stop();
+      }
+    });
+
+    const values = (key) => Promise.all(inspectors.map((client) => client.get(key)));
+
+    test('acquire sets the token on every node, release deletes it', async () => {
+      const redlock = new Redlock(clients, { ttlMs: 5000 });
+      const lock = await redlock.acquire('rt:orders');
+      assert.match(lock.token, /^[0-9a-f]{40}$/);
+      assert.ok(lock.validityMs > 4000 && lock.validityMs <= 5000, `validity ${lock.validityMs}`);
+      await sleep(20); // nodes still in flight at the quorum finish their SET
+      assert.deepEqual(await values('rt:orders'), Array(5).fill(lock.token));
+      const result = await lock.release();
+      assert.equal(result.released, 5);
+      assert.deepEqual(await values('rt:orders'), Array(5).fill(null));
+    });
+
+    test('several resources are locked all or none', async () => {
+      const redlock = new Redlock(clients, { ttlMs: 5000, attempts: 1 });
+      const lock = await redlock.acquire(['multi:a', 'multi:b']);
+      await assert.rejects(redlock.acquire(['multi:b', 'multi:c']), LockHeldError);
+      assert.deepEqual(await values('multi:c'), Array(5).fill(null), 'nothing left of the failed lock');
+      await lock.release();
+      assert.deepEqual(await values('multi:a'), Array(5).fill(null));
+    });
+
+    test('a lock held by someone else is a LockHeldError with per-node detail', async () => {
+      const redlock = new Redlock(clients, { ttlMs: 5000, attempts: 2, retryDelayMs: 10, retryJitterMs: 5 });
+      const held = await redlock.acquire('held:r');
+      const error = await redlock.acquire('held:r').then(
+        () => assert.fail('acquired a held lock'),
+        (e) => e,
+      );
+      assert.ok(error instanceof LockHeldError, String(error));
+      assert.equal(error.code, 'lock_held');
+      assert.equal(error.reason, 'conflict');
+      assert.equal(error.attempts, 2);
+      assert.equal(error.nodes.length, 5);
+      assert.ok(error.nodes.filter((n) => n.result === 'conflict').length >= 3);
+      assert.deepEqual(await values('held:r'), Array(5).fill(held.token), 'the holder keeps every key');
+      await held.release();
+    });
+
+    test('contending workers never hold the lock at the same time', async () => {
+      const redlock = new Redlock(clients, {
+        ttlMs: 2000,
+        attempts: 200,
+        retryDelayMs: 4,
+        retryJitterMs: 3,
+      });
+      let inside = 0;
+      let acquisitions = 0;
+      const worker = async (rounds) => {
+        for (let i = 0; i < rounds; i++) {
+          const lock = await redlock.acquire('contended');
+          inside += 1;
+          assert.equal(inside, 1, 'two holders at once');
+          acquisitions += 1;
+          await sleep(1);
+          assert.ok(lock.isValid, 'the critical section outlived the lock');
+          inside -= 1;
+          await lock.release();
+        }
+      };
+      await Promise.all(Array.from({ length: 4 }, () => worker(10)));
+      assert.equal(acquisitions, 40);
+      assert.deepEqual(await values('contended'), Array(5).fill(null));
+    });
+
+    test('two nodes down: still locks with the quorum; three down: NodesFailedError', async () => {
+      const redlock = new Redlock(clients, { ttlMs: 3000, attempts: 1 });
+      nodes.kill(3);
+      nodes.kill(4);
+      try {
+        const started = performance.now();
+        const lock = await redlock.acquire('down:r');
+        assert.ok(performance.now() - started < 1000);
+        assert.deepEqual(
+          lock.nodes.slice(0, 3).map((n) => n.result),
+          ['success', 'success', 'success'],
+        );
+        await lock.release();
+        nodes.kill(2);
+        const error = await redlock.acquire('down:r').then(
+          () => assert.fail('acquired with 2 of 5 nodes'),
+          (e) => e,
+        );
+        assert.ok(error instanceof NodesFailedError, String(error));
+        assert.equal(error.reason, 'nodes_failed');
+        assert.ok(error.nodes.slice(2).every((n) => n.result === 'timeout' || n.result === 'error'));
+        assert.ok(!(error instanceof LockHeldError));
+      } finally {
+        for (const index of [2, 3, 4]) nodes.restart(index);
+      }
+      assert.deepEqual(await values('down:r'), Array(5).fill(null), 'the failed attempt left nothing');
+    });
+
+    test('one frozen node does not stall acquire or release', async () => {
+      const redlock = new Redlock(clients, { ttlMs: 3000, nodeTimeoutMs: 50 });
+      nodes.pause(0);
+      try {
+        for (let i = 0; i < 5; i++) {
+          const started = performance.now();
+          const lock = await redlock.acquire('frozen:r');
+          await lock.release();
+          const elapsed = performance.now() - started;
+          assert.ok(elapsed < 500, `acquire + release took ${elapsed} ms`);
+          assert.notEqual(lock.nodes[0].result, 'success');
+        }
+      } finally {
+        nodes.resume(0);
+      }
+    });
+
+    test('extend renews the TTL on every node and never resurrects a lost lock', async () => {
+      const redlock = new Redlock(clients, { ttlMs: 1000 });
+      const lock = await redlock.acquire('ext:r');
+      await sleep(300);
+      await lock.extend();
+      assert.equal(lock.extensions, 1);
+      assert.ok(lock.validityMs > 900, `validity after extension ${lock.validityMs}`);
+      // The extension decided at the quorum: at least 3 nodes carry the new TTL.
+      const ttls = await Promise.all(inspectors.map((c) => c.pttl('ext:r')));
+      assert.ok(ttls.filter((ttl) => ttl > 850).length >= 3, `PTTLs ${ttls}`);
+      await lock.extend(5000);
+      assert.ok(lock.validityMs > 4500);
+      // Someone deletes the keys: the extension must fail and must not re-create them.
+      await Promise.all(inspectors.map((c) => c.del('ext:r')));
+      await assert.rejects(lock.extend(), LockLostError);
+      assert.deepEqual(await values('ext:r'), Array(5).fill(null));
+      assert.ok(!lock.isValid);
+    });
+
+    test('using extends automatically while the work runs', async () => {
+      const redlock = new Redlock(clients, { ttlMs: 600 });
+      const result = await redlock.using('auto:r', async (signal, lock) => {
+        await sleep(1500);
+        assert.ok(!signal.aborted);
+        assert.ok(lock.extensions >= 2, `extensions ${lock.extensions}`);
+        return 'done';
+      });
+      assert.equal(result, 'done');
+      assert.deepEqual(await values('auto:r'), Array(5).fill(null));
+    });
+
+    test('using aborts the signal the moment an extension finds the lock taken', async () => {
+      const redlock = new Redlock(clients, { ttlMs: 900 });
+      let abortedAfter;
+      const outcome = redlock.using('lost:r', async (signal) => {
+        const started = performance.now();
+        // Someone else takes the resource (as after an expiry during a long pause).
+        await Promise.all(inspectors.map((c) => c.set('lost:r', 'someone-else')));
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        abortedAfter = performance.now() - started;
+        assert.ok(signal.reason instanceof LockLostError);
+        return 'finished without the lock';
+      });
+      await assert.rejects(outcome, LockLostError);
+      // The first extension is due when ttl / 3 of validity is left (~580 ms in).
+      assert.ok(abortedAfter > 300 && abortedAfter < 900, `aborted after ${abortedAfter} ms`);
+      assert.deepEqual(await values('lost:r'), Array(5).fill('someone-else'), 'the other holder is untouched');
+      await Promise.all(inspectors.map((c) => c.del('lost:r')));
+    });
+
+    test('using aborts when failing nodes let the validity run out', async () => {
+      const redlock = new Redlock(clients, { ttlMs: 800 });
+      let lock;
+      let abortedAt;
+      const outcome = redlock.using('expire:r', async (signal, held) => {
+        lock = held;
+        for (const index of [0, 1, 2]) nodes.pause(index);
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        abortedAt = performance.now() * 1000;
+        assert.equal(signal.reason.reason, 'expired');
+      });
+      try {
+        await assert.rejects(outcome, LockLostError);
+      } finally {
+        for (const index of [0, 1, 2]) nodes.resume(index);
+      }
+      // Aborted at validUntil, not before the lock could have lapsed by much, nor late.
+      const lateMs = (abortedAt - lock.validUntilUs) / 1000;
+      assert.ok(lateMs > -5 && lateMs < 100, `aborted ${lateMs} ms after validUntil`);
+    });
+
+    test('Symbol.asyncDispose releases the lock (await using)', async () => {
+      const redlock = new Redlock(clients, { ttlMs: 5000 });
+      const lock = await redlock.acquire('dispose:r');
+      assert.equal(typeof lock[Symbol.asyncDispose], 'function');
+      await lock[Symbol.asyncDispose]();
+      assert.ok(lock.released);
+      assert.deepEqual(await values('dispose:r'), Array(5).fill(null));
+    });
+
+    test('bad input is a RedlockError with a stable code', async () => {
+      assert.throws(() => new Redlock(clients, { ttlMs: 0 }), (e) => e instanceof RedlockError && e.code === 'ttl_zero');
+      assert.throws(() => new Redlock(clients, { ttl: 5 }), (e) => e.code === 'invalid_argument');
+      const redlock = new Redlock(clients);
+      await assert.rejects(redlock.acquire([]), (e) => e instanceof RedlockError && e.code === 'no_resources');
+      await assert.rejects(redlock.acquire(['a', 'a']), (e) => e.code === 'duplicate_resource');
+      await assert.rejects(redlock.acquire('a', 2.5), (e) => e.code === 'invalid_argument');
+      assert.throws(() => redlock.lock('a', 'has space'), (e) => e.code === 'invalid_token');
+    });
+  });
+}

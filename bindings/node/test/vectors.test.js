@@ -1,0 +1,252 @@
+// Replays every conformance vector (tests/vectors/*.json and resp/*.json) through the
+// WebAssembly build, as the Rust core's own replayer does (see tests/vectors/README.md).
+
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { test } from 'node:test';
+
+import { core } from '../index.js';
+
+const vectorsDir = new URL('../../../tests/vectors/', import.meta.url);
+const jsonFiles = (dir) =>
+  readdirSync(dir)
+    .filter((name) => name.endsWith('.json'))
+    .sort()
+    .map((name) => new URL(name, dir));
+
+const scripts = core.scripts();
+const placeholders = {
+  '{{ACQUIRE_SCRIPT}}': scripts.acquire.text,
+  '{{RELEASE_SCRIPT}}': scripts.release.text,
+  '{{EXTEND_SCRIPT}}': scripts.extend.text,
+};
+const lossy = new TextDecoder('utf-8');
+const text = (arg) => (typeof arg === 'string' ? arg : lossy.decode(arg));
+
+function expand(value) {
+  if (typeof value === 'string') return placeholders[value] ?? value;
+  if (Array.isArray(value)) return value.map(expand);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v)]));
+  }
+  return value;
+}
+
+const CONFIG_FIELDS = {
+  nodes: 'nodes',
+  ttl_ms: 'ttlMs',
+  drift_factor: 'driftFactor',
+  drift_fixed_us: 'driftFixedUs',
+  node_timeout_us: 'nodeTimeoutUs',
+  min_validity_us: 'minValidityUs',
+  attempts: 'attempts',
+  retry_delay_us: 'retryDelayUs',
+  retry_jitter_us: 'retryJitterUs',
+  key_prefix: 'keyPrefix',
+  token_bytes: 'tokenBytes',
+};
+
+function configOptions(config) {
+  const options = {};
+  for (const [key, value] of Object.entries(config)) {
+    assert.ok(key in CONFIG_FIELDS, `unknown config field ${key}`);
+    options[CONFIG_FIELDS[key]] = value;
+  }
+  return options;
+}
+
+function outcomeJson(outcome) {
+  switch (outcome.kind) {
+    case 'acquired':
+      return {
+        kind: 'acquired',
+        token: outcome.lease.token,
+        valid_until: outcome.lease.validUntil,
+        validity: outcome.validityUs,
+        attempts: outcome.attempts,
+        nodes: outcome.nodes,
+      };
+    case 'not_acquired':
+      return {
+        kind: 'not_acquired',
+        reason: outcome.reason,
+        attempts: outcome.attempts,
+        token: outcome.token,
+        nodes: outcome.nodes,
+      };
+    case 'extended':
+      return {
+        kind: 'extended',
+        token: outcome.lease.token,
+        valid_until: outcome.lease.validUntil,
+        validity: outcome.validityUs,
+        extensions: outcome.lease.extensions,
+        nodes: outcome.nodes,
+      };
+    case 'not_extended':
+      return {
+        kind: 'not_extended',
+        reason: outcome.reason,
+        valid_until: outcome.lease.validUntil,
+        validity: outcome.validityUs,
+        retry_at: outcome.retryAt,
+        nodes: outcome.nodes,
+      };
+    case 'released':
+      return { kind: 'released', released: outcome.released, nodes: outcome.nodes };
+    default:
+      throw new Error(`unknown outcome ${outcome.kind}`);
+  }
+}
+
+function hexBytes(hex) {
+  assert.equal(hex.length % 2, 0, 'odd hex length');
+  return Uint8Array.from(hex.match(/../g) ?? [], (pair) => parseInt(pair, 16));
+}
+
+class Replay {
+  constructor(config) {
+    this.client = new core.Redlock(config, new Uint8Array(32));
+    this.ops = new Map();
+    this.leases = new Map();
+    this.last = undefined;
+  }
+
+  drain(name) {
+    const op = this.ops.get(name);
+    const outputs = [];
+    for (let output = op.pollOutput(); output !== undefined; output = op.pollOutput()) {
+      if (output.type === 'send') {
+        outputs.push({
+          send: {
+            node: output.node,
+            request: output.requestId,
+            deadline: output.deadline,
+            argv: output.args.map(text),
+          },
+        });
+      } else if (output.type === 'wait') {
+        outputs.push({ wait: output.until });
+      } else {
+        outputs.push({ outcome: outcomeJson(output.outcome) });
+        if (output.outcome.lease) this.leases.set(name, output.outcome.lease);
+      }
+      assert.ok(outputs.length < 10_000, 'outputs never end');
+    }
+    return outputs;
+  }
+
+  /** Runs one step; returns [error code or undefined, outputs]. */
+  step(step) {
+    const now = step.now ?? 0;
+    let target;
+    try {
+      if (step.acquire) {
+        target = step.op;
+        const op = this.client.acquire(step.acquire.resources, now, { random: hexBytes(step.acquire.random) });
+        this.ops.set(target, op);
+        this.last = target;
+      } else if (step.extend || step.release) {
+        target = step.op;
+        const name = (step.extend ?? step.release).lease;
+        const lease = this.leases.get(name);
+        assert.ok(lease, `no lease named ${name}`);
+        const op = step.extend ? this.client.extend(lease, now) : this.client.release(lease, now);
+        this.ops.set(target, op);
+        this.last = target;
+      } else if (step.lease) {
+        const { resources, token, valid_until: validUntil } = step.lease;
+        this.leases.set(step.name, this.client.lease(resources, token, validUntil ?? 0));
+        return [undefined, []];
+      } else if (step.reply) {
+        target = step.op ?? this.last;
+        this.ops.get(target).handleReply(step.reply.request, step.reply.value, now);
+      } else if (step.timeout) {
+        target = step.op ?? this.last;
+        this.ops.get(target).handleTimeout(now);
+      } else {
+        throw new Error(`unknown step ${JSON.stringify(step)}`);
+      }
+    } catch (error) {
+      if (error?.name === 'RedlockError') {
+        assert.ok(error instanceof Error, 'core errors are real JS Errors');
+        return [error.code, []];
+      }
+      throw error;
+    }
+    return [undefined, this.drain(target)];
+  }
+}
+
+const vectorFiles = jsonFiles(vectorsDir);
+
+test('there are conformance vectors to replay', () => {
+  assert.ok(vectorFiles.length >= 40, `only ${vectorFiles.length} vectors`);
+});
+
+for (const file of vectorFiles) {
+  const vector = JSON.parse(readFileSync(file, 'utf8'));
+  test(`vector ${vector.name}`, () => {
+    assert.equal(`${vector.name}.json`, file.pathname.split('/').pop());
+    let config;
+    try {
+      config = new core.Config(configOptions(vector.config));
+    } catch (error) {
+      assert.equal(error.name, 'RedlockError');
+      assert.equal(error.code, vector.config_error, `config rejected: ${error.message}`);
+      return;
+    }
+    assert.equal(vector.config_error, undefined, `config accepted, expected ${vector.config_error}`);
+    const replay = new Replay(config);
+    vector.steps.forEach((step, i) => {
+      const [error, outputs] = replay.step(step);
+      assert.equal(error, step.error, `step ${i}: error`);
+      if (step.lease) return;
+      assert.deepStrictEqual(outputs, expand(step.expect), `step ${i}: outputs`);
+    });
+  });
+}
+
+function replyJson(reply) {
+  switch (reply.type) {
+    case 'bulk':
+      return { type: 'bulk', value: lossy.decode(reply.value) };
+    case 'array':
+      return { type: 'array', value: reply.value.map(replyJson) };
+    default:
+      return reply;
+  }
+}
+
+const respFiles = jsonFiles(new URL('resp/', vectorsDir));
+
+test('there are RESP vectors to replay', () => {
+  assert.ok(respFiles.length >= 10, `only ${respFiles.length} RESP vectors`);
+});
+
+for (const file of respFiles) {
+  const vector = JSON.parse(readFileSync(file, 'utf8'));
+  test(`resp vector ${vector.name}`, () => {
+    const decoder = new core.Decoder();
+    const replies = [];
+    let error = null;
+    chunks: for (const chunk of vector.chunks) {
+      decoder.feed(hexBytes(chunk));
+      for (;;) {
+        let reply;
+        try {
+          reply = decoder.nextReply();
+        } catch (e) {
+          assert.equal(e.name, 'RedlockError');
+          error = e.code;
+          break chunks;
+        }
+        if (reply === undefined) break;
+        replies.push(replyJson(reply));
+      }
+    }
+    decoder.free();
+    assert.deepStrictEqual(replies, vector.replies);
+    assert.equal(error, vector.error);
+  });
+}
