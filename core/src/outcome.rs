@@ -151,8 +151,9 @@ impl Config {
     /// or [`Config::max_extensions`] extensions were already made.
     ///
     /// The extension starts when `max(ttl / 3, 2 * node_timeout)` of validity is left,
-    /// so a full round (at most `node_timeout`) ends well before the lease does; if that
-    /// moment has passed, it is `now`.
+    /// with the lease's own TTL ([`Lease::ttl_ms`]) and the node timeout that goes with
+    /// it, so a full round (at most `node_timeout`) ends well before the lease does; if
+    /// that moment has passed, it is `now`.
     pub fn next_extension(&self, lease: &Lease, now: Time) -> Option<Time> {
         if !lease.is_valid(now) {
             return None;
@@ -163,7 +164,16 @@ impl Config {
         {
             return None;
         }
-        let margin = (self.ttl_us() / 3).max(self.node_timeout_us().saturating_mul(2));
+        let node_timeout_us = if lease.ttl_ms == self.ttl_ms() {
+            self.node_timeout_us()
+        } else {
+            // A lease from `acquire_for`/`extend_for`: its TTL was accepted by this
+            // configuration then, so `with_ttl` succeeds; if not, the configured one.
+            self.with_ttl(Duration::from_millis(lease.ttl_ms))
+                .map_or(self.node_timeout_us(), |config| config.node_timeout_us())
+        };
+        let ttl_us = lease.ttl_ms.saturating_mul(1000);
+        let margin = (ttl_us / 3).max(node_timeout_us.saturating_mul(2));
         Some(lease.valid_until.minus_micros(margin).max(now))
     }
 }

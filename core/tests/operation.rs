@@ -231,6 +231,35 @@ fn extension_schedule() {
 }
 
 #[test]
+fn extension_schedule_follows_the_lease_ttl() {
+    let config = Config::builder(3, ms(30_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config.clone(), [0; 32]);
+    let mut op = client.acquire_for(&["r"], ms(3000), at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    let Some(Outcome::Acquired(acquired)) = answer_all(&mut op, &sends, 100, |_| Reply::Ok) else {
+        panic!("not acquired")
+    };
+    // 3 s lease: drift 32 ms, valid_until 2 968 000; a third of 3 s before that, not
+    // a third of the configured 30 s (which would be before the lease even began).
+    assert_eq!(acquired.lease.valid_until(), at(2_968_000));
+    assert_eq!(
+        config.next_extension(&acquired.lease, at(100)),
+        Some(at(1_968_000))
+    );
+    // A 60 ms lease: its node timeout is 6 ms, margin max(20 ms, 12 ms).
+    let mut op = client.acquire_for(&["s"], ms(60), at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    let Some(Outcome::Acquired(short)) = answer_all(&mut op, &sends, 100, |_| Reply::Ok) else {
+        panic!("not acquired")
+    };
+    assert_eq!(short.lease.valid_until(), at(60_000 - 2_600));
+    assert_eq!(
+        config.next_extension(&short.lease, at(100)),
+        Some(at(57_400 - 20_000))
+    );
+}
+
+#[test]
 fn failed_extension_deletes_nothing_and_says_how_long_the_lock_lasts() {
     let client = Redlock::with_seed(config(5), [0; 32]);
     let lease = client.lease(&["r"], "tok", at(5_000_000)).unwrap();
