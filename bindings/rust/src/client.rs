@@ -340,9 +340,10 @@ impl Client {
         };
         let origin = self.instant(started);
         let attempts = self.inner.config.attempts();
+        let keys = resources.iter().map(|r| r.as_ref().to_vec()).collect();
         let outcome = self
             .inner
-            .drive(op, |attempt| {
+            .drive(op, Some(keys), |attempt| {
                 if let Some(callback) = &options.on_retry {
                     callback(RetryProgress {
                         attempt,
@@ -507,11 +508,22 @@ impl Inner {
 
     /// The driver loop: send what the operation says, feed replies and timeouts back,
     /// return the outcome. `on_attempt` hears of every attempt after the first.
+    ///
+    /// `resources` (for acquisitions) makes the loop safe to cancel: an acquisition
+    /// dropped before its outcome releases its current token on every node in the
+    /// background, as the core does after a failed attempt.
     pub(crate) async fn drive(
-        &self,
-        mut op: Operation,
+        self: &Arc<Self>,
+        op: Operation,
+        resources: Option<Vec<Vec<u8>>>,
         mut on_attempt: impl FnMut(u32),
     ) -> Result<Outcome, Error> {
+        let mut driven = Driven {
+            inner: self,
+            op,
+            resources,
+        };
+        let op = &mut driven.op;
         let mut in_flight = FuturesUnordered::new();
         let mut attempt = op.attempt();
         loop {
@@ -576,7 +588,7 @@ impl Inner {
 
     /// Extends `lease` (by `ttl`, or its own TTL); the new lease on success.
     pub(crate) async fn extend(
-        &self,
+        self: &Arc<Self>,
         lease: &Lease,
         ttl: Option<Duration>,
     ) -> Result<(ExtendReport, Lease), Error> {
@@ -588,7 +600,7 @@ impl Inner {
                 None => redlock.extend(lease, now)?,
             }
         };
-        match self.drive(op, |_| {}).await? {
+        match self.drive(op, None, |_| {}).await? {
             Outcome::Extended(extended) => Ok((
                 ExtendReport {
                     validity: extended.validity,
@@ -608,20 +620,56 @@ impl Inner {
     }
 
     /// The raw extension outcome, for the automatic extender.
-    pub(crate) async fn extend_outcome(&self, lease: &Lease) -> Result<Outcome, Error> {
+    pub(crate) async fn extend_outcome(self: &Arc<Self>, lease: &Lease) -> Result<Outcome, Error> {
         let op = self.redlock().extend(lease, self.now())?;
-        self.drive(op, |_| {}).await
+        self.drive(op, None, |_| {}).await
     }
 
-    pub(crate) async fn release(&self, lease: &Lease) -> Result<ReleaseReport, Error> {
+    pub(crate) async fn release(self: &Arc<Self>, lease: &Lease) -> Result<ReleaseReport, Error> {
         let op = self.redlock().release(lease, self.now());
-        match self.drive(op, |_| {}).await? {
+        match self.drive(op, None, |_| {}).await? {
             Outcome::Released(released) => Ok(ReleaseReport {
                 released: released.released,
                 nodes: self.reports(&released.nodes),
             }),
             other => Err(Error::Internal(unexpected(&other))),
         }
+    }
+}
+
+/// An operation being driven. Dropped unfinished (the caller cancelled), an acquisition
+/// releases its current token on every node in the background: some nodes may have set
+/// the key already.
+struct Driven<'a> {
+    inner: &'a Arc<Inner>,
+    op: Operation,
+    resources: Option<Vec<Vec<u8>>>,
+}
+
+impl Drop for Driven<'_> {
+    fn drop(&mut self) {
+        if self.op.is_finished() {
+            return;
+        }
+        let Some(resources) = self.resources.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Ok(lease) =
+            self.inner
+                .redlock()
+                .lease(&resources, self.op.token().as_str(), Time::ZERO)
+        else {
+            return;
+        };
+        let inner = Arc::clone(self.inner);
+        let task = inner.background_task();
+        runtime.spawn(async move {
+            let _ = inner.release(&lease).await;
+            drop(task);
+        });
     }
 }
 

@@ -38,6 +38,9 @@
 //! - A connection whose command timed out or failed is dropped, and the next command to
 //!   that node opens a new one (within its own deadline), so nothing queues behind a
 //!   command a frozen node will never answer.
+//! - Dropping an acquisition before it finishes (a `select!`, a timeout) is safe: its
+//!   current token is released on every node in the background, as after a failed
+//!   attempt, so no key is left behind.
 //! - Time is one monotonic origin per client ([`std::time::Instant`] at build time),
 //!   in microseconds as the core's [`Time`](redlock_core::Time).
 //!

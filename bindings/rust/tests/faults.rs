@@ -1,6 +1,6 @@
 //! Faults on real nodes: nodes down, frozen (SIGSTOP), restarted empty or from AOF,
 //! AUTH and TLS, and the blocking client. Each test runs its own node set (base ports
-//! 7110-7140).
+//! 7110-7140, 7161-7165).
 
 mod common;
 
@@ -384,4 +384,35 @@ fn the_blocking_client() {
     assert!(lock.lost().is_some());
     let report = lock.release().unwrap();
     assert_eq!(report.released, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_acquisition_leaves_no_key() {
+    let nodes = Nodes::start(7161);
+    let client = client(&nodes.urls);
+    client.connect(Duration::from_secs(5)).await;
+    // Three nodes frozen: the two others set the key at once, and the quorum waits for
+    // the frozen ones' deadline. The caller gives up before that.
+    for i in 0..3 {
+        nodes.pause(i);
+    }
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(40),
+        client.lock("cancelled", Duration::from_secs(30)),
+    )
+    .await;
+    assert!(gave_up.is_err(), "the acquisition cannot have finished");
+    // The dropped acquisition released its token in the background.
+    assert!(
+        Nodes::eventually(Duration::from_secs(2), || nodes
+            .get(3, "cancelled")
+            .is_none()
+            && nodes.get(4, "cancelled").is_none()),
+        "keys left by a cancelled acquisition: {:?} {:?}",
+        nodes.get(3, "cancelled"),
+        nodes.get(4, "cancelled")
+    );
+    for i in 0..3 {
+        nodes.resume(i);
+    }
 }

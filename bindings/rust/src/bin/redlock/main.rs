@@ -641,8 +641,28 @@ async fn exec(
 ) -> u8 {
     use tokio::signal::unix::{signal, SignalKind};
 
+    // Watch signals from the start: one that arrives while the lock is being acquired
+    // or the command started is handled (passed on, or ends the wait), never fatal.
+    let (mut terms, mut hangups) = match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) {
+        (Ok(terms), Ok(hangups)) => (terms, hangups),
+        _ => {
+            out.error("cannot watch signals");
+            return EXIT_FAILED;
+        }
+    };
+    // SIGINT from a terminal reaches the command directly; redlock waits for it.
+    let mut interrupts = signal(SignalKind::interrupt()).ok();
+
     let started = Instant::now();
-    let lock = match lock(client, out, resource, auto_extend).await {
+    let acquired = tokio::select! {
+        acquired = lock(client, out, resource, auto_extend) => acquired,
+        _ = terms.recv() => return 128 + 15,
+        _ = hangups.recv() => return 128 + 1,
+    };
+    let lock = match acquired {
         Ok(lock) => lock,
         Err(error) => {
             out.event(failure_json(resource, &error, started));
@@ -689,21 +709,6 @@ async fn exec(
         }
     };
     let pid = child.id();
-    let (mut terms, mut hangups) = match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) {
-        (Ok(terms), Ok(hangups)) => (terms, hangups),
-        _ => {
-            out.error("cannot watch signals");
-            signal_child(pid, rustix::process::Signal::KILL);
-            let _ = child.wait().await;
-            let _ = lock.release().await;
-            return EXIT_FAILED;
-        }
-    };
-    // SIGINT from a terminal reaches the command directly; redlock waits for it.
-    let mut interrupts = signal(SignalKind::interrupt()).ok();
     let lost = lock.lost();
     tokio::pin!(lost);
 
