@@ -238,16 +238,12 @@ impl LockShared {
             let next = match retry_at.take() {
                 Some(at) => Some(at),
                 None => {
-                    let ttl = Duration::from_millis(lease.ttl_ms());
-                    // The lease's TTL was accepted by this configuration when it was
-                    // acquired or extended, so it is accepted again.
-                    self.client.config().with_ttl(ttl).ok().and_then(|config| {
-                        let next = config.next_extension(&lease, now);
-                        if next.is_none() && lease.is_valid(now) {
-                            self.limit_reached.store(true, Ordering::Relaxed);
-                        }
-                        next
-                    })
+                    let next = self.client.config().next_extension(&lease, now);
+                    if next.is_none() && lease.is_valid(now) {
+                        // Still valid but no extension scheduled: the bound was reached.
+                        self.limit_reached.store(true, Ordering::Relaxed);
+                    }
+                    next
                 }
             };
             let Some(at) = next else {
