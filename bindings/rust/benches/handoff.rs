@@ -50,7 +50,9 @@ fn header(title: &str) {
     );
 }
 
-async fn client_cycles(client: &Client, cycles: usize) -> (Stats, Stats, Stats) {
+/// `gap`: idle time after each cycle (not counted), to compare with the frozen-node
+/// run, whose release idles for the node timeout.
+async fn client_cycles(client: &Client, cycles: usize, gap: Duration) -> (Stats, Stats, Stats) {
     let (mut acquire, mut release, mut both) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..cycles {
         let started = Instant::now();
@@ -64,6 +66,9 @@ async fn client_cycles(client: &Client, cycles: usize) -> (Stats, Stats, Stats) 
         acquire.push(acquired - started);
         release.push(done - acquired);
         both.push(done - started);
+        if !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
     }
     (Stats(acquire), Stats(release), Stats(both))
 }
@@ -156,13 +161,13 @@ fn main() {
     let raw = runtime.block_on(support::raw_connections(&nodes.urls));
 
     // Warm up both paths.
-    runtime.block_on(client_cycles(&client, 300));
+    runtime.block_on(client_cycles(&client, 300, Duration::ZERO));
     runtime.block_on(raw_cycles(&raw, 300, 5));
 
     header(&format!(
         "5 healthy nodes, {CYCLES} sequential cycles, one client (current-thread runtime)"
     ));
-    let (acquire, release, both) = runtime.block_on(client_cycles(&client, CYCLES));
+    let (acquire, release, both) = runtime.block_on(client_cycles(&client, CYCLES, Duration::ZERO));
     both.row("redlock-client acquire + release");
     acquire.row("  of which acquire");
     release.row("  of which release");
@@ -173,11 +178,19 @@ fn main() {
         .block_on(raw_cycles(&raw, CYCLES, 3))
         .row("raw redis: same commands, wait for 3 (quorum)");
 
+    let (acquire, _, _) = runtime.block_on(client_cycles(
+        &client,
+        FROZEN_CYCLES,
+        Duration::from_millis(50),
+    ));
+    acquire.row("acquire after 50 ms idle (compare below)");
+
     nodes.signal("pause", 0);
     header(&format!(
         "node 0 frozen (SIGSTOP), {FROZEN_CYCLES} cycles, node timeout 50 ms"
     ));
-    let (acquire, release, both) = runtime.block_on(client_cycles(&client, FROZEN_CYCLES));
+    let (acquire, release, both) =
+        runtime.block_on(client_cycles(&client, FROZEN_CYCLES, Duration::ZERO));
     both.row("redlock-client acquire + release");
     acquire.row("  of which acquire (decides at the quorum)");
     release.row("  of which release (waits for every node)");
