@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::error::invalid_argument;
+use crate::strings::{self, Plain, Strings};
 
 /// Serializes `value` into a plain JS object.
 pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsValue> {
@@ -144,48 +145,110 @@ impl Serialize for NodeResults<'_> {
     }
 }
 
-/// A reply as JS hands it in (the conformance vectors' format).
-#[derive(Deserialize)]
-#[serde(tag = "type", content = "value", rename_all = "snake_case")]
-pub(crate) enum ReplyIn {
-    Ok,
-    Status(String),
-    Nil,
-    Integer(i64),
-    Bulk(Bytes),
-    Array(Vec<ReplyIn>),
-    Error(String),
-    Timeout,
-    ConnectionFailed(String),
+/// Arrays nested deeper than this in a reply from JS are refused (the RESP decoder's
+/// default limit).
+const MAX_REPLY_DEPTH: usize = 32;
+
+fn reply_text(object: &Plain, strings: &Strings, kind: &str) -> Result<String, JsValue> {
+    object
+        .field(&strings.value)
+        .as_string()
+        .ok_or_else(|| invalid_argument(&format!("a `{kind}` reply needs a string `value`")))
 }
 
-impl From<ReplyIn> for Reply {
-    fn from(reply: ReplyIn) -> Reply {
-        match reply {
-            ReplyIn::Ok => Reply::Ok,
-            ReplyIn::Status(text) => Reply::status(&text),
-            ReplyIn::Nil => Reply::Nil,
-            ReplyIn::Integer(n) => Reply::Integer(n),
-            ReplyIn::Bulk(bytes) => Reply::Bulk(bytes.0),
-            ReplyIn::Array(items) => Reply::Array(items.into_iter().map(Reply::from).collect()),
-            ReplyIn::Error(text) => Reply::Error(text),
-            ReplyIn::Timeout => Reply::Timeout,
-            ReplyIn::ConnectionFailed(text) => Reply::ConnectionFailed(text),
-        }
+/// A reply in the conformance vectors' format (`{ type, value }`), read by hand: it is
+/// on every lock's path, and serde's generic reader cost more than the core's decision.
+pub(crate) fn reply_from_js(reply: &JsValue) -> Result<Reply, JsValue> {
+    strings::with(|s| read_reply(reply, s, 0))
+}
+
+fn read_reply(reply: &JsValue, s: &Strings, depth: usize) -> Result<Reply, JsValue> {
+    if !reply.is_object() {
+        return Err(invalid_argument(
+            "a reply must be an object { type, value }",
+        ));
     }
+    let object: &Plain = reply.unchecked_ref();
+    let kind = object.field(&s.type_);
+    // The shapes of every lock cycle first, compared without decoding any text.
+    if kind == s.ok {
+        return Ok(Reply::Ok);
+    }
+    if kind == s.integer {
+        let value = object.field(&s.value);
+        if let Some(n) = value.as_f64() {
+            if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER {
+                return Ok(Reply::Integer(n as i64));
+            }
+        } else if let Ok(big) = value.dyn_into::<js_sys::BigInt>() {
+            if let Ok(n) = i64::try_from(big) {
+                return Ok(Reply::Integer(n));
+            }
+        }
+        return Err(invalid_argument(
+            "an `integer` reply needs a whole number (or a bigint) in the i64 range",
+        ));
+    }
+    if kind == s.nil {
+        return Ok(Reply::Nil);
+    }
+    let Some(kind) = kind.as_string() else {
+        return Err(invalid_argument("a reply's `type` must be a string"));
+    };
+    Ok(match kind.as_str() {
+        "timeout" => Reply::Timeout,
+        "status" => Reply::status(&reply_text(object, s, &kind)?),
+        "error" => Reply::Error(reply_text(object, s, &kind)?),
+        "connection_failed" => Reply::ConnectionFailed(reply_text(object, s, &kind)?),
+        "bulk" => {
+            let value = object.field(&s.value);
+            match value.as_string() {
+                Some(text) => Reply::Bulk(text.into_bytes()),
+                None => match value.dyn_ref::<js_sys::Uint8Array>() {
+                    Some(bytes) => Reply::Bulk(bytes.to_vec()),
+                    None => {
+                        return Err(invalid_argument(
+                            "a `bulk` reply needs a string or Uint8Array `value`",
+                        ))
+                    }
+                },
+            }
+        }
+        "array" => {
+            let value = object.field(&s.value);
+            if !js_sys::Array::is_array(&value) {
+                return Err(invalid_argument("an `array` reply needs an array `value`"));
+            }
+            if depth >= MAX_REPLY_DEPTH {
+                return Err(invalid_argument("reply arrays are nested too deeply"));
+            }
+            let items: &js_sys::Array = value.unchecked_ref();
+            let mut replies = Vec::with_capacity(items.length() as usize);
+            for item in items.iter() {
+                replies.push(read_reply(&item, s, depth + 1)?);
+            }
+            Reply::Array(replies)
+        }
+        other => {
+            return Err(invalid_argument(&format!(
+                "unknown reply type `{other}` (ok, status, nil, integer, bulk, array, error, timeout, connection_failed)"
+            )))
+        }
+    })
 }
 
 /// A reply as JS gets it back from the RESP decoder: bulk strings as `Uint8Array`,
 /// integers as numbers when exact, as `bigint` otherwise.
 pub(crate) struct ReplyOut<'a>(pub &'a Reply);
 
-const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+const MAX_SAFE_INTEGER_I64: i64 = (1 << 53) - 1;
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
 struct Integer(i64);
 
 impl Serialize for Integer {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&self.0) {
+        if (-MAX_SAFE_INTEGER_I64..=MAX_SAFE_INTEGER_I64).contains(&self.0) {
             serializer.serialize_f64(self.0 as f64)
         } else {
             // serde-wasm-bindgen turns 128-bit integers into a bigint.

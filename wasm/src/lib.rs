@@ -29,6 +29,7 @@ mod convert;
 mod error;
 mod operation;
 mod resp;
+mod strings;
 mod types;
 
 pub use client::{Lease, Redlock};

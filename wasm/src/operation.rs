@@ -1,12 +1,12 @@
 //! `Operation`: one acquisition, extension or release, driven by replies and time.
 
-use redlock_core::{CommandKind, OperationKind, Outcome, Output, RequestId};
-use serde::Serialize;
+use redlock_core::{Command, CommandKind, NodeResult, OperationKind, Outcome, Output, RequestId};
 use wasm_bindgen::prelude::*;
 
 use crate::client::Lease;
-use crate::convert::{from_js, time, time_to_js, to_js, BytesRef, NodeResults, ReplyIn};
+use crate::convert::{reply_from_js, time, time_to_js, to_js, NodeResults};
 use crate::error::{self, invalid_argument};
+use crate::strings::{self, Plain, Strings};
 use crate::types::{NodeResultsJs, OutputJs, ReplyJs};
 
 /// One acquisition, extension or release.
@@ -21,118 +21,112 @@ use crate::types::{NodeResultsJs, OutputJs, ReplyJs};
 #[wasm_bindgen]
 pub struct Operation {
     inner: redlock_core::Operation,
+    /// The last `args` array handed out, with the bytes it holds: the N commands of a
+    /// round share their arguments, so they share one frozen array.
+    args: Option<(Vec<Vec<u8>>, JsValue)>,
 }
 
-#[derive(Serialize)]
-#[serde(
-    tag = "type",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
-enum OutputOut<'a> {
-    Send {
-        node: usize,
-        request_id: f64,
-        deadline: f64,
-        kind: &'static str,
-        is_eval: bool,
-        args: Vec<BytesRef<'a>>,
-    },
-    Wait {
-        until: f64,
-    },
-}
-
-/// An outcome's plain fields; the lease (a class instance) is added afterwards.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct OutcomeOut<'a> {
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    validity_us: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    attempts: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    token: Option<&'a str>,
-    /// Only for `not_extended`, where `null` means "do not retry".
-    #[serde(skip_serializing_if = "Option::is_none")]
-    retry_at: Option<Option<f64>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    lost: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    released: Option<usize>,
-    nodes: NodeResults<'a>,
-}
-
-fn command_kind(kind: CommandKind) -> &'static str {
+fn command_kind(strings: &Strings, kind: CommandKind) -> JsValue {
     match kind {
-        CommandKind::Set => "set",
-        CommandKind::Acquire => "acquire",
-        CommandKind::Release => "release",
-        CommandKind::Extend => "extend",
-        _ => "unknown",
+        CommandKind::Set => strings.set.clone(),
+        CommandKind::Acquire => strings.acquire.clone(),
+        CommandKind::Release => strings.release.clone(),
+        CommandKind::Extend => strings.extend.clone(),
+        _ => JsValue::from_str("unknown"),
     }
 }
 
-fn set(target: &JsValue, key: &str, value: &JsValue) {
-    // Setting a property on a fresh plain object cannot fail.
-    let _ = js_sys::Reflect::set(target, &key.into(), value);
+fn set(target: &Plain, key: &JsValue, value: &JsValue) {
+    target.put(key, value);
 }
 
-fn outcome_to_js(outcome: Outcome) -> Result<JsValue, JsValue> {
-    let empty = OutcomeOut {
-        kind: outcome.code(),
-        reason: outcome.reason().map(|r| r.code()),
-        validity_us: None,
-        attempts: None,
-        token: None,
-        retry_at: None,
-        lost: None,
-        released: None,
-        nodes: NodeResults(outcome.nodes()),
-    };
-    let plain = match &outcome {
-        Outcome::Acquired(a) => OutcomeOut {
-            validity_us: Some(a.validity.as_micros() as f64),
-            attempts: Some(a.attempts),
-            ..empty
-        },
-        Outcome::NotAcquired(n) => OutcomeOut {
-            attempts: Some(n.attempts),
-            token: Some(n.token.as_str()),
-            ..empty
-        },
-        Outcome::Extended(e) => OutcomeOut {
-            validity_us: Some(e.validity.as_micros() as f64),
-            ..empty
-        },
-        Outcome::NotExtended(n) => OutcomeOut {
-            validity_us: Some(n.validity.as_micros() as f64),
-            retry_at: Some(n.retry_at.map(time_to_js)),
-            lost: Some(n.is_lost()),
-            ..empty
-        },
-        Outcome::Released(r) => OutcomeOut {
-            released: Some(r.released),
-            ..empty
-        },
-        _ => empty,
-    };
-    let value = to_js(&plain)?;
-    if let Some(lease) = outcome.lease() {
-        let lease = Lease {
-            inner: lease.clone(),
+/// Bytes as a JS string when valid UTF-8, as a `Uint8Array` otherwise.
+fn bytes_to_js(bytes: &[u8]) -> JsValue {
+    match core::str::from_utf8(bytes) {
+        Ok(text) => JsValue::from_str(text),
+        Err(_) => js_sys::Uint8Array::from(bytes).into(),
+    }
+}
+
+fn node_results_to_js(s: &Strings, nodes: &[NodeResult]) -> JsValue {
+    let array = js_sys::Array::new_with_length(nodes.len() as u32);
+    for (index, result) in nodes.iter().enumerate() {
+        let value = match result {
+            NodeResult::Error(text) => {
+                let error = Plain::new();
+                set(&error, &s.error, &JsValue::from_str(text));
+                error.into()
+            }
+            other => s.code(other.code()),
         };
-        set(&value, "lease", &JsValue::from(lease));
+        array.set(index as u32, value);
     }
-    Ok(value)
+    array.into()
+}
+
+/// The outcome as a plain object (built by hand: it is on every lock's path).
+fn outcome_to_js(outcome: Outcome) -> JsValue {
+    strings::with(|s| {
+        let value = Plain::new();
+        set(&value, &s.kind, &s.code(outcome.code()));
+        if let Some(reason) = outcome.reason() {
+            set(&value, &s.reason, &s.code(reason.code()));
+        }
+        let micros = |d: core::time::Duration| JsValue::from_f64(d.as_micros() as f64);
+        match &outcome {
+            Outcome::Acquired(a) => {
+                set(&value, &s.validity_us, &micros(a.validity));
+                set(&value, &s.attempts, &JsValue::from_f64(a.attempts.into()));
+            }
+            Outcome::NotAcquired(n) => {
+                set(&value, &s.attempts, &JsValue::from_f64(n.attempts.into()));
+                set(&value, &s.token, &JsValue::from_str(n.token.as_str()));
+            }
+            Outcome::Extended(e) => set(&value, &s.validity_us, &micros(e.validity)),
+            Outcome::NotExtended(n) => {
+                set(&value, &s.validity_us, &micros(n.validity));
+                let retry_at = match n.retry_at {
+                    Some(at) => JsValue::from_f64(time_to_js(at)),
+                    None => JsValue::NULL,
+                };
+                set(&value, &s.retry_at, &retry_at);
+                set(&value, &s.lost, &JsValue::from_bool(n.is_lost()));
+            }
+            Outcome::Released(r) => {
+                set(&value, &s.released, &JsValue::from_f64(r.released as f64));
+            }
+            _ => {}
+        }
+        set(&value, &s.nodes, &node_results_to_js(s, outcome.nodes()));
+        if let Some(lease) = outcome.lease() {
+            let lease = Lease {
+                inner: lease.clone(),
+            };
+            set(&value, &s.lease, &JsValue::from(lease));
+        }
+        value.into()
+    })
 }
 
 impl Operation {
     pub(crate) fn new(inner: redlock_core::Operation) -> Operation {
-        Operation { inner }
+        Operation { inner, args: None }
+    }
+
+    fn args_for(&mut self, command: &Command) -> JsValue {
+        if let Some((bytes, array)) = &self.args {
+            if command.args().eq(bytes.iter().map(Vec::as_slice)) {
+                return array.clone();
+            }
+        }
+        let array = js_sys::Array::new_with_length(command.arg_count() as u32);
+        for (index, arg) in command.args().enumerate() {
+            array.set(index as u32, bytes_to_js(arg));
+        }
+        let array: JsValue = js_sys::Object::freeze(&array).into();
+        let bytes = command.args().map(<[u8]>::to_vec).collect();
+        self.args = Some((bytes, array.clone()));
+        array
     }
 }
 
@@ -152,9 +146,9 @@ impl Operation {
         if !(request_id.is_finite() && request_id >= 0.0 && request_id.fract() == 0.0) {
             return Err(invalid_argument("requestId must be a whole number"));
         }
-        let reply: ReplyIn = from_js(reply.into(), "reply")?;
+        let reply = reply_from_js(&reply)?;
         self.inner
-            .handle_reply(RequestId(request_id as u64), reply.into(), now)
+            .handle_reply(RequestId(request_id as u64), reply, now)
             .map_err(error::usage)
     }
 
@@ -172,25 +166,22 @@ impl Operation {
     /// finished, otherwise one `wait`.
     #[wasm_bindgen(js_name = pollOutput)]
     pub fn poll_output(&mut self) -> Result<Option<OutputJs>, JsValue> {
-        let value = match self.inner.poll_output() {
+        let value: JsValue = match self.inner.poll_output() {
             None => return Ok(None),
-            Some(Output::Send(command)) => to_js(&OutputOut::Send {
-                node: command.node(),
-                request_id: command.request_id().0 as f64,
-                deadline: time_to_js(command.deadline()),
-                kind: command_kind(command.kind()),
-                is_eval: command.is_eval(),
-                args: command.args().map(BytesRef).collect(),
-            })?,
-            Some(Output::Wait(until)) => to_js(&OutputOut::Wait {
-                until: time_to_js(until),
-            })?,
-            Some(Output::Outcome(outcome)) => {
-                let value = js_sys::Object::new();
-                set(&value, "type", &"outcome".into());
-                set(&value, "outcome", &outcome_to_js(outcome)?);
-                value.into()
+            Some(Output::Send(command)) => {
+                let args = self.args_for(&command);
+                let kind = strings::with(|s| command_kind(s, command.kind()));
+                strings::send_output(
+                    command.node() as f64,
+                    command.request_id().0 as f64,
+                    time_to_js(command.deadline()),
+                    &kind,
+                    command.is_eval(),
+                    &args,
+                )
             }
+            Some(Output::Wait(until)) => strings::wait_output(time_to_js(until)),
+            Some(Output::Outcome(outcome)) => strings::outcome_output(&outcome_to_js(outcome)),
             Some(_) => return Err(error::error("unknown_output", "unknown output kind")),
         };
         Ok(Some(value.unchecked_into()))

@@ -13,6 +13,10 @@ function modules(configDir) {
     if (name.endsWith('.js') && name !== 'net.js') list.push([`src/${name}`, 'esModule']);
   }
   list.push(['wasm/redlock_wasm.js', 'esModule'], ['wasm/redlock_wasm_bg.wasm', 'wasm']);
+  // The JS helpers the module imports (wasm-bindgen's inline_js snippets).
+  for (const entry of readdirSync(`${root}wasm/snippets`, { recursive: true }).sort()) {
+    if (String(entry).endsWith('.js')) list.push([`wasm/snippets/${entry}`, 'esModule']);
+  }
   return list
     // embed takes paths relative to the config file.
     .map(([name, kind]) => `    (name = "${name}", ${kind} = embed "${relative(configDir, root + name)}")`)
