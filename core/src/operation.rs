@@ -9,7 +9,7 @@
 //!           CleaningUp --all N settled, none left-----------------------------> Done(NotAcquired)
 //! extend:   Extending --quorum, validity >= floor----------------------------> Done(Extended)
 //!           Extending --quorum too late | quorum impossible-------------------> Done(NotExtended)
-//! release:  Releasing --all N settled-----------------------------------------> Done(Released)
+//! release:  Releasing --quorum confirmed gone | all N settled-----------------> Done(Released)
 //! ```
 //!
 //! # Invariants
@@ -29,6 +29,11 @@
 //!   The outcome waits until those releases settle, so a caller that sees
 //!   `NotAcquired` knows every live node has been cleaned.
 //! - A failed extension deletes nothing: the lock was still valid on its old lease.
+//! - A release is decided once `quorum` nodes confirmed our key is gone (deleted it, or
+//!   never had it): then at most `N - quorum` nodes hold it and anyone else can lock, so
+//!   one dead node does not hold the releaser up for a node timeout. The commands to
+//!   the other nodes are already out; their replies are recorded as late replies. If
+//!   so many nodes fail that no quorum can confirm, it waits for every node to settle.
 //! - Replies to requests of an earlier round, or arriving after the decision, are
 //!   accepted and change nothing but the live per-node view; a second reply for one
 //!   request, or a reply for an id never issued, is a [`UsageError`] and changes nothing.
@@ -712,7 +717,8 @@ impl Operation {
     }
 
     fn decide_release(&mut self) {
-        if self.round.settled() < self.config.nodes() {
+        let confirmed = self.round.successes + self.round.conflicts;
+        if confirmed < self.config.quorum() && self.round.settled() < self.config.nodes() {
             return;
         }
         self.finish(Outcome::Released(Released {

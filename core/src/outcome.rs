@@ -259,13 +259,15 @@ impl NotExtended {
     }
 }
 
-/// A finished release.
+/// A finished release: a quorum of nodes confirmed the key is no longer ours (or every
+/// node settled without that). Nodes still `Pending` have their command in flight.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Released {
-    /// Nodes that deleted at least one key holding the token.
+    /// Nodes that deleted at least one key holding the token, when the release decided.
     pub released: usize,
-    /// Per node: `Success` (deleted), `Conflict` (nothing of ours there), `Error`, `Timeout`.
+    /// Per node: `Success` (deleted), `Conflict` (nothing of ours there), `Error`,
+    /// `Timeout`, or `Pending`.
     pub nodes: Vec<NodeResult>,
 }
 

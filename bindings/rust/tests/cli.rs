@@ -179,7 +179,8 @@ fn acquire_extend_release_and_status_for_scripts() {
     let output = run(redlock(&nodes).args(["--json", "release", "deploy", &token]));
     assert!(output.status.success());
     let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
-    assert_eq!(json["released"], 5);
+    // The release decides at a quorum; the CLI still waits for the rest before exiting.
+    assert!(json["released"].as_u64().unwrap() >= 3, "{json}");
     assert_eq!(nodes.values("deploy"), vec![None; 5]);
 
     // Unreachable nodes: 75 too, and the message says so.

@@ -36,8 +36,12 @@ async fn one_or_two_nodes_down_still_acquire_three_down_fail_cleanly() {
     nodes.kill(1);
     let lock = client.lock("down", ttl).await.expect("3 of 5 nodes up");
     assert_eq!(count(lock.nodes(), |r| *r == NodeResult::Success), 3);
+    // The quorum may decide before a dead node's refusal is reported.
     assert_eq!(
-        count(lock.nodes(), |r| matches!(r, NodeResult::Error(_))),
+        count(lock.nodes(), |r| matches!(
+            r,
+            NodeResult::Error(_) | NodeResult::Pending
+        )),
         2,
         "{:?}",
         lock.nodes()
@@ -104,17 +108,20 @@ async fn a_frozen_node_does_not_stall_acquisition() {
         let started = Instant::now();
         let report = lock.release().await.unwrap();
         slowest_release = slowest_release.max(started.elapsed());
-        assert_eq!(report.nodes[0].result, NodeResult::Timeout);
-        assert_eq!(report.released, 4, "{:?}", report.nodes);
+        assert!(matches!(
+            report.nodes[0].result,
+            NodeResult::Pending | NodeResult::Timeout
+        ));
+        assert!(report.released >= 3, "{:?}", report.nodes);
     }
-    // Acquisition decides at the quorum, never waiting for the frozen node; release
-    // waits for every node, so the node timeout (150 ms) for it. Generous bounds.
+    // Acquisition and release both decide at the quorum, never waiting for the frozen
+    // node (its commands end at their deadlines in the background). Generous bounds.
     assert!(
         slowest_acquire < Duration::from_millis(400),
         "acquire took {slowest_acquire:?}"
     );
     assert!(
-        slowest_release < Duration::from_millis(700),
+        slowest_release < Duration::from_millis(400),
         "release took {slowest_release:?}"
     );
 

@@ -56,8 +56,10 @@ async fn acquire_sets_every_node_and_release_deletes_it() {
     assert_eq!(second.failure_reason(), Some(FailureReason::Conflict));
     assert_eq!(second.nodes().len(), 5);
 
+    // The release decides once a quorum deleted the key; the rest finish in the background.
     let report = lock.release().await.expect("released");
-    assert_eq!(report.released, 5, "{:?}", report.nodes);
+    assert!(report.released >= 3, "{:?}", report.nodes);
+    assert!(client.wait_idle(Duration::from_secs(2)).await);
     assert_eq!(nodes.values("orders:1"), vec![None; 5]);
     // Free again.
     client
@@ -97,7 +99,8 @@ async fn a_multi_resource_lock_is_all_or_nothing() {
                 .iter()
                 .all(|v| v.as_deref() == Some(pair.token()))
     }));
-    assert_eq!(pair.release().await.unwrap().released, 5);
+    assert!(pair.release().await.unwrap().released >= 3);
+    assert!(client.wait_idle(Duration::from_secs(2)).await);
     assert_eq!(nodes.values("res:a"), vec![None; 5]);
     assert_eq!(nodes.values("res:b"), vec![None; 5]);
     // Bad input is an error, not a panic.
@@ -201,10 +204,17 @@ async fn release_never_deletes_a_key_holding_another_token() {
         .expect("second, after the first expired");
     let report = first.release().await.unwrap();
     assert_eq!(report.released, 0, "{:?}", report.nodes);
+    // A quorum confirmed the key is not ours; the others may still be on their way.
+    let conflicts = report
+        .nodes
+        .iter()
+        .filter(|n| n.result == NodeResult::Conflict)
+        .count();
+    assert!(conflicts >= 3, "{:?}", report.nodes);
     assert!(report
         .nodes
         .iter()
-        .all(|n| n.result == NodeResult::Conflict));
+        .all(|n| matches!(n.result, NodeResult::Conflict | NodeResult::Pending)));
     assert!(Nodes::eventually(Duration::from_secs(1), || nodes
         .values("shared")
         .iter()
@@ -215,14 +225,13 @@ async fn release_never_deletes_a_key_holding_another_token() {
         .await
         .unwrap();
     assert_eq!(stale.released, 0);
-    assert_eq!(
-        client
-            .release_token(&["shared"], second.token())
-            .await
-            .unwrap()
-            .released,
-        5
-    );
+    let released = client
+        .release_token(&["shared"], second.token())
+        .await
+        .unwrap()
+        .released;
+    assert!(released >= 3, "{released}");
+    assert!(client.wait_idle(Duration::from_secs(2)).await);
     second.leak();
     assert_eq!(nodes.values("shared"), vec![None; 5]);
 }
@@ -431,7 +440,8 @@ async fn scripts_missing_from_a_node_fall_back_to_eval() {
             .unwrap();
     }
     lock.extend().await.expect("extend through EVAL");
-    assert_eq!(lock.release().await.unwrap().released, 5);
+    assert!(lock.release().await.unwrap().released >= 3);
+    assert!(client.wait_idle(Duration::from_secs(2)).await);
     assert_eq!(nodes.values("flushed"), vec![None; 5]);
 }
 
