@@ -1,0 +1,66 @@
+"""redlock-core: the Redlock distributed lock for Python, over one audited core.
+
+The decisions (quorum, validity, deadlines, retries, release, when to extend) are made
+by ``libredlock``, the C ABI of the project's Rust core, loaded through ctypes; this
+package sends the commands the core emits with redis-py and hands the replies back.
+
+::
+
+    import redis
+    from redlock_core import Redlock, LockHeldError
+
+    redlock = Redlock([redis.Redis(port=port) for port in (7000, 7001, 7002)], ttl=10)
+    with redlock.lock("orders:42") as lock:
+        ...  # lock.check() before acting on the lock's protection
+
+``AsyncRedlock`` does the same over ``redis.asyncio.Redis`` clients (``async with``).
+The low-level objects (``Config``, ``Client``, ``Operation``, ...) are in
+:mod:`redlock_core.core`. ``$REDLOCK_LIBRARY`` loads another build of the library.
+"""
+
+from ._asyncio import AsyncLock, AsyncLockContext, AsyncRedlock
+from ._common import ReleaseResult
+from ._errors import (
+    ConfigError,
+    CoreError,
+    InvalidArgumentError,
+    LibraryNotFoundError,
+    LockError,
+    LockHeldError,
+    LockLostError,
+    NodeResult,
+    NodesFailedError,
+    ProtocolError,
+    RedlockError,
+    UsageError,
+)
+from ._ffi import library_path
+from ._sync import Lock, LockContext, Redlock
+from .core import now_us, version
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsyncLock",
+    "AsyncLockContext",
+    "AsyncRedlock",
+    "ConfigError",
+    "CoreError",
+    "InvalidArgumentError",
+    "LibraryNotFoundError",
+    "Lock",
+    "LockContext",
+    "LockError",
+    "LockHeldError",
+    "LockLostError",
+    "NodeResult",
+    "NodesFailedError",
+    "ProtocolError",
+    "Redlock",
+    "RedlockError",
+    "ReleaseResult",
+    "UsageError",
+    "library_path",
+    "now_us",
+    "version",
+]

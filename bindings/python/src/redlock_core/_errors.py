@@ -1,0 +1,168 @@
+"""The package's exceptions.
+
+Two families: :class:`CoreError` for a call into the core that failed (bad
+configuration, misuse, a RESP protocol error), carrying the core's stable code name and
+sentence; and :class:`LockError` for a lock operation that did not succeed, carrying
+why (``reason``) and how every node answered (``nodes``). Holding code usually wants to
+tell :class:`LockHeldError` (someone else has it) from :class:`NodesFailedError` (the
+nodes are failing) and to react to :class:`LockLostError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "ConfigError",
+    "CoreError",
+    "InvalidArgumentError",
+    "LibraryNotFoundError",
+    "LockError",
+    "LockHeldError",
+    "LockLostError",
+    "NodeResult",
+    "NodesFailedError",
+    "ProtocolError",
+    "RedlockError",
+    "UsageError",
+]
+
+
+class RedlockError(Exception):
+    """Any error of this package. ``code`` is a stable snake_case name."""
+
+    code: str = "redlock_error"
+
+
+class LibraryNotFoundError(RedlockError, ImportError):
+    """``libredlock`` could not be found or loaded."""
+
+    code = "library_not_found"
+
+
+class CoreError(RedlockError):
+    """A call into the core failed.
+
+    ``code`` is the core's name for the result (``"ttl_zero"``, ``"unknown_request"``,
+    ...), ``result`` its number, ``message`` the core's sentence.
+    """
+
+    def __init__(self, result: int, code: str, message: str, context: str = "") -> None:
+        self.result = result
+        self.code = code
+        self.message = message
+        self.context = context
+        text = f"{message} ({code})"
+        super().__init__(f"{context}: {text}" if context else text)
+
+
+class InvalidArgumentError(CoreError, ValueError):
+    """The core refused an argument: NULL, out of range, or not acceptable."""
+
+
+class UsageError(CoreError, ValueError):
+    """Misuse of the core (a reply for an unknown request, a duplicate resource, ...);
+    the operation or client is unchanged."""
+
+
+class ConfigError(CoreError, ValueError):
+    """A configuration the core does not accept (``ttl_zero``, ``no_nodes``, ...)."""
+
+
+class ProtocolError(CoreError):
+    """A malformed RESP stream: the connection it came from is out of step."""
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """How one node answered the round an outcome reports on.
+
+    ``status`` is one of ``"success"``, ``"conflict"``, ``"error"``, ``"timeout"``,
+    ``"pending"``, ``"not_asked"``; ``error`` is the text for ``"error"``.
+    """
+
+    index: int
+    label: str
+    status: str
+    error: str | None = None
+
+    def __str__(self) -> str:
+        detail = f"{self.status}: {self.error}" if self.error else self.status
+        return f"node {self.index} ({self.label}) {detail}"
+
+
+class LockError(RedlockError):
+    """A lock operation did not succeed.
+
+    ``reason`` is the core's reason (``"conflict"``, ``"nodes_failed"``, ``"mixed"``,
+    ``"validity_too_short"``) or ``"expired"``/``"released"`` for a lock that ran out;
+    ``nodes`` holds every node's answer.
+    """
+
+    code = "lock_error"
+
+    def __init__(
+        self,
+        summary: str,
+        *,
+        resources: Sequence[str | bytes] = (),
+        reason: str = "",
+        nodes: Sequence[NodeResult] = (),
+        attempts: int | None = None,
+    ) -> None:
+        self.resources: tuple[str | bytes, ...] = tuple(resources)
+        self.reason = reason
+        self.nodes: tuple[NodeResult, ...] = tuple(nodes)
+        self.attempts = attempts
+        parts = [summary]
+        if attempts is not None:
+            parts.append(f"attempts: {attempts}")
+        if self.nodes:
+            parts.append("; ".join(str(node) for node in self.nodes))
+        super().__init__(" | ".join(parts))
+
+
+class LockHeldError(LockError):
+    """The lock is held by someone else: conflicts alone made the quorum impossible."""
+
+    code = "lock_held"
+
+
+class NodesFailedError(LockError):
+    """Nodes failed (errors, timeouts), alone or together with conflicts, or a quorum
+    came too late. ``code`` is the reason.
+
+    After a failed extension the lock is still held until ``valid_until`` (seconds on
+    ``time.monotonic()``; ``valid_until_us`` on :func:`redlock_core.now_us`), and
+    ``retry_at`` says when the core would try again (``None`` when no time is left for
+    another round).
+    """
+
+    def __init__(
+        self,
+        summary: str,
+        *,
+        valid_until_us: int | None = None,
+        retry_at_us: int | None = None,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(summary, **kwargs)  # type: ignore[arg-type]
+        self.code = self.reason or "nodes_failed"
+        self.valid_until_us = valid_until_us
+        self.retry_at_us = retry_at_us
+
+    @property
+    def valid_until(self) -> float | None:
+        return None if self.valid_until_us is None else self.valid_until_us / 1e6
+
+    @property
+    def retry_at(self) -> float | None:
+        return None if self.retry_at_us is None else self.retry_at_us / 1e6
+
+
+class LockLostError(LockError):
+    """The lock is lost: another token holds a key, or the lease ran out before it
+    could be extended, or it was released."""
+
+    code = "lock_lost"

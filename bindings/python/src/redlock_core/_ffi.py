@@ -1,0 +1,413 @@
+"""Loads ``libredlock`` with ctypes and declares every function of its C ABI.
+
+The library is the one bundled in this package (``libredlock.so`` next to this file),
+or the file ``$REDLOCK_LIBRARY`` names. Every exported function gets its ``argtypes``
+and ``restype`` here, from ``ffi/include/redlock.h``; a test checks the table against
+the header. :func:`check` turns a result code into the matching exception.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from ctypes import (
+    POINTER,
+    c_bool,
+    c_char_p,
+    c_double,
+    c_int64,
+    c_size_t,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+from typing import Any, NoReturn
+
+from ._errors import (
+    ConfigError,
+    CoreError,
+    InvalidArgumentError,
+    LibraryNotFoundError,
+    ProtocolError,
+    UsageError,
+)
+
+ENVIRONMENT_VARIABLE = "REDLOCK_LIBRARY"
+
+# ---- constants (redlock.h) --------------------------------------------------------
+
+OK = 9000
+NULL_PARAMETER = 9001
+PANIC = 9002
+BUFFER_TOO_SMALL = 9003
+INVALID_INPUT = 9004
+OUT_OF_RANGE = 9005
+NO_VALUE = 9006
+
+MAX_NODES = 255
+MAX_RESOURCES = 64
+MIN_TOKEN_BYTES = 16
+MAX_TOKEN_BYTES = 64
+MAX_TOKEN_TEXT = 256
+MAX_ATTEMPTS = 1_000_000
+SEED_LEN = 32
+MESSAGE_MAX = 256
+
+SCRIPT_ACQUIRE = 1
+SCRIPT_RELEASE = 2
+SCRIPT_EXTEND = 3
+
+OUTPUT_NONE = 0
+OUTPUT_SEND = 1
+OUTPUT_WAIT = 2
+OUTPUT_OUTCOME = 3
+
+OPERATION_ACQUIRE = 1
+OPERATION_EXTEND = 2
+OPERATION_RELEASE = 3
+
+COMMAND_SET = 1
+COMMAND_ACQUIRE = 2
+COMMAND_RELEASE = 3
+COMMAND_EXTEND = 4
+
+OUTCOME_ACQUIRED = 1
+OUTCOME_NOT_ACQUIRED = 2
+OUTCOME_EXTENDED = 3
+OUTCOME_NOT_EXTENDED = 4
+OUTCOME_RELEASED = 5
+
+REASON_CONFLICT = 1
+REASON_NODES_FAILED = 2
+REASON_MIXED = 3
+REASON_VALIDITY_TOO_SHORT = 4
+
+NODE_NOT_ASKED = 1
+NODE_PENDING = 2
+NODE_SUCCESS = 3
+NODE_CONFLICT = 4
+NODE_ERROR = 5
+NODE_TIMEOUT = 6
+
+REPLY_OK = 1
+REPLY_STATUS = 2
+REPLY_NIL = 3
+REPLY_INTEGER = 4
+REPLY_BULK = 5
+REPLY_ARRAY = 6
+REPLY_ERROR = 7
+REPLY_TIMEOUT = 8
+REPLY_CONNECTION_FAILED = 9
+
+OUTCOME_NAMES = {
+    OUTCOME_ACQUIRED: "acquired",
+    OUTCOME_NOT_ACQUIRED: "not_acquired",
+    OUTCOME_EXTENDED: "extended",
+    OUTCOME_NOT_EXTENDED: "not_extended",
+    OUTCOME_RELEASED: "released",
+}
+REASON_NAMES = {
+    REASON_CONFLICT: "conflict",
+    REASON_NODES_FAILED: "nodes_failed",
+    REASON_MIXED: "mixed",
+    REASON_VALIDITY_TOO_SHORT: "validity_too_short",
+}
+NODE_NAMES = {
+    NODE_NOT_ASKED: "not_asked",
+    NODE_PENDING: "pending",
+    NODE_SUCCESS: "success",
+    NODE_CONFLICT: "conflict",
+    NODE_ERROR: "error",
+    NODE_TIMEOUT: "timeout",
+}
+REPLY_NAMES = {
+    REPLY_OK: "ok",
+    REPLY_STATUS: "status",
+    REPLY_NIL: "nil",
+    REPLY_INTEGER: "integer",
+    REPLY_BULK: "bulk",
+    REPLY_ARRAY: "array",
+    REPLY_ERROR: "error",
+    REPLY_TIMEOUT: "timeout",
+    REPLY_CONNECTION_FAILED: "connection_failed",
+}
+REPLY_KINDS = {name: kind for kind, name in REPLY_NAMES.items()}
+
+# ---- declarations -----------------------------------------------------------------
+
+HANDLE = c_void_p  # every opaque handle
+OUT_HANDLE = POINTER(c_void_p)  # T **out
+BYTES = c_char_p  # const uint8_t * (bytes or None)
+BUFFER = c_void_p  # uint8_t * written by the library
+OUT_PTR = POINTER(c_void_p)  # const uint8_t **out (borrowed)
+BYTES_ARRAY = POINTER(c_char_p)  # const uint8_t *const *
+SIZES = POINTER(c_size_t)
+RESULT = c_uint32
+
+OUT_BOOL = POINTER(c_bool)
+OUT_U32 = POINTER(c_uint32)
+OUT_U64 = POINTER(c_uint64)
+OUT_I64 = POINTER(c_int64)
+OUT_SIZE = POINTER(c_size_t)
+
+# name: (restype, argtypes), in the header's order.
+SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    "redlock_client_new": (RESULT, [HANDLE, OUT_HANDLE]),
+    "redlock_client_new_seeded": (RESULT, [HANDLE, BYTES, c_size_t, OUT_HANDLE]),
+    "redlock_client_free": (None, [HANDLE]),
+    "redlock_client_acquire": (
+        RESULT,
+        [HANDLE, BYTES_ARRAY, SIZES, c_size_t, c_uint64, OUT_HANDLE],
+    ),
+    "redlock_client_acquire_for": (
+        RESULT,
+        [HANDLE, BYTES_ARRAY, SIZES, c_size_t, c_uint64, c_uint64, OUT_HANDLE],
+    ),
+    "redlock_client_acquire_with_random": (
+        RESULT,
+        [HANDLE, BYTES_ARRAY, SIZES, c_size_t, BYTES, c_size_t, c_uint64, OUT_HANDLE],
+    ),
+    "redlock_client_extend": (RESULT, [HANDLE, HANDLE, c_uint64, OUT_HANDLE]),
+    "redlock_client_extend_for": (RESULT, [HANDLE, HANDLE, c_uint64, c_uint64, OUT_HANDLE]),
+    "redlock_client_release": (RESULT, [HANDLE, HANDLE, c_uint64, OUT_HANDLE]),
+    "redlock_client_check_ttl": (RESULT, [HANDLE, c_uint64]),
+    "redlock_client_lease": (
+        RESULT,
+        [HANDLE, BYTES_ARRAY, SIZES, c_size_t, BYTES, c_size_t, c_uint64, OUT_HANDLE],
+    ),
+    "redlock_client_generate_token": (RESULT, [HANDLE, BUFFER, c_size_t, OUT_SIZE]),
+    "redlock_token_from_random_bytes": (RESULT, [BYTES, c_size_t, BUFFER, c_size_t, OUT_SIZE]),
+    "redlock_client_next_extension": (RESULT, [HANDLE, HANDLE, c_uint64, OUT_BOOL, OUT_U64]),
+    "redlock_lease_free": (None, [HANDLE]),
+    "redlock_lease_clone": (RESULT, [HANDLE, OUT_HANDLE]),
+    "redlock_lease_token": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
+    "redlock_lease_key_count": (c_size_t, [HANDLE]),
+    "redlock_lease_key": (RESULT, [HANDLE, c_size_t, OUT_PTR, OUT_SIZE]),
+    "redlock_lease_valid_until": (c_uint64, [HANDLE]),
+    "redlock_lease_validity": (c_uint64, [HANDLE, c_uint64]),
+    "redlock_lease_is_valid": (c_bool, [HANDLE, c_uint64]),
+    "redlock_lease_ttl_ms": (c_uint64, [HANDLE]),
+    "redlock_lease_extensions": (c_uint32, [HANDLE]),
+    "redlock_config_builder_new": (RESULT, [c_size_t, c_uint64, OUT_HANDLE]),
+    "redlock_config_builder_free": (None, [HANDLE]),
+    "redlock_config_builder_set_ttl_ms": (RESULT, [HANDLE, c_uint64]),
+    "redlock_config_builder_set_drift_factor": (RESULT, [HANDLE, c_double]),
+    "redlock_config_builder_set_drift_fixed_us": (RESULT, [HANDLE, c_uint64]),
+    "redlock_config_builder_set_node_timeout_us": (RESULT, [HANDLE, c_uint64]),
+    "redlock_config_builder_set_min_validity_us": (RESULT, [HANDLE, c_uint64]),
+    "redlock_config_builder_set_attempts": (RESULT, [HANDLE, c_uint32]),
+    "redlock_config_builder_set_retry_delay_us": (RESULT, [HANDLE, c_uint64]),
+    "redlock_config_builder_set_retry_jitter_us": (RESULT, [HANDLE, c_uint64]),
+    "redlock_config_builder_set_token_bytes": (RESULT, [HANDLE, c_size_t]),
+    "redlock_config_builder_set_max_extensions": (RESULT, [HANDLE, c_uint32]),
+    "redlock_config_builder_set_unbounded_extensions": (RESULT, [HANDLE]),
+    "redlock_config_builder_set_key_prefix": (RESULT, [HANDLE, BYTES, c_size_t]),
+    "redlock_config_builder_build": (RESULT, [HANDLE, OUT_HANDLE]),
+    "redlock_config_free": (None, [HANDLE]),
+    "redlock_config_nodes": (c_size_t, [HANDLE]),
+    "redlock_config_quorum": (c_size_t, [HANDLE]),
+    "redlock_config_ttl_ms": (c_uint64, [HANDLE]),
+    "redlock_config_drift_factor": (c_double, [HANDLE]),
+    "redlock_config_drift_fixed_us": (c_uint64, [HANDLE]),
+    "redlock_config_drift_us": (c_uint64, [HANDLE]),
+    "redlock_config_node_timeout_us": (c_uint64, [HANDLE]),
+    "redlock_config_min_validity_us": (c_uint64, [HANDLE]),
+    "redlock_config_attempts": (c_uint32, [HANDLE]),
+    "redlock_config_retry_delay_us": (c_uint64, [HANDLE]),
+    "redlock_config_retry_jitter_us": (c_uint64, [HANDLE]),
+    "redlock_config_token_bytes": (c_size_t, [HANDLE]),
+    "redlock_config_key_prefix": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
+    "redlock_config_max_extensions": (RESULT, [HANDLE, OUT_BOOL, OUT_U32]),
+    "redlock_version": (c_char_p, []),
+    "redlock_max_ttl_ms": (c_uint64, []),
+    "redlock_script_text": (c_char_p, [c_uint32]),
+    "redlock_script_sha1": (c_char_p, [c_uint32]),
+    "redlock_result_name": (c_char_p, [c_uint32]),
+    "redlock_result_message": (RESULT, [c_uint32, BUFFER, c_size_t, OUT_SIZE]),
+    "redlock_operation_free": (None, [HANDLE]),
+    "redlock_operation_handle_reply": (
+        RESULT,
+        [HANDLE, c_uint64, c_uint32, c_int64, BYTES, c_size_t, c_uint64],
+    ),
+    "redlock_operation_handle_reply_value": (RESULT, [HANDLE, c_uint64, HANDLE, c_uint64]),
+    "redlock_operation_handle_timeout": (RESULT, [HANDLE, c_uint64]),
+    "redlock_operation_poll_output": (RESULT, [HANDLE, OUT_U32]),
+    "redlock_operation_command": (RESULT, [HANDLE, OUT_SIZE, OUT_U64, OUT_U64, OUT_SIZE]),
+    "redlock_operation_command_arg": (RESULT, [HANDLE, c_size_t, OUT_PTR, OUT_SIZE]),
+    "redlock_operation_command_args": (RESULT, [HANDLE, OUT_PTR, SIZES, c_size_t, OUT_SIZE]),
+    "redlock_operation_command_resp": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
+    "redlock_operation_command_kind": (RESULT, [HANDLE, OUT_U32, OUT_BOOL]),
+    "redlock_operation_wait_until": (RESULT, [HANDLE, OUT_U64]),
+    "redlock_operation_take_outcome": (RESULT, [HANDLE, OUT_HANDLE]),
+    "redlock_operation_poll_timeout": (RESULT, [HANDLE, OUT_BOOL, OUT_U64]),
+    "redlock_operation_kind": (c_uint32, [HANDLE]),
+    "redlock_operation_is_finished": (c_bool, [HANDLE]),
+    "redlock_operation_attempt": (c_uint32, [HANDLE]),
+    "redlock_operation_token": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
+    "redlock_operation_node_count": (c_size_t, [HANDLE]),
+    "redlock_operation_node": (RESULT, [HANDLE, c_size_t, OUT_U32, OUT_PTR, OUT_SIZE]),
+    "redlock_outcome_free": (None, [HANDLE]),
+    "redlock_outcome_kind": (c_uint32, [HANDLE]),
+    "redlock_outcome_is_success": (c_bool, [HANDLE]),
+    "redlock_outcome_reason": (RESULT, [HANDLE, OUT_U32]),
+    "redlock_outcome_token": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
+    "redlock_outcome_valid_until": (RESULT, [HANDLE, OUT_U64]),
+    "redlock_outcome_validity": (RESULT, [HANDLE, OUT_U64]),
+    "redlock_outcome_attempts": (RESULT, [HANDLE, OUT_U32]),
+    "redlock_outcome_extensions": (RESULT, [HANDLE, OUT_U32]),
+    "redlock_outcome_retry_at": (RESULT, [HANDLE, OUT_BOOL, OUT_U64]),
+    "redlock_outcome_is_lost": (RESULT, [HANDLE, OUT_BOOL]),
+    "redlock_outcome_released": (RESULT, [HANDLE, OUT_SIZE]),
+    "redlock_outcome_lease": (RESULT, [HANDLE, OUT_HANDLE]),
+    "redlock_outcome_node_count": (c_size_t, [HANDLE]),
+    "redlock_outcome_node": (RESULT, [HANDLE, c_size_t, OUT_U32, OUT_PTR, OUT_SIZE]),
+    "redlock_reply_new": (RESULT, [c_uint32, c_int64, BYTES, c_size_t, OUT_HANDLE]),
+    "redlock_reply_array_push": (RESULT, [HANDLE, HANDLE]),
+    "redlock_reply_free": (None, [HANDLE]),
+    "redlock_reply_kind": (c_uint32, [HANDLE]),
+    "redlock_reply_integer": (RESULT, [HANDLE, OUT_I64]),
+    "redlock_reply_bytes": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
+    "redlock_reply_array_len": (c_size_t, [HANDLE]),
+    "redlock_reply_array_get": (RESULT, [HANDLE, c_size_t, OUT_HANDLE]),
+    "redlock_decoder_new": (RESULT, [OUT_HANDLE]),
+    "redlock_decoder_new_with_limits": (
+        RESULT,
+        [c_size_t, c_size_t, c_size_t, c_size_t, OUT_HANDLE],
+    ),
+    "redlock_decoder_free": (None, [HANDLE]),
+    "redlock_decoder_feed": (RESULT, [HANDLE, BYTES, c_size_t]),
+    "redlock_decoder_next_reply": (RESULT, [HANDLE, OUT_HANDLE]),
+    "redlock_decoder_buffered": (c_size_t, [HANDLE]),
+}
+
+# ---- loading ----------------------------------------------------------------------
+
+
+def _library_file_name() -> str:
+    if sys.platform == "darwin":
+        return "libredlock.dylib"
+    if sys.platform == "win32":
+        return "redlock.dll"
+    return "libredlock.so"
+
+
+def library_path() -> Path:
+    """The library this process loads: ``$REDLOCK_LIBRARY`` or the bundled file."""
+    override = os.environ.get(ENVIRONMENT_VARIABLE)
+    if override:
+        path = Path(override)
+        if not path.is_file():
+            raise LibraryNotFoundError(
+                f"{ENVIRONMENT_VARIABLE}={override!r} is not a file; point it at a "
+                "libredlock built with `cargo build -p redlock-ffi --release`"
+            )
+        return path
+    bundled = Path(__file__).with_name(_library_file_name())
+    if not bundled.is_file():
+        raise LibraryNotFoundError(
+            f"{bundled} is missing: this copy of redlock_core was installed without its "
+            "library. Build the package with bindings/python/build.sh, or set "
+            f"{ENVIRONMENT_VARIABLE} to a libredlock built with "
+            "`cargo build -p redlock-ffi --release`"
+        )
+    return bundled
+
+
+def _load() -> ctypes.PyDLL:
+    path = library_path()
+    try:
+        # PyDLL keeps the GIL during calls: every function here returns in well under a
+        # microsecond and never blocks, so releasing and re-taking the GIL around each
+        # would cost more than the call itself.
+        library = ctypes.PyDLL(str(path))
+    except OSError as error:
+        raise LibraryNotFoundError(f"cannot load {path}: {error}") from error
+    missing = []
+    for name, (restype, argtypes) in SIGNATURES.items():
+        try:
+            function = getattr(library, name)
+        except AttributeError:
+            missing.append(name)
+            continue
+        function.restype = restype
+        function.argtypes = argtypes
+    if missing:
+        raise LibraryNotFoundError(
+            f"{path} lacks {', '.join(missing)}: it is not the libredlock this package "
+            "was written for"
+        )
+    return library
+
+
+lib: Any = _load()
+
+# ---- results ----------------------------------------------------------------------
+
+_NAMES: dict[int, str] = {}
+_MESSAGES: dict[int, str] = {}
+
+
+def result_name(result: int) -> str:
+    """The core's stable snake_case name for ``result`` (``"unknown_result"`` if none)."""
+    name = _NAMES.get(result)
+    if name is None:
+        raw = lib.redlock_result_name(result & 0xFFFFFFFF)
+        name = raw.decode("ascii") if raw else "unknown_result"
+        _NAMES[result] = name
+    return name
+
+
+def result_message(result: int) -> str:
+    """The core's sentence for ``result``."""
+    message = _MESSAGES.get(result)
+    if message is None:
+        buffer = ctypes.create_string_buffer(MESSAGE_MAX)
+        length = c_size_t()
+        rc = lib.redlock_result_message(
+            result & 0xFFFFFFFF, buffer, MESSAGE_MAX, ctypes.byref(length)
+        )
+        if rc != OK:
+            message = f"result {result}"
+        else:
+            message = buffer.raw[: length.value].decode("utf-8", "replace")
+        _MESSAGES[result] = message
+    return message
+
+
+def error_class(result: int) -> type[CoreError]:
+    """The exception class for a result code."""
+    if result in (NULL_PARAMETER, INVALID_INPUT, OUT_OF_RANGE):
+        return InvalidArgumentError
+    if 9100 <= result < 9200:
+        return UsageError
+    if 9200 <= result < 9300:
+        return ConfigError
+    if 9300 <= result < 9400:
+        return ProtocolError
+    return CoreError
+
+
+def error(result: int, context: str = "") -> CoreError:
+    """The exception for a failed call's result code."""
+    return error_class(result)(result, result_name(result), result_message(result), context)
+
+
+def fail(result: int, context: str = "") -> NoReturn:
+    raise error(result, context)
+
+
+def check(result: int, context: str = "") -> None:
+    """Raises the matching :class:`CoreError` unless ``result`` is ``REDLOCK_OK``."""
+    if result != OK:
+        raise error(result, context)
+
+
+def borrowed(pointer: int | None, length: int) -> bytes:
+    """A copy of ``length`` bytes the library lent at ``pointer``."""
+    if not length:
+        return b""
+    if not pointer:
+        raise CoreError(PANIC, "null_pointer", "the library returned NULL with a length")
+    return ctypes.string_at(pointer, length)

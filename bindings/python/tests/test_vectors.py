@@ -1,0 +1,317 @@
+"""Every conformance vector in tests/vectors/ (and the RESP decoder's in resp/) replayed
+through ctypes, with the checks of core/tests/vectors.rs: each step's outputs, written
+as the vectors write them, must equal the expected ones; errors by their codes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redlock_core import CoreError, core
+from redlock_core import _ffi as ffi
+
+from .conftest import REPO
+
+VECTORS = REPO / "tests" / "vectors"
+VECTOR_FILES = sorted(VECTORS.glob("*.json"))
+RESP_FILES = sorted((VECTORS / "resp").glob("*.json"))
+
+PLACEHOLDERS = {
+    "{{ACQUIRE_SCRIPT}}": core.script_text(ffi.SCRIPT_ACQUIRE),
+    "{{RELEASE_SCRIPT}}": core.script_text(ffi.SCRIPT_RELEASE),
+    "{{EXTEND_SCRIPT}}": core.script_text(ffi.SCRIPT_EXTEND),
+}
+
+
+def config_from(value: dict[str, Any]) -> core.Config:
+    return core.Config(
+        value["nodes"],
+        value["ttl_ms"],
+        drift_factor=value.get("drift_factor"),
+        drift_fixed_us=value.get("drift_fixed_us"),
+        node_timeout_us=value.get("node_timeout_us"),
+        min_validity_us=value.get("min_validity_us"),
+        attempts=value.get("attempts"),
+        retry_delay_us=value.get("retry_delay_us"),
+        retry_jitter_us=value.get("retry_jitter_us"),
+        key_prefix=value.get("key_prefix"),
+        token_bytes=value.get("token_bytes"),
+    )
+
+
+def reply_from(value: dict[str, Any]) -> core.Reply:
+    kind = ffi.REPLY_KINDS[value["type"]]
+    if kind == ffi.REPLY_ARRAY:
+        items = [reply_from(item) for item in value["value"]]
+        try:
+            return core.Reply.array(items)
+        finally:
+            for item in items:
+                item.close()
+    if kind == ffi.REPLY_INTEGER:
+        return core.Reply.new(kind, integer=value["value"])
+    text = value.get("value")
+    return core.Reply.new(kind, text=None if text is None else text.encode())
+
+
+def reply_to_json(reply: core.Reply) -> dict[str, Any]:
+    kind = ffi.REPLY_NAMES[reply.kind]
+    out: dict[str, Any] = {"type": kind}
+    if kind == "integer":
+        out["value"] = reply.integer
+    elif kind == "array":
+        items = reply.items()
+        out["value"] = [reply_to_json(item) for item in items]
+        for item in items:
+            item.close()
+    else:
+        data = reply.bytes
+        if data is not None:
+            out["value"] = data.decode("utf-8", "replace")
+    return out
+
+
+def nodes_to_json(nodes: list[tuple[str, str | None]]) -> list[Any]:
+    return [{"error": error} if status == "error" else status for status, error in nodes]
+
+
+def outcome_to_json(outcome: core.Outcome) -> dict[str, Any]:
+    kind = outcome.kind
+    nodes = nodes_to_json(outcome.nodes())
+    if kind == "acquired":
+        return {
+            "kind": kind,
+            "token": outcome.token,
+            "valid_until": outcome.valid_until,
+            "validity": outcome.validity,
+            "attempts": outcome.attempts,
+            "nodes": nodes,
+        }
+    if kind == "not_acquired":
+        return {
+            "kind": kind,
+            "reason": outcome.reason,
+            "attempts": outcome.attempts,
+            "token": outcome.token,
+            "nodes": nodes,
+        }
+    if kind == "extended":
+        return {
+            "kind": kind,
+            "token": outcome.token,
+            "valid_until": outcome.valid_until,
+            "validity": outcome.validity,
+            "extensions": outcome.extensions,
+            "nodes": nodes,
+        }
+    if kind == "not_extended":
+        return {
+            "kind": kind,
+            "reason": outcome.reason,
+            "valid_until": outcome.valid_until,
+            "validity": outcome.validity,
+            "retry_at": outcome.retry_at,
+            "nodes": nodes,
+        }
+    if kind == "released":
+        return {"kind": kind, "released": outcome.released, "nodes": nodes}
+    raise AssertionError(f"unexpected outcome {kind}")
+
+
+def expand(value: Any) -> Any:
+    if isinstance(value, str):
+        return PLACEHOLDERS.get(value, value)
+    if isinstance(value, list):
+        return [expand(item) for item in value]
+    if isinstance(value, dict):
+        return {key: expand(item) for key, item in value.items()}
+    return value
+
+
+class Replay:
+    def __init__(self, client: core.Client) -> None:
+        self.client = client
+        self.ops: dict[str, core.Operation] = {}
+        self.leases: dict[str, core.Lease] = {}
+        self.last: str | None = None
+
+    def drain(self, name: str) -> list[Any]:
+        op = self.ops[name]
+        outputs: list[Any] = []
+        while True:
+            kind = op.poll()
+            if kind == ffi.OUTPUT_NONE:
+                break
+            if kind == ffi.OUTPUT_SEND:
+                command = op.command()
+                argv = [arg.decode("utf-8", "replace") for arg in command.argv]
+                # Every way of reading a command must agree.
+                assert [op.command_arg(i) for i in range(len(argv))] == list(command.argv)
+                assert op.command_resp() == resp_encode(command.argv)
+                outputs.append(
+                    {
+                        "send": {
+                            "node": command.node,
+                            "request": command.request_id,
+                            "deadline": command.deadline,
+                            "argv": argv,
+                        }
+                    }
+                )
+            elif kind == ffi.OUTPUT_WAIT:
+                outputs.append({"wait": op.wait_until()})
+            elif kind == ffi.OUTPUT_OUTCOME:
+                with op.take_outcome() as outcome:
+                    outputs.append({"outcome": outcome_to_json(outcome)})
+                    lease = outcome.lease()
+                    if lease is not None:
+                        self.leases[name] = lease
+            else:
+                raise AssertionError(f"unknown output kind {kind}")
+            assert len(outputs) < 10_000, "outputs never end"
+        return outputs
+
+    def step(self, step: dict[str, Any]) -> tuple[str | None, list[Any]]:
+        now = step.get("now", 0)
+        name = step.get("op")
+        if "acquire" in step:
+            args = step["acquire"]
+            try:
+                op = self.client.acquire_with_random(
+                    args["resources"], bytes.fromhex(args["random"]), now
+                )
+            except CoreError as error:
+                return error.code, []
+            assert name is not None
+            self.ops[name] = op
+            self.last = name
+        elif "extend" in step or "release" in step:
+            args = step.get("extend") or step["release"]
+            lease = self.leases[args["lease"]]
+            try:
+                if "extend" in step:
+                    op = self.client.extend(lease, now)
+                else:
+                    op = self.client.release(lease, now)
+            except CoreError as error:
+                return error.code, []
+            assert name is not None
+            self.ops[name] = op
+            self.last = name
+        elif "lease" in step:
+            args = step["lease"]
+            try:
+                lease = self.client.lease(
+                    args["resources"], args["token"], args.get("valid_until", 0)
+                )
+            except CoreError as error:
+                return error.code, []
+            self.leases[step["name"]] = lease
+            return None, []
+        elif "reply" in step:
+            name = name or self.last
+            assert name is not None
+            args = step["reply"]
+            error_code = None
+            value = args["value"]
+            try:
+                if value["type"] == "array":
+                    with reply_from(value) as reply:
+                        self.ops[name].handle_reply_value(args["request"], reply, now)
+                else:
+                    # Parts, as a client library hands them over.
+                    kind = ffi.REPLY_KINDS[value["type"]]
+                    integer = value["value"] if kind == ffi.REPLY_INTEGER else 0
+                    text = value.get("value") if kind != ffi.REPLY_INTEGER else None
+                    self.ops[name].handle_reply(
+                        args["request"],
+                        kind,
+                        now,
+                        integer=integer,
+                        text=None if text is None else text.encode(),
+                    )
+            except CoreError as error:
+                error_code = error.code
+            return error_code, self.drain(name)
+        elif "timeout" in step:
+            name = name or self.last
+            assert name is not None
+            self.ops[name].handle_timeout(now)
+        else:
+            raise AssertionError(f"unknown step {step}")
+        return None, self.drain(name)
+
+    def close(self) -> None:
+        for op in self.ops.values():
+            op.close()
+        for lease in self.leases.values():
+            lease.close()
+        self.client.close()
+
+
+def resp_encode(argv: tuple[bytes, ...]) -> bytes:
+    out = [b"*%d\r\n" % len(argv)]
+    for arg in argv:
+        out.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
+    return b"".join(out)
+
+
+def test_there_are_vectors() -> None:
+    assert len(VECTOR_FILES) >= 40, f"only {len(VECTOR_FILES)} vectors"
+    assert len(RESP_FILES) >= 10, f"only {len(RESP_FILES)} RESP vectors"
+
+
+@pytest.mark.parametrize("path", VECTOR_FILES, ids=[p.stem for p in VECTOR_FILES])
+def test_conformance_vector(path: Path) -> None:
+    vector = json.loads(path.read_text())
+    assert vector["name"] == path.stem, "name does not match the file name"
+    for field in ("description", "why"):
+        assert vector.get(field), f"missing {field}"
+    if "config_error" in vector:
+        with pytest.raises(CoreError) as raised:
+            config_from(vector["config"])
+        assert raised.value.code == vector["config_error"]
+        return
+    with config_from(vector["config"]) as config:
+        replay = Replay(core.Client(config, seed=bytes(32)))
+    try:
+        for index, step in enumerate(vector["steps"]):
+            error, outputs = replay.step(step)
+            assert error == step.get("error"), f"step {index}: error {error!r}"
+            if "lease" in step:
+                continue
+            assert outputs == expand(step["expect"]), f"step {index}: outputs differ"
+    finally:
+        replay.close()
+
+
+@pytest.mark.parametrize("path", RESP_FILES, ids=[p.stem for p in RESP_FILES])
+def test_resp_vector(path: Path) -> None:
+    vector = json.loads(path.read_text())
+    replies: list[Any] = []
+    error = None
+    with core.Decoder() as decoder:
+        for chunk in vector["chunks"]:
+            decoder.feed(bytes.fromhex(chunk))
+            try:
+                while True:
+                    reply = decoder.next_reply()
+                    if reply is None:
+                        break
+                    with reply:
+                        replies.append(reply_to_json(reply))
+            except CoreError as raised:
+                error = raised.code
+                break
+    assert replies == vector["replies"]
+    assert error == vector["error"]
+
+
+def test_script_sha1s_match_their_texts() -> None:
+    for script in (ffi.SCRIPT_ACQUIRE, ffi.SCRIPT_RELEASE, ffi.SCRIPT_EXTEND):
+        text = core.script_text(script)
+        assert hashlib.sha1(text.encode()).hexdigest() == core.script_sha1(script)
