@@ -8,9 +8,9 @@ CARGO ?= cargo
 export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 
 # Every test target; `make test` runs them all, in this order.
-TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-rust
+TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-rust test-python
 
-.PHONY: all setup test demo bench bench-rust bench-ffi fuzz lint safety-report $(TEST_TARGETS)
+.PHONY: all setup test demo bench bench-rust bench-ffi bench-python fuzz lint safety-report $(TEST_TARGETS)
 
 all: test
 
@@ -51,6 +51,12 @@ test-sim:
 test-rust:
 	$(CARGO) test -p redlock-client
 
+# The Python package (ctypes over libredlock, redis-py sync and asyncio): builds the wheel,
+# installs it into $(REDLOCK_CACHE)/venv-python; ruff, mypy, pytest (vectors, the ctypes
+# layer, both drivers against local Redis nodes on base ports 7300-7340).
+test-python:
+	bindings/python/build.sh test
+
 # The scenario x strategy safety table (the one in docs/safety.md).
 safety-report:
 	$(CARGO) run -p redlock-sim --release -- report
@@ -58,7 +64,7 @@ safety-report:
 fuzz:
 	scripts/fuzz.sh $${FUZZ_SECONDS:-120}
 
-bench: bench-ffi bench-rust
+bench: bench-ffi bench-rust bench-python
 	$(CARGO) bench -p redlock-core --bench cycle
 
 # The Rust driver against five local nodes (base port 7185): Criterion means next to the
@@ -66,6 +72,11 @@ bench: bench-ffi bench-rust
 bench-rust:
 	$(CARGO) bench -p redlock-client --bench lock
 	$(CARGO) bench -p redlock-client --bench handoff
+
+# The Python drivers against pottery's Redlock on five local nodes (base port 7380),
+# healthy and with one node frozen, and the ctypes overhead per decision cycle.
+bench-python:
+	bindings/python/build.sh bench
 
 # Per-call overhead of the C ABI against the core, N = 5 acquire + release.
 bench-ffi:

@@ -77,8 +77,8 @@ case "${1:-}" in
   test)
     install_wheel
     cd "$here"
-    "$venv/bin/ruff" check src tests bench hatch_build.py
-    "$venv/bin/ruff" format --check src tests bench hatch_build.py
+    "$venv/bin/ruff" check src tests bench examples hatch_build.py
+    "$venv/bin/ruff" format --check src tests bench examples hatch_build.py
     "$venv/bin/mypy"
     # The tests import the installed wheel, never src/ (so packaging is tested too).
     shift

@@ -49,7 +49,11 @@ async def critical_section_async(
 def record(stats: Path | None, attempts: int | None, started: int) -> None:
     if stats is None:
         return
-    line = {"event": "acquired", "attempts": attempts, "acquire_us": (time.monotonic_ns() - started) // 1000}
+    line = {
+        "event": "acquired",
+        "attempts": attempts,
+        "acquire_us": (time.monotonic_ns() - started) // 1000,
+    }
     with stats.open("a") as out:
         out.write(json.dumps(line) + "\n")
 

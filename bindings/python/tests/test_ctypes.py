@@ -60,6 +60,7 @@ BYTE_POINTERS = {
 
 def expected_ctype(declaration: str) -> object:
     """The ctypes type a C parameter or return type maps to in _ffi."""
+
     def compact(text: str) -> str:
         return re.sub(r"\s*\*\s*", "*", " ".join(text.split()))
 
@@ -302,7 +303,7 @@ def run_cycle(client: core.Client, now: int) -> None:
     with lease, client.release(lease, now + 100) as op:
         released = drive(op, ffi.REPLY_INTEGER, 1)
     with released:
-        assert released.released == 5
+        assert released.released >= client.quorum  # decided once a quorum confirmed
 
 
 def drive(op: core.Operation, kind: int, integer: int) -> core.Outcome:

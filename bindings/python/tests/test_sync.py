@@ -16,7 +16,6 @@ import redis
 from redlock_core import (
     LockHeldError,
     LockLostError,
-    NodesFailedError,
     Redlock,
 )
 
@@ -60,9 +59,7 @@ def test_with_block_acquires_and_releases(redlock: Redlock, nodes: Nodes, resour
         lock.check()
 
 
-def test_a_held_lock_excludes_others_with_per_node_detail(
-    nodes: Nodes, resource: str
-) -> None:
+def test_a_held_lock_excludes_others_with_per_node_detail(nodes: Nodes, resource: str) -> None:
     with Redlock(nodes.clients(), attempts=2, retry_delay=0.01, retry_jitter=0) as redlock:
         holder = redlock.acquire(resource)
         with pytest.raises(LockHeldError) as raised:
@@ -80,7 +77,9 @@ def test_a_held_lock_excludes_others_with_per_node_detail(
         nodes.settle(resource, [None] * 5)
 
 
-def test_extend_renews_the_lease_on_every_node(redlock: Redlock, nodes: Nodes, resource: str) -> None:
+def test_extend_renews_the_lease_on_every_node(
+    redlock: Redlock, nodes: Nodes, resource: str
+) -> None:
     with redlock.lock(resource, ttl=1) as lock:
         before = lock.valid_until
         time.sleep(0.2)
@@ -130,7 +129,9 @@ def test_a_block_that_outlives_its_lock_raises_on_exit(redlock: Redlock, resourc
             time.sleep(0.15)
 
 
-def test_an_exception_in_the_block_is_not_masked(redlock: Redlock, nodes: Nodes, resource: str) -> None:
+def test_an_exception_in_the_block_is_not_masked(
+    redlock: Redlock, nodes: Nodes, resource: str
+) -> None:
     with pytest.raises(KeyError):
         with redlock.lock(resource, ttl=0.1):
             time.sleep(0.15)
@@ -138,7 +139,9 @@ def test_an_exception_in_the_block_is_not_masked(redlock: Redlock, nodes: Nodes,
     nodes.settle(resource, [None] * 5)
 
 
-def test_auto_extension_keeps_the_lock_past_its_ttl(redlock: Redlock, nodes: Nodes, resource: str) -> None:
+def test_auto_extension_keeps_the_lock_past_its_ttl(
+    redlock: Redlock, nodes: Nodes, resource: str
+) -> None:
     lost: list[LockLostError] = []
     with redlock.lock(resource, ttl=0.3, auto_extend=True, on_lost=lost.append) as lock:
         time.sleep(1.0)
@@ -149,7 +152,9 @@ def test_auto_extension_keeps_the_lock_past_its_ttl(redlock: Redlock, nodes: Nod
     nodes.settle(resource, [None] * 5)
 
 
-def test_losing_an_auto_extended_lock_is_loud(redlock: Redlock, nodes: Nodes, resource: str) -> None:
+def test_losing_an_auto_extended_lock_is_loud(
+    redlock: Redlock, nodes: Nodes, resource: str
+) -> None:
     lost: list[LockLostError] = []
     signalled = threading.Event()
 
@@ -175,7 +180,9 @@ def test_losing_an_auto_extended_lock_is_loud(redlock: Redlock, nodes: Nodes, re
     assert nodes.values(resource) == [b"intruder"] * 5
 
 
-def test_a_callback_may_release_the_lost_lock(redlock: Redlock, nodes: Nodes, resource: str) -> None:
+def test_a_callback_may_release_the_lost_lock(
+    redlock: Redlock, nodes: Nodes, resource: str
+) -> None:
     released = threading.Event()
     lock = redlock.acquire(
         resource,

@@ -197,6 +197,15 @@ class _AsyncNode:
     def in_flight(self) -> int:
         return len(self._queue.in_flight) + len(self._queue.jobs)
 
+    async def flush(self, limit: int) -> None:
+        """Waits until every queued command is answered, but no later than their
+        deadlines (nor ``limit``)."""
+        while True:
+            settle_by = self._queue.settle_by()
+            if settle_by is None or min(settle_by, limit) <= now_us():
+                return
+            await asyncio.sleep(0.001)
+
     async def close(self) -> None:
         self._queue.closed = True
         pump = self._pump
@@ -294,14 +303,13 @@ class AsyncRedlock:
         names = resource_list(resources)
         shown = _shown(resources, names)
         client = self._usable()
-        op = client.acquire(names, now_us(), ttl_ms=ttl_ms(ttl))
-        token = op.token
-        try:
-            outcome = await self._run(op)
-        except BaseException:
-            # Cancelled mid-acquisition: some nodes may hold our token; clean them.
-            await self._release_token(names, token)
-            raise
+        with client.acquire(names, now_us(), ttl_ms=ttl_ms(ttl)) as op:
+            try:
+                outcome = await self._run(op)
+            except BaseException:
+                # Cancelled mid-attempt: some nodes may hold its token; clean them.
+                await self._release_token(names, op.token)
+                raise
         with outcome:
             if outcome.kind != "acquired":
                 raise acquire_error(outcome, shown, self._labels)
@@ -351,55 +359,65 @@ class AsyncRedlock:
         return self._client
 
     async def _run(self, op: Operation) -> Outcome:
-        """Drives ``op`` to its outcome. Frees ``op``."""
+        """Drives ``op`` to its outcome."""
         inbox = _Inbox()
         deliver = inbox.put
         nodes = self._nodes
         wait_until: int | None = None
-        try:
-            while True:
-                kind = op.poll()
-                if kind == _ffi.OUTPUT_SEND:
-                    node, request_id, deadline, argv = op.command()
-                    kind = op.command_kind()[0]
-                    nodes[node].submit(Job(request_id, deadline, kind, argv, deliver))
-                elif kind == _ffi.OUTPUT_WAIT:
-                    wait_until = op.wait_until()
-                elif kind == _ffi.OUTPUT_OUTCOME:
-                    return op.take_outcome()
-                else:
+        while True:
+            kind = op.poll()
+            if kind == _ffi.OUTPUT_SEND:
+                node, request_id, deadline, argv = op.command()
+                job = Job(request_id, deadline, op.command_kind()[0], op.token, argv, deliver)
+                nodes[node].submit(job)
+            elif kind == _ffi.OUTPUT_WAIT:
+                wait_until = op.wait_until()
+            elif kind == _ffi.OUTPUT_OUTCOME:
+                return op.take_outcome()
+            else:
+                if wait_until is None:
+                    wait_until = op.poll_timeout()
                     if wait_until is None:
-                        wait_until = op.poll_timeout()
-                        if wait_until is None:
-                            raise CoreError(
-                                _ffi.PANIC, "stalled", "the operation neither waits nor ends"
-                            )
-                    item = await inbox.get((wait_until - now_us()) / 1e6)
-                    if item is None:
-                        op.handle_timeout(now_us())
-                    else:
-                        hand_in(op, item[0], item[1], now_us())
-                    wait_until = None
-        finally:
-            op.close()
+                        raise CoreError(
+                            _ffi.PANIC, "stalled", "the operation neither waits nor ends"
+                        )
+                item = await inbox.get((wait_until - now_us()) / 1e6)
+                if item is None:
+                    op.handle_timeout(now_us())
+                else:
+                    hand_in(op, item[0], item[1], now_us())
+                wait_until = None
+
+    async def _drive(self, op: Operation) -> Outcome:
+        """Drives ``op`` to its outcome and frees it."""
+        with op:
+            return await self._run(op)
 
     async def _release_token(self, names: list[bytes], token: str) -> None:
         try:
             with self._client.lease(names, token, 0) as lease:
-                (await self._run(self._client.release(lease, now_us()))).close()
+                (await self._drive(self._client.release(lease, now_us()))).close()
         except Exception:
             logger.exception("cleaning up after an interrupted acquisition failed")
 
     async def aclose(self) -> None:
-        """Cancels the commands still in flight and closes the clients
-        :meth:`from_urls` made. Locks still held are not released."""
+        """Flushes, cancels what still waits for a node that does not answer, and
+        closes the clients :meth:`from_urls` made. Locks still held are not released."""
         if self._closed:
             return
         self._closed = True
+        await self.flush()
         for node in self._nodes:
             await node.close()
         for client in self._owned:
             await client.aclose()
+
+    async def flush(self) -> None:
+        """Waits (at most until their deadlines) for the commands still on their way
+        (see :meth:`redlock_core.Redlock.flush`); ``aclose`` calls it."""
+        limit = now_us() + 1_000_000
+        for node in self._nodes:
+            await node.flush(limit)
 
     async def __aenter__(self) -> AsyncRedlock:
         return self
@@ -458,7 +476,7 @@ class AsyncLock(LockState):
             )
         redlock = self._redlock
         op = redlock._usable().extend(self._lease, now_us(), ttl_ms=ttl)
-        with await redlock._run(op) as outcome:
+        with await redlock._drive(op) as outcome:
             lease = outcome.lease()
             if lease is not None:
                 self._set_lease(lease)
@@ -493,7 +511,7 @@ class AsyncLock(LockState):
             if self._released is not None:
                 return self._released
             redlock = self._redlock
-            with await redlock._run(redlock._usable().release(self._lease, now_us())) as outcome:
+            with await redlock._drive(redlock._usable().release(self._lease, now_us())) as outcome:
                 result = release_result(outcome, redlock._labels)
             self._nodes = result.nodes
             self._released = result

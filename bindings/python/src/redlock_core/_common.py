@@ -8,7 +8,7 @@ reply kinds, outcomes into results and exceptions, settings into a core
 from __future__ import annotations
 
 import logging
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -185,8 +185,10 @@ def closed_reply() -> Parts:
 
 # ---- one node's commands ----------------------------------------------------------
 
-#: Releases queued for a node that stopped answering, at most (older ones first).
+#: Releases queued for a node that stopped answering, at most.
 MAX_QUEUED_WHILE_STALLED = 1024
+#: Tokens a node queue remembers having sent an acquisition for, at most.
+MAX_TRACKED_TOKENS = 4096
 
 
 class Job(NamedTuple):
@@ -195,6 +197,7 @@ class Job(NamedTuple):
     request_id: int
     deadline: int
     kind: int  # COMMAND_SET, _ACQUIRE, _RELEASE or _EXTEND, from the core
+    token: str  # the operation's token, from the core
     argv: tuple[bytes, ...]
     deliver: Callable[[tuple[int, Parts]], None]
 
@@ -226,10 +229,10 @@ class NodeQueue:
       dropped: the core already counted it as timed out. A release is always written,
       however late: it only ever deletes this lock's own keys.
     - While the node has a command written and unanswered past its deadline (frozen,
-      or its client blocks), new acquisitions and extensions are not queued: they fail
-      at once ("not sent"), so nothing piles up behind a node that does not answer.
-      Releases still queue, up to ``MAX_QUEUED_WHILE_STALLED``, to clean up after any
-      ``SET`` already written.
+      or its client blocks), new commands fail at once ("not sent"), so nothing piles
+      up behind a node that does not answer; except a release of a token this queue
+      took an acquisition for (and has not released since), which still queues, to
+      clean up after a ``SET`` that may land when the node answers again.
     """
 
     def __init__(self) -> None:
@@ -237,6 +240,9 @@ class NodeQueue:
         self.in_flight: deque[Job] = deque()
         self.last_error: str | None = None
         self.closed = False
+        # Tokens of acquisitions taken for this node and not released since; bounded
+        # (oldest forgotten first: a forgotten one's key ends with its TTL).
+        self.acquired: OrderedDict[str, None] = OrderedDict()
 
     def stalled(self, now: int) -> bool:
         return any(job.deadline <= now for job in self.in_flight)
@@ -245,9 +251,17 @@ class NodeQueue:
         """Queues ``job``, or returns the reply it gets at once instead."""
         if self.closed:
             return closed_reply()
+        # pop gives the stored None for a tracked token, 0 for another.
+        needed = job.kind == _ffi.COMMAND_RELEASE and self.acquired.pop(job.token, 0) is None
         if self.in_flight and self.stalled(now):
-            if job.kind != _ffi.COMMAND_RELEASE or len(self.jobs) >= MAX_QUEUED_WHILE_STALLED:
+            if job.kind != _ffi.COMMAND_RELEASE or not needed:
                 return not_sent(self.last_error)
+            if len(self.jobs) >= MAX_QUEUED_WHILE_STALLED:
+                return not_sent(self.last_error)
+        elif job.kind in (_ffi.COMMAND_SET, _ffi.COMMAND_ACQUIRE):
+            self.acquired[job.token] = None
+            if len(self.acquired) > MAX_TRACKED_TOKENS:
+                self.acquired.popitem(last=False)
         self.jobs.append(job)
         return None
 
@@ -257,6 +271,12 @@ class NodeQueue:
         self.jobs.clear()
         self.in_flight.extend(batch)
         return batch
+
+    def settle_by(self) -> int | None:
+        """The latest deadline of the commands queued or in flight (None: nothing
+        waits). What is still owed an answer past it the core has given up on."""
+        deadlines = [job.deadline for job in self.jobs] + [job.deadline for job in self.in_flight]
+        return max(deadlines) if deadlines else None
 
     def answered(self, parts: Parts) -> Job:
         """The oldest job in flight got ``parts``; returns it."""

@@ -17,6 +17,8 @@ acquisition.
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import queue
 import threading
 import weakref
@@ -73,10 +75,11 @@ class _Node:
     first use, long-lived) that writes the queue to one connection and reads the
     replies."""
 
-    def __init__(self, index: int, client: redis.Redis) -> None:
+    def __init__(self, index: int, client: redis.Redis, owner: int) -> None:
         self.index = index
         self.client = client
         self.label = label_of(client, index)
+        self.thread_name = f"redlock-{owner}-node-{index}"
         self._cond = threading.Condition(threading.Lock())
         self._queue = NodeQueue()
         self._worker: threading.Thread | None = None
@@ -88,7 +91,7 @@ class _Node:
             if reply is None:
                 if self._worker is None:
                     self._worker = threading.Thread(
-                        target=self._work, name=f"redlock-node-{self.index}", daemon=True
+                        target=self._work, name=self.thread_name, daemon=True
                     )
                     self._worker.start()
                 self._cond.notify()
@@ -140,6 +143,8 @@ class _Node:
                 parts = failure
             with self._cond:
                 job = self._queue.answered(parts)
+                if not self._queue.in_flight and not self._queue.jobs:
+                    self._cond.notify_all()  # for flush()
             job.deliver((job.request_id, parts))
         if failure is not None:
             self._disconnect()  # replies may still come: never reuse it out of step
@@ -152,15 +157,24 @@ class _Node:
             finally:
                 self.client.connection_pool.release(connection)
 
+    def flush(self, limit: int) -> None:
+        """Waits until every queued command is written and answered, but no later
+        than their deadlines (nor ``limit``)."""
+        with self._cond:
+            while True:
+                settle_by = self._queue.settle_by()
+                if settle_by is None:
+                    return
+                left = min(settle_by, limit) - now_us()
+                if left <= 0:
+                    return
+                self._cond.wait(left / 1e6)
+
     def close(self) -> None:
+        # The worker ends once idle; one blocked on a frozen node, when its read returns.
         with self._cond:
             self._queue.closed = True
             self._cond.notify_all()
-            worker = self._worker
-        if worker is None:
-            return
-        # A worker blocked on a frozen node ends when its read returns.
-        worker.join(timeout=1.0)
 
     @property
     def alive(self) -> bool:
@@ -219,8 +233,10 @@ class Redlock:
             max_extensions=max_extensions,
         )
         self._client = Client(self._config, seed=seed)
-        self._nodes = [_Node(i, c) for i, c in enumerate(node_clients)]
+        self.serial = next(_serials)
+        self._nodes = [_Node(i, c, self.serial) for i, c in enumerate(node_clients)]
         self._labels = tuple(node.label for node in self._nodes)
+        _live.add(self)
 
     @classmethod
     def from_urls(cls, urls: Sequence[str], **settings: Any) -> Redlock:
@@ -279,14 +295,13 @@ class Redlock:
         names = resource_list(resources)
         shown = _shown(resources, names)
         client = self._usable()
-        op = client.acquire(names, now_us(), ttl_ms=ttl_ms(ttl))
-        token = op.token
-        try:
-            outcome = self._run(op)
-        except BaseException:
-            # Interrupted mid-acquisition: some nodes may hold our token; clean them.
-            self._release_token(names, token)
-            raise
+        with client.acquire(names, now_us(), ttl_ms=ttl_ms(ttl)) as op:
+            try:
+                outcome = self._run(op)
+            except BaseException:
+                # Interrupted mid-attempt: some nodes may hold its token; clean them.
+                self._release_token(names, op.token)
+                raise
         with outcome:
             if outcome.kind != "acquired":
                 raise acquire_error(outcome, shown, self._labels)
@@ -338,47 +353,49 @@ class Redlock:
 
     def _run(self, op: Operation) -> Outcome:
         """Drives ``op`` to its outcome: send what it says, hand in replies and
-        timeouts at the instants it names. Frees ``op``."""
+        timeouts at the instants it names."""
         replies: queue.SimpleQueue[tuple[int, Parts]] = queue.SimpleQueue()
         deliver = replies.put
         nodes = self._nodes
         wait_until: int | None = None
-        try:
-            while True:
-                kind = op.poll()
-                if kind == _ffi.OUTPUT_SEND:
-                    node, request_id, deadline, argv = op.command()
-                    kind = op.command_kind()[0]
-                    nodes[node].submit(Job(request_id, deadline, kind, argv, deliver))
-                elif kind == _ffi.OUTPUT_WAIT:
-                    wait_until = op.wait_until()
-                elif kind == _ffi.OUTPUT_OUTCOME:
-                    return op.take_outcome()
-                else:
+        while True:
+            kind = op.poll()
+            if kind == _ffi.OUTPUT_SEND:
+                node, request_id, deadline, argv = op.command()
+                job = Job(request_id, deadline, op.command_kind()[0], op.token, argv, deliver)
+                nodes[node].submit(job)
+            elif kind == _ffi.OUTPUT_WAIT:
+                wait_until = op.wait_until()
+            elif kind == _ffi.OUTPUT_OUTCOME:
+                return op.take_outcome()
+            else:
+                if wait_until is None:
+                    wait_until = op.poll_timeout()
                     if wait_until is None:
-                        wait_until = op.poll_timeout()
-                        if wait_until is None:
-                            raise CoreError(
-                                _ffi.PANIC, "stalled", "the operation neither waits nor ends"
-                            )
-                    timeout = (wait_until - now_us()) / 1e6
-                    try:
-                        if timeout > 0:
-                            request_id, parts = replies.get(timeout=timeout)
-                        else:
-                            request_id, parts = replies.get_nowait()
-                    except queue.Empty:
-                        op.handle_timeout(now_us())
+                        raise CoreError(
+                            _ffi.PANIC, "stalled", "the operation neither waits nor ends"
+                        )
+                timeout = (wait_until - now_us()) / 1e6
+                try:
+                    if timeout > 0:
+                        request_id, parts = replies.get(timeout=timeout)
                     else:
-                        hand_in(op, request_id, parts, now_us())
-                    wait_until = None
-        finally:
-            op.close()
+                        request_id, parts = replies.get_nowait()
+                except queue.Empty:
+                    op.handle_timeout(now_us())
+                else:
+                    hand_in(op, request_id, parts, now_us())
+                wait_until = None
+
+    def _drive(self, op: Operation) -> Outcome:
+        """Drives ``op`` to its outcome and frees it."""
+        with op:
+            return self._run(op)
 
     def _release_token(self, names: list[bytes], token: str) -> None:
         try:
             with self._client.lease(names, token, 0) as lease:
-                self._run(self._client.release(lease, now_us())).close()
+                self._drive(self._client.release(lease, now_us())).close()
         except Exception:
             logger.exception("cleaning up after an interrupted acquisition failed")
 
@@ -391,10 +408,21 @@ class Redlock:
         if self._closed:
             return
         self._closed = True
+        _live.discard(self)
+        self.flush()
         for node in self._nodes:
             node.close()
         for client in self._owned:
             client.close()
+
+    def flush(self) -> None:
+        """Waits (at most until their deadlines) for the commands still on their way:
+        after a decision at a quorum the other nodes' commands are still out, and a
+        process that exits at once would leave those keys to their TTL. ``close`` and
+        the interpreter's exit call it."""
+        limit = now_us() + _FLUSH_LIMIT_US
+        for node in self._nodes:
+            node.flush(limit)
 
     def __enter__(self) -> Redlock:
         return self
@@ -405,6 +433,23 @@ class Redlock:
     def __repr__(self) -> str:
         ttl = self._config.ttl_ms
         return f"<Redlock {len(self._nodes)} nodes, quorum {self.quorum}, ttl {ttl} ms>"
+
+
+# Redlocks not closed yet: their last commands are flushed when the interpreter exits
+# (the worker threads are daemons and would be stopped mid-write).
+_live: weakref.WeakSet[Redlock] = weakref.WeakSet()
+_FLUSH_LIMIT_US = 1_000_000
+# Numbers the Redlocks of this process, for their threads' names.
+_serials = itertools.count(1)
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for redlock in list(_live):
+        try:
+            redlock.flush()
+        except Exception:  # never fail the interpreter's exit
+            logger.exception("flushing a Redlock at exit failed")
 
 
 def _shown(resources: Resources, names: list[bytes]) -> list[str | bytes]:
@@ -471,7 +516,7 @@ class Lock(LockState):
             )
         redlock = self._redlock
         op = redlock._usable().extend(self._lease, now_us(), ttl_ms=ttl)
-        with redlock._run(op) as outcome:
+        with redlock._drive(op) as outcome:
             lease = outcome.lease()
             if lease is not None:
                 self._set_lease(lease)
@@ -504,7 +549,7 @@ class Lock(LockState):
             if self._released is not None:
                 return self._released
             redlock = self._redlock
-            with redlock._run(redlock._usable().release(self._lease, now_us())) as outcome:
+            with redlock._drive(redlock._usable().release(self._lease, now_us())) as outcome:
                 result = release_result(outcome, redlock._labels)
             self._nodes = result.nodes
             self._released = result
