@@ -64,7 +64,8 @@ fn bench_cycle(c: &mut Criterion) {
     let mut group = c.benchmark_group("core");
     let mut seeded = Redlock::with_seed(config.clone(), [42; 32]);
     let mut sends = Vec::with_capacity(8);
-    assert_eq!(cycle(&mut seeded, &mut sends), 5);
+    // The release decides at the quorum; the other two replies are fed as late replies.
+    assert_eq!(cycle(&mut seeded, &mut sends), 3);
     group.bench_function("acquire_release_n5_seeded", |b| {
         b.iter(|| black_box(cycle(&mut seeded, &mut sends)))
     });

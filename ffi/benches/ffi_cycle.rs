@@ -196,7 +196,8 @@ fn bench_overhead(c: &mut Criterion) {
         .expect("valid config");
     let mut core_client = Redlock::with_seed(config, [42; 32]);
     let mut ids = Vec::with_capacity(8);
-    assert_eq!(core_cycle(&mut core_client, &mut ids), 5);
+    // The release decides at the quorum (3 of 5); the other replies arrive late.
+    assert_eq!(core_cycle(&mut core_client, &mut ids), 3);
     group.bench_function("core", |b| {
         b.iter(|| black_box(core_cycle(&mut core_client, &mut ids)))
     });
@@ -214,7 +215,7 @@ fn bench_overhead(c: &mut Criterion) {
             seed.len(),
             &mut client,
         ));
-        assert_eq!(ffi_cycle(client, &mut ids), 5);
+        assert_eq!(ffi_cycle(client, &mut ids), 3);
         group.bench_function("c_abi", |b| {
             b.iter(|| black_box(ffi_cycle(client, &mut ids)))
         });
