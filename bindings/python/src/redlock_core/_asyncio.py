@@ -26,6 +26,7 @@ from redis.exceptions import ResponseError
 from . import _ffi
 from ._common import (
     PRELOAD,
+    PRELOAD_REPLIES,
     Duration,
     Job,
     NodeQueue,
@@ -158,12 +159,10 @@ class _AsyncNode:
                 pool: Any = self.client.connection_pool
                 self._connection = await pool.get_connection()
             connection = self._connection
-            commands = (
-                [*PRELOAD, *(job.argv for job in batch)] if fresh else [job.argv for job in batch]
-            )
-            await connection.send_packed_command(connection.pack_commands(commands))
+            data = b"".join([PRELOAD] * fresh + [job.resp for job in batch])
+            await connection.send_packed_command([data])
             if fresh:
-                for _ in PRELOAD:
+                for _ in range(PRELOAD_REPLIES):
                     try:
                         await connection.read_response(disable_decoding=True)
                     except ResponseError:
@@ -367,8 +366,8 @@ class AsyncRedlock:
         while True:
             kind = op.poll()
             if kind == _ffi.OUTPUT_SEND:
-                node, request_id, deadline, argv = op.command()
-                job = Job(request_id, deadline, op.command_kind()[0], op.token, argv, deliver)
+                node, request_id, deadline, resp = op.packed_command()
+                job = Job(request_id, deadline, op.command_kind()[0], op.token, resp, deliver)
                 nodes[node].submit(job)
             elif kind == _ffi.OUTPUT_WAIT:
                 wait_until = op.wait_until()

@@ -198,22 +198,25 @@ class Job(NamedTuple):
     deadline: int
     kind: int  # COMMAND_SET, _ACQUIRE, _RELEASE or _EXTEND, from the core
     token: str  # the operation's token, from the core
-    argv: tuple[bytes, ...]
+    resp: bytes  # the command, encoded by the core
     deliver: Callable[[tuple[int, Parts]], None]
 
 
-def _preload() -> tuple[tuple[bytes, ...], ...]:
+def _preload() -> bytes:
     from .core import script_text
 
-    return tuple(
-        (b"SCRIPT", b"LOAD", script_text(script).encode())
-        for script in (_ffi.SCRIPT_ACQUIRE, _ffi.SCRIPT_RELEASE, _ffi.SCRIPT_EXTEND)
-    )
+    commands = []
+    for script in (_ffi.SCRIPT_ACQUIRE, _ffi.SCRIPT_RELEASE, _ffi.SCRIPT_EXTEND):
+        text = script_text(script).encode()
+        commands.append(b"*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n$%d\r\n%s\r\n" % (len(text), text))
+    return b"".join(commands)
 
 
-#: Written first on every new connection, so that EVALSHA finds the scripts: the core
-#: falls back to EVAL on NOSCRIPT, but not for a reply that comes after it decided (a
-#: release decides at a quorum), which would leave that node's key to its TTL.
+#: Written first on every new connection (three SCRIPT LOAD, in RESP), so that EVALSHA
+#: finds the scripts: the core falls back to EVAL on NOSCRIPT, but not for a reply that
+#: comes after it decided (a release decides at a quorum), which would leave that
+#: node's key to its TTL.
+PRELOAD_REPLIES = 3
 PRELOAD = _preload()
 
 
@@ -310,7 +313,7 @@ def hand_in(op: Operation, request_id: int, parts: Parts, now: int) -> None:
         with _reply_value(parts) as reply:
             op.handle_reply_value(request_id, reply, now)
     else:
-        op.handle_reply(request_id, kind, now, integer=integer, text=payload)
+        op._reply(request_id, kind, integer, payload, now)
 
 
 # ---- outcomes ---------------------------------------------------------------------

@@ -35,6 +35,7 @@ __all__ = [
     "Lease",
     "Operation",
     "Outcome",
+    "PackedCommand",
     "Reply",
     "Resource",
     "Resources",
@@ -505,6 +506,15 @@ class Command(NamedTuple):
     argv: tuple[bytes, ...]
 
 
+class PackedCommand(NamedTuple):
+    """A command to send, as RESP bytes (see :class:`Command`)."""
+
+    node: int
+    request_id: int
+    deadline: int
+    resp: bytes
+
+
 _ARGV_CAPACITY = 80  # EVALSHA sha1 numkeys + up to 64 keys + token + ttl, with room
 
 
@@ -517,19 +527,48 @@ class Operation(_Handle):
     (:meth:`wait_until`), ``OUTPUT_OUTCOME`` (:meth:`take_outcome`).
     """
 
-    __slots__ = ("_argc", "_args", "_capacity", "_deadline", "_kind", "_lens", "_node", "_request")
+    __slots__ = (
+        "_argc",
+        "_args",
+        "_capacity",
+        "_command_kind",
+        "_command_kind_refs",
+        "_command_refs",
+        "_deadline",
+        "_kind",
+        "_kind_ref",
+        "_lens",
+        "_node",
+        "_request",
+        "_resp",
+        "_resp_length",
+        "_resp_refs",
+    )
     _free_name = "redlock_operation_free"
 
     def __init__(self, pointer: int | None) -> None:
         super().__init__(pointer)
+        # Output slots, and references to them, made once per operation.
         self._kind = c_uint32()
+        self._kind_ref = byref(self._kind)
         self._node = c_size_t()
         self._request = c_uint64()
         self._deadline = c_uint64()
         self._argc = c_size_t()
-        self._capacity = _ARGV_CAPACITY
-        self._args = (c_void_p * _ARGV_CAPACITY)()
-        self._lens = (c_size_t * _ARGV_CAPACITY)()
+        self._command_refs = (
+            byref(self._node),
+            byref(self._request),
+            byref(self._deadline),
+            byref(self._argc),
+        )
+        self._resp = c_void_p()
+        self._resp_length = c_size_t()
+        self._resp_refs = (byref(self._resp), byref(self._resp_length))
+        self._command_kind = (c_uint32(), c_bool())
+        self._command_kind_refs = (byref(self._command_kind[0]), byref(self._command_kind[1]))
+        self._capacity = 0
+        self._args: Any = None
+        self._lens: Any = None
 
     # inputs
 
@@ -558,6 +597,16 @@ class Operation(_Handle):
             "handle_reply",
         )
 
+    def _reply(
+        self, request_id: int, kind: int, integer: int, text: bytes | None, now: int
+    ) -> None:
+        """:meth:`handle_reply` for the drivers, whose arguments need no checking."""
+        rc = lib.redlock_operation_handle_reply(
+            self._p(), request_id, kind, integer, text, len(text) if text else 0, now
+        )
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "handle_reply")
+
     def handle_reply_value(self, request_id: int, reply: Reply, now: int) -> None:
         """Hands in the reply to ``request_id`` as a :class:`Reply` (arrays included)."""
         if not isinstance(reply, Reply):
@@ -580,7 +629,7 @@ class Operation(_Handle):
 
     def poll(self) -> int:
         """The next output's kind: ``OUTPUT_NONE``, ``_SEND``, ``_WAIT`` or ``_OUTCOME``."""
-        rc = lib.redlock_operation_poll_output(self._p(), byref(self._kind))
+        rc = lib.redlock_operation_poll_output(self._p(), self._kind_ref)
         if rc != _ffi.OK:
             _ffi.fail(rc, "poll")
         return self._kind.value
@@ -588,20 +637,14 @@ class Operation(_Handle):
     def command(self) -> Command:
         """The current ``OUTPUT_SEND`` output's command."""
         pointer = self._p()
-        rc = lib.redlock_operation_command(
-            pointer,
-            byref(self._node),
-            byref(self._request),
-            byref(self._deadline),
-            byref(self._argc),
-        )
+        rc = lib.redlock_operation_command(pointer, *self._command_refs)
         if rc != _ffi.OK:
             _ffi.fail(rc, "command")
         argc = self._argc.value
         if argc > self._capacity:
-            self._capacity = argc
-            self._args = (c_void_p * argc)()
-            self._lens = (c_size_t * argc)()
+            self._capacity = max(argc, _ARGV_CAPACITY)
+            self._args = (c_void_p * self._capacity)()
+            self._lens = (c_size_t * self._capacity)()
         rc = lib.redlock_operation_command_args(
             pointer, self._args, self._lens, self._capacity, byref(self._argc)
         )
@@ -614,7 +657,25 @@ class Operation(_Handle):
             self._request.value,
             self._deadline.value,
             # The library lends argc (pointer, length) pairs, none of them NULL.
-            tuple([string_at(args[i], lens[i]) for i in range(argc)]),  # type: ignore[arg-type]
+            tuple([string_at(args[i], lens[i]) for i in range(argc)]),
+        )
+
+    def packed_command(self) -> PackedCommand:
+        """The current ``OUTPUT_SEND`` output's command, encoded in RESP by the core
+        (what the drivers write to the socket: byte-identical in every binding)."""
+        pointer = self._p()
+        rc = lib.redlock_operation_command(pointer, *self._command_refs)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "command")
+        rc = lib.redlock_operation_command_resp(pointer, *self._resp_refs)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "command_resp")
+        return PackedCommand(
+            self._node.value,
+            self._request.value,
+            self._deadline.value,
+            # Lent by the library: never NULL for a command.
+            ctypes.string_at(self._resp.value, self._resp_length.value),  # type: ignore[arg-type]
         )
 
     def command_arg(self, index: int) -> bytes:
@@ -640,12 +701,11 @@ class Operation(_Handle):
     def command_kind(self) -> tuple[int, bool]:
         """What the current command does (a ``COMMAND_*`` value) and whether it is an
         ``EVAL`` carrying the script's text."""
-        kind, is_eval = c_uint32(), c_bool()
-        _ffi.check(
-            lib.redlock_operation_command_kind(self._p(), byref(kind), byref(is_eval)),
-            "command_kind",
-        )
-        return int(kind.value), bool(is_eval.value)
+        rc = lib.redlock_operation_command_kind(self._p(), *self._command_kind_refs)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "command_kind")
+        kind, is_eval = self._command_kind
+        return kind.value, is_eval.value
 
     def wait_until(self) -> int:
         """The instant of the current ``OUTPUT_WAIT`` output."""
@@ -684,9 +744,11 @@ class Operation(_Handle):
 
     @property
     def token(self) -> str:
-        pointer, length = c_void_p(), c_size_t()
-        _ffi.check(lib.redlock_operation_token(self._p(), byref(pointer), byref(length)), "token")
-        return _ffi.borrowed(pointer.value, length.value).decode("ascii")
+        """The current attempt's token (for an extension or release, the lease's)."""
+        rc = lib.redlock_operation_token(self._p(), *self._resp_refs)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "token")
+        return _ffi.borrowed(self._resp.value, self._resp_length.value).decode("ascii")
 
     @property
     def node_count(self) -> int:

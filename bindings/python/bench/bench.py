@@ -1,0 +1,222 @@
+"""Benchmarks of the Python package (`make bench-python`).
+
+1. End-to-end acquire + release latency against five local Redis nodes (base port
+   7380, started and stopped here), this package's sync and asyncio drivers side by
+   side with pottery's Redlock on the same nodes in one run: all nodes healthy, then
+   node 4 frozen with SIGSTOP. Each client makes --cycles acquire + release pairs on
+   its own resource after a warm-up; the table gives p50, p99 and mean in microseconds.
+   With a frozen node, pottery (and redis-py) need a socket timeout or they block for
+   about a minute per call, so those rows use clients with socket_timeout=50 ms; this
+   package's rows use redis-py's defaults as well, to show that its deadlines do not
+   depend on them. Threads alive after each row are reported (pottery keeps one per
+   call stuck on the frozen node).
+2. The ctypes overhead of one N = 5 decision cycle with no I/O: acquire, five OK
+   replies, the outcome and its lease, release, five replies, through this package's
+   ctypes layer (what the drivers pay per lock on top of the network).
+
+    python bench/bench.py [--cycles N] [--base-port P]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import redis
+import redis.asyncio
+from pottery import Redlock as PotteryRedlock
+
+from redlock_core import AsyncRedlock, Redlock, core
+from redlock_core import _ffi as ffi
+from redlock_core._common import Parts, hand_in
+
+REPO = Path(__file__).resolve().parents[3]
+NODES = REPO / "scripts" / "redis-nodes.sh"
+
+
+def nodes_script(*args: str, base_port: int) -> None:
+    subprocess.run(
+        ["bash", str(NODES), *args, "--base-port", str(base_port)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def summary(name: str, samples: list[float]) -> str:
+    micros = sorted(sample * 1e6 for sample in samples)
+    p50 = micros[len(micros) // 2]
+    p99 = micros[min(len(micros) - 1, int(len(micros) * 0.99))]
+    return (
+        f"| {name:<58} | {p50:>9,.0f} | {p99:>9,.0f} | {statistics.fmean(micros):>9,.0f} "
+        f"| {threading.active_count():>7} |"
+    )
+
+
+def timed(cycle: Callable[[int], None], cycles: int, warmup: int) -> list[float]:
+    for i in range(warmup):
+        cycle(-1 - i)
+    samples = []
+    for i in range(cycles):
+        started = time.perf_counter()
+        cycle(i)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def run_sync(ports: list[int], name: str, cycles: int, warmup: int, **client: Any) -> list[float]:
+    with Redlock([redis.Redis(port=port, **client) for port in ports]) as redlock:
+
+        def cycle(i: int) -> None:
+            redlock.acquire(name).release()
+
+        return timed(cycle, cycles, warmup)
+
+
+def run_async(ports: list[int], name: str, cycles: int, warmup: int, **client: Any) -> list[float]:
+    async def main() -> list[float]:
+        clients = [redis.asyncio.Redis(port=port, **client) for port in ports]
+        async with AsyncRedlock(clients) as redlock:
+            samples = []
+            for i in range(warmup + cycles):
+                started = time.perf_counter()
+                await (await redlock.acquire(name)).release()
+                if i >= warmup:
+                    samples.append(time.perf_counter() - started)
+            return samples
+
+    return asyncio.run(main())
+
+
+def run_pottery(
+    ports: list[int], name: str, cycles: int, warmup: int, **client: Any
+) -> list[float]:
+    masters = {redis.Redis(port=port, **client) for port in ports}
+    lock = PotteryRedlock(key=name, masters=masters, auto_release_time=10)
+
+    def cycle(i: int) -> None:
+        if not lock.acquire(blocking=False):
+            raise RuntimeError("pottery did not acquire a free lock")
+        lock.release()
+
+    return timed(cycle, cycles, warmup)
+
+
+def bench_nodes(cycles: int, base_port: int) -> None:
+    ports = [base_port + i for i in range(5)]
+    print(f"## acquire + release, 5 local nodes (ports {ports[0]}-{ports[-1]}), {cycles} cycles")
+    print()
+    header = f"| {'client':<58} | {'p50 us':>9} | {'p99 us':>9} | {'mean us':>9} | threads |"
+    print(header)
+    print("|" + "|".join("-" * (len(cell)) for cell in header.split("|")[1:-1]) + "|")
+    warmup = 30
+    healthy = [
+        ("redlock-core sync", run_sync, {}),
+        ("redlock-core asyncio", run_async, {}),
+        ("pottery 3.0.1", run_pottery, {}),
+    ]
+    for label, run, client in healthy:
+        samples = run(ports, f"bench:{label}", cycles, warmup, **client)
+        print(summary(label, samples), flush=True)
+    nodes_script("pause", "4", base_port=base_port)
+    try:
+        frozen = [
+            ("redlock-core sync, node 4 frozen, redis-py defaults", run_sync, {}),
+            ("redlock-core asyncio, node 4 frozen, redis-py defaults", run_async, {}),
+            ("redlock-core sync, node 4 frozen, socket_timeout 50 ms", run_sync, _timeout()),
+            ("redlock-core asyncio, node 4 frozen, socket_timeout 50 ms", run_async, _timeout()),
+            ("pottery 3.0.1, node 4 frozen, socket_timeout 50 ms", run_pottery, _timeout()),
+        ]
+        for label, run, client in frozen:
+            samples = run(ports, f"bench:frozen:{label}", cycles, warmup, **client)
+            print(summary(label, samples), flush=True)
+    finally:
+        nodes_script("resume", "4", base_port=base_port)
+    print()
+
+
+def _timeout() -> dict[str, Any]:
+    return {"socket_timeout": 0.05, "socket_connect_timeout": 0.05}
+
+
+def drive_without_io(op: core.Operation, reply: Parts, now: int) -> core.Outcome:
+    """The drivers' loop with the network taken out: the same calls per command (the
+    RESP bytes, the command's kind and token), every node answering at once."""
+    sent = []
+    with op:
+        while True:
+            output = op.poll()
+            if output == ffi.OUTPUT_SEND:
+                command = op.packed_command()
+                sent.append((command.request_id, op.command_kind()[0], op.token, command))
+            elif output == ffi.OUTPUT_WAIT:
+                op.wait_until()
+            elif output == ffi.OUTPUT_OUTCOME:
+                return op.take_outcome()
+            else:
+                hand_in(op, sent.pop(0)[0], reply, now)
+
+
+def ctypes_cycle(client: core.Client) -> None:
+    """One N = 5 acquire + release decision cycle, no I/O."""
+    with drive_without_io(client.acquire("bench", 1_000), (ffi.REPLY_OK, 0, None), 1_100) as won:
+        lease = won.lease()
+    assert lease is not None
+    with lease, client.release(lease, 2_000) as op:
+        drive_without_io(op, (ffi.REPLY_INTEGER, 1, None), 2_100).close()
+
+
+def bench_ctypes(repeats: int = 5, cycles: int = 5_000) -> None:
+    with core.Config(5, 10_000) as config, core.Client(config, seed=bytes(32)) as client:
+        for _ in range(500):
+            ctypes_cycle(client)
+        per_cycle = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            for _ in range(cycles):
+                ctypes_cycle(client)
+            per_cycle.append((time.perf_counter() - started) / cycles * 1e6)
+        # The cost of one bare call through ctypes, for scale.
+        with client.acquire("bench", 0) as op:
+            started = time.perf_counter()
+            for _ in range(100_000):
+                ffi.lib.redlock_operation_is_finished(op._p())
+            per_call = (time.perf_counter() - started) / 100_000 * 1e6
+    title = "ctypes overhead, N = 5 acquire + release decision cycle, no I/O"
+    print(f"## {title} ({cycles} cycles x {repeats})")
+    print()
+    print(
+        f"best {min(per_cycle):.1f} us, median {statistics.median(per_cycle):.1f} us per cycle "
+        f"(one bare ctypes call: {per_call:.2f} us)"
+    )
+    print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cycles", type=int, default=500)
+    parser.add_argument("--base-port", type=int, default=7380)
+    args = parser.parse_args()
+    print(
+        f"python {sys.version.split()[0]}, redis-py {redis.__version__}, "
+        f"libredlock {core.version()}, {os.cpu_count()} cores"
+    )
+    print()
+    bench_ctypes()
+    nodes_script("start", "--nodes", "5", base_port=args.base_port)
+    try:
+        bench_nodes(args.cycles, args.base_port)
+    finally:
+        nodes_script("stop", base_port=args.base_port)
+
+
+if __name__ == "__main__":
+    main()
