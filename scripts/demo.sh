@@ -36,6 +36,10 @@ target=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_direc
 export REDLOCK="$target/release/redlock"
 demo="$target/release/examples/demo"
 
+echo "==> building the Python package into \$REDLOCK_CACHE/venv-python"
+bindings/python/build.sh install >/dev/null
+python_worker="\"$REDLOCK_CACHE/venv-python/bin/python\" bindings/python/examples/worker.py"
+
 echo "==> starting 5 Redis nodes on ports $base_port-$((base_port + 4))"
 scripts/redis-nodes.sh start --base-port "$base_port" >/dev/null
 REDLOCK_NODES=$(scripts/redis-nodes.sh urls --base-port "$base_port")
@@ -61,6 +65,8 @@ WORKERS=(
   "rust-cli-2|$cli_worker"
   "rust-cli-3|$cli_worker"
   "rust-async|\"$demo\" worker --tasks 4 --rounds $((rounds * 2)) --counter \"\$DEMO_COUNTER\" --stats \"\$DEMO_STATS\" --resource \"\$DEMO_RESOURCE\""
+  "python-sync|$python_worker"
+  "python-asyncio|$python_worker --asyncio --tasks 2"
 )
 
 echo 0 >"$DEMO_COUNTER"

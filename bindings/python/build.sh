@@ -6,6 +6,7 @@
 #   bindings/python/build.sh venv    the tests' virtualenv, $REDLOCK_CACHE/venv-python,
 #                                    with requirements-dev.txt
 #   bindings/python/build.sh wheel   lib + venv, then the wheel into bindings/python/dist/
+#   bindings/python/build.sh install wheel, installed into the venv (what `make demo` runs)
 #   bindings/python/build.sh test    wheel, installed into the venv; ruff, mypy, pytest
 #   bindings/python/build.sh bench   wheel, installed; bench/bench.py (5 local nodes)
 #
@@ -74,6 +75,7 @@ case "${1:-}" in
   lib) build_lib ;;
   venv) make_venv ;;
   wheel) build_wheel ;;
+  install) install_wheel ;;
   test)
     install_wheel
     cd "$here"
@@ -90,7 +92,7 @@ case "${1:-}" in
     "$venv/bin/python" "$here/bench/bench.py" "$@"
     ;;
   *)
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

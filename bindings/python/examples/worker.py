@@ -55,7 +55,7 @@ def record(stats: Path | None, attempts: int | None, started: int) -> None:
         "acquire_us": (time.monotonic_ns() - started) // 1000,
     }
     with stats.open("a") as out:
-        out.write(json.dumps(line) + "\n")
+        out.write(json.dumps(line, separators=(",", ":")) + "\n")
 
 
 def run_sync(args: argparse.Namespace, intervals: list[tuple[float, float]]) -> None:
