@@ -124,7 +124,7 @@ export class Lock implements AsyncDisposable {
   readonly lease: core.Lease;
   /** Extends by `ttlMs` (default: the lock's TTL) from now. */
   extend(ttlMs?: number): Promise<this>;
-  /** Releases on every node; never throws for node failures. */
+  /** Releases on every node, deciding at a quorum; never throws for node failures. */
   release(): Promise<ReleaseResult>;
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -144,6 +144,16 @@ export class Redlock {
     fn: (signal: AbortSignal, lock: Lock) => T | Promise<T>,
   ): Promise<T>;
   using<T>(resources: Resource | Resource[], fn: (signal: AbortSignal, lock: Lock) => T | Promise<T>): Promise<T>;
+  /**
+   * Loads the core's scripts into every node's script cache (SCRIPT LOAD); worth doing
+   * at start-up and after a node restarts (see the README).
+   */
+  loadScripts(): Promise<NodeDetail[]>;
+  /**
+   * Resolves once every command sent so far has its reply or passed its deadline
+   * (operations decide at a quorum; wait for this before closing connections).
+   */
+  idle(): Promise<void>;
   /** Closes the connections this package opened (raw sockets). */
   close(): void;
 }

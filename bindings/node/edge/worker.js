@@ -20,7 +20,7 @@ function redlockFor(url, options) {
   return new Redlock(connections, options);
 }
 
-async function handle(url) {
+async function handle(url, ctx) {
   const resource = url.searchParams.get('resource');
   const redlock = redlockFor(url, { ttlMs: 5000, attempts: 2, retryDelayMs: 20, retryJitterMs: 10 });
   try {
@@ -56,15 +56,17 @@ async function handle(url) {
         return { error: `unknown path ${url.pathname}` };
     }
   } finally {
-    redlock.close();
+    // Releases decide at a quorum: let the commands to the other nodes finish after
+    // the response, then close the sockets.
+    ctx.waitUntil(redlock.idle().finally(() => redlock.close()));
   }
 }
 
 export default {
-  async fetch(request) {
+  async fetch(request, env, ctx) {
     const url = new URL(request.url);
     try {
-      const body = await handle(url);
+      const body = await handle(url, ctx);
       body.runtime = navigator.userAgent;
       return Response.json(body);
     } catch (error) {

@@ -17,12 +17,17 @@ export function connectionFailed(error) {
 /**
  * Runs `op` (a core Operation) to its outcome over `nodes` (one connection per node,
  * each with `send(args) => Promise<Reply>`), then frees it.
+ *
+ * The core may decide before every node answered (a quorum); the commands still out
+ * are then handed to `late(reply, deadline)`, so a caller can wait for them (for
+ * instance before closing connections) up to their deadline.
  * @returns {Promise<object>} the core's outcome
  */
-export function drive(op, nodes, clock = nowUs) {
+export function drive(op, nodes, clock = nowUs, late = undefined) {
   return new Promise((resolve, reject) => {
     let finished = false;
     let timer;
+    const inFlight = new Map();
 
     const finish = (settle, value) => {
       finished = true;
@@ -30,6 +35,7 @@ export function drive(op, nodes, clock = nowUs) {
       // Replies still in flight are ignored from here on: after the outcome they
       // change nothing in the core.
       op.free();
+      if (late) for (const [reply, deadline] of inFlight.values()) late(reply, deadline);
       settle(value);
     };
 
@@ -65,9 +71,16 @@ export function drive(op, nodes, clock = nowUs) {
       } catch (error) {
         reply = Promise.reject(error);
       }
+      inFlight.set(command.requestId, [reply, command.deadline]);
       reply.then(
-        (value) => input(() => op.handleReply(command.requestId, value, clock())),
-        (error) => input(() => op.handleReply(command.requestId, connectionFailed(error), clock())),
+        (value) => {
+          inFlight.delete(command.requestId);
+          input(() => op.handleReply(command.requestId, value, clock()));
+        },
+        (error) => {
+          inFlight.delete(command.requestId);
+          input(() => op.handleReply(command.requestId, connectionFailed(error), clock()));
+        },
       );
     };
 

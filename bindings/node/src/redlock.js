@@ -2,10 +2,10 @@
 // Every decision is the core's; this file only drives operations and arms timers at
 // the instants the core names.
 
-import { Config, Redlock as CoreRedlock } from '../wasm/redlock_wasm.js';
+import { Config, Redlock as CoreRedlock, scripts } from '../wasm/redlock_wasm.js';
 import { nowUs } from './clock.js';
 import { toConnection } from './clients.js';
-import { drive } from './driver.js';
+import { connectionFailed, drive } from './driver.js';
 import {
   LockError,
   LockHeldError,
@@ -103,7 +103,7 @@ export class Redlock {
     const names = resourceList(resources);
     const options = ttlMs === undefined ? undefined : { ttlMs };
     const op = core(() => this.#core.acquire(names, nowUs(), options));
-    const outcome = await drive(op, this.#connections);
+    const outcome = await this._drive(op);
     if (outcome.kind === 'acquired') {
       return new Lock(this, outcome.lease, names, outcome);
     }
@@ -175,6 +175,43 @@ export class Redlock {
     }
   }
 
+  /**
+   * Resolves once every command sent so far has its reply or has passed its deadline.
+   * Operations decide at a quorum, so a release can return while its commands to the
+   * slower nodes are still out: wait for this before closing connections (in a worker,
+   * hand it to `ctx.waitUntil`) so they still delete the lock's keys.
+   */
+  async idle() {
+    while (this.#late.size > 0) await Promise.all(this.#late);
+  }
+
+  /**
+   * Loads the core's three scripts into every node's script cache (SCRIPT LOAD), so
+   * their first EVALSHA does not answer NOSCRIPT. Optional: the core falls back to EVAL
+   * on NOSCRIPT, but only while the operation is undecided, so a node that first sees a
+   * script after a release already decided at a quorum keeps the key until its TTL.
+   * Worth calling at start-up and after a node restarts. Resolves to how each node
+   * answered; never throws for node failures.
+   */
+  async loadScripts() {
+    const { acquire, release, extend } = scripts();
+    return Promise.all(
+      this.#connections.map(async (connection, node) => {
+        const replies = await Promise.all(
+          [acquire, release, extend].map((script) =>
+            Promise.resolve()
+              .then(() => connection.send(['SCRIPT', 'LOAD', script.text]))
+              .catch(connectionFailed),
+          ),
+        );
+        const failed = replies.find((reply) => reply.type === 'error' || reply.type === 'connection_failed');
+        return failed
+          ? { node, label: this.#labels[node], result: 'error', error: failed.value }
+          : { node, label: this.#labels[node], result: 'success' };
+      }),
+    );
+  }
+
   /** Closes the connections this package opened (raw sockets); clients stay yours. */
   close() {
     for (const connection of this.#connections) connection.close?.();
@@ -182,10 +219,35 @@ export class Redlock {
 
   // ---- for Lock ----------------------------------------------------------------
 
+  #late = new Set();
+
+  /** Keeps a command that outlived its operation until it settles or its deadline. */
+  #track = (reply, deadline) => {
+    let timer;
+    const done = Promise.race([
+      reply.then(
+        () => {},
+        () => {},
+      ),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, delayUntil(deadline, Math.ceil));
+      }),
+    ]).then(() => {
+      clearTimeout(timer);
+      this.#late.delete(done);
+    });
+    this.#late.add(done);
+  };
+
+  /** @internal */
+  _drive(op) {
+    return drive(op, this.#connections, nowUs, this.#track);
+  }
+
   /** @internal */
   _run(start) {
     const op = core(() => start(this.#core, nowUs()));
-    return drive(op, this.#connections);
+    return this._drive(op);
   }
 
   /** @internal */

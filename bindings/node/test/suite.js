@@ -32,7 +32,19 @@ export function integrationSuite(name, basePort, connect) {
         client.on('error', () => {});
         return client;
       });
+      await loadScripts();
     });
+
+    // Fresh (and restarted) nodes answer the first EVALSHA with NOSCRIPT; the core falls
+    // back to EVAL only while an operation is undecided, so a node whose NOSCRIPT comes
+    // after a release decided at a quorum would keep the key until its TTL.
+    const loadScripts = async () => {
+      const loaded = await new Redlock(clients).loadScripts();
+      assert.deepEqual(
+        loaded.map((n) => n.result),
+        Array(5).fill('success'),
+      );
+    };
 
     after(async () => {
       try {
@@ -53,7 +65,9 @@ export function integrationSuite(name, basePort, connect) {
       await sleep(20); // nodes still in flight at the quorum finish their SET
       assert.deepEqual(await values('rt:orders'), Array(5).fill(lock.token));
       const result = await lock.release();
-      assert.equal(result.released, 5);
+      assert.ok(result.released >= 3, `released on ${result.released} nodes`);
+      // The release decided at a quorum; the other nodes' commands finish in the background.
+      await redlock.idle();
       assert.deepEqual(await values('rt:orders'), Array(5).fill(null));
     });
 
@@ -63,6 +77,7 @@ export function integrationSuite(name, basePort, connect) {
       await assert.rejects(redlock.acquire(['multi:b', 'multi:c']), LockHeldError);
       assert.deepEqual(await values('multi:c'), Array(5).fill(null), 'nothing left of the failed lock');
       await lock.release();
+      await redlock.idle();
       assert.deepEqual(await values('multi:a'), Array(5).fill(null));
     });
 
@@ -106,6 +121,7 @@ export function integrationSuite(name, basePort, connect) {
       };
       await Promise.all(Array.from({ length: 4 }, () => worker(10)));
       assert.equal(acquisitions, 40);
+      await redlock.idle();
       assert.deepEqual(await values('contended'), Array(5).fill(null));
     });
 
@@ -133,6 +149,16 @@ export function integrationSuite(name, basePort, connect) {
         assert.ok(!(error instanceof LockHeldError));
       } finally {
         for (const index of [2, 3, 4]) nodes.restart(index);
+      }
+      // The clients reconnect on their own schedule.
+      for (let tries = 0; ; tries++) {
+        try {
+          await loadScripts();
+          break;
+        } catch (error) {
+          if (tries > 100) throw error;
+          await sleep(50);
+        }
       }
       assert.deepEqual(await values('down:r'), Array(5).fill(null), 'the failed attempt left nothing');
     });
@@ -182,6 +208,7 @@ export function integrationSuite(name, basePort, connect) {
         return 'done';
       });
       assert.equal(result, 'done');
+      await redlock.idle();
       assert.deepEqual(await values('auto:r'), Array(5).fill(null));
     });
 
@@ -231,6 +258,7 @@ export function integrationSuite(name, basePort, connect) {
       assert.equal(typeof lock[Symbol.asyncDispose], 'function');
       await lock[Symbol.asyncDispose]();
       assert.ok(lock.released);
+      await redlock.idle();
       assert.deepEqual(await values('dispose:r'), Array(5).fill(null));
     });
 

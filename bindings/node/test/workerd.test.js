@@ -78,6 +78,15 @@ describe('workerd', () => {
     return body;
   };
   const values = (key) => Promise.all(inspectors.map((client) => client.get(key)));
+  // A release decides at a quorum; the worker finishes the other nodes after responding.
+  const eventually = async (key, expected) => {
+    const deadline = Date.now() + 2000;
+    for (;;) {
+      const seen = await values(key);
+      if (JSON.stringify(seen) === JSON.stringify(expected) || Date.now() > deadline) return seen;
+      await sleep(10);
+    }
+  };
 
   test('a worker acquires a lock on the nodes and releases it by token', async () => {
     const acquired = await call('/acquire', { resource: 'edge:orders' });
@@ -86,16 +95,16 @@ describe('workerd', () => {
     await sleep(20);
     assert.deepEqual(await values('edge:orders'), Array(5).fill(acquired.token));
     const released = await call('/release', { resource: 'edge:orders', token: acquired.token });
-    assert.equal(released.released, 5);
-    assert.deepEqual(await values('edge:orders'), Array(5).fill(null));
+    assert.ok(released.released >= 3);
+    assert.deepEqual(await eventually('edge:orders', Array(5).fill(null)), Array(5).fill(null));
   });
 
   test('a worker sees a held lock, extends and releases its own', async () => {
     const cycle = await call('/cycle', { resource: 'edge:cycle' });
     assert.equal(cycle.second, 'LockHeldError: lock_held');
     assert.equal(cycle.extensions, 1);
-    assert.equal(cycle.released, 5);
-    assert.deepEqual(await values('edge:cycle'), Array(5).fill(null));
+    assert.ok(cycle.released >= 3);
+    assert.deepEqual(await eventually('edge:cycle', Array(5).fill(null)), Array(5).fill(null));
   });
 
   test('a frozen node does not stall a worker', async () => {
@@ -105,8 +114,8 @@ describe('workerd', () => {
       assert.ok(acquired.elapsedMs < 1000, `took ${acquired.elapsedMs} ms`);
       assert.notEqual(acquired.nodes[0].result, 'success');
       const released = await call('/release', { resource: 'edge:frozen', token: acquired.token });
-      assert.equal(released.nodes[0].result, 'timeout');
-      assert.equal(released.released, 4);
+      assert.notEqual(released.nodes[0].result, 'success');
+      assert.ok(released.released >= 3);
     } finally {
       nodes.resume(0);
     }

@@ -1,0 +1,145 @@
+// End-to-end lock latency against 5 real local Redis nodes, side by side in one run:
+// redlock-core (over ioredis, node-redis and raw sockets) and node-redlock (the npm
+// `redlock` package, 5.0.0-beta.2 and 4.2.0) on the same nodes, healthy and then with
+// one node frozen (SIGSTOP). With a frozen node every ioredis client gets a 50 ms
+// command timeout, as node-redlock needs to return at all.
+//
+//   node bench/e2e.js            (nodes on ports 7270..7274, started and stopped here)
+
+import { createClient } from 'redis';
+import { Redis } from 'ioredis';
+import NodeRedlock5 from 'redlock';
+import NodeRedlock4 from 'redlock4';
+import { Bench } from 'tinybench';
+
+import { Redlock, core, netSocket } from '../index.js';
+import { RedisNodes } from '../test/helpers.js';
+
+const nodes = new RedisNodes(7270);
+const TTL_MS = 10_000;
+
+async function ioredisClients(urls, options = {}) {
+  const clients = urls.map((url) => new Redis(url, options));
+  clients.forEach((client) => client.on('error', () => {}));
+  await Promise.all(clients.map((client) => new Promise((resolve) => client.once('ready', resolve))));
+  return clients;
+}
+
+/** The floor: SET NX PX on 5 nodes, then the release script on 5 nodes, all at once. */
+function ioredisFloor(clients) {
+  const release = core.scripts().release;
+  let n = 0;
+  return async () => {
+    const key = 'bench:floor';
+    const token = `floor-${n++}`;
+    await Promise.all(clients.map((c) => c.set(key, token, 'PX', TTL_MS, 'NX').catch(() => null)));
+    await Promise.all(
+      clients.map((c) =>
+        c.evalsha(release.sha1, 1, key, token).catch(() => c.eval(release.text, 1, key, token)).catch(() => null),
+      ),
+    );
+  };
+}
+
+/** Every client, connected while all nodes answer (a frozen node never finishes a handshake). */
+async function connect(urls) {
+  return {
+    io: await ioredisClients(urls),
+    // With a frozen node, clients without their own timeout would wait forever for it:
+    // node-redlock (and the floor) need one; redlock-core does not, but gets the same.
+    ioTimeout: await ioredisClients(urls, { commandTimeout: 50 }),
+    nodeRedis: await Promise.all(urls.map((url) => createClient({ url }).connect())),
+    raw: urls.map((url) => netSocket(url)),
+  };
+}
+
+async function disconnect({ io, ioTimeout, nodeRedis, raw }) {
+  [...io, ...ioTimeout].forEach((c) => c.disconnect());
+  await Promise.all(nodeRedis.map((c) => c.destroy?.() ?? c.disconnect()));
+  raw.forEach((c) => c.close());
+}
+
+function contenders(clients, frozen) {
+  const io = frozen ? clients.ioTimeout : clients.io;
+  const ours = (nodeClients) => {
+    const redlock = new Redlock(nodeClients, { ttlMs: TTL_MS, nodeTimeoutMs: 50 });
+    return async () => {
+      const lock = await redlock.acquire('bench:core');
+      await lock.release();
+    };
+  };
+  // The core's release reports every node, so it waits for a frozen node's deadline;
+  // a holder need not wait for that report: the lock is free once a quorum deleted it.
+  const unawaited = new Redlock(io, { ttlMs: TTL_MS, nodeTimeoutMs: 50 });
+  const v5 = new NodeRedlock5(io, { retryCount: 0 });
+  const v4 = new NodeRedlock4(io, { retryCount: 0 });
+  return [
+    ['redlock-core + ioredis', ours(io)],
+    ['redlock-core + node-redis', ours(clients.nodeRedis)],
+    ['redlock-core + raw sockets', ours(clients.raw)],
+    ['redlock-core + ioredis, release not awaited', async () => {
+      const lock = await unawaited.acquire('bench:core-unawaited');
+      lock.release();
+    }],
+    ['node-redlock 5.0.0-beta.2 + ioredis', async () => {
+      const lock = await v5.acquire(['bench:v5'], TTL_MS);
+      await lock.release();
+    }],
+    ['node-redlock 4.2.0 + ioredis', async () => {
+      const lock = await v4.lock('bench:v4', TTL_MS);
+      await lock.unlock();
+    }],
+    ['floor: ioredis SET NX PX + release script, Promise.all', ioredisFloor(io)],
+  ];
+}
+
+function report(title, bench) {
+  console.log(`\n${title}`);
+  console.log('  p50 / p75 / p99 / mean, microseconds per acquire + release pair');
+  for (const task of bench.tasks) {
+    const l = task.result?.latency;
+    if (!l) {
+      console.log(`  ${task.name}: failed: ${task.result?.error ?? 'no result'}`);
+      continue;
+    }
+    const us = (ms) => Math.round(ms * 1000).toString().padStart(7);
+    console.log(
+      `  ${task.name.padEnd(52)} ${us(l.p50)} ${us(l.p75)} ${us(l.p99)} ${us(l.mean)}   (${l.samplesCount} pairs)`,
+    );
+  }
+}
+
+async function run(clients, frozen) {
+  const bench = frozen
+    ? new Bench({ time: 3000, warmupTime: 200, iterations: 20, throws: true })
+    : new Bench({ time: 2000, warmupTime: 300, throws: true });
+  for (const [name, fn] of contenders(clients, frozen)) bench.add(name, fn);
+  await bench.run();
+  return bench;
+}
+
+// node-redlock 4.2 leaves some commands' rejections unhandled when a node times out.
+let unhandled = 0;
+process.on('unhandledRejection', () => {
+  unhandled += 1;
+});
+
+const urls = nodes.start();
+try {
+  const clients = await connect(urls);
+  try {
+    console.log(`5 local Redis nodes, one client process, Node ${process.version}, TTL ${TTL_MS} ms`);
+    report('healthy', await run(clients, false));
+    nodes.pause(0);
+    try {
+      report('node 0 frozen (SIGSTOP); ioredis commandTimeout 50 ms; redlock-core node timeout 50 ms', await run(clients, true));
+    } finally {
+      nodes.resume(0);
+    }
+    if (unhandled > 0) console.log(`\n(${unhandled} promise rejections left unhandled by a contender)`);
+  } finally {
+    await disconnect(clients);
+  }
+} finally {
+  nodes.stop();
+}
