@@ -8,9 +8,9 @@ CARGO ?= cargo
 export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 
 # Every test target; `make test` runs them all, in this order.
-TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-rust test-python
+TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-rust test-python test-node
 
-.PHONY: all setup test demo bench bench-rust bench-ffi bench-python fuzz lint safety-report $(TEST_TARGETS)
+.PHONY: all setup test demo bench bench-rust bench-ffi bench-python bench-node fuzz lint safety-report $(TEST_TARGETS)
 
 all: test
 
@@ -57,6 +57,12 @@ test-rust:
 test-python:
 	bindings/python/build.sh test
 
+# The WASM core (scripts/build-wasm.sh) and the Node.js package: conformance vectors through
+# WASM, ioredis, node-redis and raw sockets against local Redis nodes, the TypeScript
+# declarations, and the core inside workerd (base ports 7210-7264).
+test-node:
+	bindings/node/build.sh test
+
 # The scenario x strategy safety table (the one in docs/safety.md).
 safety-report:
 	$(CARGO) run -p redlock-sim --release -- report
@@ -64,7 +70,7 @@ safety-report:
 fuzz:
 	scripts/fuzz.sh $${FUZZ_SECONDS:-120}
 
-bench: bench-ffi bench-rust bench-python
+bench: bench-ffi bench-rust bench-python bench-node
 	$(CARGO) bench -p redlock-core --bench cycle
 
 # The Rust driver against five local nodes (base port 7185): Criterion means next to the
@@ -77,6 +83,11 @@ bench-rust:
 # healthy and with one node frozen, and the ctypes overhead per decision cycle.
 bench-python:
 	bindings/python/build.sh bench
+
+# The N = 5 decision cycle through WASM in Node.js (against the native Criterion figure),
+# and acquire + release latency next to node-redlock on five local nodes (base port 7270).
+bench-node:
+	bindings/node/build.sh bench
 
 # Per-call overhead of the C ABI against the core, N = 5 acquire + release.
 bench-ffi:

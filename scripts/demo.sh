@@ -39,6 +39,9 @@ demo="$target/release/examples/demo"
 echo "==> building the Python package into \$REDLOCK_CACHE/venv-python"
 bindings/python/build.sh install >/dev/null
 python_worker="\"$REDLOCK_CACHE/venv-python/bin/python\" bindings/python/examples/worker.py"
+echo "==> building the WASM core and the Node.js package (bindings/node)"
+bindings/node/build.sh install >/dev/null
+node_worker="node bindings/node/examples/demo-worker.js"
 
 echo "==> starting 5 Redis nodes on ports $base_port-$((base_port + 4))"
 scripts/redis-nodes.sh start --base-port "$base_port" >/dev/null
@@ -67,6 +70,8 @@ WORKERS=(
   "rust-async|\"$demo\" worker --tasks 4 --rounds $((rounds * 2)) --counter \"\$DEMO_COUNTER\" --stats \"\$DEMO_STATS\" --resource \"\$DEMO_RESOURCE\""
   "python-sync|$python_worker"
   "python-asyncio|$python_worker --asyncio --tasks 2"
+  "node-ioredis|$node_worker ioredis"
+  "node-raw-socket|$node_worker raw"
 )
 
 echo 0 >"$DEMO_COUNTER"

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The Node.js package: builds the WASM core into wasm/, installs the npm dependencies
+# (from package-lock.json), and runs the tests or the benchmarks.
+#
+#   bindings/node/build.sh install   build the core, npm ci when the lockfile changed
+#   bindings/node/build.sh test      install, then every test with node --test: the
+#                                    conformance vectors through WASM, ioredis, node-redis
+#                                    (v4 and current) and raw sockets against 5 local
+#                                    Redis nodes each, the TypeScript declarations, and
+#                                    the core inside workerd (base ports 7210-7264)
+#   bindings/node/build.sh bench     install, then the decision-cycle benchmark and the
+#                                    end-to-end comparison with node-redlock (base port 7270)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+source "$repo/scripts/lib.sh"
+
+node_version_ok() {
+  command -v node >/dev/null && command -v npm >/dev/null &&
+    [ "$(node -p 'Number(process.versions.node.split(".")[0])')" -ge 20 ]
+}
+
+install() {
+  require "Node.js 20 or newer with npm (node and npm on PATH)" node_version_ok || exit 1
+  "$repo/scripts/build-wasm.sh"
+  cd "$here"
+  # npm ci only when the lockfile changed since the last install.
+  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    echo "node: npm ci" >&2
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+}
+
+case "${1:-}" in
+  install)
+    install
+    ;;
+  test)
+    install
+    cd "$here"
+    # Files run one at a time: some tests freeze and kill nodes and check timings.
+    node --test --test-concurrency=1 test/*.test.js
+    ;;
+  bench)
+    install
+    cd "$here"
+    node bench/cycle.js
+    node bench/e2e.js
+    ;;
+  *)
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac
