@@ -242,3 +242,34 @@ def test_async_frozen_node_with_default_clients(fault_nodes: Nodes, resource: st
             return slowest
 
     assert asyncio.run(main()) < 0.5
+
+
+def test_connections_closed_by_the_server_are_reopened(fault_nodes: Nodes, resource: str) -> None:
+    """A kept connection the server dropped while idle (its `timeout`, a proxy) is
+    noticed before the next write: no node fails for it."""
+
+    def drop_connections() -> None:
+        for port in fault_nodes.ports:
+            redis.Redis(port=port).client_kill_filter(_type="normal", skipme=True)
+        time.sleep(0.05)
+
+    with sync_redlock(fault_nodes) as redlock:
+        with redlock.lock(f"{resource}:warm"):
+            pass
+        fault_nodes.settle(f"{resource}:warm", [None] * 5)
+        drop_connections()
+        with redlock.lock(resource) as lock:
+            fault_nodes.settle(resource, [lock.token.encode()] * 5)
+
+    async def main() -> None:
+        async with async_redlock(fault_nodes) as redlock:
+            async with redlock.lock(f"{resource}:warm"):
+                pass
+            await asyncio.sleep(0.05)
+            drop_connections()
+            async with redlock.lock(f"{resource}:async") as lock:
+                await asyncio.sleep(0.05)
+                assert fault_nodes.values(f"{resource}:async") == [lock.token.encode()] * 5
+
+    asyncio.run(main())
+    fault_nodes.settle(resource, [None] * 5)

@@ -154,6 +154,8 @@ class _AsyncNode:
         command is sent once: no retry (a retried SET could meet our own write)."""
         failure: Parts | None = None
         try:
+            if self._connection is not None and not await self._still_open(self._connection):
+                await self._disconnect()
             fresh = self._connection is None
             if fresh:
                 pool: Any = self.client.connection_pool
@@ -183,6 +185,16 @@ class _AsyncNode:
             job.deliver((job.request_id, parts))
         if failure is not None:
             await self._disconnect()  # replies may still come: never reuse it out of step
+
+    @staticmethod
+    async def _still_open(connection: Any) -> bool:
+        """Whether a kept connection is still usable (see the synchronous driver)."""
+        try:
+            # redis-py 8 names it can_read; earlier versions can_read_destructive.
+            check = getattr(connection, "can_read", None) or connection.can_read_destructive
+            return not await check()
+        except Exception:
+            return False
 
     async def _disconnect(self) -> None:
         connection, self._connection = self._connection, None

@@ -56,7 +56,6 @@ from ._errors import CoreError, LockLostError, NodesFailedError
 from ._lock import LockState, OnLost
 from .core import (
     Client,
-    Command,
     Config,
     Lease,
     Operation,
@@ -67,8 +66,6 @@ from .core import (
 )
 
 __all__ = ["Lock", "LockContext", "Redlock"]
-
-_Job = tuple[int, Command, "queue.SimpleQueue[tuple[int, Parts]]"]
 
 
 class _Node:
@@ -116,6 +113,8 @@ class _Node:
         command is sent once: no retry (a retried SET could meet our own write)."""
         failure: Parts | None = None
         try:
+            if self._connection is not None and not self._still_open(self._connection):
+                self._disconnect()
             fresh = self._connection is None
             if fresh:
                 self._connection = self.client.connection_pool.get_connection()
@@ -147,6 +146,15 @@ class _Node:
             job.deliver((job.request_id, parts))
         if failure is not None:
             self._disconnect()  # replies may still come: never reuse it out of step
+
+    @staticmethod
+    def _still_open(connection: Any) -> bool:
+        """Whether a kept connection is still usable: nothing is owed on it, so any
+        byte or end of stream to read means the server closed it (an idle timeout)."""
+        try:
+            return not connection.can_read(timeout=0)
+        except Exception:
+            return False
 
     def _disconnect(self) -> None:
         connection, self._connection = self._connection, None
