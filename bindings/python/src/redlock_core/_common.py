@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Callable, NamedTuple, Union
 
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import (
+    BusyLoadingError,
+    ExecAbortError,
+    NoPermissionError,
+    NoScriptError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    ResponseError,
+)
 
 from . import _ffi
 from ._errors import (
@@ -149,6 +157,18 @@ def from_response(value: Any) -> Parts:
     return (_ffi.REPLY_BULK, 0, str(value).encode("utf-8"))
 
 
+# What redis-py strips from an error line into the exception's class (for versions
+# before 8, whose exceptions have no status_code).
+_PREFIXES = [
+    (NoScriptError, "NOSCRIPT"),
+    (ReadOnlyError, "READONLY"),
+    (ExecAbortError, "EXECABORT"),
+    (BusyLoadingError, "LOADING"),
+    (OutOfMemoryError, "OOM"),
+    (NoPermissionError, "NOPERM"),
+]
+
+
 def error_text(error: ResponseError) -> str:
     """The node's full error line: redis-py strips known prefixes (``NOSCRIPT``,
     ``ERR``) into the exception's class and ``status_code``; the core needs them."""
@@ -156,8 +176,12 @@ def error_text(error: ResponseError) -> str:
     code = getattr(error, "status_code", None)
     if code:
         return f"{code} {message}"
-    if isinstance(error, NoScriptError) and not message.startswith("NOSCRIPT"):
-        return f"NOSCRIPT {message}"
+    for kind, prefix in _PREFIXES:
+        if isinstance(error, kind):
+            return message if message.startswith(prefix) else f"{prefix} {message}"
+    first = message.split(" ", 1)[0]
+    if type(error) is ResponseError and not (first.isupper() and first.isalpha()):
+        return f"ERR {message}"  # the generic prefix, stripped
     return message
 
 
