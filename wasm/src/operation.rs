@@ -64,47 +64,44 @@ fn node_results_to_js(s: &Strings, nodes: &[NodeResult]) -> JsValue {
     array.into()
 }
 
-/// The outcome as a plain object (built by hand: it is on every lock's path).
+/// The outcome as a plain object (an object literal made in one call: it is on every
+/// lock's path).
 fn outcome_to_js(outcome: Outcome) -> JsValue {
+    let micros = |d: core::time::Duration| d.as_micros() as f64;
+    let lease = |lease: redlock_core::Lease| JsValue::from(Lease { inner: lease });
     strings::with(|s| {
-        let value = Plain::new();
-        set(&value, &s.kind, &s.code(outcome.code()));
-        if let Some(reason) = outcome.reason() {
-            set(&value, &s.reason, &s.code(reason.code()));
-        }
-        let micros = |d: core::time::Duration| JsValue::from_f64(d.as_micros() as f64);
-        match &outcome {
+        let nodes = node_results_to_js(s, outcome.nodes());
+        match outcome {
             Outcome::Acquired(a) => {
-                set(&value, &s.validity_us, &micros(a.validity));
-                set(&value, &s.attempts, &JsValue::from_f64(a.attempts.into()));
+                strings::acquired(micros(a.validity), a.attempts, &nodes, lease(a.lease))
             }
-            Outcome::NotAcquired(n) => {
-                set(&value, &s.attempts, &JsValue::from_f64(n.attempts.into()));
-                set(&value, &s.token, &JsValue::from_str(n.token.as_str()));
-            }
-            Outcome::Extended(e) => set(&value, &s.validity_us, &micros(e.validity)),
+            Outcome::NotAcquired(n) => strings::not_acquired(
+                &s.code(n.reason.code()),
+                n.attempts,
+                n.token.as_str(),
+                &nodes,
+            ),
+            Outcome::Extended(e) => strings::extended(micros(e.validity), &nodes, lease(e.lease)),
             Outcome::NotExtended(n) => {
-                set(&value, &s.validity_us, &micros(n.validity));
-                let retry_at = match n.retry_at {
-                    Some(at) => JsValue::from_f64(time_to_js(at)),
-                    None => JsValue::NULL,
-                };
-                set(&value, &s.retry_at, &retry_at);
-                set(&value, &s.lost, &JsValue::from_bool(n.is_lost()));
+                let lost = n.is_lost();
+                strings::not_extended(
+                    &s.code(n.reason.code()),
+                    micros(n.validity),
+                    n.retry_at.map(time_to_js),
+                    lost,
+                    &nodes,
+                    lease(n.lease),
+                )
             }
-            Outcome::Released(r) => {
-                set(&value, &s.released, &JsValue::from_f64(r.released as f64));
+            Outcome::Released(r) => strings::released(r.released as f64, &nodes),
+            other => {
+                // `Outcome` is non-exhaustive: a future kind still reports its code.
+                let value = Plain::new();
+                set(&value, &s.kind, &s.code(other.code()));
+                set(&value, &s.nodes, &nodes);
+                value.into()
             }
-            _ => {}
         }
-        set(&value, &s.nodes, &node_results_to_js(s, outcome.nodes()));
-        if let Some(lease) = outcome.lease() {
-            let lease = Lease {
-                inner: lease.clone(),
-            };
-            set(&value, &s.lease, &JsValue::from(lease));
-        }
-        value.into()
     })
 }
 
@@ -119,9 +116,14 @@ impl Operation {
                 return array.clone();
             }
         }
+        let token = self.inner.token().as_bytes();
         let array = js_sys::Array::new_with_length(command.arg_count() as u32);
         for (index, arg) in command.args().enumerate() {
-            array.set(index as u32, bytes_to_js(arg));
+            let value = match core::str::from_utf8(arg) {
+                Ok(text) if arg != token => strings::cached_arg(text),
+                _ => bytes_to_js(arg),
+            };
+            array.set(index as u32, value);
         }
         let array: JsValue = js_sys::Object::freeze(&array).into();
         let bytes = command.args().map(<[u8]>::to_vec).collect();

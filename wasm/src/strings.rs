@@ -29,13 +29,6 @@ js_strings! {
     acquire = "acquire",
     release = "release",
     extend = "extend",
-    lease = "lease",
-    reason = "reason",
-    validity_us = "validityUs",
-    attempts = "attempts",
-    token = "token",
-    retry_at = "retryAt",
-    lost = "lost",
     released = "released",
     nodes = "nodes",
     error = "error",
@@ -119,6 +112,21 @@ export function waitOutput(until) {
 export function outcomeOutput(outcome) {
   return { type: 'outcome', outcome };
 }
+export function acquired(validityUs, attempts, nodes, lease) {
+  return { kind: 'acquired', lease, validityUs, attempts, nodes };
+}
+export function notAcquired(reason, attempts, token, nodes) {
+  return { kind: 'not_acquired', reason, attempts, token, nodes };
+}
+export function extended(validityUs, nodes, lease) {
+  return { kind: 'extended', lease, validityUs, nodes };
+}
+export function notExtended(reason, validityUs, retryAt, lost, nodes, lease) {
+  return { kind: 'not_extended', reason, lease, validityUs, retryAt: retryAt ?? null, lost, nodes };
+}
+export function released(released, nodes) {
+  return { kind: 'released', released, nodes };
+}
 ")]
 extern "C" {
     #[wasm_bindgen(js_name = sendOutput)]
@@ -136,4 +144,63 @@ extern "C" {
 
     #[wasm_bindgen(js_name = outcomeOutput)]
     pub(crate) fn outcome_output(outcome: &JsValue) -> JsValue;
+
+    pub(crate) fn acquired(
+        validity_us: f64,
+        attempts: u32,
+        nodes: &JsValue,
+        lease: JsValue,
+    ) -> JsValue;
+
+    #[wasm_bindgen(js_name = notAcquired)]
+    pub(crate) fn not_acquired(
+        reason: &JsValue,
+        attempts: u32,
+        token: &str,
+        nodes: &JsValue,
+    ) -> JsValue;
+
+    pub(crate) fn extended(validity_us: f64, nodes: &JsValue, lease: JsValue) -> JsValue;
+
+    #[wasm_bindgen(js_name = notExtended)]
+    pub(crate) fn not_extended(
+        reason: &JsValue,
+        validity_us: f64,
+        retry_at: Option<f64>,
+        lost: bool,
+        nodes: &JsValue,
+        lease: JsValue,
+    ) -> JsValue;
+
+    pub(crate) fn released(released: f64, nodes: &JsValue) -> JsValue;
+}
+
+/// How many argument strings the cache keeps before it starts over.
+const ARG_CACHE_SIZE: usize = 256;
+
+thread_local! {
+    /// JS strings of recent command arguments: every lock of a resource sends the same
+    /// command names, key, TTL and script SHA-1s, and making each string anew (a UTF-8
+    /// decode in JS) was the largest part of an output's cost. Tokens are not cached:
+    /// they never repeat.
+    static ARGS: core::cell::RefCell<std::collections::BTreeMap<Vec<u8>, JsValue>> =
+        const { core::cell::RefCell::new(std::collections::BTreeMap::new()) };
+}
+
+/// The JS string for an argument's text, from the cache when it was seen recently.
+pub(crate) fn cached_arg(text: &str) -> JsValue {
+    ARGS.with(|cache| {
+        let Ok(mut cache) = cache.try_borrow_mut() else {
+            return JsValue::from_str(text);
+        };
+        if let Some(value) = cache.get(text.as_bytes()) {
+            return value.clone();
+        }
+        if cache.len() >= ARG_CACHE_SIZE {
+            cache.clear();
+        }
+        let value = JsValue::from_str(text);
+        cache.insert(text.as_bytes().to_vec(), value.clone());
+        value
+    })
 }

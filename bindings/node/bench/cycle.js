@@ -52,7 +52,8 @@ function cycle(client) {
 const config = new core.Config({ nodes: 5, ttlMs: 10_000 });
 const seeded = new core.Redlock(config, new Uint8Array(32).fill(42));
 const os = new core.Redlock(config);
-if (cycle(seeded) !== 5 || cycle(os) !== 5) throw new Error('the cycle did not release on 5 nodes');
+// The release decides once a quorum (3 of 5) confirmed; the last replies are late ones.
+if (cycle(seeded) !== 3 || cycle(os) !== 3) throw new Error('the cycle did not release at the quorum');
 
 const bench = new Bench({ time: 3000, warmupTime: 500 });
 bench
