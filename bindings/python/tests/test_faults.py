@@ -14,7 +14,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from redlock_core import AsyncRedlock, LockHeldError, NodesFailedError, Redlock
+from redlock_core import AsyncRedlock, LockHeldError, LockLostError, NodesFailedError, Redlock
 
 from .conftest import Nodes
 
@@ -273,3 +273,63 @@ def test_connections_closed_by_the_server_are_reopened(fault_nodes: Nodes, resou
 
     asyncio.run(main())
     fault_nodes.settle(resource, [None] * 5)
+
+
+def test_auto_extension_retries_through_failing_nodes(fault_nodes: Nodes, resource: str) -> None:
+    """Three nodes frozen when the extension is due: it fails, the core says when to
+    retry, the retries go on until the nodes answer again, and the lock is kept (sync
+    and asyncio at once, on the same nodes)."""
+    lost: list[Any] = []
+    async_result: dict[str, Any] = {}
+    ready = threading.Event()
+    done = threading.Event()
+
+    async def hold_async() -> None:
+        async with async_redlock(fault_nodes) as redlock:
+            lock = await redlock.acquire(
+                f"{resource}:a", ttl=6, auto_extend=True, on_lost=lost.append
+            )
+            ready.set()
+            while not done.is_set():
+                await asyncio.sleep(0.05)
+            async_result["extensions"] = lock.extensions
+            async_result["valid"] = lock.is_valid
+            await lock.release()
+
+    holder = threading.Thread(target=lambda: asyncio.run(hold_async()))
+    holder.start()
+    try:
+        assert ready.wait(5)
+        with sync_redlock(fault_nodes) as redlock:
+            lock = redlock.acquire(f"{resource}:s", ttl=6, auto_extend=True, on_lost=lost.append)
+            time.sleep(3.8)  # the first extension is due about 4 s after acquiring
+            for index in (0, 1, 2):
+                fault_nodes.pause(index)
+            time.sleep(0.8)
+            failed = [node.status for node in lock.nodes]
+            for index in (0, 1, 2):
+                fault_nodes.resume(index)
+            time.sleep(0.8)
+            assert not lost, lost
+            assert lock.extensions == 1 and lock.check() > 4.0
+            assert failed.count("success") < 3  # an extension did fail meanwhile
+            lock.release()
+    finally:
+        done.set()
+        holder.join(10)
+    assert async_result == {"extensions": 1, "valid": True}
+
+
+def test_an_auto_extended_lock_whose_nodes_stay_down_is_signalled_lost(
+    fault_nodes: Nodes, resource: str
+) -> None:
+    lost = threading.Event()
+    with sync_redlock(fault_nodes) as redlock:
+        lock = redlock.acquire(resource, ttl=1, auto_extend=True, on_lost=lambda e: lost.set())
+        for index in (0, 1, 2):
+            fault_nodes.pause(index)
+        assert lost.wait(2.0)
+        with pytest.raises(LockLostError) as raised:
+            lock.check()
+        assert raised.value.reason == "expired"
+        assert lock.lost and lock.extensions == 0
