@@ -68,19 +68,12 @@ function contenders(clients, frozen) {
       await lock.release();
     };
   };
-  // The core's release reports every node, so it waits for a frozen node's deadline;
-  // a holder need not wait for that report: the lock is free once a quorum deleted it.
-  const unawaited = new Redlock(io, { ttlMs: TTL_MS, nodeTimeoutMs: 50 });
   const v5 = new NodeRedlock5(io, { retryCount: 0 });
   const v4 = new NodeRedlock4(io, { retryCount: 0 });
-  return [
+  const list = [
     ['redlock-core + ioredis', ours(io)],
     ['redlock-core + node-redis', ours(clients.nodeRedis)],
     ['redlock-core + raw sockets', ours(clients.raw)],
-    ['redlock-core + ioredis, release not awaited', async () => {
-      const lock = await unawaited.acquire('bench:core-unawaited');
-      lock.release();
-    }],
     ['node-redlock 5.0.0-beta.2 + ioredis', async () => {
       const lock = await v5.acquire(['bench:v5'], TTL_MS);
       await lock.release();
@@ -91,6 +84,11 @@ function contenders(clients, frozen) {
     }],
     ['floor: ioredis SET NX PX + release script, Promise.all', ioredisFloor(io)],
   ];
+  if (frozen) {
+    // The core's deadlines hold without any client timeout.
+    list.splice(1, 0, ['redlock-core + ioredis without command timeout', ours(clients.io)]);
+  }
+  return list;
 }
 
 function report(title, bench) {
