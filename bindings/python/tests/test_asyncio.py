@@ -48,7 +48,8 @@ def test_acquire_extend_release(nodes: Nodes, resource: str) -> None:
 
 def test_a_held_lock_excludes_others(nodes: Nodes, resource: str) -> None:
     async def main() -> None:
-        async with make(nodes, attempts=2, retry_delay=0.01, retry_jitter=0) as redlock:
+        settings = dict(attempts=2, retry_delay=0.01, retry_jitter=0, node_timeout=0.5)
+        async with make(nodes, **settings) as redlock:
             holder = await redlock.acquire(resource)
             with pytest.raises(LockHeldError) as raised:
                 await redlock.acquire(resource)
@@ -63,10 +64,10 @@ def test_a_held_lock_excludes_others(nodes: Nodes, resource: str) -> None:
 
 def test_release_never_deletes_another_token(nodes: Nodes, resource: str) -> None:
     async def main() -> None:
-        async with make(nodes, ttl=0.2, attempts=1) as redlock:
-            first = await redlock.acquire(resource)
-            await asyncio.sleep(0.3)
-            second = await redlock.acquire(resource, ttl=10)
+        async with make(nodes, node_timeout=0.1) as redlock:
+            first = await redlock.acquire(resource, ttl=0.3)
+            await asyncio.sleep(0.4)
+            second = await redlock.acquire(resource)
             nodes.settle(resource, [second.token.encode()] * 5)
             result = await first.release()
             assert result.released == 0

@@ -36,7 +36,7 @@ def client(single_node: Nodes) -> redis.Redis:
 
 @pytest.fixture
 def redlock(single_node: Nodes) -> Iterator[Redlock]:
-    with Redlock(single_node.clients(), attempts=1) as redlock:
+    with Redlock(single_node.clients(), attempts=1, node_timeout=0.5) as redlock:
         yield redlock
 
 
@@ -101,7 +101,7 @@ def test_tokens_travel_both_ways(redlock: Redlock, client: redis.Redis, resource
 def test_a_key_prefix_separates_the_two(
     single_node: Nodes, client: redis.Redis, resource: str
 ) -> None:
-    with Redlock(single_node.clients(), key_prefix="locks:") as prefixed:
+    with Redlock(single_node.clients(), key_prefix="locks:", node_timeout=0.5) as prefixed:
         with prefixed.lock(resource) as lock:
             assert client.get(f"locks:{resource}") == lock.token.encode()
             theirs = client.lock(resource, timeout=5)

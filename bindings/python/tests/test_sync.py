@@ -60,7 +60,8 @@ def test_with_block_acquires_and_releases(redlock: Redlock, nodes: Nodes, resour
 
 
 def test_a_held_lock_excludes_others_with_per_node_detail(nodes: Nodes, resource: str) -> None:
-    with Redlock(nodes.clients(), attempts=2, retry_delay=0.01, retry_jitter=0) as redlock:
+    settings = dict(attempts=2, retry_delay=0.01, retry_jitter=0, node_timeout=0.5)
+    with Redlock(nodes.clients(), **settings) as redlock:  # type: ignore[arg-type]
         holder = redlock.acquire(resource)
         with pytest.raises(LockHeldError) as raised:
             redlock.acquire(resource)
@@ -106,10 +107,10 @@ def test_several_resources_in_one_lock(redlock: Redlock, nodes: Nodes, resource:
 
 
 def test_release_never_deletes_another_token(nodes: Nodes, resource: str) -> None:
-    with Redlock(nodes.clients(), ttl=0.2, attempts=1) as redlock:
-        first = redlock.acquire(resource)
-        time.sleep(0.3)  # first's lease ran out; its keys expired
-        second = redlock.acquire(resource, ttl=10)
+    with Redlock(nodes.clients(), node_timeout=0.1) as redlock:
+        first = redlock.acquire(resource, ttl=0.3)
+        time.sleep(0.4)  # first's lease ran out; its keys expired
+        second = redlock.acquire(resource)
         nodes.settle(resource, [second.token.encode()] * 5)
         result = first.release()
         assert result.released == 0
