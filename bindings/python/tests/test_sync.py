@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 import subprocess
 import sys
@@ -325,3 +326,16 @@ def test_scripts_missing_from_the_nodes_are_loaded_by_the_core(
         assert lock.extensions == 1
     assert lock.release().released >= 3
     nodes.settle(f"{resource}:1", [None] * 5)
+
+
+def test_a_dropped_auto_extended_lock_expires(
+    redlock: Redlock, nodes: Nodes, resource: str
+) -> None:
+    lock = redlock.acquire(resource, ttl=0.3, auto_extend=True)
+    keeper = lock._keeper
+    assert keeper is not None and keeper.is_alive()
+    del lock
+    gc.collect()
+    keeper.join(1.0)
+    assert not keeper.is_alive()  # the thread held it weakly, and ended
+    nodes.settle(resource, [None] * 5)  # its keys expired with their TTL
