@@ -34,6 +34,27 @@
 //!
 //! Time is [`Time`], microseconds on the caller's monotonic clock.
 //!
+//! ## What a driver must get right
+//!
+//! The core decides everything about the lock; the transport is the driver's. Every
+//! driver of this project learned these the same way, so they are stated once here:
+//!
+//! - **Enforce each command's deadline yourself**, whatever the Redis client's own
+//!   timeouts and retry settings: stop waiting at [`Command::deadline`] and report
+//!   [`Reply::Timeout`] (or let [`Operation::handle_timeout`] do it). Do not let the
+//!   next command to that node queue behind one stuck on a frozen node.
+//! - **Keep each node's commands in the order they were emitted.** After a failed
+//!   attempt the core emits the release while that attempt's `SET` may still be in
+//!   flight; if the release overtakes it on another connection, the `SET` lands after
+//!   it and the key stays until its TTL.
+//! - **Load the scripts when a connection opens** (`SCRIPT LOAD` of [`ACQUIRE_SCRIPT`],
+//!   [`RELEASE_SCRIPT`], [`EXTEND_SCRIPT`]). The core falls back to `EVAL` on `NOSCRIPT`
+//!   while it is deciding, but a `NOSCRIPT` that arrives after an early decision gets no
+//!   fallback.
+//! - **Let commands still in flight after an outcome finish** (up to their deadlines)
+//!   before a process exits: an early decision leaves the slower nodes' commands out, and
+//!   for a release those are what clean the remaining nodes.
+//!
 //! ## Randomness
 //!
 //! Tokens are lowercase hex of `token_bytes` random bytes (160 bits by default), one per
