@@ -86,7 +86,7 @@ impl Redlock {
     pub fn acquire(
         &mut self,
         resources: ResourcesJs,
-        now_us: f64,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
         options: Option<AcquireOptionsJs>,
     ) -> Result<Operation, JsValue> {
         let now = time(now_us, "nowUs")?;
@@ -125,8 +125,8 @@ impl Redlock {
     pub fn extend(
         &self,
         lease: &Lease,
-        now_us: f64,
-        ttl_ms: Option<f64>,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+        #[wasm_bindgen(js_name = ttlMs)] ttl_ms: Option<f64>,
     ) -> Result<Operation, JsValue> {
         let now = time(now_us, "nowUs")?;
         let op = match ttl_ms {
@@ -141,7 +141,11 @@ impl Redlock {
     }
 
     /// Starts releasing `lease` on every node at `nowUs`.
-    pub fn release(&self, lease: &Lease, now_us: f64) -> Result<Operation, JsValue> {
+    pub fn release(
+        &self,
+        lease: &Lease,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<Operation, JsValue> {
         let now = time(now_us, "nowUs")?;
         Ok(Operation::new(self.inner.release(&lease.inner, now)))
     }
@@ -152,7 +156,7 @@ impl Redlock {
         &self,
         resources: ResourcesJs,
         token: &str,
-        valid_until_us: Option<f64>,
+        #[wasm_bindgen(js_name = validUntilUs)] valid_until_us: Option<f64>,
     ) -> Result<Lease, JsValue> {
         let resources = crate::convert::resources(&resources)?;
         let valid_until = time(valid_until_us.unwrap_or(0.0), "validUntilUs")?;
@@ -176,7 +180,11 @@ impl Redlock {
     /// `undefined` when it should not (expired, or the extension bound reached). Uses
     /// the lease's own TTL where it differs from the configured one.
     #[wasm_bindgen(js_name = nextExtension)]
-    pub fn next_extension(&self, lease: &Lease, now_us: f64) -> Result<Option<f64>, JsValue> {
+    pub fn next_extension(
+        &self,
+        lease: &Lease,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<Option<f64>, JsValue> {
         let now = time(now_us, "nowUs")?;
         let config = self.inner.config();
         let ttl = Duration::from_millis(lease.inner.ttl_ms());
@@ -219,14 +227,14 @@ impl Lease {
     }
 
     /// Validity left at `nowUs`, in microseconds (zero once expired).
-    pub fn validity(&self, now_us: f64) -> Result<f64, JsValue> {
+    pub fn validity(&self, #[wasm_bindgen(js_name = nowUs)] now_us: f64) -> Result<f64, JsValue> {
         let now = time(now_us, "nowUs")?;
         Ok(self.inner.validity(now).as_micros() as f64)
     }
 
     /// True while `nowUs < validUntil`.
     #[wasm_bindgen(js_name = isValid)]
-    pub fn is_valid(&self, now_us: f64) -> Result<bool, JsValue> {
+    pub fn is_valid(&self, #[wasm_bindgen(js_name = nowUs)] now_us: f64) -> Result<bool, JsValue> {
         Ok(self.inner.is_valid(time(now_us, "nowUs")?))
     }
 

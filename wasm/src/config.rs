@@ -101,7 +101,10 @@ impl Config {
 
     /// The same configuration with another TTL (whole milliseconds), checked again.
     #[wasm_bindgen(js_name = withTtl)]
-    pub fn with_ttl(&self, ttl_ms: f64) -> Result<Config, JsValue> {
+    pub fn with_ttl(
+        &self,
+        #[wasm_bindgen(js_name = ttlMs)] ttl_ms: f64,
+    ) -> Result<Config, JsValue> {
         let ttl_ms = whole(ttl_ms, "ttlMs")?;
         let inner = self
             .inner
@@ -177,7 +180,11 @@ impl Config {
     /// When a holder that keeps `lease` alive should start its next extension (us), or
     /// `undefined` when it should not (expired, or the extension bound reached).
     #[wasm_bindgen(js_name = nextExtension)]
-    pub fn next_extension(&self, lease: &Lease, now_us: f64) -> Result<Option<f64>, JsValue> {
+    pub fn next_extension(
+        &self,
+        lease: &Lease,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<Option<f64>, JsValue> {
         let now = time(now_us, "nowUs")?;
         Ok(self.inner.next_extension(&lease.inner, now).map(time_to_js))
     }

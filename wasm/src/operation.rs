@@ -140,9 +140,9 @@ impl Operation {
     #[wasm_bindgen(js_name = handleReply)]
     pub fn handle_reply(
         &mut self,
-        request_id: f64,
+        #[wasm_bindgen(js_name = requestId)] request_id: f64,
         reply: ReplyJs,
-        now_us: f64,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<(), JsValue> {
         let now = time(now_us, "nowUs")?;
         if !(request_id.is_finite() && request_id >= 0.0 && request_id.fract() == 0.0) {
@@ -157,7 +157,10 @@ impl Operation {
     /// Reports that `nowUs` has come: every request whose deadline passed times out,
     /// and a retry delay that ended starts the next attempt. Early is harmless.
     #[wasm_bindgen(js_name = handleTimeout)]
-    pub fn handle_timeout(&mut self, now_us: f64) -> Result<(), JsValue> {
+    pub fn handle_timeout(
+        &mut self,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<(), JsValue> {
         let now = time(now_us, "nowUs")?;
         self.inner.handle_timeout(now);
         Ok(())
