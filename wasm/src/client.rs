@@ -6,7 +6,7 @@ use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
 use crate::config::Config;
-use crate::convert::{from_js, time, time_to_js, to_js, whole, BytesRef};
+use crate::convert::{options_from_js, time, time_to_js, to_js, whole, BytesRef};
 use crate::error::{self, invalid_argument};
 use crate::operation::Operation;
 use crate::types::{AcquireOptionsJs, KeysJs, ResourcesJs};
@@ -93,7 +93,7 @@ impl Redlock {
         let resources = crate::convert::resources(&resources)?;
         let options: AcquireOptions = match options {
             Some(options) if !options.is_undefined() && !options.is_null() => {
-                from_js(options.into(), "acquire options")?
+                options_from_js(options.into(), &["ttlMs", "random"], "acquire options")?
             }
             _ => AcquireOptions::default(),
         };

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
 use crate::client::Lease;
-use crate::convert::{from_js, time, time_to_js, to_js, whole, Bytes, BytesRef};
+use crate::convert::{options_from_js, time, time_to_js, to_js, whole, Bytes, BytesRef};
 use crate::error;
 use crate::types::{ConfigOptionsJs, ConfigSettingsJs};
 
@@ -26,6 +26,21 @@ struct Options {
     token_bytes: Option<usize>,
     max_extensions: Option<u32>,
 }
+
+const OPTION_NAMES: &[&str] = &[
+    "nodes",
+    "ttlMs",
+    "driftFactor",
+    "driftFixedUs",
+    "nodeTimeoutUs",
+    "minValidityUs",
+    "attempts",
+    "retryDelayUs",
+    "retryJitterUs",
+    "keyPrefix",
+    "tokenBytes",
+    "maxExtensions",
+];
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -64,7 +79,7 @@ impl Config {
     /// `invalid_argument` for a missing, unknown or mistyped field.
     #[wasm_bindgen(constructor)]
     pub fn new(options: ConfigOptionsJs) -> Result<Config, JsValue> {
-        let options: Options = from_js(options.into(), "config options")?;
+        let options: Options = options_from_js(options.into(), OPTION_NAMES, "config options")?;
         let mut builder =
             redlock_core::Config::builder(options.nodes, Duration::from_millis(options.ttl_ms));
         if let Some(factor) = options.drift_factor {

@@ -16,6 +16,28 @@ pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsValue
         .map_err(|e| invalid_argument(&e.to_string()))
 }
 
+/// Deserializes options object `value`, refusing fields not in `known` (serde's
+/// `deny_unknown_fields` does not see them: serde-wasm-bindgen reads only the fields a
+/// struct names, so a misspelt option would silently be ignored).
+pub(crate) fn options_from_js<T: DeserializeOwned>(
+    value: JsValue,
+    known: &[&str],
+    what: &str,
+) -> Result<T, JsValue> {
+    if let Some(object) = value.dyn_ref::<js_sys::Object>() {
+        for key in js_sys::Object::keys(object).iter() {
+            let key = key.as_string().unwrap_or_default();
+            if !known.contains(&key.as_str()) {
+                return Err(invalid_argument(&format!(
+                    "{what}: unknown field `{key}` (expected one of {})",
+                    known.join(", ")
+                )));
+            }
+        }
+    }
+    from_js(value, what)
+}
+
 /// Deserializes `value`, naming `what` in the error.
 pub(crate) fn from_js<T: DeserializeOwned>(value: JsValue, what: &str) -> Result<T, JsValue> {
     serde_wasm_bindgen::from_value(value).map_err(|e| invalid_argument(&format!("{what}: {e}")))
@@ -223,7 +245,8 @@ fn read_reply(reply: &JsValue, s: &Strings, depth: usize) -> Result<Reply, JsVal
                 return Err(invalid_argument("reply arrays are nested too deeply"));
             }
             let items: &js_sys::Array = value.unchecked_ref();
-            let mut replies = Vec::with_capacity(items.length() as usize);
+            // Capacity bounded: a sparse JS array can claim any length.
+            let mut replies = Vec::with_capacity((items.length() as usize).min(64));
             for item in items.iter() {
                 replies.push(read_reply(&item, s, depth + 1)?);
             }

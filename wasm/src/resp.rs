@@ -4,7 +4,7 @@ use redlock_core::resp;
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
-use crate::convert::{from_js, to_js, ReplyOut};
+use crate::convert::{options_from_js, to_js, ReplyOut};
 use crate::error::{self, invalid_argument};
 use crate::types::{ArgsJs, DecodedReplyJs, DecoderLimitsJs};
 
@@ -31,7 +31,8 @@ impl Decoder {
     pub fn new(limits: Option<DecoderLimitsJs>) -> Result<Decoder, JsValue> {
         let given: LimitsIn = match limits {
             Some(limits) if !limits.is_undefined() && !limits.is_null() => {
-                from_js(limits.into(), "decoder limits")?
+                let known = ["maxBulk", "maxElements", "maxDepth", "maxLine"];
+                options_from_js(limits.into(), &known, "decoder limits")?
             }
             _ => LimitsIn::default(),
         };
@@ -81,7 +82,8 @@ pub fn encode_command(args: ArgsJs) -> Result<Vec<u8>, JsValue> {
         ));
     }
     let array: &js_sys::Array = args.unchecked_ref();
-    let mut owned: Vec<Vec<u8>> = Vec::with_capacity(array.length() as usize);
+    // Capacity bounded: a sparse JS array can claim any length.
+    let mut owned: Vec<Vec<u8>> = Vec::with_capacity((array.length() as usize).min(64));
     for arg in array.iter() {
         if let Some(text) = arg.as_string() {
             owned.push(text.into_bytes());
