@@ -145,8 +145,9 @@ export class Redlock {
   ): Promise<T>;
   using<T>(resources: Resource | Resource[], fn: (signal: AbortSignal, lock: Lock) => T | Promise<T>): Promise<T>;
   /**
-   * Loads the core's scripts into every node's script cache (SCRIPT LOAD); worth doing
-   * at start-up and after a node restarts (see the README).
+   * Loads the core's scripts into every node's script cache (SCRIPT LOAD) now. The
+   * driver already does this on each connection before its first command and after
+   * reconnections it can see (see the README); this warms up explicitly.
    */
   loadScripts(): Promise<NodeDetail[]>;
   /**
@@ -169,7 +170,8 @@ export type StreamOpener = (handlers: {
 
 /** A pipelined RESP connection over any byte stream, through the core's codec. */
 export class RespConnection implements Connection {
-  constructor(open: StreamOpener, options?: { label?: string; maxPending?: number });
+  /** loadScripts (default true): write the core's SCRIPT LOADs first on every new stream. */
+  constructor(open: StreamOpener, options?: { label?: string; maxPending?: number; loadScripts?: boolean });
   readonly label: string;
   readonly pending: number;
   send(args: Array<string | Uint8Array>): Promise<Reply>;

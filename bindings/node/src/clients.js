@@ -6,6 +6,8 @@
 // optional `label` and `close()`. ioredis (v5+) and node-redis (v4+) clients are wrapped
 // automatically.
 
+import { RespConnection, scriptLoads } from './resp.js';
+
 /** @param {string | Uint8Array} arg */
 function toClientArg(arg) {
   return typeof arg === 'string' ? arg : Buffer.from(arg.buffer, arg.byteOffset, arg.byteLength);
@@ -91,15 +93,61 @@ export function fromNodeRedis(client, label = nodeRedisLabel(client)) {
   };
 }
 
+// Per client, whether the scripts were loaded since it last connected: one `ready`
+// listener per client, however many Redlock instances share it.
+const scriptState = new WeakMap();
+
+function scriptStateOf(client, watchReconnects) {
+  let state = scriptState.get(client);
+  if (!state) {
+    state = { loaded: false };
+    if (watchReconnects) client.on('ready', () => (state.loaded = false));
+    scriptState.set(client, state);
+  }
+  return state;
+}
+
+/**
+ * `connection`, loading the core's scripts (see `scriptLoads`) ahead of its first command
+ * and of its first command after each reconnection `state` is told about. The loads go
+ * out on the same connection just before the command, and both clients keep a
+ * connection's commands in order, so the command finds the scripts loaded.
+ */
+function loadingScripts(connection, state) {
+  return {
+    label: connection.label,
+    close: connection.close,
+    send(args) {
+      if (!state.loaded) {
+        state.loaded = true;
+        for (const load of scriptLoads()) {
+          connection.send(load).then((reply) => {
+            if (reply.type === 'error' || reply.type === 'connection_failed') state.loaded = false;
+          });
+        }
+      }
+      return connection.send(args);
+    },
+  };
+}
+
 const isIoredis = (c) => typeof c?.call === 'function' && typeof c?.callBuffer === 'function';
 const isNodeRedis = (c) => typeof c?.sendCommand === 'function' && 'isOpen' in c;
 
 /** One node's connection from an ioredis client, a node-redis client or a connection. */
 export function toConnection(client, index) {
-  if (isIoredis(client)) return fromIoredis(client);
-  if (isNodeRedis(client)) return fromNodeRedis(client);
+  if (isIoredis(client)) return loadingScripts(fromIoredis(client), scriptStateOf(client, true));
+  if (isNodeRedis(client)) return loadingScripts(fromNodeRedis(client), scriptStateOf(client, true));
+  // A raw socket loads the scripts itself on every new stream.
+  if (client instanceof RespConnection) return client;
   if (typeof client?.send === 'function') {
-    return { label: client.label ?? `node ${index}`, send: (args) => client.send(args), close: client.close?.bind(client) };
+    // Any other connection: loaded once; its reconnections cannot be seen from here.
+    const connection = {
+      label: client.label ?? `node ${index}`,
+      send: (args) => client.send(args),
+      close: client.close?.bind(client),
+    };
+    return loadingScripts(connection, scriptStateOf(client, false));
   }
   throw new TypeError(
     `node ${index} is neither an ioredis client, a node-redis client, nor a connection with send(args)`,

@@ -186,12 +186,10 @@ export class Redlock {
   }
 
   /**
-   * Loads the core's three scripts into every node's script cache (SCRIPT LOAD), so
-   * their first EVALSHA does not answer NOSCRIPT. Optional: the core falls back to EVAL
-   * on NOSCRIPT, but only while the operation is undecided, so a node that first sees a
-   * script after a release already decided at a quorum keeps the key until its TTL.
-   * Worth calling at start-up and after a node restarts. Resolves to how each node
-   * answered; never throws for node failures.
+   * Loads the core's three scripts into every node's script cache (SCRIPT LOAD) now.
+   * Connections already do this before their first command and after the
+   * reconnections they can see (see `scriptLoads` in resp.js for why); this warms up
+   * explicitly. Resolves to how each node answered; never throws for node failures.
    */
   async loadScripts() {
     const { acquire, release, extend } = scripts();

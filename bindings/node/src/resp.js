@@ -5,7 +5,18 @@
 // command still waiting. A command the driver stopped waiting for keeps its place, so a
 // late reply never reaches the wrong command.
 
-import { Decoder, encodeCommand } from '../wasm/redlock_wasm.js';
+import { Decoder, encodeCommand, scripts } from '../wasm/redlock_wasm.js';
+
+/**
+ * `SCRIPT LOAD` of the core's three scripts. The core falls back to a script's text on
+ * NOSCRIPT only while an operation is undecided, so a node that first meets a script
+ * after a release decided at a quorum would keep that key until its TTL; connections
+ * therefore load the scripts before their first command, and again after reconnecting.
+ */
+export function scriptLoads() {
+  const { acquire, release, extend } = scripts();
+  return [acquire, release, extend].map((script) => ['SCRIPT', 'LOAD', script.text]);
+}
 
 /**
  * Opens byte streams. Called with handlers `{ onData(bytes), onClose(error?) }`, it
@@ -23,17 +34,20 @@ export class RespConnection {
   #pending = [];
   #maxPending;
   #generation = 0;
+  #scriptsOnOpen;
 
   /**
    * @param {StreamOpener} open
-   * @param {{ label?: string, maxPending?: number }} [options] maxPending: commands
-   *   waiting for replies beyond which the node is considered stuck and the stream is
-   *   closed (a frozen node otherwise accumulates them forever).
+   * @param {{ label?: string, maxPending?: number, loadScripts?: boolean }} [options]
+   *   maxPending: commands waiting for replies beyond which the node is considered stuck
+   *   and the stream is closed (a frozen node otherwise accumulates them forever).
+   *   loadScripts (default true): write `scriptLoads()` first on every new stream.
    */
-  constructor(open, { label = 'raw socket', maxPending = DEFAULT_MAX_PENDING } = {}) {
+  constructor(open, { label = 'raw socket', maxPending = DEFAULT_MAX_PENDING, loadScripts = true } = {}) {
     this.#open = open;
     this.label = label;
     this.#maxPending = maxPending;
+    this.#scriptsOnOpen = loadScripts;
   }
 
   /** Commands sent and not yet answered. */
@@ -98,6 +112,7 @@ export class RespConnection {
         }
         this.#opening = null;
         this.#stream = stream;
+        if (this.#scriptsOnOpen) this.#loadScripts(stream);
         return stream;
       },
       (error) => {
@@ -106,6 +121,21 @@ export class RespConnection {
       },
     );
     return this.#opening;
+  }
+
+  /**
+   * Writes the script loads first on a new stream. Every command waiting in `#pending`
+   * now was queued while the stream opened and is written after this, so the loads'
+   * replies come first and go to the entries put in front of them.
+   */
+  #loadScripts(stream) {
+    const loads = scriptLoads().map((args) => encodeCommand(args));
+    this.#pending.unshift(...loads.map(() => ({ resolve: () => {} })));
+    try {
+      for (const bytes of loads) stream.write(bytes);
+    } catch (error) {
+      this.#fail(error);
+    }
   }
 
   #received(bytes) {

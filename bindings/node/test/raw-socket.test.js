@@ -28,10 +28,13 @@ test('replies split across packets and pipelined commands reach the right comman
   // A fake node that answers two commands with one reply split in odd places.
   let written = '';
   let push;
-  const connection = new RespConnection(async ({ onData }) => {
-    push = onData;
-    return { write: (bytes) => (written += Buffer.from(bytes).toString()), close() {} };
-  });
+  const connection = new RespConnection(
+    async ({ onData }) => {
+      push = onData;
+      return { write: (bytes) => (written += Buffer.from(bytes).toString()), close() {} };
+    },
+    { loadScripts: false },
+  );
   const first = connection.send(['GET', 'a']);
   const second = connection.send(['SET', 'b', 'v']);
   await new Promise((resolve) => setImmediate(resolve));
@@ -67,7 +70,7 @@ test('a node that never answers is dropped after maxPending commands', async () 
       opened += 1;
       return { write() {}, close() {} };
     },
-    { maxPending: 3 },
+    { maxPending: 3, loadScripts: false },
   );
   const stuck = [1, 2, 3].map(() => connection.send(['PING']));
   const fourth = connection.send(['PING']);
@@ -77,4 +80,24 @@ test('a node that never answers is dropped after maxPending commands', async () 
   assert.equal(opened, 2);
   connection.close();
   assert.equal((await fourth).type, 'connection_failed');
+});
+
+test('a new stream starts with the scripts, whose replies never reach a command', async () => {
+  let written = '';
+  let push;
+  const connection = new RespConnection(async ({ onData }) => {
+    push = onData;
+    return { write: (bytes) => (written += Buffer.from(bytes).toString()), close() {} };
+  });
+  const get = connection.send(['GET', 'a']);
+  await new Promise((resolve) => setImmediate(resolve));
+  const loads = written.split('*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n');
+  assert.equal(loads.length, 4, 'three SCRIPT LOADs first');
+  assert.ok(written.endsWith('*2\r\n$3\r\nGET\r\n$1\r\na\r\n'), 'then the command');
+  for (const sha of ['4df62321cd567593267878acb4c28e1f7a3cc4af', '8e71672c5cb315a6f66438f72df1e4fafa4c6ab4', 'cbf53bf4744c611625397ac18d6b9bc9294ba5b8']) {
+    push(Buffer.from(`$40\r\n${sha}\r\n`));
+  }
+  push(Buffer.from('$1\r\nv\r\n'));
+  assert.deepEqual(await get, { type: 'bulk', value: new Uint8Array(Buffer.from('v')) });
+  assert.equal(connection.pending, 0);
 });

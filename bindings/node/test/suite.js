@@ -163,6 +163,35 @@ export function integrationSuite(name, basePort, connect) {
       assert.deepEqual(await values('down:r'), Array(5).fill(null), 'the failed attempt left nothing');
     });
 
+    test('a restarted node is given the scripts before it has to release', async () => {
+      // A restarted node has no scripts. Freeze it while the release decides at a quorum
+      // of the others, so its answer comes after the decision, when the core sends no
+      // EVAL fallback: only scripts loaded on reconnection let it delete the key.
+      const redlock = new Redlock(clients, { ttlMs: 10_000, nodeTimeoutMs: 50, attempts: 1 });
+      nodes.restart(0);
+      let lock;
+      for (let tries = 0; ; tries++) {
+        // SET needs no script: wait until node 0's connection is back and takes one.
+        lock = await redlock.acquire(`restarted:${tries}`);
+        if (lock.nodes[0].result === 'success') break;
+        assert.ok(tries < 100, 'node 0 never came back');
+        await sleep(50);
+      }
+      const key = lock.resources[0];
+      nodes.pause(0);
+      try {
+        await lock.release();
+      } finally {
+        nodes.resume(0);
+      }
+      await redlock.idle();
+      for (let tries = 0; (await values(key))[0] !== null; tries++) {
+        assert.ok(tries < 40, 'the restarted node kept the released key');
+        await sleep(25);
+      }
+      assert.deepEqual(await values(key), Array(5).fill(null));
+    });
+
     test('one frozen node does not stall acquire or release', async () => {
       const redlock = new Redlock(clients, { ttlMs: 3000, nodeTimeoutMs: 50 });
       nodes.pause(0);
