@@ -177,8 +177,8 @@ impl Redlock {
     }
 
     /// When a holder that keeps `lease` alive should start its next extension (us), or
-    /// `undefined` when it should not (expired, or the extension bound reached). Uses
-    /// the lease's own TTL where it differs from the configured one.
+    /// `undefined` when it should not (expired, or the extension bound reached), from
+    /// the lease's own TTL.
     #[wasm_bindgen(js_name = nextExtension)]
     pub fn next_extension(
         &self,
@@ -186,12 +186,7 @@ impl Redlock {
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<Option<f64>, JsValue> {
         let now = time(now_us, "nowUs")?;
-        let config = self.inner.config();
-        let ttl = Duration::from_millis(lease.inner.ttl_ms());
-        let at = match config.with_ttl(ttl) {
-            Ok(own) => own.next_extension(&lease.inner, now),
-            Err(_) => config.next_extension(&lease.inner, now),
-        };
+        let at = self.inner.config().next_extension(&lease.inner, now);
         Ok(at.map(time_to_js))
     }
 }
