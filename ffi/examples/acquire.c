@@ -29,6 +29,7 @@
 typedef struct {
     uint64_t operation;
     uint64_t request;
+    uint64_t deadline;
 } in_flight;
 
 typedef struct {
@@ -120,6 +121,31 @@ static void drop_connection(redlock_operation *op, node *nd, const char *why) {
     }
 }
 
+/* Reads what `nd` sent and hands each reply of the current operation to `op`. */
+static void read_replies(redlock_operation *op, node *nd) {
+    uint8_t buf[4096];
+    ssize_t n = read(nd->fd, buf, sizeof buf);
+    if (n <= 0) {
+        drop_connection(op, nd, "connection closed");
+        return;
+    }
+    check(redlock_decoder_feed(nd->decoder, buf, (size_t)n), "decoder_feed");
+    for (;;) {
+        redlock_reply *reply = NULL;
+        if (redlock_decoder_next_reply(nd->decoder, &reply) != REDLOCK_OK) {
+            /* Not RESP: the connection is out of step and cannot be trusted. */
+            drop_connection(op, nd, "protocol error");
+            return;
+        }
+        if (!reply) return;
+        uint64_t request;
+        if (nd->count > 0 && pop_request(nd, &request))
+            check(redlock_operation_handle_reply_value(op, request, reply, now_us()),
+                  "handle_reply_value");
+        redlock_reply_free(reply);
+    }
+}
+
 /* Drives `op` to its outcome over the nodes' sockets: the driver loop of the C ABI. */
 static redlock_outcome *drive(redlock_operation *op, node *nodes) {
     uint64_t wake_at = 0;
@@ -139,7 +165,8 @@ static redlock_outcome *drive(redlock_operation *op, node *nodes) {
                 fail_request(op, request, "not connected");
                 continue;
             }
-            nd->queue[(nd->head + nd->count++) % MAX_IN_FLIGHT] = (in_flight){current_operation, request};
+            nd->queue[(nd->head + nd->count++) % MAX_IN_FLIGHT] =
+                (in_flight){current_operation, request, deadline};
             continue;
         }
         if (kind == REDLOCK_OUTPUT_WAIT) {
@@ -169,31 +196,46 @@ static redlock_outcome *drive(redlock_operation *op, node *nodes) {
             exit(1);
         }
         for (size_t f = 0; ready > 0 && f < watched; f++) {
-            if (!(fds[f].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            node *nd = &nodes[which[f]];
-            uint8_t buf[4096];
-            ssize_t n = read(nd->fd, buf, sizeof buf);
-            if (n <= 0) {
-                drop_connection(op, nd, "connection closed");
-                continue;
-            }
-            check(redlock_decoder_feed(nd->decoder, buf, (size_t)n), "decoder_feed");
-            for (;;) {
-                redlock_reply *reply = NULL;
-                if (redlock_decoder_next_reply(nd->decoder, &reply) != REDLOCK_OK) {
-                    /* Not RESP: the connection is out of step and cannot be trusted. */
-                    drop_connection(op, nd, "protocol error");
-                    break;
-                }
-                if (!reply) break;
-                uint64_t request;
-                if (nd->count > 0 && pop_request(nd, &request))
-                    check(redlock_operation_handle_reply_value(op, request, reply, now_us()),
-                          "handle_reply_value");
-                redlock_reply_free(reply);
-            }
+            if (fds[f].revents & (POLLIN | POLLHUP | POLLERR)) read_replies(op, &nodes[which[f]]);
         }
         if (now_us() >= wake_at) check(redlock_operation_handle_timeout(op, now_us()), "timeout");
+    }
+}
+
+/* After an outcome the slower nodes' commands are still out: the core decides at a
+ * quorum. Lets them finish, up to their deadlines, handing the late replies to the
+ * operation so its live view of the nodes is complete (for a release, these are the
+ * commands that clean the remaining nodes). */
+static void finish_in_flight(redlock_operation *op, node *nodes) {
+    for (;;) {
+        struct pollfd fds[MAX_NODES];
+        size_t which[MAX_NODES], watched = 0;
+        uint64_t last_deadline = 0;
+        for (size_t i = 0; i < MAX_NODES; i++) {
+            node *nd = &nodes[i];
+            bool ours = false;
+            for (size_t k = 0; nd->fd >= 0 && k < nd->count; k++) {
+                in_flight entry = nd->queue[(nd->head + k) % MAX_IN_FLIGHT];
+                if (entry.operation != current_operation) continue;
+                ours = true;
+                if (entry.deadline > last_deadline) last_deadline = entry.deadline;
+            }
+            if (ours) {
+                fds[watched].fd = nd->fd;
+                fds[watched].events = POLLIN;
+                which[watched++] = i;
+            }
+        }
+        uint64_t now = now_us();
+        if (watched == 0 || now >= last_deadline) return;
+        int ready = poll(fds, watched, (int)((last_deadline - now + 999) / 1000));
+        if (ready < 0 && errno != EINTR) {
+            perror("poll");
+            exit(1);
+        }
+        for (size_t f = 0; ready > 0 && f < watched; f++) {
+            if (fds[f].revents & (POLLIN | POLLHUP | POLLERR)) read_replies(op, &nodes[which[f]]);
+        }
     }
 }
 
@@ -269,10 +311,22 @@ int main(int argc, char **argv) {
     check(redlock_outcome_lease(acquired, &lease), "lease");
     check(redlock_client_release(client, lease, now_us(), &op), "release");
     redlock_outcome *released = drive(op, nodes);
-    redlock_operation_free(op);
+    size_t at_decision = 0;
+    check(redlock_outcome_released(released, &at_decision), "released");
+    /* The release decided once a quorum confirmed; let the other nodes' commands finish
+     * before exiting, then count every node that deleted the key. */
+    finish_in_flight(op, nodes);
     size_t released_nodes = 0;
-    check(redlock_outcome_released(released, &released_nodes), "released");
-    printf("released on %zu of %zu nodes\n", released_nodes, count);
+    for (size_t i = 0; i < count; i++) {
+        uint32_t node_kind;
+        const uint8_t *error;
+        size_t error_len;
+        check(redlock_operation_node(op, i, &node_kind, &error, &error_len), "node");
+        if (node_kind == REDLOCK_NODE_SUCCESS) released_nodes++;
+    }
+    redlock_operation_free(op);
+    printf("released on %zu of %zu nodes (%zu when the release decided)\n", released_nodes, count,
+           at_decision);
 
     redlock_outcome_free(released);
     redlock_lease_free(lease);
