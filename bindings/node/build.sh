@@ -24,10 +24,13 @@ install() {
   require "Node.js 20 or newer with npm (node and npm on PATH)" node_version_ok || exit 1
   "$repo/scripts/build-wasm.sh"
   cd "$here"
-  # npm ci only when the lockfile changed since the last install.
+  # Install from the lockfile only when it changed since the last install. Not `npm ci`:
+  # the registry this project installs from lacks workerd's macOS and Windows packages,
+  # so no lockfile can list them and `npm ci` refuses it; `npm install` installs what
+  # the lockfile lists and skips the optional packages of other platforms.
   if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    echo "node: npm ci" >&2
-    npm ci --no-audit --no-fund --loglevel=error
+    echo "node: npm install (from package-lock.json)" >&2
+    npm install --no-audit --no-fund --loglevel=error
   fi
 }
 
