@@ -193,7 +193,7 @@ fn main() {
         runtime.block_on(client_cycles(&client, FROZEN_CYCLES, Duration::ZERO));
     both.row("redlock-client acquire + release");
     acquire.row("  of which acquire (decides at the quorum)");
-    release.row("  of which release (waits for every node)");
+    release.row("  of which release (decides at the quorum)");
     runtime
         .block_on(raw_cycles(&raw, FROZEN_CYCLES, 3))
         .row("raw redis: wait for 3 (quorum)");
