@@ -147,7 +147,8 @@ impl Redlock {
 
     /// A lease rebuilt from its parts, for a holder that kept only the token (a shell
     /// script, another process). `valid_until` is whatever the holder knows; use
-    /// [`Time::ZERO`] if nothing.
+    /// [`Time::ZERO`] if nothing. Its [`Lease::ttl_ms`] is the configured TTL (what
+    /// extensions use); its [`Lease::key_ttl_ms`] is unknown.
     pub fn lease<R: AsRef<[u8]>>(
         &self,
         resources: &[R],
@@ -160,6 +161,8 @@ impl Redlock {
             valid_until,
             extensions: 0,
             ttl_ms: self.config.ttl_ms(),
+            // This process never saw the keys' TTL: another holder may have set any.
+            key_ttl_ms: None,
         })
     }
 

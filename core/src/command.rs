@@ -39,11 +39,21 @@ end
 return released
 ";
 
-/// If every key holds the token, sets each key's TTL and returns 1; otherwise changes
-/// nothing and returns 0. It never creates a key, so an expired lock stays expired.
-pub const EXTEND_SCRIPT: &str = "for _, key in ipairs(KEYS) do
-  if redis.call('GET', key) ~= ARGV[1] then return 0 end
+/// If every key holds the token, sets each key's TTL and returns 1. Otherwise it changes
+/// nothing and returns -1 if some key holds another value (someone else may hold the
+/// lock), or 0 if some key is missing and none holds another value (the lock is gone:
+/// expired or released, and nobody holds it here). It never creates a key, so an expired
+/// lock stays expired.
+pub const EXTEND_SCRIPT: &str = "local missing = false
+for _, key in ipairs(KEYS) do
+  local value = redis.call('GET', key)
+  if not value then
+    missing = true
+  elseif value ~= ARGV[1] then
+    return -1
+  end
 end
+if missing then return 0 end
 for _, key in ipairs(KEYS) do
   redis.call('PEXPIRE', key, ARGV[2])
 end
@@ -55,7 +65,7 @@ pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].
 pub const RELEASE_SHA1: &str = "8e71672c5cb315a6f66438f72df1e4fafa4c6ab4";
 /// SHA-1 of [`EXTEND_SCRIPT`].
-pub const EXTEND_SHA1: &str = "cbf53bf4744c611625397ac18d6b9bc9294ba5b8";
+pub const EXTEND_SHA1: &str = "6aec6dabb71e80f87fc28910be87b135f17d85ab";
 
 /// Identifies one request within one operation. Ids start at 1 and increase by one
 /// per command the operation emits.
@@ -98,17 +108,23 @@ impl CommandKind {
 pub(crate) struct Argv {
     bytes: Vec<u8>,
     ends: Vec<usize>,
+    /// Index of the token argument, if the command carries one.
+    token_arg: Option<usize>,
+    /// The TTL the command sets, in milliseconds (0 for a release).
+    ttl_ms: u64,
 }
 
 impl Argv {
-    fn with_capacity(bytes: usize, args: usize) -> Argv {
+    pub(crate) fn with_capacity(bytes: usize, args: usize) -> Argv {
         Argv {
             bytes: Vec::with_capacity(bytes),
             ends: Vec::with_capacity(args),
+            token_arg: None,
+            ttl_ms: 0,
         }
     }
 
-    fn push(&mut self, arg: &[u8]) {
+    pub(crate) fn push(&mut self, arg: &[u8]) {
         self.bytes.extend_from_slice(arg);
         self.ends.push(self.bytes.len());
     }
@@ -129,7 +145,11 @@ impl Argv {
         self.push(&digits[at..]);
     }
 
-    fn get(&self, index: usize) -> Option<&[u8]> {
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub(crate) fn get(&self, index: usize) -> Option<&[u8]> {
         let end = *self.ends.get(index)?;
         let start = if index == 0 { 0 } else { self.ends[index - 1] };
         self.bytes.get(start..end)
@@ -150,6 +170,7 @@ impl Argv {
                 argv.push(b"SET");
                 // A SET command is only built for exactly one key.
                 argv.push(keys.first().map(Vec::as_slice).unwrap_or(&[]));
+                argv.token_arg = Some(argv.len());
                 argv.push(token);
                 argv.push(b"NX");
                 argv.push(b"PX");
@@ -167,11 +188,15 @@ impl Argv {
                 for key in keys {
                     argv.push(key);
                 }
+                argv.token_arg = Some(argv.len());
                 argv.push(token);
                 if kind != CommandKind::Release {
                     argv.push_number(ttl_ms);
                 }
             }
+        }
+        if kind != CommandKind::Release {
+            argv.ttl_ms = ttl_ms;
         }
         argv
     }
@@ -253,6 +278,45 @@ impl Command {
     /// Appends the command in RESP (an array of bulk strings, valid in RESP2 and RESP3).
     pub fn encode_resp(&self, out: &mut Vec<u8>) {
         crate::resp::encode_command(self.args(), out);
+    }
+
+    /// The token the command carries.
+    pub fn token(&self) -> &[u8] {
+        self.argv
+            .token_arg
+            .and_then(|index| self.argv.get(index))
+            .unwrap_or(&[])
+    }
+
+    /// The TTL the command sets on its keys, in milliseconds (0 for a release).
+    pub fn ttl_ms(&self) -> u64 {
+        self.argv.ttl_ms
+    }
+
+    pub(crate) fn argv(&self) -> &Arc<Argv> {
+        &self.argv
+    }
+
+    /// The same command as `EVAL` with the script's text, for a node that answered
+    /// `NOSCRIPT`; `None` for a `SET` or a command that already is an `EVAL`.
+    pub(crate) fn to_eval(&self) -> Option<Command> {
+        let (script, _) = self.kind.script()?;
+        if self.eval {
+            return None;
+        }
+        let mut argv = Argv::with_capacity(self.argv.bytes.len() + script.len(), self.arg_count());
+        argv.push(b"EVAL");
+        argv.push(script.as_bytes());
+        for index in 2..self.arg_count() {
+            argv.push(self.argv.get(index).unwrap_or(&[]));
+        }
+        argv.token_arg = self.argv.token_arg;
+        argv.ttl_ms = self.argv.ttl_ms;
+        Some(Command {
+            argv: Arc::new(argv),
+            eval: true,
+            ..self.clone()
+        })
     }
 }
 

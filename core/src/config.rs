@@ -3,6 +3,7 @@
 //! A [`Config`] can only be obtained from [`ConfigBuilder::build`], which checks every
 //! field and every relation between fields, so the rest of the core never re-checks.
 
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
@@ -49,6 +50,17 @@ pub const DEFAULT_RETRY_JITTER: Duration = Duration::from_millis(100);
 /// Default token length in random bytes (160 bits).
 pub const DEFAULT_TOKEN_BYTES: usize = 20;
 
+/// The node timeout may be at most this fraction of the TTL (`node_timeout * 3 <= ttl`):
+/// one slow round then still leaves two thirds of the lease, and an automatic extension
+/// (scheduled `max(ttl / 3, 2 * node_timeout)` before the end) always has a full round
+/// left before the lease ends.
+pub const MAX_NODE_TIMEOUT_FRACTION: u64 = 3;
+
+/// The shortest delay between two attempts of one acquisition (`retry_delay -
+/// retry_jitter`, the smallest delay the jitter can draw): attempts never follow each
+/// other back to back, whatever the configuration.
+pub const MIN_RETRY_DELAY: Duration = Duration::from_millis(1);
+
 /// A checked configuration. Build one with [`Config::builder`].
 ///
 /// Invariants (established by [`ConfigBuilder::build`]):
@@ -57,7 +69,9 @@ pub const DEFAULT_TOKEN_BYTES: usize = 20;
 /// - `drift = ceil(ttl * drift_factor) + drift_fixed < ttl`;
 /// - `min_validity < ttl - drift` and `0 < node_timeout`, `node_timeout + min_validity < ttl - drift`,
 ///   so an acquisition whose quorum arrives before the node deadline can still be valid;
-/// - `1 <= attempts <= MAX_ATTEMPTS`, `retry_jitter <= retry_delay`;
+/// - `node_timeout * MAX_NODE_TIMEOUT_FRACTION <= ttl`;
+/// - `1 <= attempts <= MAX_ATTEMPTS`; with more than one attempt,
+///   `retry_delay - retry_jitter >= MIN_RETRY_DELAY`;
 /// - `MIN_TOKEN_BYTES <= token_bytes <= MAX_TOKEN_BYTES`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -162,7 +176,8 @@ impl Config {
     }
 
     /// The total clock drift allowance: `ceil(ttl * drift_factor) + drift_fixed`,
-    /// rounded up to whole microseconds.
+    /// rounded up to whole microseconds. The factor is applied in whole parts per
+    /// billion (the smallest not below it, so `0.01` is exact) with integer arithmetic.
     pub fn drift(&self) -> Duration {
         Duration::from_micros(self.drift_us)
     }
@@ -350,7 +365,8 @@ impl ConfigBuilder {
             return Err(ConfigError::DriftFactorInvalid);
         }
         let drift_fixed_us = micros_ceil(self.drift_fixed);
-        let drift_us = ceil_product(ttl_us, self.drift_factor).saturating_add(drift_fixed_us);
+        let drift_us =
+            ceil_ppb(ttl_us, drift_ppb(self.drift_factor)).saturating_add(drift_fixed_us);
         if drift_us >= ttl_us {
             return Err(ConfigError::DriftTooLarge);
         }
@@ -366,7 +382,9 @@ impl ConfigBuilder {
         if node_timeout_us == 0 {
             return Err(ConfigError::NodeTimeoutZero);
         }
-        if node_timeout_us.saturating_add(min_validity_us) >= lease_us {
+        if node_timeout_us.saturating_add(min_validity_us) >= lease_us
+            || node_timeout_us.saturating_mul(MAX_NODE_TIMEOUT_FRACTION) > ttl_us
+        {
             return Err(ConfigError::NodeTimeoutTooLarge);
         }
         if self.attempts == 0 {
@@ -377,7 +395,14 @@ impl ConfigBuilder {
         }
         let retry_delay_us = micros_floor(self.retry_delay);
         let retry_jitter_us = micros_floor(self.retry_jitter);
-        if retry_jitter_us > retry_delay_us {
+        if self.attempts > 1 {
+            if retry_delay_us < micros_floor(MIN_RETRY_DELAY) {
+                return Err(ConfigError::RetryDelayTooShort);
+            }
+            if retry_jitter_us > retry_delay_us - micros_floor(MIN_RETRY_DELAY) {
+                return Err(ConfigError::JitterTooLarge);
+            }
+        } else if retry_jitter_us > retry_delay_us {
             return Err(ConfigError::JitterTooLarge);
         }
         if self.token_bytes < MIN_TOKEN_BYTES {
@@ -406,19 +431,85 @@ impl ConfigBuilder {
     }
 }
 
-/// `ceil(ttl_us * factor)` without `std`'s float functions, saturating.
+/// The first two positions in `addresses` that name the same Redis server, if any.
 ///
-/// `ttl_us <= MAX_TTL_MS * 1000 < 2^53`, so `ttl_us as f64` is exact; the product is
-/// correctly rounded by IEEE 754, then rounded up to a whole microsecond.
-fn ceil_product(ttl_us: u64, factor: f64) -> u64 {
-    let product = ttl_us as f64 * factor;
-    // `as` from f64 to u64 truncates toward zero and saturates; `product >= 0` here.
-    let truncated = product as u64;
-    if (truncated as f64) < product {
-        truncated.saturating_add(1)
-    } else {
-        truncated
+/// Redlock's safety rests on independent nodes: the same server given twice would make
+/// one process count twice towards the quorum. Addresses are compared as host and port:
+/// a scheme (`redis://`, `rediss://`), user and password, database number and options
+/// are ignored; hosts are compared without case, `localhost` is `127.0.0.1`, IPv6
+/// brackets are dropped, and a missing port is 6379. Different names for one machine
+/// (a DNS name and its address) are not detected.
+pub fn duplicate_node<S: AsRef<str>>(addresses: &[S]) -> Option<(usize, usize)> {
+    let normalised: Vec<(String, u16)> = addresses
+        .iter()
+        .map(|address| normalise_address(address.as_ref()))
+        .collect();
+    for (i, a) in normalised.iter().enumerate() {
+        for (j, b) in normalised.iter().enumerate().skip(i + 1) {
+            if a == b {
+                return Some((i, j));
+            }
+        }
     }
+    None
+}
+
+fn normalise_address(address: &str) -> (String, u16) {
+    let rest = match address.find("://") {
+        Some(at) => &address[at + 3..],
+        None => address,
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = match authority.rfind('@') {
+        Some(at) => &authority[at + 1..],
+        None => authority,
+    };
+    let (host, port) = if let Some(inner) = host_port.strip_prefix('[') {
+        match inner.split_once(']') {
+            Some((host, tail)) => (host, tail.strip_prefix(':')),
+            None => (inner, None),
+        }
+    } else if host_port.matches(':').count() == 1 {
+        match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        }
+    } else {
+        // No port, or a bare IPv6 address.
+        (host_port, None)
+    };
+    let port = port.and_then(|p| p.parse::<u16>().ok()).unwrap_or(6379);
+    let host = host.to_ascii_lowercase();
+    let host = match host.as_str() {
+        "localhost" | "" => String::from("127.0.0.1"),
+        _ => host,
+    };
+    (host, port)
+}
+
+/// Parts per billion of the TTL that a drift factor stands for: the smallest whole number
+/// `n` with `n / 10^9 >= factor`, so a decimal factor such as `0.01` is taken exactly
+/// (10 000 000) and any other is rounded up, against the holder. `factor` is in `[0, 1)`.
+fn drift_ppb(factor: f64) -> u64 {
+    // `factor * 1e9` is in [0, 1e9): the cast neither truncates a large value nor wraps.
+    // Adding one half and truncating (the cast) rounds to nearest for these values.
+    let mut ppb = (factor * 1e9 + 0.5) as u64;
+    while (ppb as f64) / 1e9 < factor {
+        ppb += 1;
+    }
+    while ppb > 0 && ((ppb - 1) as f64) / 1e9 >= factor {
+        ppb -= 1;
+    }
+    ppb
+}
+
+/// `ceil(ttl_us * ppb / 10^9)` in integers: exact, where multiplying in floating point
+/// first rounds the product to the nearest double, which can fall below the true value
+/// and make the drift 1 us short. `ttl_us < 2^50` and `ppb < 2^30`, so it fits in `u128`.
+fn ceil_ppb(ttl_us: u64, ppb: u64) -> u64 {
+    let product = u128::from(ttl_us) * u128::from(ppb);
+    let drift = product.div_ceil(1_000_000_000);
+    u64::try_from(drift).unwrap_or(u64::MAX)
 }
 
 /// What is wrong with a configuration.
@@ -450,8 +541,11 @@ pub enum ConfigError {
     AttemptsZero,
     /// More than [`MAX_ATTEMPTS`] attempts.
     TooManyAttempts,
-    /// A retry jitter larger than the retry delay.
+    /// A retry jitter that lets the drawn delay fall below [`MIN_RETRY_DELAY`] (with more
+    /// than one attempt), or larger than the retry delay.
     JitterTooLarge,
+    /// A retry delay below [`MIN_RETRY_DELAY`] with more than one attempt.
+    RetryDelayTooShort,
     /// Fewer than [`MIN_TOKEN_BYTES`] random bytes per token.
     TokenTooShort,
     /// More than [`MAX_TOKEN_BYTES`] random bytes per token.
@@ -475,6 +569,7 @@ impl ConfigError {
             ConfigError::AttemptsZero => "attempts_zero",
             ConfigError::TooManyAttempts => "too_many_attempts",
             ConfigError::JitterTooLarge => "jitter_too_large",
+            ConfigError::RetryDelayTooShort => "retry_delay_too_short",
             ConfigError::TokenTooShort => "token_too_short",
             ConfigError::TokenTooLong => "token_too_long",
         }
@@ -500,11 +595,16 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::NodeTimeoutZero => "the node timeout must be at least 1 microsecond",
             ConfigError::NodeTimeoutTooLarge => {
-                "node_timeout + min_validity must be smaller than ttl - drift"
+                "the node timeout must be at most a third of the TTL, and node_timeout + min_validity smaller than ttl - drift"
             }
             ConfigError::AttemptsZero => "at least one attempt is required",
             ConfigError::TooManyAttempts => "too many attempts (the most is 1000000)",
-            ConfigError::JitterTooLarge => "the retry jitter must not exceed the retry delay",
+            ConfigError::JitterTooLarge => {
+                "the retry jitter must leave a delay of at least 1 ms (retry_delay - retry_jitter >= 1 ms)"
+            }
+            ConfigError::RetryDelayTooShort => {
+                "the retry delay must be at least 1 ms when more than one attempt is allowed"
+            }
             ConfigError::TokenTooShort => "tokens need at least 16 random bytes (128 bits)",
             ConfigError::TokenTooLong => "tokens take at most 64 random bytes",
         };
@@ -637,8 +737,39 @@ mod tests {
             .node_timeout(Duration::from_micros(999))
             .build()
             .is_ok());
+        // The node timeout is at most a third of the TTL.
         assert!(base()
-            .node_timeout(Duration::from_micros(987_999))
+            .node_timeout(Duration::from_micros(333_333))
+            .build()
+            .is_ok());
+        assert_eq!(
+            base().node_timeout(Duration::from_micros(333_334)).build(),
+            Err(ConfigError::NodeTimeoutTooLarge)
+        );
+        // Retries are at least 1 ms apart; a single attempt needs no delay.
+        assert_eq!(
+            base()
+                .retry_delay(Duration::ZERO)
+                .retry_jitter(Duration::ZERO)
+                .build(),
+            Err(ConfigError::RetryDelayTooShort)
+        );
+        assert_eq!(
+            base()
+                .retry_delay(ms(2))
+                .retry_jitter(Duration::from_micros(1001))
+                .build(),
+            Err(ConfigError::JitterTooLarge)
+        );
+        assert!(base()
+            .retry_delay(ms(2))
+            .retry_jitter(ms(1))
+            .build()
+            .is_ok());
+        assert!(base()
+            .attempts(1)
+            .retry_delay(Duration::ZERO)
+            .retry_jitter(Duration::ZERO)
             .build()
             .is_ok());
         assert!(base().attempts(MAX_ATTEMPTS).build().is_ok());
@@ -646,6 +777,51 @@ mod tests {
             base().attempts(MAX_ATTEMPTS + 1).build(),
             Err(ConfigError::TooManyAttempts)
         );
+    }
+
+    #[test]
+    fn drift_is_exact() {
+        // ceil(419 410 398 236 000 us * 0.846885254) = ceil(355 192 481 640 336.03...):
+        // the product in floating point rounds to ...336.0 and would lose the 1 us.
+        let config = Config::builder(1, ms(419_410_398_236))
+            .drift_factor(0.846885254)
+            .drift_fixed(Duration::ZERO)
+            .build()
+            .unwrap();
+        assert_eq!(config.drift(), Duration::from_micros(355_192_481_640_337));
+        // A decimal factor is taken exactly: 333 000 * 0.01 = 3330.
+        let decimal = Config::builder(1, ms(333)).build().unwrap();
+        assert_eq!(decimal.drift(), Duration::from_micros(3330 + 2000));
+        // A factor between two parts per billion rounds up, against the holder.
+        assert_eq!(drift_ppb(0.010_000_000_4), 10_000_001);
+        assert_eq!(drift_ppb(0.01), 10_000_000);
+        assert_eq!(drift_ppb(0.0), 0);
+        assert_eq!(drift_ppb(f64::MIN_POSITIVE), 1);
+        assert_eq!(ceil_ppb(1, 1), 1);
+        assert_eq!(
+            ceil_ppb(MAX_TTL_MS * 1000, 999_999_999),
+            999_999_999_000_000
+        );
+        assert_eq!(ceil_ppb(1_000_000_001, 1), 2);
+    }
+
+    #[test]
+    fn duplicate_nodes() {
+        assert_eq!(duplicate_node(&["127.0.0.1:7000", "127.0.0.1:7001"]), None);
+        assert_eq!(
+            duplicate_node(&["redis://127.0.0.1:7000", "redis://:pw@LOCALHOST:7000/2"]),
+            Some((0, 1))
+        );
+        assert_eq!(
+            duplicate_node(&["a:1", "rediss://h:6379", "b:2", "h"]),
+            Some((1, 3))
+        );
+        assert_eq!(
+            duplicate_node(&["[::1]:7000", "redis://[::1]:7000"]),
+            Some((0, 1))
+        );
+        assert_eq!(duplicate_node(&["[::1]:7000", "[::1]:7001"]), None);
+        assert_eq!(duplicate_node::<&str>(&[]), None);
     }
 
     #[test]
@@ -664,6 +840,7 @@ mod tests {
             ConfigError::AttemptsZero,
             ConfigError::TooManyAttempts,
             ConfigError::JitterTooLarge,
+            ConfigError::RetryDelayTooShort,
             ConfigError::TokenTooShort,
             ConfigError::TokenTooLong,
         ];

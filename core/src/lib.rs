@@ -28,33 +28,45 @@
 //! ## Driving it
 //!
 //! [`Redlock`] starts [`Operation`]s. An operation takes inputs
-//! ([`Operation::handle_reply`], [`Operation::handle_timeout`]) and, after each, is
-//! polled with [`Operation::poll_output`] until `None`: send commands, wait until an
-//! instant, or the [`Outcome`]. See [`Operation`] for the loop.
+//! ([`Operation::handle_reply`], [`Operation::handle_timeout`], [`Operation::abandon`])
+//! and, after each, is polled with [`Operation::poll_output`] until it returns a
+//! [`Output::Wait`] or the [`Outcome`]: send commands, wait until an instant, or the
+//! outcome. `Wait` is the only source of wake-ups. See [`Operation`] for the loop.
 //!
 //! Time is [`Time`], microseconds on the caller's monotonic clock.
 //!
-//! ## What a driver must get right
+//! ## The lock's whole life
 //!
-//! The core decides everything about the lock; the transport is the driver's. Every
-//! driver of this project learned these the same way, so they are stated once here:
+//! If two drivers would make the same decision, it is made here:
+//!
+//! - **Node links** ([`Link`]): per node, the order of commands, the bound on commands
+//!   in flight, what a stalled node still gets (releases it owes) and what it no longer
+//!   gets (new acquisitions), that nothing but a release is ever written twice, and that
+//!   the scripts are loaded first on every new connection. Drivers hand every command
+//!   to its node's link and do what the link outputs.
+//! - **Keep-alive** ([`KeepAlive`]): when to extend, when to retry a failed extension,
+//!   when the lock counts as lost, the extension bound.
+//! - **Cancellation** ([`Operation::abandon`]): what a cancelled operation must still
+//!   send so that nothing it may have set outlives it.
+//! - **Error classes** ([`ErrorClass`], [`NodeCause`]): held elsewhere, nodes failing
+//!   (each node's cause), lock lost, not held, invalid argument, used after close,
+//!   cancelled; every binding maps them to its own errors.
+//! - **Node addresses** ([`duplicate_node`]): the same server given twice is refused.
+//!
+//! ## What a driver must still get right
 //!
 //! - **Enforce each command's deadline yourself**, whatever the Redis client's own
-//!   timeouts and retry settings: stop waiting at [`Command::deadline`] and report
-//!   [`Reply::Timeout`] (or let [`Operation::handle_timeout`] do it). Do not let the
-//!   next command to that node queue behind one stuck on a frozen node.
-//! - **Keep each node's commands in the order they were emitted.** After a failed
-//!   attempt the core emits the release while that attempt's `SET` may still be in
-//!   flight; if the release overtakes it on another connection, the `SET` lands after
-//!   it and the key stays until its TTL.
-//! - **Load the scripts when a connection opens** (`SCRIPT LOAD` of [`ACQUIRE_SCRIPT`],
-//!   [`RELEASE_SCRIPT`], [`EXTEND_SCRIPT`]). The core falls back to `EVAL` on `NOSCRIPT`
-//!   while it is deciding, but a `NOSCRIPT` that arrives after an early decision gets no
-//!   fallback.
-//! - **Let commands still in flight after an outcome finish** (up to their deadlines)
-//!   before a process exits: an early decision leaves the slower nodes' commands out, and
-//!   for a release those are what clean the remaining nodes.
+//!   timeouts and retry settings: stop waiting at [`Command::deadline`] (the operation's
+//!   `Wait` says when) and call [`Operation::handle_timeout`]. Never let a client
+//!   library's offline queue or retries decide anything: report its "ready" and
+//!   "disconnected" events to the node's [`Link`].
+//! - **Let commands still in flight after an outcome finish** (up to their deadlines,
+//!   [`Link::is_idle`]) before a process exits: an early decision leaves the slower
+//!   nodes' commands out, and for a release those are what clean the remaining nodes.
 //!
+//! The project's `docs/bindings.md` describes a binding's parts, these rules and the
+//! tests every binding carries.
+
 //! ## Randomness
 //!
 //! Tokens are lowercase hex of `token_bytes` random bytes (160 bits by default), one per
@@ -76,10 +88,13 @@
 
 extern crate alloc;
 
+mod class;
 mod client;
 mod command;
 mod config;
 mod error;
+mod keepalive;
+mod link;
 mod operation;
 mod outcome;
 mod random;
@@ -87,21 +102,28 @@ mod reply;
 pub mod resp;
 mod time;
 
+pub use class::{ErrorClass, NodeCause};
 pub use client::{Redlock, MAX_RESOURCES};
 pub use command::{
     Command, CommandKind, RequestId, ACQUIRE_SCRIPT, ACQUIRE_SHA1, EXTEND_SCRIPT, EXTEND_SHA1,
     RELEASE_SCRIPT, RELEASE_SHA1,
 };
 pub use config::{
-    Config, ConfigBuilder, ConfigError, DEFAULT_ATTEMPTS, DEFAULT_DRIFT_FACTOR,
+    duplicate_node, Config, ConfigBuilder, ConfigError, DEFAULT_ATTEMPTS, DEFAULT_DRIFT_FACTOR,
     DEFAULT_DRIFT_FIXED, DEFAULT_NODE_TIMEOUT_CAP, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER,
-    DEFAULT_TOKEN_BYTES, MAX_ATTEMPTS, MAX_NODES, MAX_TOKEN_BYTES, MAX_TTL_MS, MIN_TOKEN_BYTES,
+    DEFAULT_TOKEN_BYTES, MAX_ATTEMPTS, MAX_NODES, MAX_NODE_TIMEOUT_FRACTION, MAX_TOKEN_BYTES,
+    MAX_TTL_MS, MIN_RETRY_DELAY, MIN_TOKEN_BYTES,
 };
 pub use error::UsageError;
+pub use keepalive::{KeepAlive, KeepAliveAction, LostReason};
+pub use link::{
+    Delivery, Link, LinkCause, LinkOutput, Write, WriteId, LATE_RELEASE_BUDGET, MAX_IN_FLIGHT,
+    MAX_OWED, MAX_QUEUED, RECONNECT_MAX, RECONNECT_MIN, STALL_CLOSE,
+};
 pub use operation::{Operation, OperationKind, Output};
 pub use outcome::{
-    Acquired, Extended, FailureReason, Lease, NodeResult, NotAcquired, NotExtended, Outcome,
-    Released,
+    Acquired, Extended, FailureReason, Lease, NodeResult, NotAcquired, NotExtended, NotReleased,
+    Outcome, Released,
 };
 pub use random::{Token, MAX_TOKEN_TEXT};
 pub use reply::Reply;

@@ -9,7 +9,10 @@
 //!           CleaningUp --all N settled, none left-----------------------------> Done(NotAcquired)
 //! extend:   Extending --quorum, validity >= floor----------------------------> Done(Extended)
 //!           Extending --quorum too late | quorum impossible-------------------> Done(NotExtended)
-//! release:  Releasing --quorum confirmed gone | all N settled-----------------> Done(Released)
+//! release:  Releasing --quorum confirmed gone-----------------------------------> Done(Released)
+//!           Releasing --all N settled, fewer than quorum confirmed-------------> Done(NotReleased)
+//! any:      --abandon(now)--> Done, after emitting what must still be sent (see
+//!           [`Operation::abandon`])
 //! ```
 //!
 //! # Invariants
@@ -28,12 +31,16 @@
 //!   a node may have set the key while its reply was lost or is still on its way.
 //!   The outcome waits until those releases settle, so a caller that sees
 //!   `NotAcquired` knows every live node has been cleaned.
-//! - A failed extension deletes nothing: the lock was still valid on its old lease.
+//! - A failed extension deletes nothing: the lock was still valid on its old lease, but
+//!   never longer than the extension's own TTL allows (`start + ttl - drift` of the
+//!   extension round): its `PEXPIRE` may have reached some keys, and a shorter TTL
+//!   shortens them.
 //! - A release is decided once `quorum` nodes confirmed our key is gone (deleted it, or
 //!   never had it): then at most `N - quorum` nodes hold it and anyone else can lock, so
 //!   one dead node does not hold the releaser up for a node timeout. The commands to
 //!   the other nodes are already out; their replies are recorded as late replies. If
-//!   so many nodes fail that no quorum can confirm, it waits for every node to settle.
+//!   so many nodes fail that no quorum can confirm, it waits for every node to settle
+//!   and reports `NotReleased`: the key may still be held until its TTL.
 //! - Replies to requests of an earlier round, or arriving after the decision, are
 //!   accepted and change nothing but the live per-node view; a second reply for one
 //!   request, or a reply for an id never issued, is a [`UsageError`] and changes nothing.
@@ -49,8 +56,8 @@ use crate::command::{Argv, Command, CommandKind, RequestId};
 use crate::config::Config;
 use crate::error::UsageError;
 use crate::outcome::{
-    Acquired, Extended, FailureReason, Lease, NodeResult, NotAcquired, NotExtended, Outcome,
-    Released,
+    Acquired, Extended, FailureReason, Lease, NodeResult, NotAcquired, NotExtended, NotReleased,
+    Outcome, Released,
 };
 use crate::random::{OperationRandom, Token};
 use crate::reply::Reply;
@@ -69,6 +76,10 @@ pub enum OperationKind {
 }
 
 /// The next thing the driver must do, from [`Operation::poll_output`].
+///
+/// The one rule: after creating an operation and after every input, poll until the
+/// output is a [`Output::Wait`] or the [`Output::Outcome`] (or `None`, for an operation
+/// that was already finished). `Wait` is the only source of wake-ups.
 #[derive(Debug)]
 #[must_use]
 #[non_exhaustive]
@@ -76,7 +87,8 @@ pub enum Output {
     /// Send this command to its node now.
     Send(Command),
     /// Nothing more until a reply arrives or this instant passes; at that instant call
-    /// [`Operation::handle_timeout`].
+    /// [`Operation::handle_timeout`]. Always the last output after an input of an
+    /// operation that is not finished.
     Wait(Time),
     /// The operation is finished. Nothing else will be output.
     Outcome(Outcome),
@@ -90,6 +102,16 @@ enum Phase {
     Extending,
     Releasing,
     Done,
+}
+
+/// How a conflict on an extension came about, from the extend script's reply.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ConflictKind {
+    /// The key is gone (0): expired or deleted; nobody holds it on that node.
+    Missing,
+    /// The key holds another value (-1), or the reply did not say (acquisitions,
+    /// releases).
+    Taken,
 }
 
 struct Request {
@@ -111,6 +133,8 @@ struct Round {
     slots: Vec<(RequestId, NodeResult)>,
     successes: usize,
     conflicts: usize,
+    /// Conflicts where the key holds another value (extensions); the rest were missing.
+    taken: usize,
     failures: usize,
 }
 
@@ -122,7 +146,7 @@ impl Round {
 
 enum Verdict {
     Success,
-    Conflict,
+    Conflict(ConflictKind),
     Failed(NodeResult),
     NoScript,
 }
@@ -138,8 +162,11 @@ enum Verdict {
 /// - [`Output::Send`]: send the command to its node; when its reply comes, call
 ///   `handle_reply` with the command's request id. Stop waiting at its deadline.
 /// - [`Output::Wait`]: if no reply arrives before this instant, call `handle_timeout`
-///   then. Calling it early is harmless.
+///   then. Calling it early is harmless. It is the last output of the sequence.
 /// - [`Output::Outcome`]: the operation is finished.
+///
+/// Abandoning it (the caller cancelled) is [`Operation::abandon`]: it emits what must
+/// still be sent so that nothing the operation may have set outlives it.
 ///
 /// ```
 /// use core::time::Duration;
@@ -259,6 +286,7 @@ impl Operation {
                 slots: Vec::with_capacity(nodes),
                 successes: 0,
                 conflicts: 0,
+                taken: 0,
                 failures: 0,
             },
             requests: Vec::with_capacity(nodes),
@@ -327,7 +355,12 @@ impl Operation {
                 self.settle(node, NodeResult::Error(text));
             }
             Verdict::Success => self.settle(node, NodeResult::Success),
-            Verdict::Conflict => self.settle(node, NodeResult::Conflict),
+            Verdict::Conflict(kind) => {
+                if kind == ConflictKind::Taken {
+                    self.round.taken += 1;
+                }
+                self.settle(node, NodeResult::Conflict);
+            }
             Verdict::Failed(result) => self.settle(node, result),
         }
         if deciding {
@@ -371,6 +404,32 @@ impl Operation {
         }
     }
 
+    /// Abandons the operation at `now` (the caller cancelled it: a dropped future, a
+    /// cancelled task, an aborted signal). Afterwards [`Operation::poll_output`] yields
+    /// the commands that must still be sent, then `None`; no outcome follows.
+    ///
+    /// - An acquisition whose current attempt's commands are out (some `SET` may have
+    ///   landed, or will) emits a release of that attempt's token to every node. One
+    ///   that was already releasing a failed attempt has those releases out, and one
+    ///   waiting to retry has nothing set: neither emits anything.
+    /// - An extension emits nothing: a `PEXPIRE` that lands only lengthens our own key,
+    ///   which the holder still releases or lets expire.
+    /// - A release emits nothing more: its commands are out.
+    ///
+    /// Replies to requests of the operation may still be handed in; they change nothing.
+    /// Abandoning a finished operation does nothing.
+    pub fn abandon(&mut self, now: Time) {
+        let now = self.observe(now);
+        self.wait_due = false;
+        if self.phase == Phase::Acquiring {
+            // Commands not polled yet were never sent; the release covers every node.
+            self.sends.clear();
+            self.start_round(CommandKind::Release, now);
+        }
+        self.phase = Phase::Done;
+        self.outcome = None;
+    }
+
     // ---- output -------------------------------------------------------------------
 
     /// The next output, or `None` when there is nothing more to do until the next input.
@@ -387,7 +446,7 @@ impl Operation {
         }
         if self.wait_due {
             self.wait_due = false;
-            if let Some(until) = self.poll_timeout() {
+            if let Some(until) = self.next_timeout() {
                 return Some(Output::Wait(until));
             }
         }
@@ -396,8 +455,9 @@ impl Operation {
 
     // ---- getters ------------------------------------------------------------------
 
-    /// When `handle_timeout` is next due, or `None` when finished.
-    pub fn poll_timeout(&self) -> Option<Time> {
+    /// When `handle_timeout` is next due, or `None` when finished. Drivers take this
+    /// instant from [`Output::Wait`].
+    fn next_timeout(&self) -> Option<Time> {
         match self.phase {
             Phase::Done => None,
             Phase::Delaying { until } => Some(until),
@@ -485,6 +545,7 @@ impl Operation {
         self.round.eval_argv = None;
         self.round.successes = 0;
         self.round.conflicts = 0;
+        self.round.taken = 0;
         self.round.failures = 0;
     }
 
@@ -525,10 +586,12 @@ impl Operation {
         let kind = self.round.kind;
         match (kind, reply) {
             (CommandKind::Set, Reply::Ok) => Verdict::Success,
-            (CommandKind::Set, Reply::Nil) => Verdict::Conflict,
+            (CommandKind::Set, Reply::Nil) => Verdict::Conflict(ConflictKind::Taken),
             (CommandKind::Acquire | CommandKind::Extend, Reply::Integer(1)) => Verdict::Success,
-            (CommandKind::Acquire | CommandKind::Extend, Reply::Integer(0)) => Verdict::Conflict,
-            (CommandKind::Release, Reply::Integer(0)) => Verdict::Conflict,
+            (CommandKind::Acquire, Reply::Integer(0)) => Verdict::Conflict(ConflictKind::Taken),
+            (CommandKind::Extend, Reply::Integer(0)) => Verdict::Conflict(ConflictKind::Missing),
+            (CommandKind::Extend, Reply::Integer(-1)) => Verdict::Conflict(ConflictKind::Taken),
+            (CommandKind::Release, Reply::Integer(0)) => Verdict::Conflict(ConflictKind::Taken),
             (CommandKind::Release, Reply::Integer(n))
                 if *n > 0 && usize::try_from(*n).is_ok_and(|n| n <= self.keys.len()) =>
             {
@@ -610,6 +673,7 @@ impl Operation {
                         valid_until,
                         extensions: 0,
                         ttl_ms: self.config.ttl_ms(),
+                        key_ttl_ms: Some(self.config.ttl_ms()),
                     };
                     self.finish(Outcome::Acquired(Acquired {
                         lease,
@@ -666,14 +730,20 @@ impl Operation {
             Some(Ok(())) => self
                 .validity_at(now)
                 .map_err(|()| FailureReason::ValidityTooShort),
+            Some(Err(FailureReason::Conflict)) if self.round.taken == 0 => {
+                Err(FailureReason::NotHeld)
+            }
             Some(Err(reason)) => Err(reason),
         };
+        // Keys this round's `PEXPIRE` reached carry the new TTL from now on.
+        let key_ttl_ms = old.key_ttl_ms.map(|ttl| ttl.max(self.config.ttl_ms()));
         let outcome = match result {
             Ok((valid_until, validity)) => Outcome::Extended(Extended {
                 lease: Lease {
                     valid_until,
                     extensions: old.extensions.saturating_add(1),
                     ttl_ms: self.config.ttl_ms(),
+                    key_ttl_ms,
                     ..old.clone()
                 },
                 validity: Duration::from_micros(validity),
@@ -681,14 +751,22 @@ impl Operation {
             }),
             Err(reason) => {
                 let mut lease = old.clone();
-                if reason == FailureReason::Conflict {
+                lease.key_ttl_ms = key_ttl_ms;
+                // The round's `PEXPIRE` may have reached some keys (even a quorum, too
+                // late): with a TTL shorter than what was left, those keys now end
+                // sooner, no earlier than this round's own `start + ttl - drift`.
+                let round_end = self.round.start.plus_micros(self.config.lease_us());
+                lease.valid_until = lease.valid_until.min(round_end);
+                if matches!(reason, FailureReason::Conflict | FailureReason::NotHeld) {
                     // At most quorum - 1 nodes still hold our key: the lock is gone now.
                     lease.valid_until = lease.valid_until.min(now);
                 }
                 let validity = lease.valid_until.micros_since(now);
                 Outcome::NotExtended(NotExtended {
                     reason,
-                    retry_at: self.extension_retry_at(reason, lease.valid_until, now),
+                    retry_at: self
+                        .config
+                        .extension_retry_at(reason, lease.valid_until, now),
                     validity: Duration::from_micros(validity),
                     lease,
                     nodes: self.node_results(),
@@ -698,33 +776,21 @@ impl Operation {
         self.finish(outcome);
     }
 
-    /// After a failed extension, try again after `min(retry_delay, validity / 4)` (at
-    /// least 1 ms, so failing nodes are not hammered), if that round can still end
-    /// before the lease does.
-    fn extension_retry_at(
-        &self,
-        reason: FailureReason,
-        valid_until: Time,
-        now: Time,
-    ) -> Option<Time> {
-        if reason == FailureReason::Conflict {
-            return None;
-        }
-        let left = valid_until.micros_since(now);
-        let pause = self.config.retry_delay_us().min(left / 4).max(1000);
-        let at = now.plus_micros(pause);
-        (at.plus_micros(self.config.node_timeout_us()) < valid_until).then_some(at)
-    }
-
     fn decide_release(&mut self) {
         let confirmed = self.round.successes + self.round.conflicts;
-        if confirmed < self.config.quorum() && self.round.settled() < self.config.nodes() {
-            return;
+        if confirmed >= self.config.quorum() {
+            self.finish(Outcome::Released(Released {
+                released: self.round.successes,
+                nodes: self.node_results(),
+            }));
+        } else if self.round.settled() >= self.config.nodes() {
+            // Fewer than a quorum confirmed the key is gone: it may still be held, by
+            // us, until its TTL. Not a success.
+            self.finish(Outcome::NotReleased(NotReleased {
+                released: self.round.successes,
+                nodes: self.node_results(),
+            }));
         }
-        self.finish(Outcome::Released(Released {
-            released: self.round.successes,
-            nodes: self.node_results(),
-        }));
     }
 
     fn finish(&mut self, outcome: Outcome) {

@@ -65,16 +65,22 @@ pub enum FailureReason {
     Mixed,
     /// A quorum agreed, but too late: the validity left was below the floor.
     ValidityTooShort,
+    /// Extensions only: conflicts alone made the quorum impossible and every one of them
+    /// found the key missing (expired or released), none holding another token: the
+    /// lock is gone, and nobody else holds it on those nodes.
+    NotHeld,
 }
 
 impl FailureReason {
-    /// A stable snake_case name: `conflict`, `nodes_failed`, `mixed`, `validity_too_short`.
+    /// A stable snake_case name: `conflict`, `nodes_failed`, `mixed`, `validity_too_short`,
+    /// `not_held`.
     pub fn code(self) -> &'static str {
         match self {
             FailureReason::Conflict => "conflict",
             FailureReason::NodesFailed => "nodes_failed",
             FailureReason::Mixed => "mixed",
             FailureReason::ValidityTooShort => "validity_too_short",
+            FailureReason::NotHeld => "not_held",
         }
     }
 
@@ -97,6 +103,8 @@ pub struct Lease {
     pub(crate) valid_until: Time,
     pub(crate) extensions: u32,
     pub(crate) ttl_ms: u64,
+    /// The longest TTL any command of this lease set on a key, if known.
+    pub(crate) key_ttl_ms: Option<u64>,
 }
 
 impl Lease {
@@ -138,6 +146,15 @@ impl Lease {
         self.extensions
     }
 
+    /// The longest TTL, in milliseconds, that any of this lock's keys may carry: the
+    /// largest TTL its acquisition and every extension (failed ones included: their
+    /// `PEXPIRE` may have reached some keys) set. `None` for a lease rebuilt from its
+    /// parts ([`crate::Redlock::lease`]), whose keys' TTL this process never saw: such a
+    /// key may live longer than [`Lease::ttl_ms`] says.
+    pub fn key_ttl_ms(&self) -> Option<u64> {
+        self.key_ttl_ms
+    }
+
     /// The fencing token of this acquisition. Fencing is not implemented yet, so this is
     /// always `None`; the field exists so that adding it changes no signature.
     pub fn fencing_token(&self) -> Option<u64> {
@@ -176,6 +193,26 @@ impl Config {
         let margin = (ttl_us / 3).max(node_timeout_us.saturating_mul(2));
         Some(lease.valid_until.minus_micros(margin).max(now))
     }
+
+    /// After a failed extension (or one the driver could not run at all) at `now`, when
+    /// to try again: after `min(retry_delay, validity / 4)` (at least 1 ms, so failing
+    /// nodes are not hammered), if that round can still end before `valid_until`. `None`
+    /// for a lost lock ([`FailureReason::Conflict`], [`FailureReason::NotHeld`]) or when
+    /// no round fits.
+    pub fn extension_retry_at(
+        &self,
+        reason: FailureReason,
+        valid_until: Time,
+        now: Time,
+    ) -> Option<Time> {
+        if matches!(reason, FailureReason::Conflict | FailureReason::NotHeld) {
+            return None;
+        }
+        let left = valid_until.micros_since(now);
+        let pause = self.retry_delay_us().min(left / 4).max(1000);
+        let at = now.plus_micros(pause);
+        (at.plus_micros(self.node_timeout_us()) < valid_until).then_some(at)
+    }
 }
 
 /// The outcome of an operation, polled once as [`crate::Output::Outcome`].
@@ -190,8 +227,11 @@ pub enum Outcome {
     Extended(Extended),
     /// The extension failed; see [`NotExtended`] for how long the lock is still held.
     NotExtended(NotExtended),
-    /// The release round finished.
+    /// A quorum of nodes confirmed the lock's keys are gone.
     Released(Released),
+    /// Every node settled and fewer than a quorum confirmed the keys are gone: the lock
+    /// may still be held (by this holder's token) until its keys' TTL.
+    NotReleased(NotReleased),
 }
 
 /// A successful acquisition.
@@ -241,7 +281,9 @@ pub struct Extended {
 pub struct NotExtended {
     /// Why it failed. [`FailureReason::Conflict`] means the lock is already lost.
     pub reason: FailureReason,
-    /// The lock as it stands: the old `valid_until`, or `now` when the lock is lost.
+    /// The lock as it stands: the old `valid_until`, no later than the extension round's
+    /// own `start + ttl - drift` (its `PEXPIRE` may have shortened some keys), or `now`
+    /// when the lock is lost.
     pub lease: Lease,
     /// Validity left on the old lease (zero when lost).
     pub validity: Duration,
@@ -255,12 +297,15 @@ pub struct NotExtended {
 impl NotExtended {
     /// True when the lock is already lost, not merely unextended.
     pub fn is_lost(&self) -> bool {
-        self.reason == FailureReason::Conflict || self.validity.is_zero()
+        matches!(
+            self.reason,
+            FailureReason::Conflict | FailureReason::NotHeld
+        ) || self.validity.is_zero()
     }
 }
 
-/// A finished release: a quorum of nodes confirmed the key is no longer ours (or every
-/// node settled without that). Nodes still `Pending` have their command in flight.
+/// A finished release: a quorum of nodes confirmed the key is no longer ours. Nodes
+/// still `Pending` have their command in flight.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Released {
@@ -268,6 +313,18 @@ pub struct Released {
     pub released: usize,
     /// Per node: `Success` (deleted), `Conflict` (nothing of ours there), `Error`,
     /// `Timeout`, or `Pending`.
+    pub nodes: Vec<NodeResult>,
+}
+
+/// A release that fewer than a quorum of nodes confirmed (the rest failed or timed out):
+/// the keys may still be held until their TTL, so nobody else can be sure to lock
+/// before then.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NotReleased {
+    /// Nodes that deleted at least one key holding the token.
+    pub released: usize,
+    /// Per node, as for [`Released::nodes`].
     pub nodes: Vec<NodeResult>,
 }
 
@@ -281,7 +338,7 @@ impl Outcome {
     }
 
     /// A stable snake_case name: `acquired`, `not_acquired`, `extended`, `not_extended`,
-    /// `released`.
+    /// `released`, `not_released`.
     pub fn code(&self) -> &'static str {
         match self {
             Outcome::Acquired(_) => "acquired",
@@ -289,6 +346,7 @@ impl Outcome {
             Outcome::Extended(_) => "extended",
             Outcome::NotExtended(_) => "not_extended",
             Outcome::Released(_) => "released",
+            Outcome::NotReleased(_) => "not_released",
         }
     }
 
@@ -298,7 +356,7 @@ impl Outcome {
             Outcome::Acquired(a) => Some(&a.lease),
             Outcome::Extended(e) => Some(&e.lease),
             Outcome::NotExtended(n) => Some(&n.lease),
-            Outcome::NotAcquired(_) | Outcome::Released(_) => None,
+            Outcome::NotAcquired(_) | Outcome::Released(_) | Outcome::NotReleased(_) => None,
         }
     }
 
@@ -319,6 +377,7 @@ impl Outcome {
             Outcome::Extended(e) => &e.nodes,
             Outcome::NotExtended(n) => &n.nodes,
             Outcome::Released(r) => &r.nodes,
+            Outcome::NotReleased(r) => &r.nodes,
         }
     }
 }

@@ -61,6 +61,25 @@ fn answer_all(
     outcome
 }
 
+/// Like [`answer_all`], also returning the last wait the replies caused.
+fn answer_all_wait(
+    op: &mut Operation,
+    sends: &[Command],
+    now: u64,
+    reply: impl Fn(usize) -> Reply,
+) -> (Option<Time>, Option<Outcome>) {
+    let (mut wait, mut outcome) = (None, None);
+    for command in sends {
+        op.handle_reply(command.request_id(), reply(command.node()), at(now))
+            .unwrap();
+        let (more, w, o) = drain(op);
+        assert!(more.is_empty(), "unexpected commands {more:?}");
+        wait = w.or(wait);
+        outcome = outcome.or(o);
+    }
+    (wait, outcome)
+}
+
 fn config(nodes: usize) -> Config {
     Config::builder(nodes, ms(10_000)).build().unwrap()
 }
@@ -123,7 +142,8 @@ fn every_attempt_has_its_own_token() {
         assert!(releases
             .iter()
             .all(|c| c.kind() == CommandKind::Release && c.arg(4) == Some(op.token().as_bytes())));
-        let outcome = answer_all(&mut op, &releases, now + 100, |_| Reply::Integer(0));
+        let (retry_at, outcome) =
+            answer_all_wait(&mut op, &releases, now + 100, |_| Reply::Integer(0));
         if let Some(outcome) = outcome {
             let Outcome::NotAcquired(failed) = outcome else {
                 panic!("{outcome:?}")
@@ -133,7 +153,9 @@ fn every_attempt_has_its_own_token() {
             assert_eq!(&failed.token, tokens.last().unwrap());
             break;
         }
-        now = op.poll_timeout().unwrap().as_micros();
+        now = retry_at
+            .expect("a failed attempt with attempts left waits")
+            .as_micros();
         op.handle_timeout(at(now));
     }
     assert_eq!(tokens.len(), 3);
@@ -302,7 +324,7 @@ fn live_node_view_records_late_replies() {
     assert_eq!(op.node_results()[3], NodeResult::Success);
     assert_eq!(op.node_results()[4], NodeResult::Error("LOADING".into()));
     assert!(op.is_finished());
-    assert_eq!(op.poll_timeout(), None);
+    assert!(op.poll_output().is_none());
 }
 
 #[test]

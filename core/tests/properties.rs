@@ -141,6 +141,8 @@ struct Check {
     extended: BTreeSet<usize>,
     outcome: Option<(Outcome, u64)>,
     sends_after_outcome: usize,
+    /// The instant of the last `Wait`: the only source of wake-ups.
+    wait: Option<u64>,
 }
 
 impl Check {
@@ -156,6 +158,7 @@ impl Check {
             extended: BTreeSet::new(),
             outcome: None,
             sends_after_outcome: 0,
+            wait: None,
         };
         check.drain();
         check
@@ -176,7 +179,14 @@ impl Check {
     }
 
     fn drain(&mut self) {
+        let finished_before = self.outcome.is_some();
+        let mut last = None;
         while let Some(output) = self.op.poll_output() {
+            last = Some(match &output {
+                Output::Send(_) => "send",
+                Output::Wait(_) => "wait",
+                _ => "outcome",
+            });
             match output {
                 Output::Send(command) => {
                     if self.outcome.is_some() {
@@ -210,13 +220,24 @@ impl Check {
                     }
                     self.in_flight.push(command);
                 }
-                Output::Wait(_) => {}
+                Output::Wait(until) => self.wait = Some(until.as_micros()),
                 Output::Outcome(outcome) => {
+                    self.wait = None;
                     assert!(self.outcome.is_none(), "a second outcome");
                     self.outcome = Some((outcome, self.now));
                 }
                 other => panic!("unknown output {other:?}"),
             }
+        }
+        // The one output rule: every input of an unfinished operation ends with exactly
+        // one wait or the outcome; a finished one outputs nothing.
+        if finished_before {
+            assert_eq!(last, None, "a finished operation output something");
+        } else {
+            assert!(
+                matches!(last, Some("wait" | "outcome")),
+                "an input ended with {last:?}, not a wait or the outcome"
+            );
         }
     }
 
@@ -267,8 +288,8 @@ impl Check {
                     self.reply(*pick, answer, self.now.saturating_sub(*back));
                 }
                 Event::Timeout { advance, to_wait } => {
-                    self.now = match self.op.poll_timeout() {
-                        Some(until) if *to_wait => self.now.max(until.as_micros()),
+                    self.now = match self.wait {
+                        Some(until) if *to_wait => self.now.max(until),
                         _ => self.now + advance,
                     };
                     self.op.handle_timeout(Time::from_micros(self.now));
@@ -303,11 +324,8 @@ impl Check {
             if self.outcome.is_some() {
                 break;
             }
-            let until = self
-                .op
-                .poll_timeout()
-                .expect("an unfinished operation has a deadline");
-            self.now = self.now.max(until.as_micros());
+            let until = self.wait.expect("an unfinished operation has a deadline");
+            self.now = self.now.max(until);
             self.op.handle_timeout(Time::from_micros(self.now));
             self.drain();
             self.expire_in_flight();
@@ -415,11 +433,21 @@ proptest! {
         let mut check = Check::new(config.clone(), op);
         check.run(&events);
         let (outcome, _) = check.outcome.clone().unwrap();
-        let Outcome::Released(released) = outcome else {
-            return Err(TestCaseError::fail(format!("unexpected outcome {outcome:?}")));
+        let (released, nodes, success) = match &outcome {
+            Outcome::Released(r) => (r.released, r.nodes.clone(), true),
+            Outcome::NotReleased(r) => (r.released, r.nodes.clone(), false),
+            _ => return Err(TestCaseError::fail(format!("unexpected outcome {outcome:?}"))),
         };
-        prop_assert_eq!(released.nodes.len(), config.nodes());
-        prop_assert_eq!(released.released, released.nodes.iter().filter(|n| **n == redlock_core::NodeResult::Success).count());
+        prop_assert_eq!(nodes.len(), config.nodes());
+        prop_assert_eq!(released, nodes.iter().filter(|n| **n == redlock_core::NodeResult::Success).count());
+        // A success only when a quorum confirmed the key is gone (deleted or not ours).
+        let confirmed = nodes
+            .iter()
+            .filter(|n| matches!(n, redlock_core::NodeResult::Success | redlock_core::NodeResult::Conflict))
+            .count();
+        prop_assert_eq!(success, confirmed >= config.quorum());
+        prop_assert_eq!(outcome.is_success(), success);
+        prop_assert_eq!(outcome.error_class().is_none(), success);
     }
 
     #[test]

@@ -159,6 +159,11 @@ fn outcome_to_json(outcome: &Outcome) -> Value {
             "released": r.released,
             "nodes": nodes_to_json(&r.nodes),
         }),
+        Outcome::NotReleased(r) => json!({
+            "kind": "not_released",
+            "released": r.released,
+            "nodes": nodes_to_json(&r.nodes),
+        }),
         other => panic!("unexpected outcome variant {other:?}"),
     }
 }
@@ -250,7 +255,13 @@ impl Replay {
                 .get(lease_name)
                 .ok_or_else(|| format!("no lease named {lease_name}"))?;
             let op = if step.get("extend").is_some() {
-                match self.client.extend(lease, now) {
+                let started = match args.get("ttl_ms").and_then(Value::as_u64) {
+                    Some(ms) => self
+                        .client
+                        .extend_for(lease, Duration::from_millis(ms), now),
+                    None => self.client.extend(lease, now),
+                };
+                match started {
                     Ok(op) => op,
                     Err(e) => return Ok((Some(e.code().to_string()), Vec::new())),
                 }
@@ -284,6 +295,16 @@ impl Replay {
             result = op
                 .handle_reply(request, reply_from(&args["value"]), now)
                 .map_err(|e| e.code().to_string());
+        } else if step.get("abandon").is_some() {
+            target = op_name
+                .or_else(|| self.last.clone())
+                .ok_or("abandon before any operation")?;
+            let op = self
+                .ops
+                .get_mut(&target)
+                .ok_or_else(|| format!("no operation {target}"))?;
+            op.abandon(now);
+            result = Ok(());
         } else if step.get("timeout").is_some() {
             target = op_name
                 .or_else(|| self.last.clone())
