@@ -563,3 +563,127 @@ fn generators_reach_every_outcome() {
         );
     }
 }
+
+// ---- node links ---------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+enum LinkEvent {
+    Submit { kind: u8, token: u8, advance: u64 },
+    Connected,
+    Closed,
+    Reply { pick: usize, answer: u8 },
+    Stale { id: u64 },
+    Timeout { advance: u64 },
+}
+
+fn link_event() -> impl Strategy<Value = LinkEvent> {
+    prop_oneof![
+        4 => (0u8..3, 0u8..6, 0u64..30_000).prop_map(|(kind, token, advance)| LinkEvent::Submit { kind, token, advance }),
+        1 => Just(LinkEvent::Connected),
+        1 => Just(LinkEvent::Closed),
+        4 => (0usize..8, 0u8..4).prop_map(|(pick, answer)| LinkEvent::Reply { pick, answer }),
+        1 => (0u64..200).prop_map(|id| LinkEvent::Stale { id }),
+        2 => (0u64..12_000_000).prop_map(|advance| LinkEvent::Timeout { advance }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+
+    /// Whatever the connection does, a link never panics, stays bounded, delivers each
+    /// command at most once and only to the tag it came with, writes nothing while it has
+    /// no connection, and writes the scripts before anything else on every connection.
+    #[test]
+    fn links_stay_bounded_and_deliver_once(events in prop::collection::vec(link_event(), 0..200)) {
+        use redlock_core::{Link, LinkCause, LinkOutput, Write};
+        let config = Config::builder(1, Duration::from_millis(1000)).build().unwrap();
+        let mut redlock = Redlock::with_seed(config, [1; 32]);
+        let mut link = Link::new();
+        let mut now = 0u64;
+        let mut open = false;
+        let mut written: Vec<Write> = Vec::new();
+        let mut scripts_due = 0usize;
+        let mut submitted: HashMap<u64, u64> = HashMap::new(); // tag -> request
+        let mut delivered: BTreeSet<u64> = BTreeSet::new();
+        let mut next_tag = 0u64;
+        for event in &events {
+            match event {
+                LinkEvent::Submit { kind, token, advance } => {
+                    now += advance;
+                    let tokens = ["t0", "t1", "t2", "t3", "t4", "t5"];
+                    let lease = redlock.lease(&["r"], tokens[*token as usize], Time::ZERO).unwrap();
+                    let mut op = match kind {
+                        0 => redlock.acquire(&["r"], Time::from_micros(now)).unwrap(),
+                        1 => redlock.release(&lease, Time::from_micros(now)),
+                        _ => redlock.extend(&lease, Time::from_micros(now)).unwrap(),
+                    };
+                    if let Some(Output::Send(command)) = op.poll_output() {
+                        next_tag += 1;
+                        submitted.insert(next_tag, command.request_id().0);
+                        link.submit(next_tag, command, Time::from_micros(now));
+                    }
+                }
+                LinkEvent::Connected => {
+                    if !open {
+                        open = true;
+                        scripts_due = 3;
+                        written.clear();
+                        link.handle_connected(Time::from_micros(now));
+                    }
+                }
+                LinkEvent::Closed => {
+                    open = false;
+                    written.clear();
+                    link.handle_closed(LinkCause::Closed, "gone", Time::from_micros(now));
+                }
+                LinkEvent::Reply { pick, answer } => {
+                    if !written.is_empty() {
+                        let write = written.remove(pick % written.len());
+                        let reply = match answer {
+                            0 => Reply::Ok,
+                            1 => Reply::Integer(1),
+                            2 => Reply::Error("NOSCRIPT x".into()),
+                            _ => Reply::Nil,
+                        };
+                        link.handle_reply(write.id(), reply, Time::from_micros(now));
+                    }
+                }
+                LinkEvent::Stale { id } => {
+                    link.handle_reply(redlock_core::WriteId(*id + 10_000), Reply::Ok, Time::from_micros(now));
+                }
+                LinkEvent::Timeout { advance } => {
+                    now += advance;
+                    link.handle_timeout(Time::from_micros(now));
+                }
+            }
+            while let Some(output) = link.poll_output() {
+                match output {
+                    LinkOutput::Connect => {}
+                    LinkOutput::Close => {
+                        open = false;
+                        written.clear();
+                    }
+                    LinkOutput::Write(write) => {
+                        prop_assert!(open, "a write without a connection");
+                        let is_script = write.arg(0) == Some(&b"SCRIPT"[..]);
+                        if scripts_due > 0 {
+                            prop_assert!(is_script, "a command before the scripts");
+                            scripts_due -= 1;
+                        } else {
+                            prop_assert!(!is_script);
+                        }
+                        written.push(write);
+                    }
+                    LinkOutput::Deliver(delivery) => {
+                        prop_assert_eq!(submitted.get(&delivery.tag), Some(&delivery.request.0));
+                        prop_assert!(delivered.insert(delivery.tag), "delivered twice");
+                    }
+                    _ => {}
+                }
+            }
+            prop_assert!(link.in_flight() <= redlock_core::MAX_IN_FLIGHT + 3);
+            prop_assert!(link.queued() <= redlock_core::MAX_QUEUED);
+            prop_assert!(link.owed() <= redlock_core::MAX_OWED);
+        }
+    }
+}

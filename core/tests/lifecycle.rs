@@ -1,0 +1,539 @@
+//! The lock's lifecycle outside one operation: node links and keep-alive, as scenarios
+//! on a virtual clock. Each test names the event sequence it checks.
+
+use std::time::Duration;
+
+use redlock_core::{
+    Command, CommandKind, Config, Delivery, KeepAlive, KeepAliveAction, Lease, Link, LinkCause,
+    LinkOutput, LostReason, Operation, Outcome, Output, Redlock, Reply, Time, Write, WriteId,
+    MAX_IN_FLIGHT, RECONNECT_MIN, STALL_CLOSE,
+};
+
+fn at(us: u64) -> Time {
+    Time::from_micros(us)
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn client(nodes: usize) -> Redlock {
+    let config = Config::builder(nodes, ms(10_000)).build().unwrap();
+    Redlock::with_seed(config, [3; 32])
+}
+
+/// Every command an operation outputs until its wait or outcome.
+fn sends(op: &mut Operation) -> Vec<Command> {
+    let mut out = Vec::new();
+    while let Some(output) = op.poll_output() {
+        match output {
+            Output::Send(command) => out.push(command),
+            Output::Wait(_) | Output::Outcome(_) => {}
+            other => panic!("unknown output {other:?}"),
+        }
+    }
+    out
+}
+
+#[derive(Debug, Default)]
+struct Drained {
+    connects: usize,
+    closes: usize,
+    writes: Vec<Write>,
+    deliveries: Vec<Delivery>,
+}
+
+fn drain(link: &mut Link) -> Drained {
+    let mut d = Drained::default();
+    while let Some(output) = link.poll_output() {
+        match output {
+            LinkOutput::Connect => d.connects += 1,
+            LinkOutput::Close => d.closes += 1,
+            LinkOutput::Write(w) => d.writes.push(w),
+            LinkOutput::Deliver(x) => d.deliveries.push(x),
+            other => panic!("unknown output {other:?}"),
+        }
+    }
+    d
+}
+
+fn name(write: &Write) -> String {
+    let parts: Vec<String> = write
+        .args()
+        .take(2)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    parts.join(" ")
+}
+
+/// A link with an open connection whose script loads were answered.
+fn open_link(now: u64) -> Link {
+    let mut link = Link::new();
+    link.handle_connected(at(now));
+    let d = drain(&mut link);
+    assert_eq!(d.writes.len(), 3);
+    for w in d.writes {
+        link.handle_reply(w.id(), Reply::Bulk(b"sha".to_vec()), at(now));
+    }
+    assert!(drain(&mut link).writes.is_empty());
+    link
+}
+
+#[test]
+fn scripts_are_loaded_first_on_every_connection() {
+    let mut redlock = client(1);
+    let mut op = redlock.acquire(&["r"], at(0)).unwrap();
+    let set = sends(&mut op).remove(0);
+    let mut link = Link::new();
+    link.submit(1, set, at(0));
+    let d = drain(&mut link);
+    assert_eq!(d.connects, 1, "something to write opens a connection");
+    assert!(
+        d.writes.is_empty(),
+        "nothing is written before the connection is ready"
+    );
+    link.handle_connected(at(100));
+    let names: Vec<String> = drain(&mut link).writes.iter().map(name).collect();
+    assert_eq!(
+        names,
+        ["SCRIPT LOAD", "SCRIPT LOAD", "SCRIPT LOAD", "SET r"],
+        "the three scripts go before any command"
+    );
+    // The connection drops; the next connection loads the scripts again first.
+    link.handle_closed(LinkCause::Closed, "reset by peer", at(200));
+    let d = drain(&mut link);
+    assert_eq!(
+        d.deliveries.len(),
+        1,
+        "the SET in flight fails with the cause"
+    );
+    assert_eq!(
+        d.deliveries[0].reply,
+        Reply::ConnectionFailed("closed: reset by peer".into())
+    );
+    let lease = client(1).lease(&["r"], "tok", Time::ZERO).unwrap();
+    let mut release = client(1).release(&lease, at(300));
+    link.submit(2, sends(&mut release).remove(0), at(300));
+    assert_eq!(
+        drain(&mut link).connects,
+        1,
+        "re-opened at once: it was open before"
+    );
+    link.handle_connected(at(400));
+    let names: Vec<String> = drain(&mut link).writes.iter().map(name).collect();
+    assert_eq!(names[..3], ["SCRIPT LOAD", "SCRIPT LOAD", "SCRIPT LOAD"]);
+    assert!(names[3].starts_with("EVALSHA"));
+}
+
+#[test]
+fn commands_keep_their_order_and_the_in_flight_bound() {
+    let mut link = open_link(0);
+    let mut redlock = client(1);
+    for tag in 0..(MAX_IN_FLIGHT as u64 + 10) {
+        let mut op = redlock.acquire(&[format!("r{tag}")], at(10)).unwrap();
+        link.submit(tag, sends(&mut op).remove(0), at(10));
+    }
+    let d = drain(&mut link);
+    assert_eq!(d.writes.len(), MAX_IN_FLIGHT, "the rest wait in the queue");
+    assert_eq!(link.queued(), 10);
+    // Answering the first frees a place for the next, in order.
+    link.handle_reply(d.writes[0].id(), Reply::Ok, at(20));
+    let next = drain(&mut link);
+    assert_eq!(next.deliveries.len(), 1);
+    assert_eq!(next.deliveries[0].tag, 0);
+    assert_eq!(next.writes.len(), 1);
+    assert_eq!(
+        next.writes[0].arg(1),
+        Some(format!("r{}", MAX_IN_FLIGHT).as_bytes())
+    );
+}
+
+#[test]
+fn a_stalled_node_gets_nothing_new_but_the_releases_it_owes() {
+    // One node frozen: the SET of an acquisition is written and never answered.
+    let mut link = open_link(0);
+    let mut redlock = client(1);
+    let mut op = redlock.acquire(&["owed"], at(1_000)).unwrap();
+    let set = sends(&mut op).remove(0);
+    let deadline = set.deadline();
+    link.submit(7, set, at(1_000));
+    let set_write = drain(&mut link).writes.remove(0);
+    assert!(!link.is_stalled(at(1_000)));
+    assert_eq!(
+        link.poll_timeout(),
+        Some(deadline),
+        "the link watches the deadline"
+    );
+    link.handle_timeout(deadline);
+    assert!(link.is_stalled(deadline));
+
+    // A new acquisition for the stalled node fails at once, unwritten.
+    let mut other = redlock.acquire(&["new"], deadline).unwrap();
+    link.submit(8, sends(&mut other).remove(0), deadline);
+    let d = drain(&mut link);
+    assert!(d.writes.is_empty());
+    assert_eq!(d.deliveries.len(), 1);
+    let Reply::ConnectionFailed(text) = &d.deliveries[0].reply else {
+        panic!("{:?}", d.deliveries[0].reply)
+    };
+    assert!(text.starts_with("stalled:"), "{text}");
+
+    // The failed acquisition's release is owed (its SET is out): it waits, unwritten.
+    op.handle_timeout(deadline);
+    let release = sends(&mut op).remove(0);
+    assert_eq!(release.kind(), CommandKind::Release);
+    link.submit(7, release, deadline);
+    let d = drain(&mut link);
+    assert!(d.writes.is_empty() && d.deliveries.is_empty());
+    assert_eq!(link.queued(), 1);
+
+    // Many more cycles while frozen add nothing: the link stays bounded.
+    for i in 0..500u64 {
+        let now = deadline.as_micros() + 1 + i;
+        let mut op = redlock.acquire(&[format!("x{i}")], at(now)).unwrap();
+        link.submit(100 + i, sends(&mut op).remove(0), at(now));
+        assert_eq!(drain(&mut link).deliveries.len(), 1);
+    }
+    assert_eq!(link.queued(), 1);
+    assert_eq!(link.in_flight(), 1);
+
+    // The node thaws: the late SET reply comes, the owed release is written right after.
+    let thaw = at(deadline.as_micros() + 10_000);
+    link.handle_reply(set_write.id(), Reply::Ok, thaw);
+    let d = drain(&mut link);
+    assert_eq!(
+        d.deliveries.len(),
+        1,
+        "the late reply still goes to its operation"
+    );
+    assert_eq!(d.writes.len(), 1);
+    assert!(name(&d.writes[0]).starts_with("EVALSHA"));
+    assert!(
+        !link.is_stalled(thaw),
+        "a late owed release gets a budget of its own"
+    );
+}
+
+#[test]
+fn a_release_answered_noscript_is_written_again_as_eval() {
+    // A node restarted empty behind a client library that replayed our command before
+    // the scripts were loaded: the release must still delete the key.
+    let mut link = open_link(0);
+    let lease = client(1).lease(&["r"], "tok", Time::ZERO).unwrap();
+    let mut release = client(1).release(&lease, at(10));
+    link.submit(3, sends(&mut release).remove(0), at(10));
+    let first = drain(&mut link).writes.remove(0);
+    link.handle_reply(
+        first.id(),
+        Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into()),
+        at(20),
+    );
+    let d = drain(&mut link);
+    assert!(
+        d.deliveries.is_empty(),
+        "the NOSCRIPT is the link's own business"
+    );
+    assert_eq!(d.writes.len(), 1);
+    assert_eq!(d.writes[0].arg(0), Some(&b"EVAL"[..]));
+    link.handle_reply(d.writes[0].id(), Reply::Integer(1), at(30));
+    let d = drain(&mut link);
+    assert_eq!(d.deliveries.len(), 1);
+    assert_eq!(d.deliveries[0].reply, Reply::Integer(1));
+}
+
+#[test]
+fn an_acquisition_answered_noscript_goes_to_its_operation() {
+    let mut link = open_link(0);
+    let mut redlock = client(1);
+    let mut op = redlock.acquire(&["a", "b"], at(10)).unwrap();
+    link.submit(1, sends(&mut op).remove(0), at(10));
+    let write = drain(&mut link).writes.remove(0);
+    link.handle_reply(write.id(), Reply::Error("NOSCRIPT x".into()), at(20));
+    let d = drain(&mut link);
+    assert!(
+        d.writes.is_empty(),
+        "an acquisition is never written twice by the link"
+    );
+    assert_eq!(d.deliveries.len(), 1);
+}
+
+#[test]
+fn releases_survive_a_closed_connection_other_commands_fail() {
+    let mut link = open_link(0);
+    let mut redlock = client(1);
+    let mut op = redlock.acquire(&["r"], at(10)).unwrap();
+    link.submit(1, sends(&mut op).remove(0), at(10));
+    let lease = redlock.lease(&["z"], "tok", Time::ZERO).unwrap();
+    let mut release = redlock.release(&lease, at(10));
+    link.submit(2, sends(&mut release).remove(0), at(10));
+    assert_eq!(drain(&mut link).writes.len(), 2);
+    link.handle_closed(LinkCause::Closed, "EOF", at(20));
+    let d = drain(&mut link);
+    assert_eq!(d.deliveries.len(), 1, "the SET fails; it is never resent");
+    assert_eq!(d.deliveries[0].tag, 1);
+    assert_eq!(
+        d.connects, 1,
+        "the release is queued for the next connection"
+    );
+    link.handle_connected(at(30));
+    let names: Vec<String> = drain(&mut link).writes.iter().map(name).collect();
+    assert_eq!(names.len(), 4);
+    assert!(names[3].starts_with("EVALSHA"));
+}
+
+#[test]
+fn a_refused_node_fails_fast_and_reconnects_with_backoff() {
+    let mut link = Link::new();
+    let mut redlock = client(1);
+    let mut op = redlock.acquire(&["r"], at(0)).unwrap();
+    link.submit(1, sends(&mut op).remove(0), at(0));
+    assert_eq!(drain(&mut link).connects, 1);
+    link.handle_closed(LinkCause::Refused, "ECONNREFUSED 127.0.0.1:1", at(100));
+    let d = drain(&mut link);
+    assert_eq!(
+        d.deliveries.len(),
+        1,
+        "queued commands fail with the cause at once"
+    );
+    assert_eq!(
+        d.deliveries[0].reply,
+        Reply::ConnectionFailed("refused: ECONNREFUSED 127.0.0.1:1".into())
+    );
+    // During the backoff a new command fails at once, without a connection attempt.
+    let mut op2 = redlock.acquire(&["s"], at(200)).unwrap();
+    link.submit(2, sends(&mut op2).remove(0), at(200));
+    let d = drain(&mut link);
+    assert_eq!(d.connects, 0);
+    assert_eq!(d.deliveries.len(), 1);
+    // After it, a command opens a connection again.
+    let later = 100 + RECONNECT_MIN.as_micros() as u64;
+    let mut op3 = redlock.acquire(&["t"], at(later)).unwrap();
+    link.submit(3, sends(&mut op3).remove(0), at(later));
+    assert_eq!(drain(&mut link).connects, 1);
+}
+
+#[test]
+fn commands_past_their_deadline_are_not_written() {
+    let mut link = Link::new();
+    let mut redlock = client(1);
+    let mut op = redlock.acquire(&["r"], at(0)).unwrap();
+    let set = sends(&mut op).remove(0);
+    let deadline = set.deadline();
+    link.submit(1, set, at(0));
+    let _ = drain(&mut link);
+    // The connection is ready only after the SET's deadline: it is dropped unwritten.
+    link.handle_connected(deadline);
+    let names: Vec<String> = drain(&mut link).writes.iter().map(name).collect();
+    assert_eq!(names, ["SCRIPT LOAD", "SCRIPT LOAD", "SCRIPT LOAD"]);
+    assert_eq!(link.queued(), 0);
+    assert_eq!(link.in_flight(), 3, "only the script loads are out");
+}
+
+#[test]
+fn a_node_stalled_too_long_has_its_connection_closed() {
+    let mut link = open_link(0);
+    let mut redlock = client(1);
+    let mut op = redlock.acquire(&["r"], at(0)).unwrap();
+    let set = sends(&mut op).remove(0);
+    let deadline = set.deadline();
+    link.submit(1, set, at(0));
+    let _ = drain(&mut link);
+    link.handle_timeout(deadline);
+    assert_eq!(
+        link.poll_timeout(),
+        Some(deadline.saturating_add(STALL_CLOSE))
+    );
+    link.handle_timeout(deadline.saturating_add(STALL_CLOSE));
+    let d = drain(&mut link);
+    assert_eq!(d.closes, 1);
+    assert_eq!(d.deliveries.len(), 1, "the SET fails with the close");
+    assert!(!link.is_open());
+    // A reply on the old connection is ignored.
+    link.handle_reply(WriteId(4), Reply::Ok, deadline.saturating_add(STALL_CLOSE));
+    assert!(drain(&mut link).deliveries.is_empty());
+}
+
+// ---- keep-alive -----------------------------------------------------------------------
+
+fn acquired(redlock: &mut Redlock, now: u64) -> (Lease, Outcome) {
+    let mut op = redlock.acquire(&["k"], at(now)).unwrap();
+    let commands = sends(&mut op);
+    let mut outcome = None;
+    for c in &commands {
+        op.handle_reply(c.request_id(), Reply::Ok, at(now + 100))
+            .unwrap();
+        while let Some(output) = op.poll_output() {
+            if let Output::Outcome(o) = output {
+                outcome = Some(o);
+            }
+        }
+    }
+    let outcome = outcome.unwrap();
+    (outcome.lease().unwrap().clone(), outcome)
+}
+
+/// Runs an extension of `lease` at `now`, every node answering `reply`.
+fn extension(redlock: &Redlock, lease: &Lease, now: u64, reply: Reply) -> Outcome {
+    let mut op = redlock.extend(lease, at(now)).unwrap();
+    let commands = sends(&mut op);
+    for c in &commands {
+        op.handle_reply(c.request_id(), reply.clone(), at(now + 100))
+            .unwrap();
+        while let Some(output) = op.poll_output() {
+            if let Output::Outcome(o) = output {
+                return o;
+            }
+        }
+    }
+    op.handle_timeout(at(now + 1_000_000));
+    loop {
+        match op.poll_output() {
+            Some(Output::Outcome(o)) => return o,
+            Some(_) => {}
+            None => panic!("no outcome"),
+        }
+    }
+}
+
+#[test]
+fn keep_alive_extends_on_schedule_and_keeps_the_lock() {
+    let mut redlock = client(3);
+    let (lease, _) = acquired(&mut redlock, 0);
+    let mut keep = KeepAlive::new(redlock.config(), lease.clone());
+    let due = redlock.config().next_extension(&lease, at(200)).unwrap();
+    assert_eq!(keep.poll(at(200)), KeepAliveAction::WaitUntil(due));
+    assert_eq!(keep.poll(due), KeepAliveAction::Extend);
+    assert!(keep.is_extending());
+    let outcome = extension(&redlock, keep.lease(), due.as_micros(), Reply::Integer(1));
+    keep.handle_outcome(&outcome, at(due.as_micros() + 100));
+    assert!(keep.lease().valid_until() > lease.valid_until());
+    assert_eq!(keep.lease().extensions(), 1);
+    assert!(matches!(
+        keep.poll(at(due.as_micros() + 100)),
+        KeepAliveAction::WaitUntil(_)
+    ));
+}
+
+#[test]
+fn keep_alive_retries_failing_nodes_until_the_lease_ends() {
+    let mut redlock = client(3);
+    let (lease, _) = acquired(&mut redlock, 0);
+    let mut keep = KeepAlive::new(redlock.config(), lease.clone());
+    let mut now = redlock.config().next_extension(&lease, at(0)).unwrap();
+    let mut attempts = 0;
+    loop {
+        match keep.poll(now) {
+            KeepAliveAction::Extend => {
+                attempts += 1;
+                // Every node times out: nodes failed, the lock still holds.
+                let outcome = extension(&redlock, keep.lease(), now.as_micros(), Reply::Timeout);
+                assert!(!outcome.is_success());
+                keep.handle_outcome(&outcome, now);
+            }
+            KeepAliveAction::WaitUntil(t) => {
+                assert!(t > now || t == keep.lease().valid_until());
+                now = t.max(now);
+                if now >= keep.lease().valid_until() {
+                    assert_eq!(keep.poll(now), KeepAliveAction::Lost(LostReason::Expired));
+                    break;
+                }
+            }
+            other => panic!("{other:?} before the lease ended"),
+        }
+        assert!(attempts < 100, "retries are bounded by the lease");
+    }
+    assert!(
+        attempts > 1,
+        "a failed extension is retried while a round fits"
+    );
+    assert!(
+        now >= lease.valid_until(),
+        "never lost before its validity ran out"
+    );
+}
+
+#[test]
+fn a_driver_failure_is_the_same_policy_as_failing_nodes() {
+    let mut redlock = client(3);
+    let (lease, _) = acquired(&mut redlock, 0);
+    let mut keep = KeepAlive::new(redlock.config(), lease.clone());
+    let due = redlock.config().next_extension(&lease, at(0)).unwrap();
+    assert_eq!(keep.poll(due), KeepAliveAction::Extend);
+    keep.handle_failure(due);
+    assert!(
+        keep.lost().is_none(),
+        "a driver error does not lose a valid lock"
+    );
+    let KeepAliveAction::WaitUntil(retry) = keep.poll(due) else {
+        panic!("expected a retry")
+    };
+    assert!(retry > due && retry < lease.valid_until());
+    assert_eq!(keep.poll(retry), KeepAliveAction::Extend);
+}
+
+#[test]
+fn keep_alive_knows_taken_from_gone() {
+    for (reply, reason) in [
+        (Reply::Integer(-1), LostReason::Taken),
+        (Reply::Integer(0), LostReason::NotHeld),
+    ] {
+        let mut redlock = client(3);
+        let (lease, _) = acquired(&mut redlock, 0);
+        let mut keep = KeepAlive::new(redlock.config(), lease.clone());
+        let due = redlock.config().next_extension(&lease, at(0)).unwrap();
+        assert_eq!(keep.poll(due), KeepAliveAction::Extend);
+        let outcome = extension(&redlock, keep.lease(), due.as_micros(), reply);
+        keep.handle_outcome(&outcome, due);
+        assert_eq!(keep.poll(due), KeepAliveAction::Lost(reason));
+        // Lost is final, whatever comes after.
+        let later = extension(&redlock, &lease, due.as_micros(), Reply::Integer(1));
+        keep.handle_outcome(&later, due);
+        assert_eq!(keep.lost(), Some(reason));
+    }
+}
+
+#[test]
+fn keep_alive_honours_the_extension_bound() {
+    let config = Config::builder(1, ms(1000))
+        .max_extensions(Some(1))
+        .build()
+        .unwrap();
+    let mut redlock = Redlock::with_seed(config, [5; 32]);
+    let (lease, _) = acquired(&mut redlock, 0);
+    let mut keep = KeepAlive::new(redlock.config(), lease.clone());
+    let due = redlock.config().next_extension(&lease, at(0)).unwrap();
+    assert_eq!(keep.poll(due), KeepAliveAction::Extend);
+    let outcome = extension(&redlock, keep.lease(), due.as_micros(), Reply::Integer(1));
+    keep.handle_outcome(&outcome, due);
+    let end = keep.lease().valid_until();
+    assert_eq!(keep.poll(due), KeepAliveAction::WaitUntil(end));
+    assert_eq!(
+        keep.poll(end),
+        KeepAliveAction::Lost(LostReason::ExtensionLimit)
+    );
+}
+
+#[test]
+fn an_extension_that_outlives_the_lease_does_not_revive_it() {
+    let mut redlock = client(3);
+    let (lease, _) = acquired(&mut redlock, 0);
+    let mut keep = KeepAlive::new(redlock.config(), lease.clone());
+    let due = redlock.config().next_extension(&lease, at(0)).unwrap();
+    assert_eq!(keep.poll(due), KeepAliveAction::Extend);
+    let end = lease.valid_until();
+    assert_eq!(keep.poll(end), KeepAliveAction::Lost(LostReason::Expired));
+    let outcome = extension(&redlock, &lease, due.as_micros(), Reply::Integer(1));
+    keep.handle_outcome(&outcome, end);
+    assert_eq!(keep.lost(), Some(LostReason::Expired));
+    keep.stop();
+    assert_eq!(keep.poll(end), KeepAliveAction::Lost(LostReason::Expired));
+}
+
+#[test]
+fn stop_is_final() {
+    let mut redlock = client(1);
+    let (lease, _) = acquired(&mut redlock, 0);
+    let mut keep = KeepAlive::new(redlock.config(), lease);
+    keep.stop();
+    assert_eq!(keep.poll(at(1)), KeepAliveAction::Stopped);
+}
