@@ -163,6 +163,7 @@ impl Redlock {
             ttl_ms: self.config.ttl_ms(),
             // This process never saw the keys' TTL: another holder may have set any.
             key_ttl_ms: None,
+            fencing_token: None,
         })
     }
 

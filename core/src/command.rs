@@ -60,12 +60,80 @@ end
 return 1
 ";
 
+/// Fenced acquisition (see `docs/fencing.md`). `KEYS` are the lock keys followed by as
+/// many fence keys; `ARGV` the token and the TTL. If no lock key exists, sets them all
+/// and raises every fence key to one more than the largest of them, returning that
+/// number (at least 1); otherwise changes nothing and returns 0. Counters stay below
+/// 2^53 (Lua numbers are doubles): past that it answers an error and sets nothing.
+pub const FENCED_ACQUIRE_SCRIPT: &str = "local n = #KEYS / 2
+for i = 1, n do
+  if redis.call('EXISTS', KEYS[i]) == 1 then return 0 end
+end
+local fence = 0
+for i = n + 1, 2 * n do
+  local value = tonumber(redis.call('GET', KEYS[i]) or '0') or 0
+  if value > fence then fence = value end
+end
+fence = fence + 1
+if fence > 9007199254740991 then return redis.error_reply('ERR fence counter at its limit') end
+local text = string.format('%.0f', fence)
+for i = 1, n do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+end
+for i = n + 1, 2 * n do
+  redis.call('SET', KEYS[i], text)
+end
+return fence
+";
+
+/// Fencing write-back (see `docs/fencing.md`). `KEYS` as for the fenced acquisition;
+/// `ARGV` the token and the fencing token T. Only a current holder may write back: if
+/// every lock key holds the token, raises each fence key to at least T and returns 1;
+/// otherwise changes nothing and returns 0.
+pub const WRITE_BACK_SCRIPT: &str = "local n = #KEYS / 2
+for i = 1, n do
+  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+local fence = tonumber(ARGV[2])
+for i = n + 1, 2 * n do
+  local value = tonumber(redis.call('GET', KEYS[i]) or '0') or 0
+  if value < fence then redis.call('SET', KEYS[i], ARGV[2]) end
+end
+return 1
+";
+
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].
 pub const RELEASE_SHA1: &str = "8e71672c5cb315a6f66438f72df1e4fafa4c6ab4";
 /// SHA-1 of [`EXTEND_SCRIPT`].
 pub const EXTEND_SHA1: &str = "6aec6dabb71e80f87fc28910be87b135f17d85ab";
+/// SHA-1 of [`FENCED_ACQUIRE_SCRIPT`].
+pub const FENCED_ACQUIRE_SHA1: &str = "3124085886878302d7995bc87f6ac4157e969560";
+/// SHA-1 of [`WRITE_BACK_SCRIPT`].
+pub const WRITE_BACK_SHA1: &str = "47286555568e62ef8206b4cebe6f2c747294980e";
+
+/// The fence key of a lock key: in the same Redis Cluster slot. A key with a hash tag
+/// (`{...}` with something inside) keeps it: `key:fence`; any other becomes the tag
+/// itself: `{key}:fence`.
+pub fn fence_key(key: &[u8]) -> Vec<u8> {
+    let has_tag = key.iter().position(|&b| b == b'{').is_some_and(|open| {
+        key[open + 1..]
+            .iter()
+            .position(|&b| b == b'}')
+            .is_some_and(|close| close > 0)
+    });
+    let mut fence = Vec::with_capacity(key.len() + 8);
+    if has_tag {
+        fence.extend_from_slice(key);
+    } else {
+        fence.push(b'{');
+        fence.extend_from_slice(key);
+        fence.push(b'}');
+    }
+    fence.extend_from_slice(b":fence");
+    fence
+}
 
 /// Identifies one request within one operation. Ids start at 1 and increase by one
 /// per command the operation emits.
@@ -90,6 +158,10 @@ pub enum CommandKind {
     Release,
     /// The extend script.
     Extend,
+    /// The fenced acquisition script (lock keys and fence keys).
+    FencedAcquire,
+    /// The fencing write-back script.
+    WriteBack,
 }
 
 impl CommandKind {
@@ -99,6 +171,8 @@ impl CommandKind {
             CommandKind::Acquire => Some((ACQUIRE_SCRIPT, ACQUIRE_SHA1)),
             CommandKind::Release => Some((RELEASE_SCRIPT, RELEASE_SHA1)),
             CommandKind::Extend => Some((EXTEND_SCRIPT, EXTEND_SHA1)),
+            CommandKind::FencedAcquire => Some((FENCED_ACQUIRE_SCRIPT, FENCED_ACQUIRE_SHA1)),
+            CommandKind::WriteBack => Some((WRITE_BACK_SCRIPT, WRITE_BACK_SHA1)),
         }
     }
 }
@@ -156,15 +230,26 @@ impl Argv {
     }
 
     /// The argv for `kind`, as `EVAL` (with the script text) when `eval` is true.
+    /// `number` is the TTL in milliseconds, or for a write-back the fencing token.
     pub(crate) fn build(
         kind: CommandKind,
         eval: bool,
         keys: &[Vec<u8>],
         token: &[u8],
-        ttl_ms: u64,
+        number: u64,
     ) -> Argv {
+        let fenced = matches!(kind, CommandKind::FencedAcquire | CommandKind::WriteBack);
         let key_bytes: usize = keys.iter().map(Vec::len).sum();
-        let mut argv = Argv::with_capacity(key_bytes + token.len() + 64, keys.len() + 6);
+        let key_count = if fenced { 2 * keys.len() } else { keys.len() };
+        let mut argv = Argv::with_capacity(
+            key_bytes * (1 + usize::from(fenced)) + keys.len() * 10 + token.len() + 64,
+            key_count + 6,
+        );
+        let ttl_ms = if kind == CommandKind::WriteBack {
+            0
+        } else {
+            number
+        };
         match kind.script() {
             None => {
                 argv.push(b"SET");
@@ -184,14 +269,19 @@ impl Argv {
                     argv.push(b"EVALSHA");
                     argv.push(sha1.as_bytes());
                 }
-                argv.push_number(keys.len() as u64);
+                argv.push_number(key_count as u64);
                 for key in keys {
                     argv.push(key);
+                }
+                if fenced {
+                    for key in keys {
+                        argv.push(&fence_key(key));
+                    }
                 }
                 argv.token_arg = Some(argv.len());
                 argv.push(token);
                 if kind != CommandKind::Release {
-                    argv.push_number(ttl_ms);
+                    argv.push_number(number);
                 }
             }
         }

@@ -4,6 +4,9 @@
 //!
 //! ```text
 //! acquire:  Acquiring --quorum, validity >= floor--------------------------> Done(Acquired)
+//!           Acquiring --quorum, validity >= floor, fencing---> WritingBack
+//!           WritingBack --quorum, validity >= floor------------------------> Done(Acquired)
+//!           WritingBack --quorum too late | quorum impossible--> CleaningUp
 //!           Acquiring --quorum too late | quorum impossible--> CleaningUp
 //!           CleaningUp --all N settled, attempts left--> Delaying --until--> Acquiring
 //!           CleaningUp --all N settled, none left-----------------------------> Done(NotAcquired)
@@ -97,8 +100,12 @@ pub enum Output {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Acquiring,
+    /// Fencing: the fencing token is being written back to the nodes.
+    WritingBack,
     CleaningUp,
-    Delaying { until: Time },
+    Delaying {
+        until: Time,
+    },
     Extending,
     Releasing,
     Done,
@@ -131,6 +138,8 @@ struct Round {
     eval_argv: Option<Arc<Argv>>,
     /// Per node: the request currently standing for it, and its result.
     slots: Vec<(RequestId, NodeResult)>,
+    /// Fenced acquisitions: per node, the fence counter it answered (0: none).
+    counters: Vec<u64>,
     successes: usize,
     conflicts: usize,
     /// Conflicts where the key holds another value (extensions); the rest were missing.
@@ -211,6 +220,9 @@ pub struct Operation {
     /// Acquire, while cleaning up after a failed attempt: why it failed and how the
     /// nodes answered.
     failure: Option<(FailureReason, Vec<NodeResult>)>,
+    /// Fenced acquire, while writing back: the fencing token, the lease's end as the
+    /// acquisition round fixed it, and how the nodes answered that round.
+    fence: Option<(u64, Time, Vec<NodeResult>)>,
 }
 
 impl Operation {
@@ -221,13 +233,8 @@ impl Operation {
         now: Time,
     ) -> Operation {
         let token = random.token(config.token_bytes());
-        let kind = if keys.len() == 1 {
-            CommandKind::Set
-        } else {
-            CommandKind::Acquire
-        };
         let mut op = Operation::new(config, OperationKind::Acquire, keys, token, random, now);
-        op.start_round(kind, now);
+        op.start_round(op.acquire_kind(), now);
         op.phase = Phase::Acquiring;
         op
     }
@@ -284,6 +291,7 @@ impl Operation {
                 deadline: now,
                 eval_argv: None,
                 slots: Vec::with_capacity(nodes),
+                counters: Vec::new(),
                 successes: 0,
                 conflicts: 0,
                 taken: 0,
@@ -296,6 +304,7 @@ impl Operation {
             wait_due: true,
             lease: None,
             failure: None,
+            fence: None,
             config,
         }
     }
@@ -343,6 +352,13 @@ impl Operation {
             return Ok(());
         }
         let deciding = self.phase != Phase::Done;
+        if let (CommandKind::FencedAcquire, Reply::Integer(counter)) = (self.round.kind, &reply) {
+            if let (Ok(counter), Some(slot)) =
+                (u64::try_from(*counter), self.round.counters.get_mut(node))
+            {
+                *slot = counter;
+            }
+        }
         match self.classify(&reply, eval) {
             Verdict::NoScript if deciding && now < self.round.deadline => {
                 self.send_eval_fallback(node);
@@ -380,16 +396,15 @@ impl Operation {
                 if now >= until {
                     self.attempt += 1;
                     self.token = self.random.token(self.config.token_bytes());
-                    let kind = if self.keys.len() == 1 {
-                        CommandKind::Set
-                    } else {
-                        CommandKind::Acquire
-                    };
-                    self.start_round(kind, now);
+                    self.start_round(self.acquire_kind(), now);
                     self.phase = Phase::Acquiring;
                 }
             }
-            Phase::Acquiring | Phase::CleaningUp | Phase::Extending | Phase::Releasing => {
+            Phase::Acquiring
+            | Phase::WritingBack
+            | Phase::CleaningUp
+            | Phase::Extending
+            | Phase::Releasing => {
                 if now >= self.round.deadline {
                     for node in 0..self.round.slots.len() {
                         if !self.round.slots[node].1.is_settled() {
@@ -421,7 +436,7 @@ impl Operation {
     pub fn abandon(&mut self, now: Time) {
         let now = self.observe(now);
         self.wait_due = false;
-        if self.phase == Phase::Acquiring {
+        if matches!(self.phase, Phase::Acquiring | Phase::WritingBack) {
             // Commands not polled yet were never sent; the release covers every node.
             self.sends.clear();
             self.start_round(CommandKind::Release, now);
@@ -504,6 +519,26 @@ impl Operation {
         self.latest
     }
 
+    /// The command of an acquisition attempt.
+    fn acquire_kind(&self) -> CommandKind {
+        if self.config.fencing() {
+            CommandKind::FencedAcquire
+        } else if self.keys.len() == 1 {
+            CommandKind::Set
+        } else {
+            CommandKind::Acquire
+        }
+    }
+
+    /// The number a round's command carries: the fencing token for a write-back, the
+    /// TTL otherwise.
+    fn round_number(&self, kind: CommandKind) -> u64 {
+        match (kind, &self.fence) {
+            (CommandKind::WriteBack, Some((fence, _, _))) => *fence,
+            _ => self.config.ttl_ms(),
+        }
+    }
+
     fn next_request_id(&self) -> RequestId {
         RequestId(self.requests.len() as u64 + 1)
     }
@@ -516,10 +551,12 @@ impl Operation {
             false,
             &self.keys,
             self.token.as_bytes(),
-            config.ttl_ms(),
+            self.round_number(kind),
         ));
         let number = self.round.number + 1;
         self.round.slots.clear();
+        self.round.counters.clear();
+        self.round.counters.resize(config.nodes(), 0);
         for node in 0..config.nodes() {
             let id = RequestId(self.requests.len() as u64 + 1);
             self.requests.push(Request {
@@ -558,7 +595,7 @@ impl Operation {
                     true,
                     &self.keys,
                     self.token.as_bytes(),
-                    self.config.ttl_ms(),
+                    self.round_number(self.round.kind),
                 ));
                 self.round.eval_argv = Some(Arc::clone(&argv));
                 argv
@@ -592,6 +629,11 @@ impl Operation {
             (CommandKind::Extend, Reply::Integer(0)) => Verdict::Conflict(ConflictKind::Missing),
             (CommandKind::Extend, Reply::Integer(-1)) => Verdict::Conflict(ConflictKind::Taken),
             (CommandKind::Release, Reply::Integer(0)) => Verdict::Conflict(ConflictKind::Taken),
+            (CommandKind::FencedAcquire, Reply::Integer(n)) if *n >= 1 => Verdict::Success,
+            (CommandKind::FencedAcquire | CommandKind::WriteBack, Reply::Integer(0)) => {
+                Verdict::Conflict(ConflictKind::Taken)
+            }
+            (CommandKind::WriteBack, Reply::Integer(1)) => Verdict::Success,
             (CommandKind::Release, Reply::Integer(n))
                 if *n > 0 && usize::try_from(*n).is_ok_and(|n| n <= self.keys.len()) =>
             {
@@ -627,6 +669,7 @@ impl Operation {
     fn decide(&mut self, now: Time) {
         match self.phase {
             Phase::Acquiring => self.decide_acquire(now),
+            Phase::WritingBack => self.decide_write_back(now),
             Phase::CleaningUp => self.decide_cleanup(now),
             Phase::Extending => self.decide_extend(now),
             Phase::Releasing => self.decide_release(),
@@ -666,6 +709,19 @@ impl Operation {
         let reason = match self.quorum_state() {
             None => return,
             Some(Ok(())) => match self.validity_at(now) {
+                Ok((valid_until, _)) if self.config.fencing() => {
+                    // The token: the largest counter among the nodes that granted. It
+                    // is handed out only once a quorum has it written back.
+                    let fence = (0..self.round.slots.len())
+                        .filter(|&node| self.round.slots[node].1 == NodeResult::Success)
+                        .map(|node| self.round.counters[node])
+                        .max()
+                        .unwrap_or(0);
+                    self.fence = Some((fence, valid_until, self.node_results()));
+                    self.start_round(CommandKind::WriteBack, now);
+                    self.phase = Phase::WritingBack;
+                    return;
+                }
                 Ok((valid_until, validity)) => {
                     let lease = Lease {
                         keys: core::mem::take(&mut self.keys),
@@ -674,6 +730,7 @@ impl Operation {
                         extensions: 0,
                         ttl_ms: self.config.ttl_ms(),
                         key_ttl_ms: Some(self.config.ttl_ms()),
+                        fencing_token: None,
                     };
                     self.finish(Outcome::Acquired(Acquired {
                         lease,
@@ -689,6 +746,52 @@ impl Operation {
         };
         // Release on all N nodes, whatever they answered: a node may have set the key
         // while its reply was lost or is still on its way.
+        self.failure = Some((reason, self.node_results()));
+        self.start_round(CommandKind::Release, now);
+        self.phase = Phase::CleaningUp;
+    }
+
+    /// Fenced acquisitions: the write-back round decides like an acquisition round, on
+    /// the lease the acquisition round fixed.
+    fn decide_write_back(&mut self, now: Time) {
+        let Some((fence, valid_until, _)) = self.fence.as_ref() else {
+            return;
+        };
+        let (fence, valid_until) = (*fence, *valid_until);
+        let reason = match self.quorum_state() {
+            None => return,
+            Some(Ok(())) => {
+                let validity = valid_until.micros_since(now);
+                if validity >= self.config.min_validity_us().max(1) {
+                    let nodes = self
+                        .fence
+                        .take()
+                        .map(|(_, _, nodes)| nodes)
+                        .unwrap_or_default();
+                    let lease = Lease {
+                        keys: core::mem::take(&mut self.keys),
+                        token: self.token.clone(),
+                        valid_until,
+                        extensions: 0,
+                        ttl_ms: self.config.ttl_ms(),
+                        key_ttl_ms: Some(self.config.ttl_ms()),
+                        fencing_token: Some(fence),
+                    };
+                    self.finish(Outcome::Acquired(Acquired {
+                        lease,
+                        validity: Duration::from_micros(validity),
+                        attempts: self.attempt,
+                        nodes,
+                    }));
+                    return;
+                }
+                FailureReason::ValidityTooShort
+            }
+            Some(Err(reason)) => reason,
+        };
+        // No token without a quorum of write-backs: release on all N, as after any
+        // failed attempt.
+        self.fence = None;
         self.failure = Some((reason, self.node_results()));
         self.start_round(CommandKind::Release, now);
         self.phase = Phase::CleaningUp;

@@ -105,6 +105,8 @@ pub struct Lease {
     pub(crate) ttl_ms: u64,
     /// The longest TTL any command of this lease set on a key, if known.
     pub(crate) key_ttl_ms: Option<u64>,
+    /// The fencing token of a fenced acquisition.
+    pub(crate) fencing_token: Option<u64>,
 }
 
 impl Lease {
@@ -155,10 +157,13 @@ impl Lease {
         self.key_ttl_ms
     }
 
-    /// The fencing token of this acquisition. Fencing is not implemented yet, so this is
-    /// always `None`; the field exists so that adding it changes no signature.
+    /// The fencing token of this acquisition: strictly greater than every token handed
+    /// out before for any of its resources by an acquisition whose write-back completed
+    /// (see `docs/fencing.md`). `None` without fencing, and for a lease rebuilt from its
+    /// parts. Send it with every write to the protected resource, which rejects a token
+    /// lower than one it has seen.
     pub fn fencing_token(&self) -> Option<u64> {
-        None
+        self.fencing_token
     }
 }
 

@@ -687,3 +687,182 @@ proptest! {
         }
     }
 }
+
+// ---- fencing ------------------------------------------------------------------------
+
+/// A node as the fencing scripts see it: the lock key (token, expiry on the global
+/// clock) and the fence counter.
+#[derive(Clone, Default)]
+struct FenceNode {
+    lock: Option<(Vec<u8>, u64)>,
+    fence: u64,
+}
+
+impl FenceNode {
+    fn held(&self, now: u64) -> Option<&[u8]> {
+        self.lock
+            .as_ref()
+            .filter(|(_, expires)| *expires > now)
+            .map(|(token, _)| token.as_slice())
+    }
+
+    /// Runs one command of the core at `now`, as Redis runs the scripts.
+    fn run(&mut self, command: &Command, now: u64) -> Reply {
+        let token = command.token().to_vec();
+        match command.kind() {
+            CommandKind::FencedAcquire => {
+                if self.held(now).is_some() {
+                    return Reply::Integer(0);
+                }
+                self.fence += 1;
+                self.lock = Some((token, now + command.ttl_ms() * 1000));
+                Reply::Integer(self.fence as i64)
+            }
+            CommandKind::WriteBack => {
+                if self.held(now) != Some(token.as_slice()) {
+                    return Reply::Integer(0);
+                }
+                let args: Vec<&[u8]> = command.args().collect();
+                let fence: u64 = std::str::from_utf8(args[args.len() - 1])
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                self.fence = self.fence.max(fence);
+                Reply::Integer(1)
+            }
+            CommandKind::Release => {
+                if self.held(now) == Some(token.as_slice()) {
+                    self.lock = None;
+                    Reply::Integer(1)
+                } else {
+                    Reply::Integer(0)
+                }
+            }
+            _ => Reply::Error("ERR not modelled".into()),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct FenceStep {
+    /// Per command: 0 delivered, 1 lost before the node, 2 reply lost; delays in us.
+    fates: Vec<(u8, u64, u64)>,
+    /// Time before this acquisition starts (may exceed the TTL: the last holder paused).
+    gap: u64,
+    /// Whether the previous holder releases before the gap.
+    release: bool,
+}
+
+fn fence_step() -> impl Strategy<Value = FenceStep> {
+    (
+        prop::collection::vec(
+            (
+                prop_oneof![6 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)],
+                0u64..3000,
+                0u64..3000,
+            ),
+            40,
+        ),
+        prop_oneof![Just(0u64), 0u64..3_000_000],
+        any::<bool>(),
+    )
+        .prop_map(|(fates, gap, release)| FenceStep {
+            fates,
+            gap,
+            release,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, .. ProptestConfig::default() })]
+
+    /// Fenced acquisitions one after the other (each finishes before the next starts;
+    /// holders may pause past their lease, never release, or lose replies and commands)
+    /// hand out strictly increasing fencing tokens, whatever the timing: the scheme
+    /// assumes no clock, only the order of operations on the nodes (persistence kept).
+    #[test]
+    fn fencing_tokens_strictly_increase(nodes in 1usize..6, steps in prop::collection::vec(fence_step(), 1..12)) {
+        let config = Config::builder(nodes, Duration::from_millis(1000))
+            .fencing(true)
+            .attempts(1)
+            .build()
+            .unwrap();
+        let mut redlock = Redlock::with_seed(config, [4; 32]);
+        let mut state = vec![FenceNode::default(); nodes];
+        let mut now = 0u64;
+        let mut issued: Vec<u64> = Vec::new();
+        let mut held: Option<redlock_core::Lease> = None;
+        // Commands still travelling: (arrival time, node, command, reply lost, operation).
+        let mut late: Vec<(u64, usize, Command, bool, usize)> = Vec::new();
+        for (index, step) in steps.iter().enumerate() {
+            if step.release {
+                if let Some(lease) = held.take() {
+                    let mut op = redlock.release(&lease, Time::from_micros(now));
+                    while let Some(output) = op.poll_output() {
+                        if let Output::Send(command) = output {
+                            let reply = state[command.node()].run(&command, now);
+                            let _ = op.handle_reply(command.request_id(), reply, Time::from_micros(now));
+                        }
+                    }
+                }
+            }
+            now += step.gap;
+            let mut op = redlock.acquire(&["res"], Time::from_micros(now)).unwrap();
+            let mut fates = step.fates.iter().cycle();
+            // Replies on their way: (arrival time, request, reply).
+            let mut replies: Vec<(u64, RequestId, Reply)> = Vec::new();
+            let mut wait = None;
+            let outcome = loop {
+                let mut outcome = None;
+                while let Some(output) = op.poll_output() {
+                    match output {
+                        Output::Send(command) => {
+                            let (fate, to_node, back) = *fates.next().unwrap();
+                            if fate != 1 {
+                                late.push((now + to_node, command.node(), command.clone(), fate == 2, index));
+                            }
+                            let _ = back;
+                        }
+                        Output::Wait(t) => wait = Some(t.as_micros()),
+                        Output::Outcome(o) => outcome = Some(o),
+                        _ => {}
+                    }
+                }
+                if let Some(o) = outcome {
+                    break o;
+                }
+                // The next event: a command arriving, a reply arriving, or the wait.
+                late.sort_by_key(|e| e.0);
+                replies.sort_by_key(|e| e.0);
+                let next_cmd = late.first().map(|e| e.0);
+                let next_reply = replies.first().map(|e| e.0);
+                let next = [next_cmd, next_reply, wait].into_iter().flatten().min().unwrap();
+                now = now.max(next);
+                if next_cmd == Some(next) {
+                    let (at, node, command, lost, from) = late.remove(0);
+                    let reply = state[node].run(&command, at);
+                    // A reply to an earlier operation's command is not this one's.
+                    if !lost && from == index {
+                        let (_, _, back) = *fates.next().unwrap();
+                        replies.push((at + back, command.request_id(), reply));
+                    }
+                } else if next_reply == Some(next) {
+                    let (_, request, reply) = replies.remove(0);
+                    let _ = op.handle_reply(request, reply, Time::from_micros(now));
+                } else {
+                    op.handle_timeout(Time::from_micros(now));
+                }
+            };
+            // Commands of this operation still travelling stay in `late`: they land
+            // later, interleaved with the next acquisition.
+            if let Outcome::Acquired(acquired) = outcome {
+                let token = acquired.lease.fencing_token().expect("fenced acquisition");
+                if let Some(last) = issued.last() {
+                    prop_assert!(token > *last, "token {} after {}", token, last);
+                }
+                issued.push(token);
+                held = Some(acquired.lease);
+            }
+        }
+    }
+}

@@ -60,6 +60,9 @@ fn config_from(value: &Value) -> Result<Config, String> {
     if let Some(prefix) = value.get("key_prefix") {
         builder = builder.key_prefix(prefix.as_str().expect("key_prefix").as_bytes());
     }
+    if let Some(on) = value.get("fencing").and_then(Value::as_bool) {
+        builder = builder.fencing(on);
+    }
     if let Some(n) = int("token_bytes") {
         builder = builder.token_bytes(n as usize);
     }
@@ -123,14 +126,20 @@ fn nodes_to_json(nodes: &[NodeResult]) -> Value {
 
 fn outcome_to_json(outcome: &Outcome) -> Value {
     match outcome {
-        Outcome::Acquired(a) => json!({
-            "kind": "acquired",
-            "token": a.lease.token().as_str(),
-            "valid_until": a.lease.valid_until().as_micros(),
-            "validity": a.validity.as_micros() as u64,
-            "attempts": a.attempts,
-            "nodes": nodes_to_json(&a.nodes),
-        }),
+        Outcome::Acquired(a) => {
+            let mut value = json!({
+                "kind": "acquired",
+                "token": a.lease.token().as_str(),
+                "valid_until": a.lease.valid_until().as_micros(),
+                "validity": a.validity.as_micros() as u64,
+                "attempts": a.attempts,
+                "nodes": nodes_to_json(&a.nodes),
+            });
+            if let Some(fence) = a.lease.fencing_token() {
+                value["fencing_token"] = json!(fence);
+            }
+            value
+        }
         Outcome::NotAcquired(n) => json!({
             "kind": "not_acquired",
             "reason": n.reason.code(),
@@ -172,6 +181,8 @@ fn expand_placeholders(value: &Value) -> Value {
     match value {
         Value::String(s) => Value::String(match s.as_str() {
             "{{ACQUIRE_SCRIPT}}" => ACQUIRE_SCRIPT.to_string(),
+            "{{FENCED_ACQUIRE_SCRIPT}}" => redlock_core::FENCED_ACQUIRE_SCRIPT.to_string(),
+            "{{WRITE_BACK_SCRIPT}}" => redlock_core::WRITE_BACK_SCRIPT.to_string(),
             "{{RELEASE_SCRIPT}}" => RELEASE_SCRIPT.to_string(),
             "{{EXTEND_SCRIPT}}" => EXTEND_SCRIPT.to_string(),
             _ => s.clone(),
@@ -453,6 +464,29 @@ fn every_conformance_vector() {
     assert!(files.len() >= 40, "only {} vectors", files.len());
 }
 
+/// Fencing vectors: replayed by the core here; the other bindings' runners take them up
+/// with the bindings' fencing support.
+#[test]
+fn every_fencing_vector() {
+    let files = json_files(&vectors_dir().join("fencing"));
+    let failures: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            run_vector(path)
+                .err()
+                .map(|e| format!("{}: {e}", path.display()))
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} fencing vectors failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
+    assert!(files.len() >= 3, "only {} fencing vectors", files.len());
+}
+
 #[test]
 fn every_resp_vector() {
     let files = json_files(&vectors_dir().join("resp"));
@@ -480,6 +514,14 @@ fn script_sha1s_match_their_texts() {
         (ACQUIRE_SCRIPT, redlock_core::ACQUIRE_SHA1),
         (RELEASE_SCRIPT, redlock_core::RELEASE_SHA1),
         (EXTEND_SCRIPT, redlock_core::EXTEND_SHA1),
+        (
+            redlock_core::FENCED_ACQUIRE_SCRIPT,
+            redlock_core::FENCED_ACQUIRE_SHA1,
+        ),
+        (
+            redlock_core::WRITE_BACK_SCRIPT,
+            redlock_core::WRITE_BACK_SHA1,
+        ),
     ] {
         assert_eq!(sha1_smol::Sha1::from(script).digest().to_string(), sha);
     }
