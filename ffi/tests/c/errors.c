@@ -848,7 +848,7 @@ static void buffers_and_texts(void) {
     CHECK(strcmp(redlock_version(), "0.1.0") == 0 || strlen(redlock_version()) > 0);
     CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_RELEASE), "8e71672c5cb315a6f66438f72df1e4fafa4c6ab4") == 0);
     CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_ACQUIRE), "4df62321cd567593267878acb4c28e1f7a3cc4af") == 0);
-    CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_EXTEND), "cbf53bf4744c611625397ac18d6b9bc9294ba5b8") == 0);
+    CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_EXTEND), "6aec6dabb71e80f87fc28910be87b135f17d85ab") == 0);
     CHECK(strstr(redlock_script_text(REDLOCK_SCRIPT_EXTEND), "PEXPIRE") != NULL);
     CHECK(redlock_script_text(0) == NULL && redlock_script_sha1(4) == NULL);
 }
