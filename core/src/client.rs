@@ -18,6 +18,41 @@ use crate::time::Time;
 /// The most resources one lock may cover.
 pub const MAX_RESOURCES: usize = 64;
 
+/// What one acquisition may set beyond the configuration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AcquireOptions {
+    /// The lock's TTL, instead of the configured one.
+    pub ttl: Option<Duration>,
+    /// A wait limit: keep trying until this much time has passed (instead of a number
+    /// of attempts), never starting an attempt that could not finish within it. See
+    /// [`crate::Operation::handle_notice`] for trying again early when a release is
+    /// announced.
+    pub wait: Option<Duration>,
+}
+
+impl AcquireOptions {
+    /// No options: the configured TTL and attempts.
+    pub const fn new() -> AcquireOptions {
+        AcquireOptions {
+            ttl: None,
+            wait: None,
+        }
+    }
+
+    /// The lock's TTL.
+    pub const fn ttl(mut self, ttl: Duration) -> AcquireOptions {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// The wait limit.
+    pub const fn wait(mut self, wait: Duration) -> AcquireOptions {
+        self.wait = Some(wait);
+        self
+    }
+}
+
 /// A Redlock client: starts acquisitions, extensions and releases as [`Operation`]s.
 ///
 /// Operations are independent of the client and of each other; a driver may run any
@@ -66,7 +101,57 @@ impl Redlock {
             keys,
             random,
             now,
+            None,
         ))
+    }
+
+    /// Like [`Redlock::acquire`], with the options of this acquisition: its own TTL
+    /// (checked against the configuration as [`Config::with_ttl`] does) and a wait limit.
+    pub fn acquire_with<R: AsRef<[u8]>>(
+        &mut self,
+        resources: &[R],
+        options: &AcquireOptions,
+        now: Time,
+    ) -> Result<Operation, UsageError> {
+        let config = match options.ttl {
+            Some(ttl) => self.config_for(ttl)?,
+            None => Arc::clone(&self.config),
+        };
+        let keys = self.keys(resources)?;
+        let random = self.source.operation_random(self.config.token_bytes())?;
+        let wait_until = options.wait.map(|wait| now.saturating_add(wait));
+        Ok(Operation::acquire(config, keys, random, now, wait_until))
+    }
+
+    /// Like [`Redlock::acquire_with`], with tokens and jitter drawn from `random` as
+    /// [`Redlock::acquire_with_random`] does. With a wait limit `random` MUST hold at
+    /// least one token's bytes; when it runs out, no further attempt starts (for tests:
+    /// real locks use a client's own source).
+    pub fn acquire_with_random_options<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+        options: &AcquireOptions,
+        random: Vec<u8>,
+        now: Time,
+    ) -> Result<Operation, UsageError> {
+        let config = match options.ttl {
+            Some(ttl) => self.config_for(ttl)?,
+            None => Arc::clone(&self.config),
+        };
+        let keys = self.keys(resources)?;
+        let needed = match options.wait {
+            Some(_) => config.token_bytes(),
+            None => OperationRandom::needed(config.attempts(), config.token_bytes()),
+        };
+        if random.len() < needed {
+            return Err(UsageError::NotEnoughRandomBytes);
+        }
+        let random = OperationRandom::Bytes {
+            bytes: random,
+            used: 0,
+        };
+        let wait_until = options.wait.map(|wait| now.saturating_add(wait));
+        Ok(Operation::acquire(config, keys, random, now, wait_until))
     }
 
     /// Like [`Redlock::acquire`], with a TTL for this lock only, checked against the
@@ -80,7 +165,7 @@ impl Redlock {
         let config = self.config_for(ttl)?;
         let keys = self.keys(resources)?;
         let random = self.source.operation_random(self.config.token_bytes())?;
-        Ok(Operation::acquire(config, keys, random, now))
+        Ok(Operation::acquire(config, keys, random, now, None))
     }
 
     /// Like [`Redlock::acquire`], with tokens and retry jitter drawn from `random` in the
@@ -107,6 +192,7 @@ impl Redlock {
             keys,
             random,
             now,
+            None,
         ))
     }
 

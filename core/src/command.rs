@@ -29,15 +29,32 @@ return 1
 ";
 
 /// Deletes each key that holds the token; returns how many it deleted. It never deletes
-/// a key that holds another value.
+/// a key that holds another value. For each key it deletes it publishes a release notice
+/// (the key) on the key's notice channel ([`notice_channel`]), so that waiters try again
+/// at once; a server that refuses `PUBLISH` (an ACL) still releases.
 pub const RELEASE_SCRIPT: &str = "local released = 0
 for _, key in ipairs(KEYS) do
   if redis.call('GET', key) == ARGV[1] then
     released = released + redis.call('DEL', key)
+    redis.pcall('PUBLISH', 'redlock:released:' .. key, key)
   end
 end
 return released
 ";
+
+/// The prefix of every notice channel: a release of key `k` is announced on
+/// `redlock:released:k`.
+pub const NOTICE_CHANNEL_PREFIX: &str = "redlock:released:";
+
+/// The channel on which releases of `key` are announced (see [`RELEASE_SCRIPT`]): a
+/// waiter subscribes to it on every node and hands each message to
+/// [`crate::Operation::handle_notice`] with the node it came from.
+pub fn notice_channel(key: &[u8]) -> Vec<u8> {
+    let mut channel = Vec::with_capacity(NOTICE_CHANNEL_PREFIX.len() + key.len());
+    channel.extend_from_slice(NOTICE_CHANNEL_PREFIX.as_bytes());
+    channel.extend_from_slice(key);
+    channel
+}
 
 /// If every key holds the token, sets each key's TTL and returns 1. Otherwise it changes
 /// nothing and returns -1 if some key holds another value (someone else may hold the
@@ -105,7 +122,7 @@ return 1
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].
-pub const RELEASE_SHA1: &str = "8e71672c5cb315a6f66438f72df1e4fafa4c6ab4";
+pub const RELEASE_SHA1: &str = "77ca464c5e5c04fb844d50b9a72b30052642d9cd";
 /// SHA-1 of [`EXTEND_SCRIPT`].
 pub const EXTEND_SHA1: &str = "6aec6dabb71e80f87fc28910be87b135f17d85ab";
 /// SHA-1 of [`FENCED_ACQUIRE_SCRIPT`].

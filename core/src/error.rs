@@ -27,6 +27,9 @@ pub enum UsageError {
     RandomSourceFailed,
     /// A TTL given for one operation that the configuration does not allow with it.
     InvalidTtl(crate::ConfigError),
+    /// A node index outside `0..N` (a release notice from a node the client does not
+    /// have).
+    UnknownNode,
 }
 
 impl UsageError {
@@ -43,6 +46,7 @@ impl UsageError {
             UsageError::NotEnoughRandomBytes => "not_enough_random_bytes",
             UsageError::RandomSourceFailed => "random_source_failed",
             UsageError::InvalidTtl(_) => "invalid_ttl",
+            UsageError::UnknownNode => "unknown_node",
         }
     }
 }
@@ -67,6 +71,7 @@ impl fmt::Display for UsageError {
                 "not enough random bytes for every attempt of this acquisition"
             }
             UsageError::RandomSourceFailed => "the operating system's random source failed",
+            UsageError::UnknownNode => "no node with this index in the configuration",
         };
         f.write_str(text)
     }

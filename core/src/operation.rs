@@ -9,6 +9,7 @@
 //!           WritingBack --quorum too late | quorum impossible--> CleaningUp
 //!           Acquiring --quorum too late | quorum impossible--> CleaningUp
 //!           CleaningUp --all N settled, attempts left--> Delaying --until--> Acquiring
+//!           Delaying --release notices make a quorum possible-------------> Acquiring
 //!           CleaningUp --all N settled, none left-----------------------------> Done(NotAcquired)
 //! extend:   Extending --quorum, validity >= floor----------------------------> Done(Extended)
 //!           Extending --quorum too late | quorum impossible-------------------> Done(NotExtended)
@@ -223,6 +224,10 @@ pub struct Operation {
     /// Fenced acquire, while writing back: the fencing token, the lease's end as the
     /// acquisition round fixed it, and how the nodes answered that round.
     fence: Option<(u64, Time, Vec<NodeResult>)>,
+    /// Acquire with a wait limit: no attempt starts unless it can end by then.
+    wait_until: Option<Time>,
+    /// Per node: a release notice arrived since the current attempt failed.
+    noticed: Vec<bool>,
 }
 
 impl Operation {
@@ -231,9 +236,11 @@ impl Operation {
         keys: Vec<Vec<u8>>,
         mut random: OperationRandom,
         now: Time,
+        wait_until: Option<Time>,
     ) -> Operation {
         let token = random.token(config.token_bytes());
         let mut op = Operation::new(config, OperationKind::Acquire, keys, token, random, now);
+        op.wait_until = wait_until;
         op.start_round(op.acquire_kind(), now);
         op.phase = Phase::Acquiring;
         op
@@ -305,6 +312,8 @@ impl Operation {
             lease: None,
             failure: None,
             fence: None,
+            wait_until: None,
+            noticed: Vec::new(),
             config,
         }
     }
@@ -394,10 +403,7 @@ impl Operation {
             Phase::Done => {}
             Phase::Delaying { until } => {
                 if now >= until {
-                    self.attempt += 1;
-                    self.token = self.random.token(self.config.token_bytes());
-                    self.start_round(self.acquire_kind(), now);
-                    self.phase = Phase::Acquiring;
+                    self.start_next_attempt(now);
                 }
             }
             Phase::Acquiring
@@ -417,6 +423,39 @@ impl Operation {
                 }
             }
         }
+    }
+
+    /// Hands in a release notice for this acquisition's resource from node `node`,
+    /// received at `now` (a message on [`crate::notice_channel`] of the lock's key).
+    ///
+    /// An acquisition waiting to retry tries again at once when the notices make a quorum
+    /// possible: counting as held only the nodes that refused the failed attempt because
+    /// of the key (conflict) and have not announced a release since, at least `quorum`
+    /// nodes are left. One whose attempt is still under way (or cleaning up) remembers
+    /// the notice and, if that attempt fails, retries as soon as its cleanup ends. A notice only ever starts an
+    /// attempt sooner: a lost notice leaves the normal retry schedule, and a duplicated
+    /// or forged one costs one attempt at most. A wait limit still holds, and notices
+    /// change nothing at other times. `UnknownNode` (nothing changes) for an index
+    /// outside `0..N`.
+    pub fn handle_notice(&mut self, node: usize, now: Time) -> Result<(), UsageError> {
+        if node >= self.config.nodes() {
+            return Err(UsageError::UnknownNode);
+        }
+        let now = self.observe(now);
+        match self.phase {
+            Phase::Acquiring | Phase::WritingBack | Phase::CleaningUp => {
+                // Remembered: if this attempt fails, the retry may come at once.
+                self.notice(node);
+            }
+            Phase::Delaying { .. } => {
+                self.notice(node);
+                if self.notices_make_quorum_possible() {
+                    self.start_next_attempt(now);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// Abandons the operation at `now` (the caller cancelled it: a dropped future, a
@@ -517,6 +556,50 @@ impl Operation {
         self.latest = self.latest.max(now);
         self.wait_due = true;
         self.latest
+    }
+
+    fn notice(&mut self, node: usize) {
+        if self.noticed.len() != self.config.nodes() {
+            self.noticed = alloc::vec![false; self.config.nodes()];
+        }
+        if let Some(flag) = self.noticed.get_mut(node) {
+            *flag = true;
+        }
+    }
+
+    /// Whether the release notices received since the failed attempt leave at least
+    /// `quorum` nodes not known to hold the key.
+    fn notices_make_quorum_possible(&self) -> bool {
+        if !self.noticed.iter().any(|n| *n) {
+            return false;
+        }
+        let Some((_, nodes)) = self.failure.as_ref() else {
+            return false;
+        };
+        let held = nodes
+            .iter()
+            .enumerate()
+            .filter(|(node, result)| {
+                **result == NodeResult::Conflict
+                    && !self.noticed.get(*node).copied().unwrap_or(false)
+            })
+            .count();
+        self.config.nodes().saturating_sub(held) >= self.config.quorum()
+    }
+
+    /// Starts the next attempt of an acquisition at `now`, with its own token.
+    fn start_next_attempt(&mut self, now: Time) {
+        self.attempt = self.attempt.saturating_add(1);
+        self.token = self.random.token(self.config.token_bytes());
+        self.noticed.clear();
+        self.start_round(self.acquire_kind(), now);
+        self.phase = Phase::Acquiring;
+    }
+
+    /// The longest an attempt's rounds take: one node timeout, two with fencing.
+    fn attempt_span_us(&self) -> u64 {
+        let rounds = if self.config.fencing() { 2 } else { 1 };
+        self.config.node_timeout_us().saturating_mul(rounds)
     }
 
     /// The command of an acquisition attempt.
@@ -801,15 +884,42 @@ impl Operation {
         if self.round.settled() < self.config.nodes() {
             return;
         }
-        if self.attempt < self.config.attempts() {
+        // With a wait limit: attempts until the limit, as long as one can still end by
+        // it (and caller-supplied random bytes last); otherwise the configured count.
+        let last_start = self
+            .wait_until
+            .map(|limit| limit.minus_micros(self.attempt_span_us()));
+        let another = match last_start {
+            Some(last_start) => {
+                now <= last_start
+                    && self.attempt < u32::MAX
+                    && self.random.can_draw(8 + self.config.token_bytes())
+            }
+            None => self.attempt < self.config.attempts(),
+        };
+        if another {
             // delay = base - jitter + (r mod (2 * jitter + 1)), uniform in base ± jitter.
             let jitter = u128::from(self.config.retry_jitter_us());
             let offset = u128::from(self.random.next_u64()) % (2 * jitter + 1);
-            let base = u128::from(self.config.retry_delay_us()) - jitter;
-            let delay = u64::try_from(base + offset).unwrap_or(u64::MAX);
-            self.phase = Phase::Delaying {
-                until: now.plus_micros(delay),
-            };
+            let base = u128::from(self.config.retry_delay_us()).saturating_sub(jitter);
+            let mut delay = u64::try_from(base + offset).unwrap_or(u64::MAX);
+            if last_start.is_some() {
+                // A wait limit retries whatever `attempts` says: never back to back.
+                delay = delay.max(crate::time::micros_floor(crate::config::MIN_RETRY_DELAY));
+            }
+            let mut until = now.plus_micros(delay);
+            if self.notices_make_quorum_possible() {
+                until = now;
+            }
+            if let Some(last_start) = last_start {
+                // The last attempt starts at the latest instant it can still end by the
+                // limit, rather than not at all.
+                until = until.min(last_start);
+            }
+            self.phase = Phase::Delaying { until };
+            if until <= now {
+                self.start_next_attempt(now);
+            }
             return;
         }
         let (reason, nodes) = self

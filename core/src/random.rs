@@ -137,6 +137,16 @@ impl OperationRandom {
             .saturating_add(attempts.saturating_sub(1).saturating_mul(8))
     }
 
+    /// Whether `len` more bytes can be drawn: always from a stream; from caller bytes,
+    /// while they last (an acquisition with a wait limit stops retrying when they run
+    /// out).
+    pub(crate) fn can_draw(&self, len: usize) -> bool {
+        match self {
+            OperationRandom::Bytes { bytes, used } => bytes.len().saturating_sub(*used) >= len,
+            _ => true,
+        }
+    }
+
     pub(crate) fn token(&mut self, len: usize) -> Token {
         let mut buf = [0u8; crate::config::MAX_TOKEN_BYTES];
         let out = &mut buf[..len.min(crate::config::MAX_TOKEN_BYTES)];

@@ -87,6 +87,9 @@ enum Event {
         answer: Answer,
         back: u64,
     },
+    /// A release notice from `node` (possibly no node of the configuration) after
+    /// `advance` us: it may only ever start an attempt sooner.
+    Notice { node: usize, advance: u64 },
 }
 
 fn event() -> impl Strategy<Value = Event> {
@@ -95,6 +98,7 @@ fn event() -> impl Strategy<Value = Event> {
         3 => (0u64..80_000, any::<bool>()).prop_map(|(advance, to_wait)| Event::Timeout { advance, to_wait }),
         1 => (any::<u64>(), any::<bool>()).prop_map(|(id, duplicate)| Event::Misuse { id, duplicate }),
         1 => (any::<usize>(), answer(), 0u64..50_000).prop_map(|(pick, answer, back)| Event::Backwards { pick, answer, back }),
+        2 => (0usize..12, 0u64..5_000).prop_map(|(node, advance)| Event::Notice { node, advance }),
     ]
 }
 
@@ -295,6 +299,30 @@ impl Check {
                     self.op.handle_timeout(Time::from_micros(self.now));
                     self.drain();
                     self.expire_in_flight();
+                }
+                Event::Notice { node, advance } => {
+                    let before = format!("{:?}", self.op);
+                    let result = self
+                        .op
+                        .handle_notice(*node, Time::from_micros(self.now + advance));
+                    if *node >= self.config.nodes() {
+                        // Refused: not an input, so the core's clock did not move either.
+                        assert_eq!(result, Err(UsageError::UnknownNode));
+                        assert_eq!(
+                            format!("{:?}", self.op),
+                            before,
+                            "a refused notice changes nothing"
+                        );
+                        assert!(
+                            self.op.poll_output().is_none(),
+                            "a refused call is not an input"
+                        );
+                    } else {
+                        self.now += advance;
+                        assert_eq!(result, Ok(()));
+                        self.drain();
+                        self.expire_in_flight();
+                    }
                 }
                 Event::Misuse { id, duplicate } => {
                     let (id, expected) = match self.answered.first() {
@@ -863,6 +891,82 @@ proptest! {
                 issued.push(token);
                 held = Some(acquired.lease);
             }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, .. ProptestConfig::default() })]
+
+    /// An acquisition with a wait limit never starts an attempt that could not end by
+    /// the limit, ends once none fits, and waits between attempts at least the floor.
+    #[test]
+    fn wait_limits_hold(
+        nodes in 1usize..6,
+        wait_ms in 0u64..400,
+        fencing in any::<bool>(),
+        answers in prop::collection::vec((0u8..3, 0u64..20_000), 1..200),
+    ) {
+        let config = Config::builder(nodes, Duration::from_millis(1000))
+            .attempts(1)
+            .retry_delay(Duration::from_millis(20))
+            .retry_jitter(Duration::from_millis(10))
+            .fencing(fencing)
+            .build()
+            .unwrap();
+        let span = config.node_timeout().as_micros() as u64 * if fencing { 2 } else { 1 };
+        let mut redlock = Redlock::with_seed(config, [8; 32]);
+        let start = 1_000u64;
+        let limit = start + wait_ms * 1000;
+        let options = redlock_core::AcquireOptions::new().wait(Duration::from_millis(wait_ms));
+        let mut op = redlock.acquire_with(&["w"], &options, Time::from_micros(start)).unwrap();
+        let mut now = start;
+        let mut in_flight: Vec<Command> = Vec::new();
+        let mut wait = None;
+        let mut attempt_starts: Vec<u64> = Vec::new();
+        let mut answers = answers.into_iter().cycle();
+        let mut finished = false;
+        for _ in 0..2_000 {
+            while let Some(output) = op.poll_output() {
+                match output {
+                    Output::Send(command) => {
+                        if matches!(command.kind(), CommandKind::Set | CommandKind::FencedAcquire) && !command.is_eval() && command.node() == 0 {
+                            attempt_starts.push(now);
+                        }
+                        in_flight.push(command);
+                    }
+                    Output::Wait(t) => wait = Some(t.as_micros()),
+                    Output::Outcome(_) => finished = true,
+                    _ => {}
+                }
+            }
+            if finished {
+                break;
+            }
+            let (kind, advance) = answers.next().unwrap();
+            if in_flight.is_empty() || kind == 2 {
+                now = now.max(wait.unwrap()).max(now + advance.min(1));
+                op.handle_timeout(Time::from_micros(now));
+                in_flight.retain(|c| c.deadline().as_micros() > now);
+            } else {
+                now += advance / 10;
+                let command = in_flight.remove(0);
+                let reply = match (command.kind(), kind) {
+                    (CommandKind::Set, _) => Reply::Nil,
+                    (CommandKind::FencedAcquire | CommandKind::Acquire, _) => Reply::Integer(0),
+                    (_, 0) => Reply::Integer(1),
+                    _ => Reply::Integer(0),
+                };
+                let _ = op.handle_reply(command.request_id(), reply, Time::from_micros(now));
+            }
+        }
+        prop_assert!(finished, "the acquisition never ended");
+        prop_assert_eq!(attempt_starts[0], start, "the first attempt starts at once");
+        for pair in attempt_starts.windows(2) {
+            prop_assert!(pair[1] >= pair[0] + 1000, "attempts {} and {} back to back", pair[0], pair[1]);
+        }
+        for at in &attempt_starts[1..] {
+            prop_assert!(at + span <= limit, "an attempt at {} cannot end by {}", at, limit);
         }
     }
 }

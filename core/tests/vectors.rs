@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use redlock_core::resp::Decoder;
 use redlock_core::{
-    Config, Lease, NodeResult, Operation, Outcome, Output, Redlock, Reply, RequestId, Time,
-    ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT,
+    AcquireOptions, Config, Lease, NodeResult, Operation, Outcome, Output, Redlock, Reply,
+    RequestId, Time, ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT,
 };
 use serde_json::{json, Value};
 
@@ -250,7 +250,15 @@ impl Replay {
             target = op_name.ok_or("acquire needs op")?;
             let random = hex::decode(args["random"].as_str().ok_or("acquire needs random")?);
             let resources = strings(&args["resources"]);
-            match self.client.acquire_with_random(&resources, random, now) {
+            let started = match args.get("wait_ms").and_then(Value::as_u64) {
+                Some(ms) => {
+                    let options = AcquireOptions::new().wait(Duration::from_millis(ms));
+                    self.client
+                        .acquire_with_random_options(&resources, &options, random, now)
+                }
+                None => self.client.acquire_with_random(&resources, random, now),
+            };
+            match started {
                 Ok(op) => {
                     self.ops.insert(target.clone(), op);
                     self.last = Some(target.clone());
@@ -305,6 +313,18 @@ impl Replay {
             let request = RequestId(args["request"].as_u64().ok_or("reply needs request")?);
             result = op
                 .handle_reply(request, reply_from(&args["value"]), now)
+                .map_err(|e| e.code().to_string());
+        } else if let Some(args) = step.get("notice") {
+            target = op_name
+                .or_else(|| self.last.clone())
+                .ok_or("notice before any operation")?;
+            let op = self
+                .ops
+                .get_mut(&target)
+                .ok_or_else(|| format!("no operation {target}"))?;
+            let node = args["node"].as_u64().ok_or("notice needs node")?;
+            result = op
+                .handle_notice(usize::try_from(node).unwrap_or(usize::MAX), now)
                 .map_err(|e| e.code().to_string());
         } else if step.get("abandon").is_some() {
             target = op_name
@@ -464,11 +484,12 @@ fn every_conformance_vector() {
     assert!(files.len() >= 40, "only {} vectors", files.len());
 }
 
-/// Fencing vectors: replayed by the core here; the other bindings' runners take them up
-/// with the bindings' fencing support.
+/// Fencing and waiting vectors: replayed by the core here; the other bindings' runners
+/// take them up with the bindings' support for fencing and wait limits.
 #[test]
-fn every_fencing_vector() {
-    let files = json_files(&vectors_dir().join("fencing"));
+fn every_fencing_and_waiting_vector() {
+    let mut files = json_files(&vectors_dir().join("fencing"));
+    files.extend(json_files(&vectors_dir().join("waiting")));
     let failures: Vec<String> = files
         .iter()
         .filter_map(|path| {
@@ -479,12 +500,16 @@ fn every_fencing_vector() {
         .collect();
     assert!(
         failures.is_empty(),
-        "{} of {} fencing vectors failed:\n{}",
+        "{} of {} fencing and waiting vectors failed:\n{}",
         failures.len(),
         files.len(),
         failures.join("\n\n")
     );
-    assert!(files.len() >= 3, "only {} fencing vectors", files.len());
+    assert!(
+        files.len() >= 5,
+        "only {} fencing and waiting vectors",
+        files.len()
+    );
 }
 
 #[test]

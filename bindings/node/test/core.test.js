@@ -133,7 +133,7 @@ test('RESP codec, scripts, limits and version', () => {
   assert.throws(() => decoder.nextReply(), isCode('too_large'));
   assert.throws(() => new core.Decoder({ maxBulk: -1 }), isCode('invalid_argument'));
   const scripts = core.scripts();
-  assert.equal(scripts.release.sha1, '8e71672c5cb315a6f66438f72df1e4fafa4c6ab4');
+  assert.equal(scripts.release.sha1, '77ca464c5e5c04fb844d50b9a72b30052642d9cd');
   assert.match(scripts.extend.text, /PEXPIRE/);
   assert.equal(core.limits().maxNodes, 255);
   assert.equal(core.defaults().driftFixedUs, 2000);

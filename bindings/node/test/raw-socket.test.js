@@ -94,7 +94,7 @@ test('a new stream starts with the scripts, whose replies never reach a command'
   const loads = written.split('*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n');
   assert.equal(loads.length, 4, 'three SCRIPT LOADs first');
   assert.ok(written.endsWith('*2\r\n$3\r\nGET\r\n$1\r\na\r\n'), 'then the command');
-  for (const sha of ['4df62321cd567593267878acb4c28e1f7a3cc4af', '8e71672c5cb315a6f66438f72df1e4fafa4c6ab4', '6aec6dabb71e80f87fc28910be87b135f17d85ab']) {
+  for (const sha of ['4df62321cd567593267878acb4c28e1f7a3cc4af', '77ca464c5e5c04fb844d50b9a72b30052642d9cd', '6aec6dabb71e80f87fc28910be87b135f17d85ab']) {
     push(Buffer.from(`$40\r\n${sha}\r\n`));
   }
   push(Buffer.from('$1\r\nv\r\n'));

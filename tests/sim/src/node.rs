@@ -414,6 +414,13 @@ impl Node {
                 let Some(ttl) = argv.get(1).and_then(|t| parse_u64(t)) else {
                     return Reply::Error("ERR Error running script: invalid expire time".into());
                 };
+                // -1 if a key holds another value, 0 if one is missing, as the script.
+                let taken = keys
+                    .iter()
+                    .any(|key| self.get(key, ms).is_some_and(|entry| &entry.value != token));
+                if taken {
+                    return Reply::Integer(-1);
+                }
                 let all_ours = keys
                     .iter()
                     .all(|key| self.get(key, ms).is_some_and(|entry| &entry.value == token));
@@ -523,7 +530,8 @@ mod tests {
             run(&mut node, 0, &["EVAL", EXTEND_SCRIPT, "1", "a", "t", "500"]),
             Reply::Integer(1)
         );
-        assert_eq!(run(&mut node, 0, &extend), Reply::Integer(0));
+        // Another token holds the keys: -1, nothing extended.
+        assert_eq!(run(&mut node, 0, &extend), Reply::Integer(-1));
         assert_eq!(run(&mut node, 200, &["GET", "b"]), Reply::Nil);
         assert_eq!(
             run(&mut node, 200, &["GET", "a"]),
