@@ -21,6 +21,7 @@ use Redlock\Ffi\Lease;
 final class Lock
 {
     private bool $released = false;
+    private int $attempts = 0;
 
     /**
      * @param list<string> $resources
@@ -30,7 +31,9 @@ final class Lock
         private readonly Redlock $redlock,
         private readonly array $resources,
         private Lease $lease,
+        int $attempts = 0,
     ) {
+        $this->attempts = $attempts;
     }
 
     /** @return list<string> */
@@ -72,6 +75,12 @@ final class Lock
     public function isReleased(): bool
     {
         return $this->released;
+    }
+
+    /** Attempts the acquisition took (0 for a lock rebuilt from a token). */
+    public function attempts(): int
+    {
+        return $this->attempts;
     }
 
     /** Successful extensions since the lock was acquired. */

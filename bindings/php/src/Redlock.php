@@ -109,7 +109,7 @@ final class Redlock
         $names = self::names($resources);
         $outcome = $this->run($this->usable()->acquire($names, $ttlMs, Clock::nowUs()));
         if ($outcome->kind === Constants::OUTCOME_ACQUIRED && $outcome->lease !== null) {
-            return new Lock($this, $names, $outcome->lease);
+            return new Lock($this, $names, $outcome->lease, $outcome->attempts ?? 1);
         }
         throw $this->acquireError($names, $outcome);
     }

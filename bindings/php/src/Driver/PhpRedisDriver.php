@@ -39,9 +39,9 @@ final class PhpRedisDriver implements Driver
 {
     /**
      * Commands not yet sent, per node, oldest first: operation, request id, deadline,
-     * arguments, command kind.
+     * arguments.
      *
-     * @var array<int, list<array{Operation, int, int, list<string>, int}>>
+     * @var array<int, list<array{Operation, int, int, list<string>}>>
      */
     private array $queues = [];
     /** @var array<int, bool> nodes whose scripts are loaded on the current connection */
@@ -100,8 +100,7 @@ final class PhpRedisDriver implements Driver
         if (!isset($this->queues[$node])) {
             throw new CoreException("the core named node $node of " . count($this->nodes), 'out_of_range', 9005);
         }
-        [$kind] = $op->commandKind();
-        $this->queues[$node][] = [$op, $requestId, $deadlineUs, $op->commandArgs($argc), $kind];
+        $this->queues[$node][] = [$op, $requestId, $deadlineUs, $op->commandArgs($argc)];
     }
 
     public function wait(Operation $op, int $untilUs): void
@@ -125,15 +124,9 @@ final class PhpRedisDriver implements Driver
 
     public function settle(): void
     {
-        // Commands of finished operations that were never written: an acquisition or
-        // extension not sent cannot have changed anything, so it is dropped; a
-        // release is still sent, as it cleans what the operation may have set.
-        foreach ($this->queues as $node => $queue) {
-            $this->queues[$node] = array_values(array_filter(
-                $queue,
-                static fn (array $e): bool => !$e[0]->isFinished() || $e[4] === Constants::COMMAND_RELEASE,
-            ));
-        }
+        // What the core emitted still goes out, up to each command's deadline: an
+        // acquisition is then held on every node that answers, not only on the first
+        // quorum, and a release cleans every node.
         $this->flush();
     }
 
@@ -168,7 +161,7 @@ final class PhpRedisDriver implements Driver
     /**
      * Sends one command and hands its reply (or timeout, or failure) to its operation.
      *
-     * @param array{Operation, int, int, list<string>, int} $entry
+     * @param array{Operation, int, int, list<string>} $entry
      * @return bool whether a reply was handed in
      */
     private function run(int $node, array $entry): bool
@@ -179,8 +172,9 @@ final class PhpRedisDriver implements Driver
         if ($remaining <= 0) {
             return $this->hand($op, $requestId, Constants::REPLY_TIMEOUT, 0, '');
         }
-        $previous = $redis->getOption(\Redis::OPT_READ_TIMEOUT);
+        $previous = null;
         try {
+            $previous = $redis->getOption(\Redis::OPT_READ_TIMEOUT);
             if (empty($this->scriptsLoaded[$node])) {
                 $redis->setOption(\Redis::OPT_READ_TIMEOUT, $remaining / 1e6);
                 foreach ($this->scripts as $script) {
@@ -207,8 +201,12 @@ final class PhpRedisDriver implements Driver
                 $timedOut ? '' : $e->getMessage(),
             );
         } finally {
-            if ($this->nodes[$node] === $redis && $redis->isConnected()) {
-                $redis->setOption(\Redis::OPT_READ_TIMEOUT, is_numeric($previous) ? (float) $previous : 0.0);
+            if ($previous !== null && $this->nodes[$node] === $redis) {
+                try {
+                    $redis->setOption(\Redis::OPT_READ_TIMEOUT, is_numeric($previous) ? (float) $previous : 0.0);
+                } catch (\RedisException) {
+                    // Disconnected: the option goes with the connection.
+                }
             }
         }
         $this->suspect[$node] = false;
