@@ -134,6 +134,41 @@ final class Native
     }
 
     /**
+     * Preloads the library under the scope `redlock` (call it from an
+     * `opcache.preload` script, see preload.php): writes the declarations with their
+     * `FFI_SCOPE` / `FFI_LIB` lines to a file in `$directory` (default: the system's
+     * temporary directory) and `FFI::load()`s it. Requests then find it with
+     * preloaded(), which get() tries first, even where `ffi.enable=preload` forbids
+     * FFI::cdef (PHP-FPM).
+     */
+    public static function preload(?string $library = null, ?string $header = null, ?string $directory = null): void
+    {
+        self::assertFfiUsable(true);
+        $path = $library ?? self::defaultLibrary();
+        $resolved = realpath($path);
+        if ($resolved === false || !is_file($resolved)) {
+            throw new LibraryNotFoundException("libredlock not found at $path; build it with bindings/php/build.sh lib or set REDLOCK_LIBRARY");
+        }
+        $text = self::declarations($header, $resolved);
+        $directory ??= sys_get_temp_dir();
+        $file = rtrim($directory, '/') . '/redlock-php-' . sha1($text) . '.h';
+        if (!is_file($file)) {
+            $temporary = $file . '.' . getmypid() . '.tmp';
+            if (file_put_contents($temporary, $text) === false || !rename($temporary, $file)) {
+                throw new LibraryNotFoundException("could not write the preload header $file");
+            }
+        }
+        try {
+            $loaded = FFI::load($file);
+        } catch (\FFI\Exception $e) {
+            throw new LibraryNotFoundException("could not preload $resolved: {$e->getMessage()}", 0, $e);
+        }
+        if ($loaded === null) {
+            throw new LibraryNotFoundException("could not preload $resolved (FFI::load failed on $file)");
+        }
+    }
+
+    /**
      * The header text as this package declares it to FFI: the project's PHP header with
      * `const char *` for `const uint8_t *`, optionally preceded by the `FFI_SCOPE` and
      * `FFI_LIB` lines `FFI::load()` reads when preloading.
