@@ -137,7 +137,12 @@ final class ErrorPathsTest extends TestCase
         $package = dirname(__DIR__);
         yield 'ffi.enable=0' => [['-d', 'ffi.enable=0'], [], 'FfiUnavailableException', 'ffi.enable is off'];
         yield 'no FFI extension (php -n)' => [['-n'], [], 'FfiUnavailableException', 'the FFI extension is not loaded'];
-        yield 'library missing' => [[], ['REDLOCK_LIBRARY' => '/nonexistent/libredlock.so'], 'LibraryNotFoundException', 'libredlock not found at /nonexistent/libredlock.so'];
+        yield 'library missing' => [
+            [],
+            ['REDLOCK_LIBRARY' => '/nonexistent/libredlock.so'],
+            'LibraryNotFoundException',
+            'libredlock not found at /nonexistent/libredlock.so',
+        ];
         yield 'not a library' => [[], ['REDLOCK_LIBRARY' => "$package/composer.json"], 'LibraryNotFoundException', 'could not load'];
         yield 'header missing' => [[], ['REDLOCK_HEADER' => '/nonexistent/redlock_php.h'], 'LibraryNotFoundException', 'redlock_php.h was not found'];
     }
@@ -150,7 +155,13 @@ final class ErrorPathsTest extends TestCase
     public function testUnusableEnvironmentsGiveClearExceptions(array $phpArgs, array $env, string $class, string $message): void
     {
         $probe = dirname(__DIR__) . '/tests/fixtures/probe.php';
-        $process = proc_open(array_merge([PHP_BINARY], $phpArgs, [$probe]), [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, null, $env + ['PATH' => (string) getenv('PATH')]);
+        $process = proc_open(
+            array_merge([PHP_BINARY], $phpArgs, [$probe]),
+            [1 => ['pipe', 'w'], 2 => ['pipe', 'w']],
+            $pipes,
+            null,
+            $env + ['PATH' => (string) getenv('PATH')],
+        );
         $stdout = (string) stream_get_contents($pipes[1]);
         $stderr = (string) stream_get_contents($pipes[2]);
         $this->assertSame(0, proc_close($process), $stderr);

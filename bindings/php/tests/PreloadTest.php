@@ -62,7 +62,8 @@ final class PreloadTest extends TestCase
         $header = tempnam(sys_get_temp_dir(), 'redlock-ffi-');
         $this->assertIsString($header);
         try {
-            exec(escapeshellarg(PHP_BINARY) . ' ' . escapeshellarg(self::package() . '/bin/ffi-header') . ' > ' . escapeshellarg($header), $out, $status);
+            $command = escapeshellarg(PHP_BINARY) . ' ' . escapeshellarg(self::package() . '/bin/ffi-header');
+            exec($command . ' > ' . escapeshellarg($header), result_code: $status);
             $this->assertSame(0, $status);
             $this->assertStringStartsWith("#define FFI_SCOPE \"redlock\"\n#define FFI_LIB \"/", (string) file_get_contents($header));
             $result = self::probe([
@@ -90,7 +91,17 @@ final class PreloadTest extends TestCase
         copy(Native::defaultLibrary(), "$copy/libredlock.so");
         copy(Native::defaultHeader(), "$copy/redlock_php.h");
         try {
-            $command = [self::phpCgi(), '-q', '-d', 'ffi.enable=preload', '-d', 'opcache.enable=1', '-d', "opcache.preload=$copy/preload.php", "$copy/tests/fixtures/probe.php"];
+            $command = [
+                self::phpCgi(),
+                '-q',
+                '-d',
+                'ffi.enable=preload',
+                '-d',
+                'opcache.enable=1',
+                '-d',
+                "opcache.preload=$copy/preload.php",
+                "$copy/tests/fixtures/probe.php",
+            ];
             if (function_exists('posix_geteuid') && posix_geteuid() === 0) {
                 $command = array_merge(['runuser', '-u', 'nobody', '--'], $command);
             }
@@ -122,7 +133,7 @@ final class PreloadTest extends TestCase
         foreach ($entries as $entry) {
             $source = "$from/$entry";
             @mkdir(dirname("$to/$entry"), 0755, true);
-            exec('cp -r ' . escapeshellarg($source) . ' ' . escapeshellarg("$to/$entry"), $out, $status);
+            exec('cp -r ' . escapeshellarg($source) . ' ' . escapeshellarg("$to/$entry"), result_code: $status);
             $this->assertSame(0, $status, "copying $entry");
         }
         exec('chmod -R a+rX ' . escapeshellarg($to) . ' && chmod a+rwx ' . escapeshellarg($to));

@@ -100,7 +100,7 @@ final class VectorsTest extends TestCase
                 continue;
             }
             $this->assertNull($expectedError, "$where: the call succeeded, expected $expectedError");
-            $outputs = $this->drain($op, $native, $leases, (string) ($step['op'] ?? $name));
+            $outputs = $this->drain($op, $leases, (string) ($step['op'] ?? $name));
             $this->assertSame(
                 self::normalise($step['expect'], $native),
                 $outputs,
@@ -115,7 +115,7 @@ final class VectorsTest extends TestCase
      * @param array<string, Lease> $leases
      * @return list<array<string, mixed>>
      */
-    private function drain(Operation $op, Native $native, array &$leases, string $name): array
+    private function drain(Operation $op, array &$leases, string $name): array
     {
         $outputs = [];
         for ($guard = 0; $guard < 10_000; $guard++) {
@@ -162,10 +162,37 @@ final class VectorsTest extends TestCase
         }, $o->nodes);
         $kind = Constants::OUTCOME_KINDS[$o->kind];
         return match ($o->kind) {
-            Constants::OUTCOME_ACQUIRED => ['kind' => $kind, 'token' => $o->token, 'valid_until' => $o->validUntilUs, 'validity' => $o->validityUs, 'attempts' => $o->attempts, 'nodes' => $nodes],
-            Constants::OUTCOME_NOT_ACQUIRED => ['kind' => $kind, 'reason' => $o->reasonName(), 'attempts' => $o->attempts, 'token' => $o->token, 'nodes' => $nodes],
-            Constants::OUTCOME_EXTENDED => ['kind' => $kind, 'token' => $o->token, 'valid_until' => $o->validUntilUs, 'validity' => $o->validityUs, 'extensions' => $o->extensions, 'nodes' => $nodes],
-            Constants::OUTCOME_NOT_EXTENDED => ['kind' => $kind, 'reason' => $o->reasonName(), 'valid_until' => $o->validUntilUs, 'validity' => $o->validityUs, 'retry_at' => $o->retryAtUs, 'nodes' => $nodes],
+            Constants::OUTCOME_ACQUIRED => [
+                'kind' => $kind,
+                'token' => $o->token,
+                'valid_until' => $o->validUntilUs,
+                'validity' => $o->validityUs,
+                'attempts' => $o->attempts,
+                'nodes' => $nodes,
+            ],
+            Constants::OUTCOME_NOT_ACQUIRED => [
+                'kind' => $kind,
+                'reason' => $o->reasonName(),
+                'attempts' => $o->attempts,
+                'token' => $o->token,
+                'nodes' => $nodes,
+            ],
+            Constants::OUTCOME_EXTENDED => [
+                'kind' => $kind,
+                'token' => $o->token,
+                'valid_until' => $o->validUntilUs,
+                'validity' => $o->validityUs,
+                'extensions' => $o->extensions,
+                'nodes' => $nodes,
+            ],
+            Constants::OUTCOME_NOT_EXTENDED => [
+                'kind' => $kind,
+                'reason' => $o->reasonName(),
+                'valid_until' => $o->validUntilUs,
+                'validity' => $o->validityUs,
+                'retry_at' => $o->retryAtUs,
+                'nodes' => $nodes,
+            ],
             default => ['kind' => $kind, 'released' => $o->released, 'nodes' => $nodes],
         };
     }
@@ -189,7 +216,9 @@ final class VectorsTest extends TestCase
             if (isset($output['send'])) {
                 $send = $output['send'];
                 $send['argv'] = array_map(static fn (string $a): string => $scripts[$a] ?? $a, $send['argv']);
-                $out[] = ['send' => ['node' => $send['node'], 'request' => $send['request'], 'deadline' => $send['deadline'], 'argv' => $send['argv']]];
+                $out[] = [
+                    'send' => ['node' => $send['node'], 'request' => $send['request'], 'deadline' => $send['deadline'], 'argv' => $send['argv']],
+                ];
             } elseif (isset($output['outcome'])) {
                 $order = ['kind', 'reason', 'token', 'valid_until', 'validity', 'attempts', 'extensions', 'retry_at', 'released', 'nodes'];
                 $outcome = $output['outcome'];

@@ -34,7 +34,6 @@ final class StreamConnection
     private ?Decoder $decoder = null;
     /** Replies still owed to the AUTH / SELECT handshake. */
     private int $handshakeReplies = 0;
-    private int $connectStartedUs = 0;
 
     public function __construct(
         private readonly Native $native,
@@ -53,14 +52,8 @@ final class StreamConnection
         return $this->state === self::READY;
     }
 
-    /** When the current connection attempt started (µs), 0 when not connecting. */
-    public function connectStartedUs(): int
-    {
-        return $this->state === self::READY || $this->state === self::DISCONNECTED ? 0 : $this->connectStartedUs;
-    }
-
     /** Opens the connection; `connected` or `closed` follows (possibly at once). */
-    public function connect(int $nowUs): void
+    public function connect(): void
     {
         if ($this->state !== self::DISCONNECTED) {
             return;
@@ -90,7 +83,6 @@ final class StreamConnection
         stream_set_write_buffer($stream, 0);
         $this->stream = $stream;
         $this->state = self::CONNECTING;
-        $this->connectStartedUs = $nowUs;
         $this->decoder = new Decoder($this->native);
         $this->outgoing = '';
     }
@@ -221,6 +213,9 @@ final class StreamConnection
         $this->startHandshake();
     }
 
+    /**
+     * @SuppressWarnings(PHPMD.UnusedFormalParameter) the error handler's signature
+     */
     private function continueTls(): void
     {
         if ($this->stream === null) {

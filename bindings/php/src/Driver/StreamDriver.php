@@ -61,7 +61,7 @@ final class StreamDriver implements Driver
         $link = $this->links[$node] ?? throw new CoreException("the core named node $node of " . count($this->links), 'out_of_range', 9005);
         $this->submitting = true;
         try {
-            $link->submit($op, $requestId, $deadlineUs, $op->commandResp(), Clock::nowUs());
+            $link->submit($op, $requestId, $deadlineUs, $op->commandResp());
         } finally {
             $this->submitting = false;
         }

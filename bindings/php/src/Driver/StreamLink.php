@@ -45,7 +45,7 @@ final class StreamLink implements ConnectionListener
 
     /** @param \Closure(Operation, int, Reply|null, int, string): void $deliver */
     public function __construct(
-        private readonly Native $native,
+        Native $native,
         NodeAddress $address,
         private readonly \Closure $deliver,
         private readonly string $scriptLoads,
@@ -53,14 +53,20 @@ final class StreamLink implements ConnectionListener
         $this->connection = new StreamConnection($native, $address, $this);
     }
 
-    public function submit(Operation $op, int $requestId, int $deadlineUs, string $resp, int $nowUs): void
+    public function submit(Operation $op, int $requestId, int $deadlineUs, string $resp): void
     {
         if (count($this->inFlight) >= self::MAX_IN_FLIGHT) {
-            ($this->deliver)($op, $requestId, null, Constants::REPLY_CONNECTION_FAILED, 'stalled: ' . count($this->inFlight) . ' commands without a reply');
+            ($this->deliver)(
+                $op,
+                $requestId,
+                null,
+                Constants::REPLY_CONNECTION_FAILED,
+                'stalled: ' . count($this->inFlight) . ' commands without a reply',
+            );
             return;
         }
         if (!$this->connection->isOpen()) {
-            $this->connection->connect($nowUs);
+            $this->connection->connect();
             if (!$this->connection->isOpen()) {
                 ($this->deliver)($op, $requestId, null, Constants::REPLY_CONNECTION_FAILED, $this->lastFailure);
                 return;

@@ -66,7 +66,16 @@ final class Client
         [$pointers, $lengths, $keep] = $this->native->resourceArrays($resources);
         $ffi = $this->native->ffi;
         $out = $this->newOperationOut();
-        $rc = $ffi->redlock_client_acquire_with_random($this->handle, $pointers, $lengths, count($resources), $random, strlen($random), $nowUs, FFI::addr($out));
+        $rc = $ffi->redlock_client_acquire_with_random(
+            $this->handle,
+            $pointers,
+            $lengths,
+            count($resources),
+            $random,
+            strlen($random),
+            $nowUs,
+            FFI::addr($out),
+        );
         unset($keep);
         $this->native->check($rc, 'acquire');
         return new Operation($this->native, $out);
@@ -104,7 +113,16 @@ final class Client
         [$pointers, $lengths, $keep] = $this->native->resourceArrays($resources);
         $ffi = $this->native->ffi;
         $out = $ffi->new('redlock_lease*');
-        $rc = $ffi->redlock_client_lease($this->handle, $pointers, $lengths, count($resources), $token, strlen($token), max(0, $validUntilUs), FFI::addr($out));
+        $rc = $ffi->redlock_client_lease(
+            $this->handle,
+            $pointers,
+            $lengths,
+            count($resources),
+            $token,
+            strlen($token),
+            max(0, $validUntilUs),
+            FFI::addr($out),
+        );
         unset($keep);
         $this->native->check($rc, 'lease');
         return new Lease($this->native, $out);

@@ -47,7 +47,13 @@ final class Operation
     public function command(): array
     {
         $n = $this->native;
-        $rc = $this->ffi->redlock_operation_command($this->handle, FFI::addr($n->size), FFI::addr($n->u64), FFI::addr($n->u64b), FFI::addr($n->size2));
+        $rc = $this->ffi->redlock_operation_command(
+            $this->handle,
+            FFI::addr($n->size),
+            FFI::addr($n->u64),
+            FFI::addr($n->u64b),
+            FFI::addr($n->size2),
+        );
         if ($rc !== Constants::OK) {
             $n->check($rc, 'command');
         }
@@ -75,7 +81,16 @@ final class Operation
             $this->argLens = $this->ffi->new("size_t[{$this->argCapacity}]");
         }
         $n = $this->native;
-        $n->check($this->ffi->redlock_operation_command_args($this->handle, $this->args, $this->argLens, $this->argCapacity, FFI::addr($n->size)), 'command');
+        $n->check(
+            $this->ffi->redlock_operation_command_args(
+                $this->handle,
+                $this->args,
+                $this->argLens,
+                $this->argCapacity,
+                FFI::addr($n->size),
+            ),
+            'command',
+        );
         $out = [];
         $count = $n->size->cdata;
         for ($i = 0; $i < $count; $i++) {
@@ -125,7 +140,15 @@ final class Operation
     /** Hands in a reply of a simple kind (not an array) without building a Reply. */
     public function handleSimpleReply(int $requestId, int $kind, int $integer, string $text, int $nowUs): int
     {
-        return $this->ffi->redlock_operation_handle_reply($this->handle, $requestId, $kind, $integer, $text === '' ? null : $text, strlen($text), $nowUs);
+        return $this->ffi->redlock_operation_handle_reply(
+            $this->handle,
+            $requestId,
+            $kind,
+            $integer,
+            $text === '' ? null : $text,
+            strlen($text),
+            $nowUs,
+        );
     }
 
     public function handleTimeout(int $nowUs): void

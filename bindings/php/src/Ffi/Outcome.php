@@ -37,7 +37,8 @@ final class Outcome
             $this->kind = $ffi->redlock_outcome_kind($handle);
             $this->success = $ffi->redlock_outcome_is_success($handle);
             $this->reason = $ffi->redlock_outcome_reason($handle, FFI::addr($native->u32)) === Constants::OK ? $native->u32->cdata : null;
-            $this->token = $ffi->redlock_outcome_token($handle, FFI::addr($native->bytes), FFI::addr($native->bytesLen)) === Constants::OK ? $native->takeBytes() : null;
+            $rc = $ffi->redlock_outcome_token($handle, FFI::addr($native->bytes), FFI::addr($native->bytesLen));
+            $this->token = $rc === Constants::OK ? $native->takeBytes() : null;
             $this->validUntilUs = $ffi->redlock_outcome_valid_until($handle, FFI::addr($native->u64)) === Constants::OK ? $native->u64->cdata : null;
             $this->validityUs = $ffi->redlock_outcome_validity($handle, FFI::addr($native->u64)) === Constants::OK ? $native->u64->cdata : null;
             $this->attempts = $ffi->redlock_outcome_attempts($handle, FFI::addr($native->u32)) === Constants::OK ? $native->u32->cdata : null;
@@ -52,7 +53,10 @@ final class Outcome
             $nodes = [];
             $count = $ffi->redlock_outcome_node_count($handle);
             for ($i = 0; $i < $count; $i++) {
-                $native->check($ffi->redlock_outcome_node($handle, $i, FFI::addr($native->u32), FFI::addr($native->bytes), FFI::addr($native->bytesLen)), 'outcome node');
+                $native->check(
+                    $ffi->redlock_outcome_node($handle, $i, FFI::addr($native->u32), FFI::addr($native->bytes), FFI::addr($native->bytesLen)),
+                    'outcome node',
+                );
                 $nodes[] = [$native->u32->cdata, $native->takeBytes()];
             }
             $this->nodes = $nodes;

@@ -160,7 +160,11 @@ abstract class DriverScenarios extends TestCase
             }
         }
         $redlock->flush();
-        $this->assertSame([false, false], array_slice(Nodes::values(static::basePort(), $this->resource(), 2), 0, 2), 'the failed attempt was released');
+        $this->assertSame(
+            [false, false],
+            array_slice(Nodes::values(static::basePort(), $this->resource(), 2), 0, 2),
+            'the failed attempt was released',
+        );
     }
 
     public function testOneFrozenNodeDoesNotStallAcquisitions(): void
@@ -230,7 +234,11 @@ abstract class DriverScenarios extends TestCase
         } catch (LockLostException $e) {
             $this->assertSame('conflict', $e->reason);
         }
-        $this->assertSame(array_fill(0, 5, 'someone-else'), Nodes::values(static::basePort(), $this->resource()), 'the failed extension changed nothing');
+        $this->assertSame(
+            array_fill(0, 5, 'someone-else'),
+            Nodes::values(static::basePort(), $this->resource()),
+            'the failed extension changed nothing',
+        );
     }
 
     public function testReleaseNeverDeletesAnotherToken(): void
