@@ -19,17 +19,19 @@ use Redlock\Ffi\Reply;
  * command, reads its reply, hands it to the core, and moves on; the core still
  * decides at the quorum, so an acquisition stops asking once the answer is known.
  * Each command's read timeout is set to what is left until the core's deadline for it
- * (a command whose deadline already passed is not sent and counts as a timeout), so a
- * frozen node costs one node timeout per round, never more. A node that timed out is
- * asked after the others until it answers again (order across nodes is free; order
- * on one node is kept).
+ * (a command with less than a quarter of its time left is not sent and counts as a
+ * timeout; a release always gets at least half of its time, as it cleans what an
+ * attempt may have set), so a frozen node costs about one node timeout per round. Nodes that keep failing
+ * are asked after the others (order across nodes is free; order on one node is kept).
  *
  * phpredis cannot drop a reply that arrives after its timeout (the next command would
- * read it), so after a timeout or a connection error the connection is reopened: by
- * `$reconnect($node, $redis)` if given, else with close() and connect() to the same
- * host, port and timeout, then AUTH and SELECT as before. A command still queued in a
- * frozen node may then run after later commands sent on the new connection; the keys
- * it could set expire with their TTL. The three SCRIPT LOADs go first on every
+ * read it), so after a timeout or a connection error the connection is closed at once
+ * and the next command to that node reopens it, within that command's time: by
+ * `$reconnect($node, $redis)` if given, else with connect() to the same host, port and
+ * timeout, then AUTH and SELECT as before. The first command on the new connection is
+ * `CLIENT KILL ID` of the old one, so a command still unread there cannot run after
+ * the new connection's (where the server refuses CLIENT KILL, such a late SET can
+ * outlive its release until its TTL). The three SCRIPT LOADs go first on every
  * connection this driver uses or reopens.
  *
  * phpredis reports every status reply as `true`, so any status counts as `OK`. The
@@ -39,15 +41,23 @@ final class PhpRedisDriver implements Driver
 {
     /**
      * Commands not yet sent, per node, oldest first: operation, request id, deadline,
-     * arguments.
+     * arguments, whether it is a release, the time the core gave it.
      *
-     * @var array<int, list<array{Operation, int, int, list<string>}>>
+     * @var array<int, list<array{Operation, int, int, list<string>, bool, int}>>
      */
     private array $queues = [];
     /** @var array<int, bool> nodes whose scripts are loaded on the current connection */
     private array $scriptsLoaded = [];
-    /** @var array<int, bool> nodes whose last command timed out or failed */
-    private array $suspect = [];
+    /** @var array<int, int> per node, commands that timed out or failed since its last answer */
+    private array $failures = [];
+    /** @var array<int, bool> nodes whose connection was closed after a failure */
+    private array $broken = [];
+    /** @var array<int, int> the server's id of each node's current connection (CLIENT ID) */
+    private array $clientIds = [];
+    /** @var array<int, int> the id of the connection a failure closed, to kill first on the next */
+    private array $closedIds = [];
+    /** @var array<int, array{string, int, float, mixed, int}> host, port, timeout, auth, db */
+    private array $endpoints = [];
     /** @var list<\Redis> */
     private array $nodes;
     /** @var list<string> */
@@ -76,6 +86,7 @@ final class PhpRedisDriver implements Driver
                 throw new InvalidArgumentException("node $i is not a \\Redis object but " . get_debug_type($redis));
             }
             $this->nodes[] = $redis;
+            $this->remember($i, $redis);
             $host = $redis->isConnected() ? (string) $redis->getHost() : '?';
             $port = $redis->isConnected() ? (int) $redis->getPort() : 0;
             $this->labels[] = str_contains($host, '/') ? $host : "redis://$host:$port";
@@ -100,7 +111,9 @@ final class PhpRedisDriver implements Driver
         if (!isset($this->queues[$node])) {
             throw new CoreException("the core named node $node of " . count($this->nodes), 'out_of_range', 9005);
         }
-        $this->queues[$node][] = [$op, $requestId, $deadlineUs, $op->commandArgs($argc)];
+        [$kind] = $op->commandKind();
+        $budget = max(1, $deadlineUs - Clock::nowUs());
+        $this->queues[$node][] = [$op, $requestId, $deadlineUs, $op->commandArgs($argc), $kind === Constants::COMMAND_RELEASE, $budget];
     }
 
     public function wait(Operation $op, int $untilUs): void
@@ -142,44 +155,61 @@ final class PhpRedisDriver implements Driver
         $this->flush();
     }
 
-    /** The next node to serve: one with work that did not time out last, else any with work. */
+    /**
+     * The next node to serve: of those with work, the one with the fewest failures
+     * since it last answered (a frozen node keeps failing and drifts to the end, a
+     * node that merely ran out of time once comes back at once), then the lowest index.
+     */
     private function nextNode(): ?int
     {
-        $fallback = null;
+        $best = null;
         foreach ($this->queues as $node => $queue) {
-            if ($queue === []) {
-                continue;
+            if ($queue !== [] && ($best === null || ($this->failures[$node] ?? 0) < ($this->failures[$best] ?? 0))) {
+                $best = $node;
             }
-            if (empty($this->suspect[$node])) {
-                return $node;
-            }
-            $fallback ??= $node;
         }
-        return $fallback;
+        return $best;
     }
 
     /**
      * Sends one command and hands its reply (or timeout, or failure) to its operation.
      *
-     * @param array{Operation, int, int, list<string>} $entry
+     * @param array{Operation, int, int, list<string>, bool, int} $entry
      * @return bool whether a reply was handed in
      */
     private function run(int $node, array $entry): bool
     {
-        [$op, $requestId, $deadline, $args] = $entry;
-        $redis = $this->nodes[$node];
-        $remaining = $deadline - Clock::nowUs();
-        if ($remaining <= 0) {
+        [$op, $requestId, $deadline, $args, $isRelease, $budget] = $entry;
+        $now = Clock::nowUs();
+        $remaining = $deadline - $now;
+        if ($isRelease && $remaining < intdiv($budget, 2)) {
+            // A release cleans what an attempt may have set here, whatever its deadline:
+            // it gets at least half the time the core gave it (its reply is then late).
+            $remaining = intdiv($budget, 2);
+            $deadline = $now + $remaining;
+        } elseif (!$isRelease && $remaining < intdiv($budget, 4)) {
+            // Too little time left to be answered: a command never sent cannot leave a
+            // key behind, one sent and abandoned can. It counts as a timeout.
             return $this->hand($op, $requestId, Constants::REPLY_TIMEOUT, 0, '');
         }
+        if (!empty($this->broken[$node])) {
+            $failure = $this->reopen($node, $remaining);
+            if ($failure !== null) {
+                $this->failures[$node] = ($this->failures[$node] ?? 0) + 1;
+                return $this->hand($op, $requestId, Constants::REPLY_CONNECTION_FAILED, 0, $failure);
+            }
+            $remaining = $deadline - Clock::nowUs();
+            if ($remaining <= 0) {
+                return $this->hand($op, $requestId, Constants::REPLY_TIMEOUT, 0, '');
+            }
+        }
+        $redis = $this->nodes[$node];
         $previous = null;
         try {
             $previous = $redis->getOption(\Redis::OPT_READ_TIMEOUT);
             if (empty($this->scriptsLoaded[$node])) {
                 $redis->setOption(\Redis::OPT_READ_TIMEOUT, $remaining / 1e6);
-                foreach ($this->scripts as $script) {
-                    $redis->rawCommand('SCRIPT', 'LOAD', $script);
-                }
+                $this->prepareConnection($node, $redis);
                 $this->scriptsLoaded[$node] = true;
                 $remaining = $deadline - Clock::nowUs();
                 if ($remaining <= 0) {
@@ -190,9 +220,11 @@ final class PhpRedisDriver implements Driver
             $redis->clearLastError();
             $result = $redis->rawCommand(...$args);
             $error = $result === false ? $redis->getLastError() : null;
+            $redis->setOption(\Redis::OPT_READ_TIMEOUT, is_numeric($previous) ? (float) $previous : 0.0);
         } catch (\RedisException $e) {
-            $timedOut = Clock::nowUs() >= $deadline;
-            $this->reopen($node);
+            // phpredis times out a read a little before the instant asked for.
+            $timedOut = Clock::nowUs() + 1_000 >= $deadline;
+            $this->markBroken($node);
             return $this->hand(
                 $op,
                 $requestId,
@@ -200,16 +232,8 @@ final class PhpRedisDriver implements Driver
                 0,
                 $timedOut ? '' : $e->getMessage(),
             );
-        } finally {
-            if ($previous !== null && $this->nodes[$node] === $redis) {
-                try {
-                    $redis->setOption(\Redis::OPT_READ_TIMEOUT, is_numeric($previous) ? (float) $previous : 0.0);
-                } catch (\RedisException) {
-                    // Disconnected: the option goes with the connection.
-                }
-            }
         }
-        $this->suspect[$node] = false;
+        $this->failures[$node] = 0;
         if ($error !== null) {
             return $this->hand($op, $requestId, Constants::REPLY_ERROR, 0, $error);
         }
@@ -268,36 +292,103 @@ final class PhpRedisDriver implements Driver
         return true;
     }
 
-    /** A fresh connection after a timeout or an error: a late reply must never be read as another's. */
-    private function reopen(int $node): void
+    /**
+     * The first commands on every connection: if a failure closed the previous one,
+     * CLIENT KILL it, so a command still unread in it can no longer run after what
+     * this connection sends (it ran before, or never); then the connection's own id
+     * (kept for the same purpose) and the three SCRIPT LOADs.
+     */
+    private function prepareConnection(int $node, \Redis $redis): void
     {
-        $this->suspect[$node] = true;
+        if (isset($this->closedIds[$node])) {
+            // An error reply (already gone, or CLIENT not allowed) changes nothing here.
+            $redis->rawCommand('CLIENT', 'KILL', 'ID', (string) $this->closedIds[$node]);
+            unset($this->closedIds[$node]);
+        }
+        $id = $redis->rawCommand('CLIENT', 'ID');
+        if (is_int($id)) {
+            $this->clientIds[$node] = $id;
+        }
+        foreach ($this->scripts as $script) {
+            $redis->rawCommand('SCRIPT', 'LOAD', $script);
+        }
+    }
+
+    /**
+     * After a timeout or an error the connection is closed at once: a late reply
+     * must never be read as another command's. The node is asked last until it
+     * answers again; the next command to it reopens the connection.
+     */
+    private function markBroken(int $node): void
+    {
+        $this->failures[$node] = ($this->failures[$node] ?? 0) + 1;
         $this->scriptsLoaded[$node] = false;
+        $this->broken[$node] = true;
+        if (isset($this->clientIds[$node])) {
+            $this->closedIds[$node] = $this->clientIds[$node];
+            unset($this->clientIds[$node]);
+        }
         $redis = $this->nodes[$node];
+        $this->remember($node, $redis);
         try {
-            if ($this->reconnect !== null) {
-                $this->nodes[$node] = ($this->reconnect)($node, $redis);
+            $redis->close();
+        } catch (\RedisException) {
+            // Already closed.
+        }
+    }
+
+    /** Where node `$node` is, while its object still knows (it forgets once closed). */
+    private function remember(int $node, \Redis $redis): void
+    {
+        try {
+            if (!$redis->isConnected()) {
                 return;
             }
             $host = $redis->getHost();
-            $port = $redis->getPort();
-            $timeout = $redis->getTimeout();
-            $auth = $redis->getAuth();
-            $db = $redis->getDBNum();
-            $redis->close();
             if (!is_string($host) || $host === '') {
                 return;
             }
-            // A short connect timeout: a dead node must not hold up the others.
-            $redis->connect($host, (int) $port, is_numeric($timeout) && $timeout > 0 ? min((float) $timeout, 0.05) : 0.05);
-            if ($auth !== null && $auth !== false) {
-                $redis->auth($auth);
-            }
-            if (is_int($db) && $db !== 0) {
-                $redis->select($db);
-            }
+            $auth = $redis->getAuth();
+            $this->endpoints[$node] = [
+                $host,
+                (int) $redis->getPort(),
+                (float) $redis->getTimeout(),
+                $auth === false ? null : $auth,
+                (int) $redis->getDBNum(),
+            ];
         } catch (\RedisException) {
-            // Still down: the next command tries again (phpredis reconnects lazily).
+            // Nothing to learn from a broken object.
         }
+    }
+
+    /**
+     * Reopens node `$node`'s connection within `$remainingUs`; null on success, else
+     * why it failed.
+     */
+    private function reopen(int $node, int $remainingUs): ?string
+    {
+        try {
+            if ($this->reconnect !== null) {
+                $this->nodes[$node] = ($this->reconnect)($node, $this->nodes[$node]);
+            } else {
+                $endpoint = $this->endpoints[$node] ?? null;
+                if ($endpoint === null) {
+                    return 'not connected, and the address is unknown (give PhpRedisDriver a $reconnect callable)';
+                }
+                [$host, $port, $timeout, $auth, $db] = $endpoint;
+                $limit = $remainingUs / 1e6;
+                $this->nodes[$node]->connect($host, $port, $timeout > 0 ? min($timeout, $limit) : $limit);
+                if ($auth !== null) {
+                    $this->nodes[$node]->auth($auth);
+                }
+                if ($db !== 0) {
+                    $this->nodes[$node]->select($db);
+                }
+            }
+        } catch (\RedisException $e) {
+            return 'reconnect failed: ' . $e->getMessage();
+        }
+        $this->broken[$node] = false;
+        return null;
     }
 }

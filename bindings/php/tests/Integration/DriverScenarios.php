@@ -188,8 +188,15 @@ abstract class DriverScenarios extends TestCase
             Nodes::resume(static::basePort(), 0);
         }
         $redlock->flush();
-        $this->assertSame(array_fill(0, 4, false), array_slice(Nodes::values(static::basePort(), $this->resource()), 1));
+        $this->assertLeftBehindAfterFrozenNode($this->resource());
     }
+
+    /**
+     * After rounds with a frozen node, on the other four: nothing (the stream driver
+     * keeps each node's order); the phpredis driver, which must reopen a connection
+     * after a timeout, may leave a key whose SET ran after the release, with its TTL.
+     */
+    abstract protected function assertLeftBehindAfterFrozenNode(string $key): void;
 
     /** How long an acquisition may take with one node frozen and a 50 ms node timeout. */
     abstract protected function frozenAcquireBoundMs(): float;

@@ -43,4 +43,12 @@ final class PhpRedisDriverTest extends DriverScenarios
         // Sequential: the frozen node costs one node timeout (50 ms) per round at most.
         return 100.0;
     }
+
+    protected function assertLeftBehindAfterFrozenNode(string $key): void
+    {
+        for ($i = 1; $i < 5; $i++) {
+            $ttl = Nodes::redis(static::basePort(), $i)->pTTL($key);
+            $this->assertTrue($ttl === -2 || ($ttl > 0 && $ttl <= 10_000), "node $i: a key without its TTL ($ttl)");
+        }
+    }
 }

@@ -35,6 +35,11 @@ final class StreamDriverTest extends DriverScenarios
         return 40.0;
     }
 
+    protected function assertLeftBehindAfterFrozenNode(string $key): void
+    {
+        $this->assertSame(array_fill(0, 4, false), array_slice(Nodes::values(static::basePort(), $key), 1));
+    }
+
     public function testCommandsToAFrozenNodeStayOnItsConnectionAndFinishAfterIt(): void
     {
         $driver = new StreamDriver(static::$urls);
