@@ -144,9 +144,7 @@ final class Lock
             return 0;
         }
         $this->released = true;
-        $redlock = $this->redlock;
-        $outcome = $redlock->run($redlock->client()->release($this->lease, Clock::nowUs()));
-        return $outcome->released ?? 0;
+        return $this->redlock->releaseLease($this->lease)->released ?? 0;
     }
 
     /** release(), swallowing errors: for cleanup paths that must not throw. */

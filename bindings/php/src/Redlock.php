@@ -16,6 +16,7 @@ use Redlock\Exception\NodesFailedException;
 use Redlock\Ffi\Client;
 use Redlock\Ffi\Config;
 use Redlock\Ffi\Constants;
+use Redlock\Ffi\Lease;
 use Redlock\Ffi\Native;
 use Redlock\Ffi\Operation;
 use Redlock\Ffi\Outcome;
@@ -222,6 +223,22 @@ final class Redlock
     public function client(): Client
     {
         return $this->usable();
+    }
+
+    /**
+     * Releases a lease even after close() (a Lock destroyed after its client, at the
+     * end of a script): the driver reopens what it needs, and the release's commands
+     * are let finish before returning, as no later call will.
+     *
+     * @internal
+     */
+    public function releaseLease(Lease $lease): Outcome
+    {
+        $outcome = $this->run($this->client->release($lease, Clock::nowUs()));
+        if ($this->closed) {
+            $this->driver->close();
+        }
+        return $outcome;
     }
 
     /**

@@ -306,6 +306,39 @@ abstract class DriverScenarios extends TestCase
         $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
     }
 
+    public function testALockOutlivingItsClosedClientIsStillReleased(): void
+    {
+        $redlock = $this->redlock();
+        $lock = $redlock->acquire($this->resource(), 30_000);
+        $redlock->close();
+        $this->assertTrue($lock->isValid());
+        unset($lock);
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+    }
+
+    public function testAScriptThatExitsHoldingALockReleasesIt(): void
+    {
+        $script = sprintf(
+            '<?php require %s; $r = %s; $lock = $r->acquire(%s, 30000); echo $lock->token();',
+            var_export(dirname(__DIR__, 2) . '/vendor/autoload.php', true),
+            static::workerDriver() === 'stream'
+                ? sprintf('Redlock\Redlock::create(%s)', var_export(static::$urls, true))
+                : sprintf(
+                    'Redlock\Redlock::withPhpRedis(array_map(function ($p) { $x = new Redis(); $x->connect("127.0.0.1", $p, 1.0); return $x; }, %s))',
+                    var_export(range(static::basePort(), static::basePort() + 4), true),
+                ),
+            var_export($this->resource(), true),
+        );
+        $process = proc_open([PHP_BINARY], [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        fwrite($pipes[0], $script);
+        fclose($pipes[0]);
+        $token = (string) stream_get_contents($pipes[1]);
+        $stderr = (string) stream_get_contents($pipes[2]);
+        $this->assertSame(0, proc_close($process), $stderr);
+        $this->assertMatchesRegularExpression('/^[0-9a-f]{40}$/', $token);
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+    }
+
     public function testSeveralResourcesAreLockedTogether(): void
     {
         $redlock = $this->redlock(new Options(attempts: 1));
