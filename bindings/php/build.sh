@@ -6,7 +6,8 @@
 #   bindings/php/build.sh deps     the Debian packages the tests need
 #   bindings/php/build.sh install  lib + the Debian packages + Composer's autoloader
 #                                  (what `make demo` runs)
-#   bindings/php/build.sh lint     php -l on every file, phpcs (PSR-12), phpmd (unused code)
+#   bindings/php/build.sh lint     php -l on every file, composer validate, phpcs (PSR-12),
+#                                  phpmd (unused code)
 #   bindings/php/build.sh test     install + lint + the redlock CLI (for the interop test),
 #                                  then PHPUnit: vectors, FFI, preloading under php-cgi, error
 #                                  paths, both drivers against local Redis nodes (ports 7500-7534)
@@ -79,6 +80,7 @@ lint() {
   while IFS= read -r file; do
     php -l "$file" >/dev/null || die "php -l: $file"
   done < <(find src tests bench examples -name '*.php'; echo preload.php; echo bin/ffi-header)
+  composer validate -q --no-check-publish
   phpcs -q
   phpmd src,tests,examples,bench,preload.php text unusedcode
 }
@@ -111,7 +113,7 @@ case "${1:-}" in
     php "$here/bench/bench.php" "$@"
     ;;
   *)
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
