@@ -120,8 +120,11 @@ final class StreamDriver implements Driver
         }
     }
 
-    /** Commands waiting for a reply on each node (diagnostics and tests). */
-    /** @return list<int> */
+    /**
+     * Commands waiting for a reply on each node (diagnostics and tests).
+     *
+     * @return list<int>
+     */
     public function inFlight(): array
     {
         return array_map(static fn (StreamLink $l): int => $l->inFlight(), $this->links);
