@@ -108,18 +108,18 @@ final class Lock
         }
         $redlock = $this->redlock;
         $outcome = $redlock->run($redlock->client()->extend($this->lease, $ttlMs, Clock::nowUs()));
-        if ($outcome->kind === Constants::OUTCOME_EXTENDED && $outcome->lease !== null) {
-            $this->lease = $outcome->lease;
+        if ($outcome->kind === Constants::OUTCOME_EXTENDED && $outcome->lease() !== null) {
+            $this->lease = $outcome->lease();
             return;
         }
-        if ($outcome->lease !== null) {
-            $this->lease = $outcome->lease;
+        if ($outcome->lease() !== null) {
+            $this->lease = $outcome->lease();
         }
         $nodes = $redlock->nodeResults($outcome);
         $reason = $outcome->reasonName() ?? 'unknown';
         $shown = implode(', ', $this->resources);
-        if ($outcome->lost === true) {
-            $why = $outcome->reason === Constants::REASON_CONFLICT ? 'another token holds it' : 'it expired';
+        if ($outcome->lost() === true) {
+            $why = $outcome->reason() === Constants::REASON_CONFLICT ? 'another token holds it' : 'it expired';
             throw new LockLostException("the lock on '$shown' is lost: $why", $this->resources, $reason, $nodes);
         }
         throw new NodesFailedException(
@@ -128,8 +128,8 @@ final class Lock
             $reason,
             $nodes,
             null,
-            $outcome->validUntilUs,
-            $outcome->retryAtUs,
+            $outcome->validUntilUs(),
+            $outcome->retryAtUs(),
         );
     }
 
@@ -144,7 +144,7 @@ final class Lock
             return 0;
         }
         $this->released = true;
-        return $this->redlock->releaseLease($this->lease)->released ?? 0;
+        return $this->redlock->releaseLease($this->lease)->released() ?? 0;
     }
 
     /** release(), swallowing errors: for cleanup paths that must not throw. */

@@ -109,8 +109,8 @@ final class Redlock
     {
         $names = self::names($resources);
         $outcome = $this->run($this->usable()->acquire($names, $ttlMs, Clock::nowUs()));
-        if ($outcome->kind === Constants::OUTCOME_ACQUIRED && $outcome->lease !== null) {
-            return new Lock($this, $names, $outcome->lease, $outcome->attempts ?? 1);
+        if ($outcome->kind === Constants::OUTCOME_ACQUIRED && $outcome->lease() !== null) {
+            return new Lock($this, $names, $outcome->lease(), $outcome->attempts() ?? 1);
         }
         throw $this->acquireError($names, $outcome);
     }
@@ -279,7 +279,7 @@ final class Redlock
     public function nodeResults(Outcome $outcome): array
     {
         $results = [];
-        foreach ($outcome->nodes as $index => [$kind, $text]) {
+        foreach ($outcome->nodes() as $index => [$kind, $text]) {
             $status = Constants::NODE_STATUSES[$kind] ?? 'error';
             $results[] = new NodeResult($index, $this->labels[$index] ?? "node $index", $status, $status === NodeResult::ERROR ? $text : null);
         }
@@ -292,13 +292,13 @@ final class Redlock
         $reason = $outcome->reasonName() ?? 'unknown';
         $nodes = $this->nodeResults($outcome);
         $shown = implode(', ', $names);
-        if ($outcome->reason === Constants::REASON_CONFLICT) {
-            return new LockHeldException("'$shown' is held by someone else", $names, $reason, $nodes, $outcome->attempts);
+        if ($outcome->reason() === Constants::REASON_CONFLICT) {
+            return new LockHeldException("'$shown' is held by someone else", $names, $reason, $nodes, $outcome->attempts());
         }
-        $why = $outcome->reason === Constants::REASON_VALIDITY_TOO_SHORT
+        $why = $outcome->reason() === Constants::REASON_VALIDITY_TOO_SHORT
             ? 'a quorum agreed too late to leave the least validity'
             : 'nodes are failing';
-        return new NodesFailedException("could not lock '$shown': $why ($reason)", $names, $reason, $nodes, $outcome->attempts);
+        return new NodesFailedException("could not lock '$shown': $why ($reason)", $names, $reason, $nodes, $outcome->attempts());
     }
 
     private function usable(): Client

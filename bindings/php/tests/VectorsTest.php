@@ -132,8 +132,8 @@ final class VectorsTest extends TestCase
                 $outputs[] = ['wait' => $op->waitUntil()];
             } elseif ($kind === Constants::OUTPUT_OUTCOME) {
                 $outcome = $op->takeOutcome();
-                if ($outcome->lease !== null) {
-                    $leases[$name] = $outcome->lease;
+                if ($outcome->lease() !== null) {
+                    $leases[$name] = $outcome->lease();
                 }
                 $outputs[] = ['outcome' => self::outcome($outcome)];
             } else {
@@ -159,41 +159,41 @@ final class VectorsTest extends TestCase
         $nodes = array_map(static function (array $node): string|array {
             [$kind, $text] = $node;
             return $kind === Constants::NODE_ERROR ? ['error' => $text] : Constants::NODE_STATUSES[$kind];
-        }, $o->nodes);
+        }, $o->nodes());
         $kind = Constants::OUTCOME_KINDS[$o->kind];
         return match ($o->kind) {
             Constants::OUTCOME_ACQUIRED => [
                 'kind' => $kind,
-                'token' => $o->token,
-                'valid_until' => $o->validUntilUs,
-                'validity' => $o->validityUs,
-                'attempts' => $o->attempts,
+                'token' => $o->token(),
+                'valid_until' => $o->validUntilUs(),
+                'validity' => $o->validityUs(),
+                'attempts' => $o->attempts(),
                 'nodes' => $nodes,
             ],
             Constants::OUTCOME_NOT_ACQUIRED => [
                 'kind' => $kind,
                 'reason' => $o->reasonName(),
-                'attempts' => $o->attempts,
-                'token' => $o->token,
+                'attempts' => $o->attempts(),
+                'token' => $o->token(),
                 'nodes' => $nodes,
             ],
             Constants::OUTCOME_EXTENDED => [
                 'kind' => $kind,
-                'token' => $o->token,
-                'valid_until' => $o->validUntilUs,
-                'validity' => $o->validityUs,
-                'extensions' => $o->extensions,
+                'token' => $o->token(),
+                'valid_until' => $o->validUntilUs(),
+                'validity' => $o->validityUs(),
+                'extensions' => $o->extensions(),
                 'nodes' => $nodes,
             ],
             Constants::OUTCOME_NOT_EXTENDED => [
                 'kind' => $kind,
                 'reason' => $o->reasonName(),
-                'valid_until' => $o->validUntilUs,
-                'validity' => $o->validityUs,
-                'retry_at' => $o->retryAtUs,
+                'valid_until' => $o->validUntilUs(),
+                'validity' => $o->validityUs(),
+                'retry_at' => $o->retryAtUs(),
                 'nodes' => $nodes,
             ],
-            default => ['kind' => $kind, 'released' => $o->released, 'nodes' => $nodes],
+            default => ['kind' => $kind, 'released' => $o->released(), 'nodes' => $nodes],
         };
     }
 

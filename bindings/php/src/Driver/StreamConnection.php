@@ -174,6 +174,11 @@ final class StreamConnection
             if ($this->state === self::DISCONNECTED) {
                 return;
             }
+            if (!$this->address->tls && strlen($chunk) < 65536) {
+                // A short read emptied the socket; over TLS, decrypted bytes may still
+                // wait in the stream without the socket showing readable.
+                break;
+            }
         }
     }
 

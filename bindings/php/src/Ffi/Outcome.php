@@ -8,67 +8,146 @@ use FFI;
 use FFI\CData;
 
 /**
- * A finished operation's outcome, read out of `redlock_outcome*` at once (the handle
- * is freed here); only the lease stays a handle.
+ * A finished operation's outcome (`redlock_outcome*`, freed with the object). Each
+ * value is read from the library the first time it is asked for: a lock that was
+ * acquired needs three of them, an error report all of them.
  */
 final class Outcome
 {
     public readonly int $kind;
-    public readonly bool $success;
-    /** A `Constants::REASON_*` value for not acquired / not extended, else null. */
-    public readonly ?int $reason;
-    public readonly ?string $token;
-    public readonly ?int $validUntilUs;
-    public readonly ?int $validityUs;
-    public readonly ?int $attempts;
-    public readonly ?int $extensions;
-    /** For not extended: when to try again, or null (no time left, or lost). */
-    public readonly ?int $retryAtUs;
-    public readonly ?bool $lost;
-    public readonly ?int $released;
-    /** @var list<array{int, string}> per node: a `Constants::NODE_*` value and the error text */
-    public readonly array $nodes;
-    public readonly ?Lease $lease;
+    /** @var array<string, mixed> values read so far */
+    private array $read = [];
 
-    public function __construct(Native $native, CData $handle)
+    public function __construct(private readonly Native $native, private readonly CData $handle)
     {
-        $ffi = $native->ffi;
-        try {
-            $this->kind = $ffi->redlock_outcome_kind($handle);
-            $this->success = $ffi->redlock_outcome_is_success($handle);
-            $this->reason = $ffi->redlock_outcome_reason($handle, FFI::addr($native->u32)) === Constants::OK ? $native->u32->cdata : null;
-            $rc = $ffi->redlock_outcome_token($handle, FFI::addr($native->bytes), FFI::addr($native->bytesLen));
-            $this->token = $rc === Constants::OK ? $native->takeBytes() : null;
-            $this->validUntilUs = $ffi->redlock_outcome_valid_until($handle, FFI::addr($native->u64)) === Constants::OK ? $native->u64->cdata : null;
-            $this->validityUs = $ffi->redlock_outcome_validity($handle, FFI::addr($native->u64)) === Constants::OK ? $native->u64->cdata : null;
-            $this->attempts = $ffi->redlock_outcome_attempts($handle, FFI::addr($native->u32)) === Constants::OK ? $native->u32->cdata : null;
-            $this->extensions = $ffi->redlock_outcome_extensions($handle, FFI::addr($native->u32)) === Constants::OK ? $native->u32->cdata : null;
-            if ($ffi->redlock_outcome_retry_at($handle, FFI::addr($native->flag), FFI::addr($native->u64)) === Constants::OK) {
-                $this->retryAtUs = $native->flag->cdata ? $native->u64->cdata : null;
-            } else {
-                $this->retryAtUs = null;
-            }
-            $this->lost = $ffi->redlock_outcome_is_lost($handle, FFI::addr($native->flag)) === Constants::OK ? $native->flag->cdata : null;
-            $this->released = $ffi->redlock_outcome_released($handle, FFI::addr($native->size)) === Constants::OK ? $native->size->cdata : null;
-            $nodes = [];
-            $count = $ffi->redlock_outcome_node_count($handle);
-            for ($i = 0; $i < $count; $i++) {
-                $native->check(
-                    $ffi->redlock_outcome_node($handle, $i, FFI::addr($native->u32), FFI::addr($native->bytes), FFI::addr($native->bytesLen)),
-                    'outcome node',
-                );
-                $nodes[] = [$native->u32->cdata, $native->takeBytes()];
-            }
-            $this->nodes = $nodes;
-            $lease = $ffi->new('redlock_lease*');
-            $this->lease = $ffi->redlock_outcome_lease($handle, FFI::addr($lease)) === Constants::OK ? new Lease($native, $lease) : null;
-        } finally {
-            $ffi->redlock_outcome_free($handle);
-        }
+        $this->kind = $native->ffi->redlock_outcome_kind($handle);
+    }
+
+    public function success(): bool
+    {
+        return $this->native->ffi->redlock_outcome_is_success($this->handle);
+    }
+
+    /** A `Constants::REASON_*` value for not acquired / not extended, else null. */
+    public function reason(): ?int
+    {
+        return $this->memo('reason', function (Native $n): ?int {
+            return $n->ffi->redlock_outcome_reason($this->handle, FFI::addr($n->u32)) === Constants::OK ? $n->u32->cdata : null;
+        });
     }
 
     public function reasonName(): ?string
     {
-        return $this->reason === null ? null : (Constants::REASONS[$this->reason] ?? 'unknown');
+        $reason = $this->reason();
+        return $reason === null ? null : (Constants::REASONS[$reason] ?? 'unknown');
+    }
+
+    public function token(): ?string
+    {
+        return $this->memo('token', function (Native $n): ?string {
+            $rc = $n->ffi->redlock_outcome_token($this->handle, FFI::addr($n->bytes), FFI::addr($n->bytesLen));
+            return $rc === Constants::OK ? $n->takeBytes() : null;
+        });
+    }
+
+    public function validUntilUs(): ?int
+    {
+        return $this->memo('valid_until', function (Native $n): ?int {
+            return $n->ffi->redlock_outcome_valid_until($this->handle, FFI::addr($n->u64)) === Constants::OK ? $n->u64->cdata : null;
+        });
+    }
+
+    public function validityUs(): ?int
+    {
+        return $this->memo('validity', function (Native $n): ?int {
+            return $n->ffi->redlock_outcome_validity($this->handle, FFI::addr($n->u64)) === Constants::OK ? $n->u64->cdata : null;
+        });
+    }
+
+    public function attempts(): ?int
+    {
+        return $this->memo('attempts', function (Native $n): ?int {
+            return $n->ffi->redlock_outcome_attempts($this->handle, FFI::addr($n->u32)) === Constants::OK ? $n->u32->cdata : null;
+        });
+    }
+
+    public function extensions(): ?int
+    {
+        return $this->memo('extensions', function (Native $n): ?int {
+            return $n->ffi->redlock_outcome_extensions($this->handle, FFI::addr($n->u32)) === Constants::OK ? $n->u32->cdata : null;
+        });
+    }
+
+    /** For not extended: when to try again, or null (no time left, or lost). */
+    public function retryAtUs(): ?int
+    {
+        return $this->memo('retry_at', function (Native $n): ?int {
+            $rc = $n->ffi->redlock_outcome_retry_at($this->handle, FFI::addr($n->flag), FFI::addr($n->u64));
+            return $rc === Constants::OK && $n->flag->cdata ? $n->u64->cdata : null;
+        });
+    }
+
+    /** For not extended: whether the lock is already lost; null for other outcomes. */
+    public function lost(): ?bool
+    {
+        return $this->memo('lost', function (Native $n): ?bool {
+            return $n->ffi->redlock_outcome_is_lost($this->handle, FFI::addr($n->flag)) === Constants::OK ? $n->flag->cdata : null;
+        });
+    }
+
+    /** For released: the nodes that deleted a key of ours; null for other outcomes. */
+    public function released(): ?int
+    {
+        return $this->memo('released', function (Native $n): ?int {
+            return $n->ffi->redlock_outcome_released($this->handle, FFI::addr($n->size)) === Constants::OK ? $n->size->cdata : null;
+        });
+    }
+
+    /**
+     * Per node: a `Constants::NODE_*` value and the error text.
+     *
+     * @return list<array{int, string}>
+     */
+    public function nodes(): array
+    {
+        return $this->memo('nodes', function (Native $n): array {
+            $nodes = [];
+            $count = $n->ffi->redlock_outcome_node_count($this->handle);
+            for ($i = 0; $i < $count; $i++) {
+                $n->check(
+                    $n->ffi->redlock_outcome_node($this->handle, $i, FFI::addr($n->u32), FFI::addr($n->bytes), FFI::addr($n->bytesLen)),
+                    'outcome node',
+                );
+                $nodes[] = [$n->u32->cdata, $n->takeBytes()];
+            }
+            return $nodes;
+        });
+    }
+
+    /** The lease (acquired, extended, not extended) as a handle of its own, else null. */
+    public function lease(): ?Lease
+    {
+        return $this->memo('lease', function (Native $n): ?Lease {
+            $lease = $n->ffi->new('redlock_lease*');
+            return $n->ffi->redlock_outcome_lease($this->handle, FFI::addr($lease)) === Constants::OK ? new Lease($n, $lease) : null;
+        });
+    }
+
+    /**
+     * @template T
+     * @param \Closure(Native): T $read
+     * @return T
+     */
+    private function memo(string $name, \Closure $read): mixed
+    {
+        if (!array_key_exists($name, $this->read)) {
+            $this->read[$name] = $read($this->native);
+        }
+        return $this->read[$name];
+    }
+
+    public function __destruct()
+    {
+        $this->native->ffi->redlock_outcome_free($this->handle);
     }
 }
