@@ -8,9 +8,9 @@ CARGO ?= cargo
 export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 
 # Every test target; `make test` runs them all, in this order.
-TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-rust test-python test-node
+TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-rust test-python test-node test-php
 
-.PHONY: all setup test demo bench bench-rust bench-ffi bench-python bench-node fuzz lint safety-report $(TEST_TARGETS)
+.PHONY: all setup test demo bench bench-rust bench-ffi bench-python bench-node bench-php fuzz lint safety-report $(TEST_TARGETS)
 
 all: test
 
@@ -63,6 +63,13 @@ test-python:
 test-node:
 	bindings/node/build.sh test
 
+# The PHP package (FFI over libredlock; a non-blocking stream driver and a phpredis driver):
+# php -l, phpcs, phpmd, then PHPUnit: conformance vectors through FFI, preloading under
+# php-cgi, error paths, both drivers against local Redis nodes (base ports 7500-7534), and
+# interop with the redlock CLI.
+test-php:
+	bindings/php/build.sh test
+
 # The scenario x strategy safety table (the one in docs/safety.md).
 safety-report:
 	$(CARGO) run -p redlock-sim --release -- report
@@ -70,7 +77,7 @@ safety-report:
 fuzz:
 	scripts/fuzz.sh $${FUZZ_SECONDS:-120}
 
-bench: bench-ffi bench-rust bench-python bench-node
+bench: bench-ffi bench-rust bench-python bench-node bench-php
 	$(CARGO) bench -p redlock-core --bench cycle
 
 # The Rust driver against five local nodes (base port 7185): Criterion means next to the
@@ -88,6 +95,11 @@ bench-python:
 # and acquire + release latency next to node-redlock on five local nodes (base port 7270).
 bench-node:
 	bindings/node/build.sh bench
+
+# The PHP stream and phpredis drivers next to Symfony Lock's CombinedStore over five
+# RedisStores on five local nodes (base port 7540), healthy and with one node frozen.
+bench-php:
+	bindings/php/build.sh bench
 
 # Per-call overhead of the C ABI against the core, N = 5 acquire + release.
 bench-ffi:

@@ -11,6 +11,9 @@ need_apt redis-server:redis-server valgrind:valgrind
 # The C ABI's tests: gcc builds them, pkg-config finds the installed library, and
 # PHP's FFI (in Debian's php-cli) loads the PHP header.
 need_apt gcc:gcc pkg-config:pkg-config php:php-cli
+# The PHP package's tests (bindings/php/build.sh also installs php-redis and, for its
+# benchmark, php-symfony-lock, which provide no command).
+need_apt php-cgi:php-cgi phpunit:phpunit composer:composer phpcs:php-codesniffer phpmd:phpmd
 
 mkdir -p "$REDLOCK_CACHE"
 echo "setup: ok (cache: $REDLOCK_CACHE)"

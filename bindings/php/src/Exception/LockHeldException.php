@@ -1,0 +1,12 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Redlock\Exception;
+
+/**
+ * The lock is held by someone else: conflicts alone made the quorum impossible.
+ */
+final class LockHeldException extends LockException
+{
+}

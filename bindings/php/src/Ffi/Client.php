@@ -1,0 +1,169 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Redlock\Ffi;
+
+use FFI;
+use FFI\CData;
+use Redlock\Exception\InvalidArgumentException;
+
+/**
+ * A core client (`redlock_client*`): starts acquisitions, extensions and releases.
+ */
+final class Client
+{
+    public readonly Native $native;
+
+    private function __construct(public readonly Config $config, public readonly CData $handle)
+    {
+        $this->native = $config->native;
+    }
+
+    /** Tokens from the OS's CSPRNG, or from a ChaCha20 stream seeded with 32 secret bytes. */
+    public static function create(Config $config, ?string $seed = null): self
+    {
+        $native = $config->native;
+        $handle = $native->ffi->new('redlock_client*');
+        if ($seed === null) {
+            $native->check($native->ffi->redlock_client_new($config->handle, FFI::addr($handle)), 'client');
+        } else {
+            $native->check(
+                $native->ffi->redlock_client_new_seeded($config->handle, $seed, strlen($seed), FFI::addr($handle)),
+                'client'
+            );
+        }
+        return new self($config, $handle);
+    }
+
+    /**
+     * @param list<string> $resources
+     */
+    public function acquire(array $resources, ?int $ttlMs, int $nowUs): Operation
+    {
+        [$pointers, $lengths, $keep] = $this->native->resourceArrays($resources);
+        $ffi = $this->native->ffi;
+        $out = $this->newOperationOut();
+        if ($ttlMs === null) {
+            $rc = $ffi->redlock_client_acquire($this->handle, $pointers, $lengths, count($resources), $nowUs, FFI::addr($out));
+        } else {
+            self::nonNegative($ttlMs, 'TTL');
+            $rc = $ffi->redlock_client_acquire_for($this->handle, $pointers, $lengths, count($resources), $ttlMs, $nowUs, FFI::addr($out));
+        }
+        unset($keep);
+        $this->native->check($rc, 'acquire');
+        return new Operation($this->native, $out);
+    }
+
+    /**
+     * An acquisition drawing its tokens and jitter from `$random` (the conformance
+     * vectors; real locks use {@see acquire()}).
+     *
+     * @param list<string> $resources
+     */
+    public function acquireWithRandom(array $resources, string $random, int $nowUs): Operation
+    {
+        [$pointers, $lengths, $keep] = $this->native->resourceArrays($resources);
+        $ffi = $this->native->ffi;
+        $out = $this->newOperationOut();
+        $rc = $ffi->redlock_client_acquire_with_random(
+            $this->handle,
+            $pointers,
+            $lengths,
+            count($resources),
+            $random,
+            strlen($random),
+            $nowUs,
+            FFI::addr($out),
+        );
+        unset($keep);
+        $this->native->check($rc, 'acquire');
+        return new Operation($this->native, $out);
+    }
+
+    public function extend(Lease $lease, ?int $ttlMs, int $nowUs): Operation
+    {
+        $ffi = $this->native->ffi;
+        $out = $this->newOperationOut();
+        if ($ttlMs === null) {
+            $rc = $ffi->redlock_client_extend($this->handle, $lease->handle, $nowUs, FFI::addr($out));
+        } else {
+            self::nonNegative($ttlMs, 'TTL');
+            $rc = $ffi->redlock_client_extend_for($this->handle, $lease->handle, $ttlMs, $nowUs, FFI::addr($out));
+        }
+        $this->native->check($rc, 'extend');
+        return new Operation($this->native, $out);
+    }
+
+    public function release(Lease $lease, int $nowUs): Operation
+    {
+        $out = $this->newOperationOut();
+        $rc = $this->native->ffi->redlock_client_release($this->handle, $lease->handle, $nowUs, FFI::addr($out));
+        $this->native->check($rc, 'release');
+        return new Operation($this->native, $out);
+    }
+
+    /**
+     * A lease rebuilt from its parts (a token kept by another process).
+     *
+     * @param list<string> $resources
+     */
+    public function lease(array $resources, string $token, int $validUntilUs = 0): Lease
+    {
+        [$pointers, $lengths, $keep] = $this->native->resourceArrays($resources);
+        $ffi = $this->native->ffi;
+        $out = $ffi->new('redlock_lease*');
+        $rc = $ffi->redlock_client_lease(
+            $this->handle,
+            $pointers,
+            $lengths,
+            count($resources),
+            $token,
+            strlen($token),
+            max(0, $validUntilUs),
+            FFI::addr($out),
+        );
+        unset($keep);
+        $this->native->check($rc, 'lease');
+        return new Lease($this->native, $out);
+    }
+
+    /** Null when `$ttlMs` fits the configuration, else the core's name of the rule it breaks. */
+    public function checkTtl(int $ttlMs): ?string
+    {
+        self::nonNegative($ttlMs, 'TTL');
+        $rc = $this->native->ffi->redlock_client_check_ttl($this->handle, $ttlMs);
+        return $rc === Constants::OK ? null : $this->native->resultName($rc);
+    }
+
+    /**
+     * When a holder that keeps `$lease` alive should start its next extension (an
+     * instant in microseconds), or null when it should not. Decided by the core.
+     */
+    public function nextExtension(Lease $lease, int $nowUs): ?int
+    {
+        $native = $this->native;
+        $native->check(
+            $native->ffi->redlock_client_next_extension($this->handle, $lease->handle, $nowUs, FFI::addr($native->flag), FFI::addr($native->u64)),
+            'next extension'
+        );
+        return $native->flag->cdata ? $native->u64->cdata : null;
+    }
+
+    private function newOperationOut(): CData
+    {
+        return $this->native->ffi->new('redlock_operation*');
+    }
+
+    private static function nonNegative(int $value, string $what): void
+    {
+        if ($value < 0) {
+            throw new InvalidArgumentException("$what cannot be negative, got $value");
+        }
+    }
+
+    public function __destruct()
+    {
+        $this->native->ffi->redlock_client_free($this->handle);
+    }
+}

@@ -1,0 +1,84 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Redlock\Ffi;
+
+/**
+ * The C ABI's enumeration values as PHP constants (reading `$ffi->REDLOCK_*` on every
+ * call costs a lookup each time). A test checks each one against the loaded library.
+ */
+final class Constants
+{
+    public const OK = 9000;
+
+    public const OUTPUT_NONE = 0;
+    public const OUTPUT_SEND = 1;
+    public const OUTPUT_WAIT = 2;
+    public const OUTPUT_OUTCOME = 3;
+
+    public const OPERATION_ACQUIRE = 1;
+    public const OPERATION_EXTEND = 2;
+    public const OPERATION_RELEASE = 3;
+
+    public const COMMAND_SET = 1;
+    public const COMMAND_ACQUIRE = 2;
+    public const COMMAND_RELEASE = 3;
+    public const COMMAND_EXTEND = 4;
+
+    public const OUTCOME_ACQUIRED = 1;
+    public const OUTCOME_NOT_ACQUIRED = 2;
+    public const OUTCOME_EXTENDED = 3;
+    public const OUTCOME_NOT_EXTENDED = 4;
+    public const OUTCOME_RELEASED = 5;
+
+    public const REASON_CONFLICT = 1;
+    public const REASON_NODES_FAILED = 2;
+    public const REASON_MIXED = 3;
+    public const REASON_VALIDITY_TOO_SHORT = 4;
+
+    public const NODE_NOT_ASKED = 1;
+    public const NODE_PENDING = 2;
+    public const NODE_SUCCESS = 3;
+    public const NODE_CONFLICT = 4;
+    public const NODE_ERROR = 5;
+    public const NODE_TIMEOUT = 6;
+
+    public const REPLY_OK = 1;
+    public const REPLY_STATUS = 2;
+    public const REPLY_NIL = 3;
+    public const REPLY_INTEGER = 4;
+    public const REPLY_BULK = 5;
+    public const REPLY_ARRAY = 6;
+    public const REPLY_ERROR = 7;
+    public const REPLY_TIMEOUT = 8;
+    public const REPLY_CONNECTION_FAILED = 9;
+
+    public const SCRIPT_ACQUIRE = 1;
+    public const SCRIPT_RELEASE = 2;
+    public const SCRIPT_EXTEND = 3;
+
+    public const REASONS = [
+        self::REASON_CONFLICT => 'conflict',
+        self::REASON_NODES_FAILED => 'nodes_failed',
+        self::REASON_MIXED => 'mixed',
+        self::REASON_VALIDITY_TOO_SHORT => 'validity_too_short',
+    ];
+
+    public const NODE_STATUSES = [
+        self::NODE_NOT_ASKED => 'not_asked',
+        self::NODE_PENDING => 'pending',
+        self::NODE_SUCCESS => 'success',
+        self::NODE_CONFLICT => 'conflict',
+        self::NODE_ERROR => 'error',
+        self::NODE_TIMEOUT => 'timeout',
+    ];
+
+    public const OUTCOME_KINDS = [
+        self::OUTCOME_ACQUIRED => 'acquired',
+        self::OUTCOME_NOT_ACQUIRED => 'not_acquired',
+        self::OUTCOME_EXTENDED => 'extended',
+        self::OUTCOME_NOT_EXTENDED => 'not_extended',
+        self::OUTCOME_RELEASED => 'released',
+    ];
+}

@@ -1,0 +1,183 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Redlock\Ffi;
+
+use FFI;
+use FFI\CData;
+
+/**
+ * One acquisition, extension or release (`redlock_operation*`). The core decides; this
+ * class only carries inputs in and outputs out:
+ *
+ *   after creating it and after every input, call poll() until it returns
+ *   Constants::OUTPUT_WAIT (sleep until waitUntil() or the next reply) or
+ *   Constants::OUTPUT_OUTCOME (takeOutcome()); for Constants::OUTPUT_SEND read the
+ *   command (command(), commandResp() or commandArgs()) before polling again.
+ */
+final class Operation
+{
+    private readonly \FFI $ffi;
+    /** @var CData `const char*[]` for commandArgs(), grown on demand */
+    private ?CData $args = null;
+    private ?CData $argLens = null;
+    private int $argCapacity = 0;
+
+    public function __construct(public readonly Native $native, public readonly CData $handle)
+    {
+        $this->ffi = $native->ffi;
+    }
+
+    /** The next output: a `Constants::OUTPUT_*` value. */
+    public function poll(): int
+    {
+        $rc = $this->ffi->redlock_operation_poll_output($this->handle, FFI::addr($this->native->u32));
+        if ($rc !== Constants::OK) {
+            $this->native->check($rc, 'poll');
+        }
+        return $this->native->u32->cdata;
+    }
+
+    /**
+     * The current send: [node, request id, deadline (µs), argc].
+     *
+     * @return array{int, int, int, int}
+     */
+    public function command(): array
+    {
+        $n = $this->native;
+        $rc = $this->ffi->redlock_operation_command(
+            $this->handle,
+            FFI::addr($n->size),
+            FFI::addr($n->u64),
+            FFI::addr($n->u64b),
+            FFI::addr($n->size2),
+        );
+        if ($rc !== Constants::OK) {
+            $n->check($rc, 'command');
+        }
+        return [$n->size->cdata, $n->u64->cdata, $n->u64b->cdata, $n->size2->cdata];
+    }
+
+    /** The current command in RESP, ready to write to a socket. */
+    public function commandResp(): string
+    {
+        $n = $this->native;
+        $n->check($this->ffi->redlock_operation_command_resp($this->handle, FFI::addr($n->bytes), FFI::addr($n->bytesLen)), 'command');
+        return $n->takeBytes();
+    }
+
+    /**
+     * The current command's arguments, the command name first.
+     *
+     * @return list<string>
+     */
+    public function commandArgs(int $argc): array
+    {
+        if ($argc > $this->argCapacity) {
+            $this->argCapacity = max(8, $argc);
+            $this->args = $this->ffi->new("const char*[{$this->argCapacity}]");
+            $this->argLens = $this->ffi->new("size_t[{$this->argCapacity}]");
+        }
+        $n = $this->native;
+        $n->check(
+            $this->ffi->redlock_operation_command_args(
+                $this->handle,
+                $this->args,
+                $this->argLens,
+                $this->argCapacity,
+                FFI::addr($n->size),
+            ),
+            'command',
+        );
+        $out = [];
+        $count = $n->size->cdata;
+        for ($i = 0; $i < $count; $i++) {
+            $length = $this->argLens[$i];
+            $out[] = $length === 0 ? '' : FFI::string($this->args[$i], $length);
+        }
+        return $out;
+    }
+
+    /**
+     * What the current command does (a `Constants::COMMAND_*` value) and whether it is
+     * an `EVAL` fallback.
+     *
+     * @return array{int, bool}
+     */
+    public function commandKind(): array
+    {
+        $n = $this->native;
+        $n->check($this->ffi->redlock_operation_command_kind($this->handle, FFI::addr($n->u32b), FFI::addr($n->flag)), 'command');
+        return [$n->u32b->cdata, $n->flag->cdata];
+    }
+
+    /** The instant of the current wait, in microseconds. */
+    public function waitUntil(): int
+    {
+        $n = $this->native;
+        $n->check($this->ffi->redlock_operation_wait_until($this->handle, FFI::addr($n->u64)), 'wait');
+        return $n->u64->cdata;
+    }
+
+    public function takeOutcome(): Outcome
+    {
+        $out = $this->ffi->new('redlock_outcome*');
+        $this->native->check($this->ffi->redlock_operation_take_outcome($this->handle, FFI::addr($out)), 'outcome');
+        return new Outcome($this->native, $out);
+    }
+
+    /**
+     * Hands in a reply; returns the result code (usage errors such as
+     * `duplicate_reply` leave the operation unchanged and are the caller's to judge).
+     */
+    public function handleReply(int $requestId, Reply $reply, int $nowUs): int
+    {
+        return $this->ffi->redlock_operation_handle_reply_value($this->handle, $requestId, $reply->handle, $nowUs);
+    }
+
+    /** Hands in a reply of a simple kind (not an array) without building a Reply. */
+    public function handleSimpleReply(int $requestId, int $kind, int $integer, string $text, int $nowUs): int
+    {
+        return $this->ffi->redlock_operation_handle_reply(
+            $this->handle,
+            $requestId,
+            $kind,
+            $integer,
+            $text === '' ? null : $text,
+            strlen($text),
+            $nowUs,
+        );
+    }
+
+    public function handleTimeout(int $nowUs): void
+    {
+        $this->native->check($this->ffi->redlock_operation_handle_timeout($this->handle, $nowUs), 'timeout');
+    }
+
+    public function kind(): int
+    {
+        return $this->ffi->redlock_operation_kind($this->handle);
+    }
+
+    public function isFinished(): bool
+    {
+        return $this->ffi->redlock_operation_is_finished($this->handle);
+    }
+
+    public function attempt(): int
+    {
+        return $this->ffi->redlock_operation_attempt($this->handle);
+    }
+
+    public function nodeCount(): int
+    {
+        return $this->ffi->redlock_operation_node_count($this->handle);
+    }
+
+    public function __destruct()
+    {
+        $this->ffi->redlock_operation_free($this->handle);
+    }
+}

@@ -1,0 +1,172 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Redlock\Tests;
+
+use PHPUnit\Framework\TestCase;
+use Redlock\Driver\PhpRedisDriver;
+use Redlock\Driver\StreamDriver;
+use Redlock\Exception\ConfigurationException;
+use Redlock\Exception\InvalidArgumentException;
+use Redlock\Exception\RedlockException;
+use Redlock\Options;
+use Redlock\Redlock;
+
+/**
+ * Every refusal is a clear exception: bad settings and arguments (the core's rules,
+ * named by the core), FFI disabled or missing, the library or header missing.
+ */
+final class ErrorPathsTest extends TestCase
+{
+    /** Nodes nobody listens on: nothing here reaches the network. */
+    private const URLS = ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', 'redis://127.0.0.1:3'];
+
+    /** @return iterable<string, array{Options, string}> */
+    public static function badOptions(): iterable
+    {
+        yield 'ttl zero' => [new Options(ttlMs: 0), 'ttl_zero'];
+        yield 'attempts zero' => [new Options(attempts: 0), 'attempts_zero'];
+        yield 'node timeout as long as the ttl' => [new Options(ttlMs: 100, nodeTimeoutMs: 100), 'node_timeout_too_large'];
+        yield 'drift factor one' => [new Options(driftFactor: 1.0), 'drift_factor_invalid'];
+        yield 'jitter above the delay' => [new Options(retryDelayMs: 10, retryJitterMs: 11), 'jitter_too_large'];
+        yield 'short tokens' => [new Options(tokenBytes: 8), 'token_too_short'];
+        yield 'ttl beyond redis' => [new Options(ttlMs: PHP_INT_MAX), 'ttl_too_large'];
+    }
+
+    /** @dataProvider badOptions */
+    public function testTheCoreNamesTheRuleABadConfigurationBreaks(Options $options, string $code): void
+    {
+        try {
+            Redlock::create(self::URLS, $options);
+            $this->fail("accepted, expected $code");
+        } catch (ConfigurationException $e) {
+            $this->assertSame($code, $e->codeName);
+            $this->assertStringContainsString("($code)", $e->getMessage());
+            $this->assertInstanceOf(RedlockException::class, $e);
+            $this->assertInstanceOf(\InvalidArgumentException::class, $e);
+        }
+    }
+
+    public function testNegativeDurationsAreRefusedBeforeTheCore(): void
+    {
+        $this->expectException(InvalidArgumentException::class);
+        Redlock::create(self::URLS, new Options(nodeTimeoutMs: -1));
+    }
+
+    /** @return iterable<string, array{list<string>}> */
+    public static function badUrls(): iterable
+    {
+        yield 'no nodes' => [[]];
+        yield 'http' => [['http://127.0.0.1:6379']];
+        yield 'no host' => [['redis://']];
+        yield 'database not a number' => [['redis://127.0.0.1:6379/x']];
+        yield 'not a url' => [['127.0.0.1']];
+    }
+
+    /**
+     * @dataProvider badUrls
+     * @param list<string> $urls
+     */
+    public function testBadNodeUrls(array $urls): void
+    {
+        $this->expectException(InvalidArgumentException::class);
+        new StreamDriver($urls);
+    }
+
+    /** @return iterable<string, array{string|list<string>, ?int, string}> */
+    public static function badAcquisitions(): iterable
+    {
+        yield 'empty resource' => ['', null, 'empty_resource'];
+        yield 'no resources' => [[], null, 'no_resources'];
+        yield 'duplicate resource' => [['a', 'a'], null, 'duplicate_resource'];
+        yield 'too many resources' => [array_map('strval', range(1, 65)), null, 'too_many_resources'];
+        yield 'ttl zero for one lock' => ['a', 0, 'invalid_ttl'];
+        yield 'negative ttl' => ['a', -5, 'invalid_argument'];
+    }
+
+    /**
+     * @dataProvider badAcquisitions
+     * @param string|list<string> $resources
+     */
+    public function testBadAcquisitionsAreRefusedWithTheCoresName(string|array $resources, ?int $ttlMs, string $code): void
+    {
+        $redlock = Redlock::create(self::URLS);
+        try {
+            $redlock->acquire($resources, $ttlMs);
+            $this->fail("accepted, expected $code");
+        } catch (InvalidArgumentException $e) {
+            $this->assertSame($code, $e->codeName, $e->getMessage());
+        }
+    }
+
+    public function testATokenThatIsNotPrintableIsRefused(): void
+    {
+        $redlock = Redlock::create(self::URLS);
+        try {
+            $redlock->lockFromToken('a', 'two words');
+            $this->fail('a token with a space was accepted');
+        } catch (InvalidArgumentException $e) {
+            $this->assertSame('invalid_token', $e->codeName);
+        }
+    }
+
+    public function testAClosedRedlockRefusesWork(): void
+    {
+        $redlock = Redlock::create(self::URLS);
+        $redlock->close();
+        $redlock->close();
+        try {
+            $redlock->acquire('a');
+            $this->fail('a closed client acquired');
+        } catch (InvalidArgumentException $e) {
+            $this->assertSame('used_after_close', $e->codeName);
+        }
+    }
+
+    public function testPhpRedisDriverTakesOnlyRedisObjects(): void
+    {
+        $this->expectException(InvalidArgumentException::class);
+        $this->expectExceptionMessage('node 1 is not a \Redis object but stdClass');
+        new PhpRedisDriver([new \Redis(), new \stdClass()]);
+    }
+
+    /** @return iterable<string, array{list<string>, array<string, string>, string, string}> */
+    public static function unusableEnvironments(): iterable
+    {
+        $package = dirname(__DIR__);
+        yield 'ffi.enable=0' => [['-d', 'ffi.enable=0'], [], 'FfiUnavailableException', 'ffi.enable is off'];
+        yield 'no FFI extension (php -n)' => [['-n'], [], 'FfiUnavailableException', 'the FFI extension is not loaded'];
+        yield 'library missing' => [
+            [],
+            ['REDLOCK_LIBRARY' => '/nonexistent/libredlock.so'],
+            'LibraryNotFoundException',
+            'libredlock not found at /nonexistent/libredlock.so',
+        ];
+        yield 'not a library' => [[], ['REDLOCK_LIBRARY' => "$package/composer.json"], 'LibraryNotFoundException', 'could not load'];
+        yield 'header missing' => [[], ['REDLOCK_HEADER' => '/nonexistent/redlock_php.h'], 'LibraryNotFoundException', 'redlock_php.h was not found'];
+    }
+
+    /**
+     * @dataProvider unusableEnvironments
+     * @param list<string> $phpArgs
+     * @param array<string, string> $env
+     */
+    public function testUnusableEnvironmentsGiveClearExceptions(array $phpArgs, array $env, string $class, string $message): void
+    {
+        $probe = dirname(__DIR__) . '/tests/fixtures/probe.php';
+        $process = proc_open(
+            array_merge([PHP_BINARY], $phpArgs, [$probe]),
+            [1 => ['pipe', 'w'], 2 => ['pipe', 'w']],
+            $pipes,
+            null,
+            $env + ['PATH' => (string) getenv('PATH')],
+        );
+        $stdout = (string) stream_get_contents($pipes[1]);
+        $stderr = (string) stream_get_contents($pipes[2]);
+        $this->assertSame(0, proc_close($process), $stderr);
+        $result = json_decode(trim($stdout), true, 512, JSON_THROW_ON_ERROR);
+        $this->assertSame("Redlock\\Exception\\$class", $result['error'] ?? null, $stdout);
+        $this->assertStringContainsString($message, $result['message']);
+    }
+}

@@ -1,0 +1,383 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Redlock\Tests\Integration;
+
+use PHPUnit\Framework\TestCase;
+use Redlock\Clock;
+use Redlock\Exception\LockHeldException;
+use Redlock\Exception\LockLostException;
+use Redlock\Exception\NodesFailedException;
+use Redlock\Lock;
+use Redlock\NodeResult;
+use Redlock\Options;
+use Redlock\Redlock;
+
+/**
+ * The scenarios every driver must pass against five real local Redis nodes. Each
+ * driver's test class starts its own set on its own ports.
+ */
+abstract class DriverScenarios extends TestCase
+{
+    /** @var list<string> */
+    protected static array $urls = [];
+
+    abstract protected static function basePort(): int;
+
+    /** A client over this class's nodes. */
+    abstract protected function redlock(Options $options = new Options()): Redlock;
+
+    /** The driver's name for the worker script (stream, phpredis). */
+    abstract protected static function workerDriver(): string;
+
+    public static function setUpBeforeClass(): void
+    {
+        static::$urls = Nodes::start(static::basePort());
+    }
+
+    public static function tearDownAfterClass(): void
+    {
+        Nodes::stop(static::basePort());
+    }
+
+    protected function setUp(): void
+    {
+        // Every node up, running and empty.
+        for ($i = 0; $i < 5; $i++) {
+            try {
+                $redis = new \Redis();
+                $redis->connect('127.0.0.1', static::basePort() + $i, 0.5, null, 0, 0.5);
+                $redis->flushAll();
+            } catch (\Throwable) {
+                Nodes::restart(static::basePort(), $i);
+            }
+        }
+    }
+
+    /**
+     * `$options` with a node timeout that holds on a loaded machine, unless the test
+     * sets one: most tests are about outcomes, not timing.
+     */
+    protected static function patient(Options $o): Options
+    {
+        if ($o->nodeTimeoutMs !== null) {
+            return $o;
+        }
+        return new Options(
+            ttlMs: $o->ttlMs,
+            nodeTimeoutMs: min(300, intdiv($o->ttlMs, 4)),
+            attempts: $o->attempts,
+            retryDelayMs: $o->retryDelayMs,
+            retryJitterMs: $o->retryJitterMs,
+            driftFactor: $o->driftFactor,
+            driftFixedMs: $o->driftFixedMs,
+            minValidityMs: $o->minValidityMs,
+            tokenBytes: $o->tokenBytes,
+            keyPrefix: $o->keyPrefix,
+            maxExtensions: $o->maxExtensions,
+        );
+    }
+
+    /** Every node holds `$token` or nothing, and at least a quorum holds it. */
+    protected function assertHeldBy(string $token, string $key): void
+    {
+        $values = Nodes::values(static::basePort(), $key);
+        foreach ($values as $i => $value) {
+            $this->assertContains($value, [$token, false], "node $i holds something else");
+        }
+        $this->assertGreaterThanOrEqual(3, count(array_keys($values, $token, true)), 'held on fewer than a quorum');
+    }
+
+    private function resource(): string
+    {
+        return 'php-test:' . $this->getName(false);
+    }
+
+    public function testAcquireSetsTheTokenOnEveryNodeAndReleaseRemovesIt(): void
+    {
+        $redlock = $this->redlock();
+        $lock = $redlock->acquire($this->resource(), 5_000);
+        $this->assertTrue($lock->isValid());
+        $this->assertGreaterThan(4_000, $lock->validityMs());
+        $this->assertLessThanOrEqual(5_000, $lock->validityMs());
+        $this->assertSame(1, $lock->attempts());
+        $redlock->flush();
+        $this->assertHeldBy($lock->token(), $this->resource());
+        $this->assertGreaterThanOrEqual(3, $lock->release());
+        $redlock->flush();
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+        $this->assertFalse($lock->isValid());
+        $this->assertSame(0, $lock->release(), 'a second release does nothing');
+    }
+
+    public function testHeldElsewhereIsLockHeldWithEveryNodesAnswer(): void
+    {
+        $holder = $this->redlock();
+        $lock = $holder->acquire($this->resource(), 5_000);
+        $rival = $this->redlock(new Options(attempts: 2, retryDelayMs: 5, retryJitterMs: 2));
+        try {
+            $rival->acquire($this->resource());
+            $this->fail('the rival acquired a held lock');
+        } catch (LockHeldException $e) {
+            $this->assertSame('conflict', $e->reason);
+            $this->assertSame(2, $e->attempts);
+            $this->assertCount(5, $e->nodes);
+            $conflicts = array_filter($e->nodes, static fn (NodeResult $n): bool => $n->status === NodeResult::CONFLICT);
+            $this->assertGreaterThanOrEqual(3, count($conflicts));
+            $this->assertSame([], $e->failedNodes());
+            $this->assertStringContainsString('127.0.0.1:' . static::basePort(), $e->getMessage());
+        }
+        $this->assertNull($rival->tryAcquire($this->resource()));
+        $rival->flush();
+        // The rival's failed attempts left nothing behind.
+        $this->assertHeldBy($lock->token(), $this->resource());
+        $lock->release();
+        $this->assertNotNull($again = $rival->tryAcquire($this->resource()));
+        $again->release();
+    }
+
+    public function testTwoNodesDownStillLocksThreeDownIsNodesFailedWithEachNodesCause(): void
+    {
+        Nodes::kill(static::basePort(), 3);
+        Nodes::kill(static::basePort(), 4);
+        $redlock = $this->redlock(new Options(attempts: 1));
+        $lock = $redlock->acquire($this->resource(), 5_000);
+        $this->assertTrue($lock->isValid());
+        $lock->release();
+
+        Nodes::kill(static::basePort(), 2);
+        try {
+            $redlock->acquire($this->resource(), 5_000);
+            $this->fail('acquired with three of five nodes down');
+        } catch (NodesFailedException $e) {
+            $this->assertSame('nodes_failed', $e->reason);
+            $failed = $e->failedNodes();
+            $this->assertGreaterThanOrEqual(3, count($failed));
+            foreach ([2, 3, 4] as $index) {
+                $this->assertSame(NodeResult::ERROR, $e->nodes[$index]->status, (string) $e->nodes[$index]);
+                $this->assertStringContainsString('connection failed', (string) $e->nodes[$index]->error);
+            }
+        }
+        $redlock->flush();
+        $this->assertSame(
+            [false, false],
+            array_slice(Nodes::values(static::basePort(), $this->resource(), 2), 0, 2),
+            'the failed attempt was released',
+        );
+    }
+
+    public function testOneFrozenNodeDoesNotStallAcquisitions(): void
+    {
+        $redlock = $this->redlock(new Options(ttlMs: 10_000, nodeTimeoutMs: 50, attempts: 10, retryDelayMs: 5, retryJitterMs: 2));
+        $warm = $redlock->acquire($this->resource());
+        $warm->release();
+        Nodes::pause(static::basePort(), 0);
+        try {
+            $took = [];
+            for ($i = 0; $i < 5; $i++) {
+                $started = Clock::nowUs();
+                $lock = $redlock->acquire($this->resource());
+                $took[] = (Clock::nowUs() - $started) / 1000;
+                $this->assertTrue($lock->isValid());
+                $lock->release();
+            }
+            sort($took);
+            $this->assertLessThan($this->frozenAcquireBoundMs(), $took[2], 'median acquisition with one node frozen, ms: ' . implode(', ', $took));
+        } finally {
+            Nodes::resume(static::basePort(), 0);
+        }
+        $redlock->flush();
+        $this->assertLeftBehindAfterFrozenNode($this->resource());
+    }
+
+    /**
+     * After rounds with a frozen node, on the other four: nothing (the stream driver
+     * keeps each node's order); the phpredis driver, which must reopen a connection
+     * after a timeout, may leave a key whose SET ran after the release, with its TTL.
+     */
+    abstract protected function assertLeftBehindAfterFrozenNode(string $key): void;
+
+    /** How long an acquisition may take with one node frozen and a 50 ms node timeout. */
+    abstract protected function frozenAcquireBoundMs(): float;
+
+    public function testARestartedEmptyNodeIsReconnectedAndScriptsReloaded(): void
+    {
+        $redlock = $this->redlock(new Options(attempts: 1));
+        $first = $redlock->acquire($this->resource(), 5_000);
+        Nodes::restart(static::basePort(), 0);
+        // Still held: the four other nodes keep the key.
+        $rival = $this->redlock(new Options(attempts: 1));
+        $this->assertNull($rival->tryAcquire($this->resource()));
+        // Decided at three confirmations; the restarted node confirms by having no key.
+        $this->assertGreaterThanOrEqual(2, $first->release());
+        $redlock->flush();
+        $rival->flush();
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+        $second = $redlock->acquire($this->resource(), 5_000);
+        $second->release();
+        $redlock->flush();
+        // The scripts were loaded on the new connection before any EVALSHA.
+        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', '8e71672c5cb315a6f66438f72df1e4fafa4c6ab4');
+        $this->assertSame([1], $exists);
+    }
+
+    public function testExtensionAndLossAfterAnotherTokenTookTheKeys(): void
+    {
+        $redlock = $this->redlock();
+        $lock = $redlock->acquire($this->resource(), 2_000);
+        $lock->extend(20_000);
+        $this->assertSame(1, $lock->extensions());
+        $this->assertGreaterThan(19_000, $lock->validityMs());
+        $ttl = Nodes::redis(static::basePort(), 1)->pTTL($this->resource());
+        $this->assertGreaterThan(19_000, $ttl);
+
+        for ($i = 0; $i < 5; $i++) {
+            Nodes::redis(static::basePort(), $i)->set($this->resource(), 'someone-else');
+        }
+        try {
+            $lock->extend();
+            $this->fail('extended a lock whose keys hold another token');
+        } catch (LockLostException $e) {
+            $this->assertSame('conflict', $e->reason);
+        }
+        $this->assertSame(
+            array_fill(0, 5, 'someone-else'),
+            Nodes::values(static::basePort(), $this->resource()),
+            'the failed extension changed nothing',
+        );
+    }
+
+    public function testReleaseNeverDeletesAnotherToken(): void
+    {
+        $redlock = $this->redlock();
+        $lock = $redlock->acquire($this->resource(), 5_000);
+        for ($i = 0; $i < 3; $i++) {
+            Nodes::redis(static::basePort(), $i)->set($this->resource(), 'the-next-holder');
+        }
+        // Decided once three nodes confirmed the key is not ours; counts only our deletions.
+        $this->assertLessThanOrEqual(2, $lock->release());
+        $redlock->flush();
+        $this->assertSame(
+            ['the-next-holder', 'the-next-holder', 'the-next-holder', false, false],
+            Nodes::values(static::basePort(), $this->resource())
+        );
+    }
+
+    public function testSynchronizedReleasesAfterTheCallbackAndAfterAnException(): void
+    {
+        $redlock = $this->redlock();
+        $seen = $redlock->synchronized($this->resource(), 5_000, function (Lock $lock): string {
+            $this->assertTrue($lock->isValid());
+            return $lock->token();
+        });
+        $redlock->flush();
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+        $this->assertSame(40, strlen($seen));
+        try {
+            $redlock->synchronized($this->resource(), 5_000, static function (): void {
+                throw new \DomainException('work failed');
+            });
+            $this->fail('the exception was swallowed');
+        } catch (\DomainException $e) {
+            $this->assertSame('work failed', $e->getMessage());
+        }
+        $redlock->flush();
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+    }
+
+    public function testSynchronizedSaysSoWhenTheLockExpiredDuringTheCallback(): void
+    {
+        $redlock = $this->redlock(new Options(ttlMs: 200));
+        $this->expectException(LockLostException::class);
+        $redlock->synchronized($this->resource(), 200, static function (): void {
+            usleep(250_000);
+        });
+    }
+
+    public function testAForgottenLockIsReleasedByItsDestructor(): void
+    {
+        $redlock = $this->redlock();
+        (function () use ($redlock): void {
+            $lock = $redlock->acquire($this->resource(), 30_000);
+            $this->assertTrue($lock->isValid());
+        })();
+        $redlock->flush();
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+    }
+
+    public function testALockOutlivingItsClosedClientIsStillReleased(): void
+    {
+        $redlock = $this->redlock();
+        $lock = $redlock->acquire($this->resource(), 30_000);
+        $redlock->close();
+        $this->assertTrue($lock->isValid());
+        unset($lock);
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+    }
+
+    public function testAScriptThatExitsHoldingALockReleasesIt(): void
+    {
+        $script = sprintf(
+            '<?php require %s; $r = %s; $lock = $r->acquire(%s, 30000); echo $lock->token();',
+            var_export(dirname(__DIR__, 2) . '/vendor/autoload.php', true),
+            static::workerDriver() === 'stream'
+                ? sprintf('Redlock\Redlock::create(%s)', var_export(static::$urls, true))
+                : sprintf(
+                    'Redlock\Redlock::withPhpRedis(array_map(function ($p) { $x = new Redis(); $x->connect("127.0.0.1", $p, 1.0); return $x; }, %s))',
+                    var_export(range(static::basePort(), static::basePort() + 4), true),
+                ),
+            var_export($this->resource(), true),
+        );
+        $process = proc_open([PHP_BINARY], [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        fwrite($pipes[0], $script);
+        fclose($pipes[0]);
+        $token = (string) stream_get_contents($pipes[1]);
+        $stderr = (string) stream_get_contents($pipes[2]);
+        $this->assertSame(0, proc_close($process), $stderr);
+        $this->assertMatchesRegularExpression('/^[0-9a-f]{40}$/', $token);
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+    }
+
+    public function testSeveralResourcesAreLockedTogether(): void
+    {
+        $redlock = $this->redlock(new Options(attempts: 1));
+        $lock = $redlock->acquire([$this->resource() . ':a', $this->resource() . ':b'], 5_000);
+        $this->assertNull($redlock->tryAcquire($this->resource() . ':b'));
+        $lock->release();
+        $redlock->flush();
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource() . ':a'));
+    }
+
+    public function testWorkersInSeveralProcessesExcludeEachOther(): void
+    {
+        $dir = sys_get_temp_dir() . '/redlock-php-' . getmypid() . '-' . static::workerDriver();
+        @mkdir($dir);
+        $counter = "$dir/counter";
+        file_put_contents($counter, "0\n");
+        @unlink("$dir/marker");
+        $env = [
+            'REDLOCK_NODES' => implode(',', static::$urls),
+            'DEMO_RESOURCE' => $this->resource(),
+            'DEMO_COUNTER' => $counter,
+            'DEMO_ROUNDS' => '8',
+            'DEMO_MARKER' => "$dir/marker",
+            'PATH' => (string) getenv('PATH'),
+        ] + array_filter(['REDLOCK_LIBRARY' => getenv('REDLOCK_LIBRARY') ?: null]);
+        $worker = dirname(__DIR__, 2) . '/examples/worker.php';
+        $processes = [];
+        for ($i = 0; $i < 3; $i++) {
+            $processes[] = proc_open([PHP_BINARY, $worker, static::workerDriver()], [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, null, $env);
+            $outputs[] = $pipes;
+        }
+        foreach ($processes as $i => $process) {
+            $stderr = stream_get_contents($outputs[$i][2]);
+            stream_get_contents($outputs[$i][1]);
+            $status = proc_close($process);
+            $this->assertSame(0, $status, "worker $i failed: $stderr");
+        }
+        $this->assertSame('24', trim((string) file_get_contents($counter)), 'an update was lost: two holders overlapped');
+        @unlink($counter);
+        @rmdir($dir);
+    }
+}

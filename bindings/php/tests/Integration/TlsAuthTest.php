@@ -1,0 +1,93 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Redlock\Tests\Integration;
+
+use PHPUnit\Framework\TestCase;
+use Redlock\Exception\NodesFailedException;
+use Redlock\NodeResult;
+use Redlock\Options;
+use Redlock\Redlock;
+
+/**
+ * The stream driver over TLS with a password (ports 7520-7524): rediss:// URLs, a
+ * private CA, AUTH on every new connection; and what a wrong password or an
+ * unverifiable certificate look like.
+ */
+final class TlsAuthTest extends TestCase
+{
+    private const BASE_PORT = 7520;
+    /** @var list<string> */
+    private static array $urls = [];
+    private static string $ca = '';
+
+    public static function setUpBeforeClass(): void
+    {
+        self::$urls = Nodes::start(self::BASE_PORT, 5, ['--tls', '--requirepass', 's3cret']);
+        self::$ca = Nodes::ca(self::BASE_PORT);
+    }
+
+    public static function tearDownAfterClass(): void
+    {
+        Nodes::stop(self::BASE_PORT);
+    }
+
+    private static function options(): Options
+    {
+        // TLS handshakes on a loaded machine: outcomes here, not timing.
+        return new Options(nodeTimeoutMs: 1_000, attempts: 1);
+    }
+
+    public function testLocksOverTlsWithAuth(): void
+    {
+        $this->assertStringStartsWith('rediss://:s3cret@127.0.0.1:', self::$urls[0]);
+        $redlock = Redlock::create(self::$urls, self::options(), ['cafile' => self::$ca]);
+        $this->assertSame('rediss://127.0.0.1:' . self::BASE_PORT, $redlock->nodes()[0], 'no password in labels');
+        $lock = $redlock->acquire('php-tls:a', 5_000);
+        $rival = Redlock::create(self::$urls, self::options(), ['cafile' => self::$ca]);
+        $this->assertNull($rival->tryAcquire('php-tls:a'));
+        $this->assertGreaterThanOrEqual(3, $lock->release());
+        $this->assertNotNull($again = $rival->tryAcquire('php-tls:a'));
+        $again->release();
+    }
+
+    public function testAWrongPasswordIsAnAuthFailureOnEveryNode(): void
+    {
+        $urls = array_map(static fn (string $u): string => str_replace(':s3cret@', ':wrong@', $u), self::$urls);
+        $redlock = Redlock::create($urls, self::options(), ['cafile' => self::$ca]);
+        try {
+            $redlock->acquire('php-tls:b');
+            $this->fail('acquired with a wrong password');
+        } catch (NodesFailedException $e) {
+            $this->assertSame('nodes_failed', $e->reason);
+            $this->assertCausedBy('auth: WRONGPASS', $e);
+        }
+    }
+
+    public function testACertificateFromAnUnknownCaIsATlsFailure(): void
+    {
+        $redlock = Redlock::create(self::$urls, self::options());
+        try {
+            $redlock->acquire('php-tls:c');
+            $this->fail('acquired over TLS without trusting the CA');
+        } catch (NodesFailedException $e) {
+            $this->assertCausedBy('tls:', $e);
+        }
+    }
+
+    /** At least a quorum's worth of nodes failed with `$cause`; the rest had not answered yet. */
+    private function assertCausedBy(string $cause, NodesFailedException $e): void
+    {
+        $failed = 0;
+        foreach ($e->nodes as $node) {
+            if ($node->status === NodeResult::PENDING) {
+                continue;
+            }
+            $this->assertSame(NodeResult::ERROR, $node->status, (string) $node);
+            $this->assertStringContainsString($cause, (string) $node->error);
+            $failed++;
+        }
+        $this->assertGreaterThanOrEqual(3, $failed, $e->getMessage());
+    }
+}

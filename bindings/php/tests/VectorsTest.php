@@ -1,0 +1,247 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Redlock\Tests;
+
+use PHPUnit\Framework\TestCase;
+use Redlock\Exception\ConfigurationException;
+use Redlock\Exception\CoreException;
+use Redlock\Exception\InvalidArgumentException;
+use Redlock\Ffi\Client;
+use Redlock\Ffi\Config;
+use Redlock\Ffi\Constants;
+use Redlock\Ffi\Lease;
+use Redlock\Ffi\Native;
+use Redlock\Ffi\Operation;
+use Redlock\Ffi\Outcome;
+
+/**
+ * Every conformance vector (tests/vectors/*.json) replayed through FFI: the same
+ * outputs and outcomes as the Rust core, the C ABI and the other bindings.
+ */
+final class VectorsTest extends TestCase
+{
+    private const SETTINGS = [
+        'drift_factor', 'drift_fixed_us', 'node_timeout_us', 'min_validity_us', 'attempts',
+        'retry_delay_us', 'retry_jitter_us', 'key_prefix', 'token_bytes',
+    ];
+
+    /** @return iterable<string, array{string}> */
+    public static function vectors(): iterable
+    {
+        $files = glob(VectorSupport::vectorsDir() . '/*.json') ?: [];
+        self::assertGreaterThan(50, count($files), 'the conformance vectors are missing');
+        foreach ($files as $file) {
+            yield basename($file, '.json') => [$file];
+        }
+    }
+
+    /** @dataProvider vectors */
+    public function testVector(string $file): void
+    {
+        $vector = json_decode((string) file_get_contents($file), true, 512, JSON_THROW_ON_ERROR);
+        $this->assertSame(basename($file, '.json'), $vector['name']);
+        $native = Native::get();
+        $settings = array_intersect_key($vector['config'], array_flip(self::SETTINGS));
+
+        if (isset($vector['config_error'])) {
+            try {
+                Config::build($native, $vector['config']['nodes'], $vector['config']['ttl_ms'], $settings);
+                $this->fail("configuration accepted, expected {$vector['config_error']}");
+            } catch (ConfigurationException $e) {
+                $this->assertSame($vector['config_error'], $e->codeName);
+            }
+            return;
+        }
+        $config = Config::build($native, $vector['config']['nodes'], $vector['config']['ttl_ms'], $settings);
+        $client = Client::create($config, str_repeat("\0", 32));
+
+        /** @var array<string, Operation> $ops */
+        $ops = [];
+        /** @var array<string, Lease> $leases */
+        $leases = [];
+        $last = null;
+        foreach ($vector['steps'] as $index => $step) {
+            $where = "step $index";
+            $expectedError = $step['error'] ?? null;
+            $name = $step['op'] ?? $last;
+            try {
+                if (isset($step['lease']) && !isset($step['extend']) && !isset($step['release'])) {
+                    $leases[$step['name']] = $client->lease($step['lease']['resources'], $step['lease']['token'], $step['lease']['valid_until']);
+                    $this->assertNull($expectedError, "$where: lease built, expected {$expectedError}");
+                    continue;
+                }
+                if (isset($step['acquire'])) {
+                    $op = $client->acquireWithRandom($step['acquire']['resources'], (string) hex2bin($step['acquire']['random']), $step['now']);
+                    $ops[$step['op']] = $op;
+                    $last = $step['op'];
+                } elseif (isset($step['extend'])) {
+                    $op = $client->extend($leases[$step['extend']['lease']] ?? $this->fail("$where: no lease"), null, $step['now']);
+                    $ops[$step['op']] = $op;
+                    $last = $step['op'];
+                } elseif (isset($step['release'])) {
+                    $op = $client->release($leases[$step['release']['lease']] ?? $this->fail("$where: no lease"), $step['now']);
+                    $ops[$step['op']] = $op;
+                    $last = $step['op'];
+                } elseif (isset($step['reply'])) {
+                    $op = $ops[$name];
+                    $reply = VectorSupport::reply($native, $step['reply']['value']);
+                    $native->check($op->handleReply($step['reply']['request'], $reply, $step['now']), 'reply');
+                } elseif (isset($step['timeout'])) {
+                    $op = $ops[$name];
+                    $op->handleTimeout($step['now']);
+                } else {
+                    $this->fail("$where: unknown step " . json_encode($step));
+                }
+            } catch (InvalidArgumentException | CoreException $e) {
+                $this->assertSame($expectedError, $e->codeName, "$where: " . $e->getMessage());
+                $this->assertSame([], $step['expect'] ?? [], "$where: a failed call produces no outputs");
+                continue;
+            }
+            $this->assertNull($expectedError, "$where: the call succeeded, expected $expectedError");
+            $outputs = $this->drain($op, $leases, (string) ($step['op'] ?? $name));
+            $this->assertSame(
+                self::normalise($step['expect'], $native),
+                $outputs,
+                "$where of {$vector['name']}"
+            );
+        }
+    }
+
+    /**
+     * Polls until nothing is left, in the vectors' JSON form.
+     *
+     * @param array<string, Lease> $leases
+     * @return list<array<string, mixed>>
+     */
+    private function drain(Operation $op, array &$leases, string $name): array
+    {
+        $outputs = [];
+        for ($guard = 0; $guard < 10_000; $guard++) {
+            $kind = $op->poll();
+            if ($kind === Constants::OUTPUT_NONE) {
+                return $outputs;
+            }
+            if ($kind === Constants::OUTPUT_SEND) {
+                [$node, $request, $deadline, $argc] = $op->command();
+                $argv = $op->commandArgs($argc);
+                $this->assertSame(self::resp($argv), $op->commandResp(), 'the RESP encoding matches the arguments');
+                $outputs[] = ['send' => ['node' => $node, 'request' => $request, 'deadline' => $deadline, 'argv' => $argv]];
+            } elseif ($kind === Constants::OUTPUT_WAIT) {
+                $outputs[] = ['wait' => $op->waitUntil()];
+            } elseif ($kind === Constants::OUTPUT_OUTCOME) {
+                $outcome = $op->takeOutcome();
+                if ($outcome->lease() !== null) {
+                    $leases[$name] = $outcome->lease();
+                }
+                $outputs[] = ['outcome' => self::outcome($outcome)];
+            } else {
+                $this->fail("unknown output kind $kind");
+            }
+        }
+        $this->fail('the operation never stopped producing outputs');
+    }
+
+    /** @param list<string> $argv */
+    private static function resp(array $argv): string
+    {
+        $out = '*' . count($argv) . "\r\n";
+        foreach ($argv as $arg) {
+            $out .= '$' . strlen($arg) . "\r\n" . $arg . "\r\n";
+        }
+        return $out;
+    }
+
+    /** @return array<string, mixed> */
+    private static function outcome(Outcome $o): array
+    {
+        $nodes = array_map(static function (array $node): string|array {
+            [$kind, $text] = $node;
+            return $kind === Constants::NODE_ERROR ? ['error' => $text] : Constants::NODE_STATUSES[$kind];
+        }, $o->nodes());
+        $kind = Constants::OUTCOME_KINDS[$o->kind];
+        return match ($o->kind) {
+            Constants::OUTCOME_ACQUIRED => [
+                'kind' => $kind,
+                'token' => $o->token(),
+                'valid_until' => $o->validUntilUs(),
+                'validity' => $o->validityUs(),
+                'attempts' => $o->attempts(),
+                'nodes' => $nodes,
+            ],
+            Constants::OUTCOME_NOT_ACQUIRED => [
+                'kind' => $kind,
+                'reason' => $o->reasonName(),
+                'attempts' => $o->attempts(),
+                'token' => $o->token(),
+                'nodes' => $nodes,
+            ],
+            Constants::OUTCOME_EXTENDED => [
+                'kind' => $kind,
+                'token' => $o->token(),
+                'valid_until' => $o->validUntilUs(),
+                'validity' => $o->validityUs(),
+                'extensions' => $o->extensions(),
+                'nodes' => $nodes,
+            ],
+            Constants::OUTCOME_NOT_EXTENDED => [
+                'kind' => $kind,
+                'reason' => $o->reasonName(),
+                'valid_until' => $o->validUntilUs(),
+                'validity' => $o->validityUs(),
+                'retry_at' => $o->retryAtUs(),
+                'nodes' => $nodes,
+            ],
+            default => ['kind' => $kind, 'released' => $o->released(), 'nodes' => $nodes],
+        };
+    }
+
+    /**
+     * The expected outputs with script placeholders replaced, and outcome fields in
+     * the order outcome() writes them (only those the vector states).
+     *
+     * @param list<array<string, mixed>> $expect
+     * @return list<array<string, mixed>>
+     */
+    private static function normalise(array $expect, Native $native): array
+    {
+        $scripts = [
+            '{{ACQUIRE_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_ACQUIRE),
+            '{{RELEASE_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_RELEASE),
+            '{{EXTEND_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_EXTEND),
+        ];
+        $out = [];
+        foreach ($expect as $output) {
+            if (isset($output['send'])) {
+                $send = $output['send'];
+                $send['argv'] = array_map(static fn (string $a): string => $scripts[$a] ?? $a, $send['argv']);
+                $out[] = [
+                    'send' => ['node' => $send['node'], 'request' => $send['request'], 'deadline' => $send['deadline'], 'argv' => $send['argv']],
+                ];
+            } elseif (isset($output['outcome'])) {
+                $order = ['kind', 'reason', 'token', 'valid_until', 'validity', 'attempts', 'extensions', 'retry_at', 'released', 'nodes'];
+                $outcome = $output['outcome'];
+                $sorted = [];
+                $layout = match ($outcome['kind']) {
+                    'acquired' => ['kind', 'token', 'valid_until', 'validity', 'attempts', 'nodes'],
+                    'not_acquired' => ['kind', 'reason', 'attempts', 'token', 'nodes'],
+                    'extended' => ['kind', 'token', 'valid_until', 'validity', 'extensions', 'nodes'],
+                    'not_extended' => ['kind', 'reason', 'valid_until', 'validity', 'retry_at', 'nodes'],
+                    default => ['kind', 'released', 'nodes'],
+                };
+                foreach ($layout as $key) {
+                    $sorted[$key] = array_key_exists($key, $outcome) ? $outcome[$key] : '(not in the vector)';
+                }
+                $extra = array_diff(array_keys($outcome), $order);
+                if ($extra !== []) {
+                    throw new \UnexpectedValueException('unknown outcome fields: ' . implode(', ', $extra));
+                }
+                $out[] = ['outcome' => $sorted];
+            } else {
+                $out[] = $output;
+            }
+        }
+        return $out;
+    }
+}
