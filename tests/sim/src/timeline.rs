@@ -55,6 +55,18 @@ pub struct Timeline {
 
 const COLOURS: [&str; 4] = ["#1f77b4", "#e6820e", "#2ca02c", "#9467bd"];
 const RED: &str = "#d62728";
+/// A white outline behind text drawn over bars.
+const HALO: &str = r##"paint-order="stroke" stroke="white" stroke-width="3" stroke-linejoin="round""##;
+
+/// `t` microseconds as seconds, with as many decimals as it needs (at most two).
+fn seconds(t: u64) -> String {
+    let text = format!("{:.2}", t as f64 / 1e6);
+    let text = text.trim_end_matches('0');
+    match text.strip_suffix('.') {
+        Some(whole) => format!("{whole}.0"),
+        None => text.to_string(),
+    }
+}
 
 fn colour(client: Option<usize>) -> &'static str {
     client.map_or("#7f7f7f", |c| COLOURS[c % COLOURS.len()])
@@ -205,7 +217,7 @@ impl Timeline {
         let lane = 34.0;
         let top = 58.0;
         let lanes = self.clients.len() + self.nodes.len() + 1;
-        let legend_y = top + lane * lanes as f64 + 30.0;
+        let legend_y = top + lane * lanes as f64 + 44.0;
         let height = legend_y + 26.0 + 18.0 * verdict.len() as f64 + 10.0;
         let mut svg = String::new();
         let w = &mut svg;
@@ -225,17 +237,22 @@ impl Timeline {
             escape(title)
         );
         // Grid and axis.
-        let step = if end > 4_000_000 { 1_000_000 } else { 500_000 };
+        let step = match end {
+            0..=1_000_000 => 100_000,
+            1_000_001..=2_500_000 => 250_000,
+            2_500_001..=5_000_000 => 500_000,
+            _ => 1_000_000,
+        };
         let mut t = 0;
         while t <= end {
             let _ = writeln!(
                 w,
-                r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#dddddd"/><text x="{0:.1}" y="{3:.1}" text-anchor="middle" fill="#555">{4:.1} s</text>"##,
+                r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#dddddd"/><text x="{0:.1}" y="{3:.1}" text-anchor="middle" fill="#555">{4} s</text>"##,
                 x(t),
                 top - 6.0,
                 top + lane * lanes as f64,
                 top - 10.0,
-                t as f64 / 1e6
+                seconds(t)
             );
             t += step;
         }
@@ -278,9 +295,9 @@ impl Timeline {
             );
             let _ = writeln!(
                 w,
-                r##"<text x="{:.1}" y="{:.1}" fill="{RED}" font-weight="bold">both believe they hold the lock</text>"##,
-                x(from) + 4.0,
-                y + h + 12.0 - lane
+                r##"<text x="{:.1}" y="{:.1}" fill="{RED}" font-weight="bold" {HALO}>both believe they hold the lock</text>"##,
+                x(to) + 6.0,
+                lane_y(first) + lane + 4.0
             );
         }
         // Client beliefs.
@@ -448,9 +465,9 @@ impl Timeline {
                 cross(w, cx, ry, colour(Some(client)));
                 let _ = writeln!(
                     w,
-                    r##"<text x="{:.1}" y="{:.1}" font-size="11">{} rejected (token {})</text>"##,
-                    cx + 9.0,
-                    ry - 6.0,
+                    r##"<text x="{:.1}" y="{:.1}" font-size="11" {HALO}>{} rejected (token {})</text>"##,
+                    cx - 20.0,
+                    ry + 22.0,
                     escape(&self.clients[client]),
                     write.fencing_token.unwrap_or(0)
                 );
@@ -458,9 +475,9 @@ impl Timeline {
             if stale == Some(index) {
                 let _ = writeln!(
                     w,
-                    r##"<circle cx="{cx:.1}" cy="{ry:.1}" r="10" fill="none" stroke="{RED}" stroke-width="3"/><text x="{:.1}" y="{:.1}" fill="{RED}" font-weight="bold">stale write by {}</text>"##,
-                    cx + 13.0,
-                    ry + 4.0,
+                    r##"<circle cx="{cx:.1}" cy="{ry:.1}" r="10" fill="none" stroke="{RED}" stroke-width="3"/><text x="{:.1}" y="{:.1}" fill="{RED}" font-weight="bold" {HALO}>stale write by {}</text>"##,
+                    cx - 20.0,
+                    ry + 24.0,
                     escape(&self.clients[client])
                 );
             }
