@@ -68,8 +68,7 @@ wait_for() {
 
 start() {
   local dir=$1
-  need_apt java:default-jre-headless etcd:etcd-server etcdctl:etcd-client
-  [ -f /usr/share/java/zookeeper.jar ] || need_apt_package zookeeper
+  need_apt java:default-jre-headless zooinspector:zookeeper etcd:etcd-server etcdctl:etcd-client
   mkdir -p "$dir/zk-data" "$dir/etcd-data"
   cat >"$dir/zoo.cfg" <<EOF
 tickTime=100
@@ -118,15 +117,6 @@ stop() {
     rm -f "$dir/$name.pid"
   done
   rm -rf "$dir"
-}
-
-need_apt_package() {
-  # The zookeeper package ships a jar, not a command need_apt could look for.
-  if [ "$(id -u)" -ne 0 ]; then
-    die "missing Debian package: $1 (install it with: sudo apt-get install -y $1)"
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q "$1" >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q "$1" >/dev/null; }
 }
 
 case "${1:-}" in

@@ -11,6 +11,11 @@ need_apt redis-server:redis-server valgrind:valgrind
 # The C ABI's tests: gcc builds them, pkg-config finds the installed library, and
 # PHP's FFI (in Debian's php-cli) loads the PHP header.
 need_apt gcc:gcc pkg-config:pkg-config php:php-cli
+# The safety lab (make test-lab): the pictures are rendered to PNG with rsvg-convert;
+# its real-system checks run a ZooKeeper server (the zookeeper package; zooinspector is
+# the one command it puts on the PATH) on Java, and an etcd member with etcdctl.
+need_apt rsvg-convert:librsvg2-bin java:default-jre-headless zooinspector:zookeeper \
+  etcd:etcd-server etcdctl:etcd-client
 
 mkdir -p "$REDLOCK_CACHE"
 echo "setup: ok (cache: $REDLOCK_CACHE)"

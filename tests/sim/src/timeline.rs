@@ -405,7 +405,7 @@ impl Timeline {
             let y = lane_y(node_base + node);
             let _ = writeln!(
                 w,
-                r##"<path d="M{0:.1},{1:.1} l6,10 l-4,0 l4,10 l-10,-13 l4,0 z" fill="{RED}"/><text x="{2:.1}" y="{3:.1}" fill="{RED}" font-size="11">clock jumps +{4:.1} s</text>"##,
+                r##"<path d="M{0:.1},{1:.1} l6,10 l-4,0 l4,10 l-10,-13 l4,0 z" fill="{RED}"/><text x="{2:.1}" y="{3:.1}" fill="{RED}" font-size="11" {HALO}>clock jumps +{4:.1} s</text>"##,
                 x(at) - 3.0,
                 y + 6.0,
                 x(at) + 8.0,
