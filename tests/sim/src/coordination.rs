@@ -388,7 +388,11 @@ mod tests {
         reply(&mut service, 10, 1, &["CREATE", "31234"]);
         assert_eq!(service.holder(), Some(0));
         let name = match &first[0].reply {
-            Reply::Bulk(b) => String::from_utf8_lossy(b).split(' ').next().unwrap_or("").to_string(),
+            Reply::Bulk(b) => String::from_utf8_lossy(b)
+                .split(' ')
+                .next()
+                .unwrap_or("")
+                .to_string(),
             _ => String::new(),
         };
         assert!(reply(&mut service, 20, 1, &["WAITDEL", "31234", &name]).is_empty());

@@ -277,7 +277,7 @@ const fn picture(scenario: Scenario, strategy: Strategy) -> Picture {
 
 /// The pictures `docs/safety.md` shows: one per kind of violated cell, and each row's
 /// most instructive safe case.
-pub const PICTURES: [Picture; 14] = [
+pub const PICTURES: [Picture; 16] = [
     picture(Scenario::NoFaults, Strategy::Redlock),
     picture(Scenario::ClientCrash, Strategy::SetnxExpire),
     picture(Scenario::ClientCrash, Strategy::ZooKeeper),
@@ -289,7 +289,9 @@ pub const PICTURES: [Picture; 14] = [
     picture(Scenario::PauseBeforeReplies, Strategy::Redlock),
     picture(Scenario::PauseAfterAcquire, Strategy::Redlock),
     picture(Scenario::PauseAfterAcquire, Strategy::ZooKeeperFenced),
+    picture(Scenario::PauseAfterAcquire, Strategy::Etcd),
     picture(Scenario::PauseInRelease, Strategy::GetThenDel),
     picture(Scenario::ClientClockSkew, Strategy::SetnxGetset),
     picture(Scenario::FailoverBeforeReplication, Strategy::SingleReplica),
+    picture(Scenario::Randomised, Strategy::Redlock),
 ];

@@ -374,7 +374,8 @@ impl World {
         for (index, spec) in plan.clients.iter().enumerate() {
             clients.push(World::client(index, spec, strategy, seed)?);
         }
-        let client_names: Vec<Rc<str>> = clients.iter().map(|c| Rc::from(c.name.as_str())).collect();
+        let client_names: Vec<Rc<str>> =
+            clients.iter().map(|c| Rc::from(c.name.as_str())).collect();
         for (index, clock) in plan.node_clocks.iter().enumerate() {
             trace.plain(|| {
                 format!(
@@ -415,7 +416,10 @@ impl World {
         trace.plain(String::new);
         let timeline = trace.is_on().then(|| {
             Timeline::new(
-                client_names.iter().map(|n: &Rc<str>| n.to_string()).collect(),
+                client_names
+                    .iter()
+                    .map(|n: &Rc<str>| n.to_string())
+                    .collect(),
                 node_names
                     .iter()
                     .map(|n| match strategy.coordination() {
@@ -661,7 +665,9 @@ impl World {
                     let who = self.node_names[0].clone();
                     let whose = self.client_names[client].clone();
                     self.trace.line(self.now, &who, || {
-                        format!("SESSION of {whose} EXPIRED on the service; its lock entry is deleted")
+                        format!(
+                            "SESSION of {whose} EXPIRED on the service; its lock entry is deleted"
+                        )
                     });
                 }
                 self.deliver(out);
@@ -732,7 +738,10 @@ impl World {
         else {
             return;
         };
-        if self.service_check.is_none_or(|at| next < at || at < self.now) {
+        if self
+            .service_check
+            .is_none_or(|at| next < at || at < self.now)
+        {
             self.service_check = Some(next);
             self.schedule(next, Event::ServiceCheck);
         }
@@ -788,8 +797,7 @@ impl World {
     // ---- nodes and network ----------------------------------------------------------
 
     fn send(&mut self, client: usize, node: usize, tag: Tag, args: Vec<Vec<u8>>) {
-        if let (Some(timeline), [name, _, value, ..]) = (self.timeline.as_mut(), args.as_slice())
-        {
+        if let (Some(timeline), [name, _, value, ..]) = (self.timeline.as_mut(), args.as_slice()) {
             if [&b"SET"[..], b"SETNX", b"GETSET"]
                 .iter()
                 .any(|c| name.eq_ignore_ascii_case(c))
@@ -1484,7 +1492,13 @@ impl World {
                     Some(text) => format!("{check}: VIOLATED: {text}"),
                 });
             }
-            timeline.render(&self.title, finished, &self.sessions, &self.resource, &lines)
+            timeline.render(
+                &self.title,
+                finished,
+                &self.sessions,
+                &self.resource,
+                &lines,
+            )
         });
         let mut trace = std::mem::take(&mut self.trace);
         if trace.is_on() {

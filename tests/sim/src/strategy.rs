@@ -166,7 +166,11 @@ impl Strategy {
         rng: Rng,
     ) -> Result<Box<dyn LockModel>, String> {
         if let Some(flavour) = self.coordination() {
-            return Ok(Box::new(CoordinationModel::new(flavour, self.fenced(), TTL)));
+            return Ok(Box::new(CoordinationModel::new(
+                flavour,
+                self.fenced(),
+                TTL,
+            )));
         }
         let legacy = match self {
             Strategy::SetnxExpire => Legacy::SetnxThenExpire,

@@ -56,7 +56,8 @@ pub struct Timeline {
 const COLOURS: [&str; 4] = ["#1f77b4", "#e6820e", "#2ca02c", "#9467bd"];
 const RED: &str = "#d62728";
 /// A white outline behind text drawn over bars.
-const HALO: &str = r##"paint-order="stroke" stroke="white" stroke-width="3" stroke-linejoin="round""##;
+const HALO: &str =
+    r##"paint-order="stroke" stroke="white" stroke-width="3" stroke-linejoin="round""##;
 
 /// `t` microseconds as seconds, with as many decimals as it needs (at most two).
 fn seconds(t: u64) -> String {
@@ -209,7 +210,7 @@ impl Timeline {
             ));
         }
         // The time axis: the whole run, rounded up to a tenth of a second.
-        let end = (finished.max(1) + 99_999) / 100_000 * 100_000;
+        let end = finished.max(1).div_ceil(100_000) * 100_000;
         let left = 170.0;
         let width = 1000.0;
         let plot = width - left - 30.0;
@@ -504,7 +505,11 @@ impl Timeline {
             y
         );
         for (index, line) in verdict.iter().enumerate() {
-            let fill = if line.contains("VIOLATED") { RED } else { "#222" };
+            let fill = if line.contains("VIOLATED") {
+                RED
+            } else {
+                "#222"
+            };
             let _ = writeln!(
                 w,
                 r##"<text x="12" y="{:.1}" fill="{fill}">{}</text>"##,

@@ -19,11 +19,9 @@ fn the_committed_table_matches_the_report() {
 #[test]
 fn the_committed_pictures_match_what_the_simulation_draws() {
     let directory = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/pictures");
-    let document = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/safety.md"
-    ))
-    .expect("docs/safety.md exists");
+    let document =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/safety.md"))
+            .expect("docs/safety.md exists");
     for picture in report::PICTURES {
         let file = picture.file();
         let committed = std::fs::read_to_string(format!("{directory}/{file}"))
