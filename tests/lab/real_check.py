@@ -80,6 +80,7 @@ def run_client(args: argparse.Namespace) -> int:
             ttl=TTL,
             attempts=1,
         )
+        channel.ask(f"READY {args.name}")
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -107,6 +108,7 @@ def run_client(args: argparse.Namespace) -> int:
         from kazoo.client import KazooClient, KazooState
 
         client = KazooClient(hosts=ZK_HOSTS, timeout=TTL)
+        channel.ask(f"READY {args.name}")
         client.start(timeout=10)
         lock = client.Lock("/lab/lock", args.name)
         if not lock.acquire(timeout=10):
@@ -181,18 +183,33 @@ class Observed:
 
     writes: list[tuple[str, bool, int | None]] = field(default_factory=list)
     granted: list[str] = field(default_factory=list)
+    granted_at: dict[str, float] = field(default_factory=dict)
     pids: dict[str, tuple[int, int]] = field(default_factory=dict)
     done: set[str] = field(default_factory=set)
+    ready: set[str] = field(default_factory=set)
+    go: dict[str, threading.Event] = field(
+        default_factory=lambda: {name: threading.Event() for name in WRITES}
+    )
     highest: int | None = None
     fenced: bool = False
     changed: threading.Condition = field(default_factory=threading.Condition)
 
     def handle(self, line: str) -> str:
         words = line.split()
+        if words[0] == "READY":
+            # The client has started (imports, connections); it begins when told to, so
+            # that a slow interpreter start does not count as lock time.
+            with self.changed:
+                self.ready.add(words[1])
+                self.changed.notify_all()
+            if not self.go[words[1]].wait(SCENARIO_TIMEOUT):
+                return "timeout"
+            return "go"
         with self.changed:
             try:
                 if words[0] == "ACQUIRED":
                     self.granted.append(words[1])
+                    self.granted_at[words[1]] = time.monotonic()
                     self.pids[words[1]] = (int(words[2]), int(words[3]))
                     return "ok"
                 if words[0] == "WRITE":
@@ -279,13 +296,28 @@ def play(strategy: str, redis_ports: str, workdir: str) -> Observed:
     env = {**os.environ, "ETCDCTL_API": "3"}
     processes: list[subprocess.Popen] = []
 
-    def start(name: str, pause: bool = False) -> None:
-        command = client_command(strategy, name, sock, redis_ports, pause)
+    def spawn(name: str) -> None:
+        command = client_command(strategy, name, sock, redis_ports, name == "C1")
         log = open(os.path.join(workdir, f"{strategy}-{name}.log"), "w")
         processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
 
+    # Redis and ZooKeeper clients start first and wait to be told to begin; an etcd
+    # client is the child `etcdctl lock` starts once it holds the lock, so etcdctl (a
+    # quick Go binary) is started when the client is to begin.
+    gated = not strategy.startswith("etcd")
+
+    def start(name: str) -> None:
+        if gated:
+            observed.go[name].set()
+        else:
+            spawn(name)
+
     try:
-        start("C1", pause=True)
+        if gated:
+            for name in WRITES:
+                spawn(name)
+            observed.wait(lambda: observed.ready == set(WRITES), "the clients to start")
+        start("C1")
         observed.wait(lambda: "C1" in observed.pids, "C1 to acquire")
         time.sleep(0.05)
         start("C2")
@@ -309,6 +341,8 @@ def play(strategy: str, redis_ports: str, workdir: str) -> Observed:
                     pass
                 process.kill()
                 process.wait(timeout=10)
+        for event in observed.go.values():
+            event.set()
         for name, (pid, parent) in observed.pids.items():
             for target in (pid, parent):
                 try:
@@ -321,17 +355,28 @@ def play(strategy: str, redis_ports: str, workdir: str) -> Observed:
     return observed
 
 
-def predicted(sim: str, strategy: str) -> tuple[dict[str, tuple[int, int]], bool]:
-    """Per client (accepted, rejected) writes and whether a stale write happened, as the
-    simulation predicts them for seed 0."""
+# How long after the first holder acquired the second one may get the lock: after the
+# TTL, plus what the service adds before it acts on the expiry (ZooKeeper's 100 ms
+# expiry buckets, etcd's 500 ms revoke loop, the Redis client's 50 ms retry pause),
+# plus room for a loaded machine. The simulation models exactly these delays.
+HANDOVER_SLACK = {"redlock": 0.05, "zookeeper": 0.1, "etcd": 0.5}
+
+
+def predicted(sim: str, strategy: str) -> tuple[dict[str, tuple[int, int]], bool, float]:
+    """Per client (accepted, rejected) writes, whether a stale write happened, and the
+    hand-over time from the first holder to the second, as the simulation predicts them
+    for seed 0."""
     out = subprocess.run(
         [sim, "--resource", SCENARIO, strategy, "0"], check=True, capture_output=True, text=True
     ).stdout
     counts: dict[str, tuple[int, int]] = {}
     stale = None
+    granted: dict[str, float] = {}
     for line in out.splitlines():
         words = line.split()
-        if words[0] == "write":
+        if words[0] == "granted":
+            granted.setdefault(words[1], int(words[2]) / 1e6)
+        elif words[0] == "write":
             accepted, rejected = counts.get(words[1], (0, 0))
             if words[2] == "accepted":
                 accepted += 1
@@ -340,9 +385,9 @@ def predicted(sim: str, strategy: str) -> tuple[dict[str, tuple[int, int]], bool
             counts[words[1]] = (accepted, rejected)
         elif words[:2] == ["check", "stale-write"]:
             stale = words[2] == "violated"
-    if stale is None:
-        raise SystemExit(f"redlock-sim printed no stale-write check:\n{out}")
-    return counts, stale
+    if stale is None or not {"C1", "C2"} <= granted.keys():
+        raise SystemExit(f"redlock-sim printed no stale-write check or grants:\n{out}")
+    return counts, stale, granted["C2"] - granted["C1"]
 
 
 def summarise(observed: Observed) -> dict[str, tuple[int, int]]:
@@ -357,16 +402,21 @@ def check(args: argparse.Namespace) -> int:
     failures = 0
     os.makedirs(args.workdir, exist_ok=True)
     for strategy in args.strategies:
-        want_counts, want_stale = predicted(args.sim, strategy)
+        want_counts, want_stale, want_handover = predicted(args.sim, strategy)
         started = time.monotonic()
         observed = play(strategy, args.redis_ports, args.workdir)
         got_counts, got_stale = summarise(observed), observed.stale_write()
+        handover = observed.granted_at["C2"] - observed.granted_at["C1"]
+        slack = HANDOVER_SLACK[strategy.removesuffix("-fenced")]
+        in_time = TTL * 0.95 <= handover <= TTL + slack + 0.3
         took = time.monotonic() - started
-        same = got_counts == want_counts and got_stale == want_stale
+        same = got_counts == want_counts and got_stale == want_stale and in_time
         print(
             f"{SCENARIO} / {strategy}: {'agrees' if same else 'DISAGREES'} ({took:.1f} s)\n"
-            f"  lab:     writes {sorted(want_counts.items())}, stale write {want_stale}\n"
-            f"  reality: writes {sorted(got_counts.items())}, stale write {got_stale}\n"
+            f"  lab:     writes {sorted(want_counts.items())}, stale write {want_stale}, "
+            f"second holder after {want_handover:.3f} s\n"
+            f"  reality: writes {sorted(got_counts.items())}, stale write {got_stale}, "
+            f"second holder after {handover:.3f} s (allowed {TTL * 0.95:.2f}..{TTL + slack + 0.3:.2f})\n"
             f"  reality, in order: {observed.writes}"
         )
         failures += not same

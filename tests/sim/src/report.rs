@@ -216,11 +216,14 @@ pub fn with_table(document: &str, table: &str) -> Option<String> {
     ))
 }
 
-/// What the resource saw in a run, one line per write (`write C2 accepted token 7`),
-/// then the three checks (`check stale-write ok`): what the real-system checks compare
+/// What the resource saw in a run: one line per acquisition (`granted C1 8064`, global
+/// microseconds), one per write (`write C2 accepted token 7`), then the three checks (`check stale-write ok`): what the real-system checks compare
 /// with what they observe.
 pub fn resource_summary(result: &RunResult) -> String {
     let mut out = String::new();
+    for (client, at) in &result.grants {
+        out.push_str(&format!("granted {client} {at}\n"));
+    }
     for (client, accepted, token) in &result.writes {
         out.push_str(&format!(
             "write {client} {}{}\n",

@@ -42,6 +42,8 @@ pub struct RunResult {
     /// What the resource saw: per write, the writer's name, whether it was accepted,
     /// and the fencing token it carried.
     pub writes: Vec<(String, bool, Option<u64>)>,
+    /// Every acquisition: who, and when (global time) it learned it holds the lock.
+    pub grants: Vec<(String, u64)>,
     /// Events processed.
     pub events: u64,
     /// What happened, counted.
@@ -1536,6 +1538,11 @@ impl World {
             verdict,
             trace: trace.into_text(),
             picture,
+            grants: self
+                .sessions
+                .iter()
+                .map(|s| (names[s.client].clone(), s.granted))
+                .collect(),
             writes: self
                 .resource
                 .log
