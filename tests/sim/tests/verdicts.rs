@@ -280,3 +280,19 @@ fn their_fencing_tokens_reject_the_stale_write() {
         assert!(!failed.contains(&"stale write"), "{}", cell.text());
     }
 }
+
+#[test]
+fn with_their_tokens_no_stale_write_reaches_the_resource_in_any_randomised_run() {
+    for strategy in [Strategy::ZooKeeperFenced, Strategy::EtcdFenced] {
+        for seed in 0..RANDOMISED_SEEDS {
+            let result = redlock_sim::run(Scenario::Randomised, strategy, seed, false)
+                .unwrap_or_else(|e| panic!("{} seed {seed}: {e}", strategy.name()));
+            assert_eq!(
+                result.verdict.stale_write,
+                None,
+                "{} seed {seed}",
+                strategy.name()
+            );
+        }
+    }
+}
