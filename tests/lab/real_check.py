@@ -69,7 +69,6 @@ def run_client(args: argparse.Namespace) -> int:
     channel = Channel(args.socket)
     system = args.system
     token = None
-    holder: object
     if system == "redis":
         import redis
         from redlock_core import LockLostError, Redlock
@@ -86,7 +85,9 @@ def run_client(args: argparse.Namespace) -> int:
             try:
                 lock = redlock.acquire("resource")
                 break
-            except Exception:  # held elsewhere or nodes failing: try again, as the sim's client does
+            except (
+                Exception
+            ):  # held elsewhere or nodes failing: try again, as the sim's client does
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
@@ -101,11 +102,12 @@ def run_client(args: argparse.Namespace) -> int:
         def release() -> None:
             try:
                 lock.release()
-            except Exception:
-                pass
+            except Exception as error:  # the lock may be long gone; say so and go on
+                print(f"{args.name}: release: {error}", file=sys.stderr)
 
     elif system == "zookeeper":
         from kazoo.client import KazooClient, KazooState
+        from kazoo.exceptions import KazooException
 
         client = KazooClient(hosts=ZK_HOSTS, timeout=TTL)
         channel.ask(f"READY {args.name}")
@@ -124,14 +126,14 @@ def run_client(args: argparse.Namespace) -> int:
                 return False
             try:
                 return client.exists(node) is not None
-            except Exception:
+            except KazooException:
                 return False
 
         def release() -> None:
             try:
                 lock.release()
-            except Exception:
-                pass
+            except KazooException as error:
+                print(f"{args.name}: release: {error}", file=sys.stderr)
             client.stop()
             client.close()
 
@@ -142,6 +144,7 @@ def run_client(args: argparse.Namespace) -> int:
         def still_held() -> bool:
             found = subprocess.run(
                 ["etcdctl", "--endpoints", ETCD_ENDPOINT, "get", key, "--keys-only"],
+                check=False,
                 capture_output=True,
                 text=True,
                 timeout=5,
@@ -284,7 +287,17 @@ def client_command(strategy: str, name: str, sock: str, redis_ports: str, pause:
     if pause:
         own.append("--pause")
     if system == "etcd":
-        return ["etcdctl", "--endpoints", ETCD_ENDPOINT, "lock", "--ttl", "1", "/lab/lock", "--", *own]
+        return [
+            "etcdctl",
+            "--endpoints",
+            ETCD_ENDPOINT,
+            "lock",
+            "--ttl",
+            "1",
+            "/lab/lock",
+            "--",
+            *own,
+        ]
     return own
 
 
@@ -295,10 +308,12 @@ def play(strategy: str, redis_ports: str, workdir: str) -> Observed:
     server = serve(sock, observed)
     env = {**os.environ, "ETCDCTL_API": "3"}
     processes: list[subprocess.Popen] = []
+    logs = []
 
     def spawn(name: str) -> None:
         command = client_command(strategy, name, sock, redis_ports, name == "C1")
         log = open(os.path.join(workdir, f"{strategy}-{name}.log"), "w")
+        logs.append(log)
         processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
 
     # Redis and ZooKeeper clients start first and wait to be told to begin; an etcd
@@ -343,12 +358,14 @@ def play(strategy: str, redis_ports: str, workdir: str) -> Observed:
                 process.wait(timeout=10)
         for event in observed.go.values():
             event.set()
-        for name, (pid, parent) in observed.pids.items():
+        for pid, parent in observed.pids.values():
             for target in (pid, parent):
                 try:
                     os.kill(target, signal.SIGCONT)
                 except (ProcessLookupError, PermissionError):
                     pass
+        for log in logs:
+            log.close()
         server.shutdown()
         server.server_close()
         os.unlink(sock)
@@ -416,7 +433,8 @@ def check(args: argparse.Namespace) -> int:
             f"  lab:     writes {sorted(want_counts.items())}, stale write {want_stale}, "
             f"second holder after {want_handover:.3f} s\n"
             f"  reality: writes {sorted(got_counts.items())}, stale write {got_stale}, "
-            f"second holder after {handover:.3f} s (allowed {TTL * 0.95:.2f}..{TTL + slack + 0.3:.2f})\n"
+            f"second holder after {handover:.3f} s "
+            f"(allowed {TTL * 0.95:.2f}..{TTL + slack + 0.3:.2f})\n"
             f"  reality, in order: {observed.writes}"
         )
         failures += not same
