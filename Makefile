@@ -8,9 +8,9 @@ CARGO ?= cargo
 export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 
 # Every test target; `make test` runs them all, in this order.
-TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-rust test-python test-node test-php
+TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-lab test-rust test-python test-node test-php
 
-.PHONY: all setup test demo bench bench-rust bench-ffi bench-python bench-node bench-php fuzz lint safety-report $(TEST_TARGETS)
+.PHONY: all setup test demo bench bench-rust bench-ffi bench-python bench-node bench-php fuzz lint safety-report safety-pictures $(TEST_TARGETS)
 
 all: test
 
@@ -70,9 +70,18 @@ test-node:
 test-php:
 	bindings/php/build.sh test
 
+# The safety lab's pictures render, and its pause-after-acquire prediction holds against
+# real Redis nodes (base port 7600), ZooKeeper (7690) and etcd (7695, 7696) on loopback.
+test-lab:
+	tests/lab/run.sh
+
 # The scenario x strategy safety table (the one in docs/safety.md).
 safety-report:
 	$(CARGO) run -p redlock-sim --release -- report
+
+# The timelines docs/safety.md shows, as SVG in docs/pictures/ (drift-tested like the table).
+safety-pictures:
+	$(CARGO) run -p redlock-sim --release -- --pictures docs/pictures
 
 fuzz:
 	scripts/fuzz.sh $${FUZZ_SECONDS:-120}

@@ -14,6 +14,11 @@ need_apt gcc:gcc pkg-config:pkg-config php:php-cli
 # The PHP package's tests (bindings/php/build.sh also installs php-redis and, for its
 # benchmark, php-symfony-lock, which provide no command).
 need_apt php-cgi:php-cgi phpunit:phpunit composer:composer phpcs:php-codesniffer phpmd:phpmd
+# The safety lab (make test-lab): the pictures are rendered to PNG with rsvg-convert;
+# its real-system checks run a ZooKeeper server (the zookeeper package; zooinspector is
+# the one command it puts on the PATH) on Java, and an etcd member with etcdctl.
+need_apt rsvg-convert:librsvg2-bin java:default-jre-headless zooinspector:zookeeper \
+  etcd:etcd-server etcdctl:etcd-client
 
 mkdir -p "$REDLOCK_CACHE"
 echo "setup: ok (cache: $REDLOCK_CACHE)"

@@ -30,6 +30,8 @@
 
 pub mod check;
 pub mod clock;
+pub mod coordination;
+pub mod coordination_model;
 pub mod model;
 pub mod network;
 pub mod node;
@@ -38,6 +40,7 @@ pub mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod strategy;
+pub mod timeline;
 pub mod trace;
 
 pub use check::Verdict;

@@ -11,6 +11,12 @@ const USAGE: &str = "usage:
       print the scenario x strategy table (or rewrite the table inside FILE)
   redlock-sim --trace SCENARIO STRATEGY SEED
       print the timeline of one run
+  redlock-sim --svg SCENARIO STRATEGY SEED
+      print the timeline of one run as a picture (SVG)
+  redlock-sim --resource SCENARIO STRATEGY SEED
+      print what the resource saw in one run: one line per write, then the checks
+  redlock-sim --pictures DIRECTORY
+      write the pictures docs/safety.md shows into DIRECTORY
   redlock-sim --bench-runs N [--strategy STRATEGY] [--threads N]
       time N seeds of the randomised scenario per strategy (all strategies by default)
   redlock-sim --list
@@ -36,7 +42,7 @@ fn number(value: Option<&String>, flag: &str) -> Result<u64, String> {
 fn dispatch(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("report") => report_command(&args[1..]),
-        Some("--trace") => {
+        Some(mode @ ("--trace" | "--svg" | "--resource")) => {
             let [_, scenario, strategy, seed] = args else {
                 return Err(USAGE.into());
             };
@@ -54,7 +60,23 @@ fn dispatch(args: &[String]) -> Result<(), String> {
             }
             let result =
                 run(scenario, strategy, seed, true).map_err(|e| format!("run failed: {e}"))?;
-            print!("{}", result.trace.unwrap_or_default());
+            match mode {
+                "--svg" => print!("{}", result.picture.unwrap_or_default()),
+                "--resource" => print!("{}", report::resource_summary(&result)),
+                _ => print!("{}", result.trace.unwrap_or_default()),
+            }
+            Ok(())
+        }
+        Some("--pictures") => {
+            let [_, directory] = args else {
+                return Err(USAGE.into());
+            };
+            for picture in report::PICTURES {
+                let path = format!("{directory}/{}", picture.file());
+                let svg = picture.render().map_err(|e| format!("{path}: {e}"))?;
+                std::fs::write(&path, svg).map_err(|e| format!("{path}: {e}"))?;
+                eprintln!("wrote {path}");
+            }
             Ok(())
         }
         Some("--bench-runs") => bench(args),

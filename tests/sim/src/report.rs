@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::scenario::Scenario;
-use crate::sim::{run, SimError, Stats};
+use crate::sim::{run, RunResult, SimError, Stats};
 use crate::strategy::Strategy;
 
 /// How many seeds the report runs.
@@ -42,6 +42,8 @@ pub struct Cell {
     pub errors: Vec<(u64, SimError)>,
     /// False if the scenario does not apply to the strategy.
     pub applies: bool,
+    /// Why not, when it does not.
+    pub not_applicable: &'static str,
     /// What the runs exercised, summed.
     pub stats: Stats,
 }
@@ -55,7 +57,7 @@ impl Cell {
     /// The cell's text in the table.
     pub fn text(&self) -> String {
         if !self.applies {
-            return "n/a (no replica)".into();
+            return format!("n/a ({})", self.not_applicable);
         }
         if let Some((seed, error)) = self.errors.first() {
             return format!("ERROR (seed {seed}: {error})");
@@ -127,6 +129,7 @@ pub fn evaluate_many(
         .iter()
         .map(|&(scenario, strategy)| Cell {
             applies: scenario.applies_to(strategy),
+            not_applicable: scenario.why_not(strategy),
             ..Cell::default()
         })
         .collect();
@@ -212,3 +215,86 @@ pub fn with_table(document: &str, table: &str) -> Option<String> {
         &document[end..]
     ))
 }
+
+/// What the resource saw in a run: one line per acquisition (`granted C1 8064`, global
+/// microseconds), one per write (`write C2 accepted token 7`), then the three checks (`check stale-write ok`): what the real-system checks compare
+/// with what they observe.
+pub fn resource_summary(result: &RunResult) -> String {
+    let mut out = String::new();
+    for (client, at) in &result.grants {
+        out.push_str(&format!("granted {client} {at}\n"));
+    }
+    for (client, accepted, token) in &result.writes {
+        out.push_str(&format!(
+            "write {client} {}{}\n",
+            if *accepted { "accepted" } else { "rejected" },
+            token.map_or(String::new(), |t| format!(" token {t}"))
+        ));
+    }
+    for (check, result) in [
+        ("exclusion", &result.verdict.exclusion),
+        ("stale-write", &result.verdict.stale_write),
+        ("key-left", &result.verdict.key_left),
+    ] {
+        out.push_str(&format!(
+            "check {check} {}\n",
+            if result.is_some() { "violated" } else { "ok" }
+        ));
+    }
+    out
+}
+
+/// One picture in `docs/safety.md`.
+#[derive(Clone, Copy, Debug)]
+pub struct Picture {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The strategy.
+    pub strategy: Strategy,
+    /// The seed.
+    pub seed: u64,
+}
+
+impl Picture {
+    /// Its file name under `docs/pictures/`.
+    pub fn file(&self) -> String {
+        format!("{}--{}.svg", self.scenario.name(), self.strategy.name())
+    }
+
+    /// The SVG.
+    pub fn render(&self) -> Result<String, SimError> {
+        let result = run(self.scenario, self.strategy, self.seed, true)?;
+        result
+            .picture
+            .ok_or_else(|| SimError("the run drew no picture".into()))
+    }
+}
+
+const fn picture(scenario: Scenario, strategy: Strategy) -> Picture {
+    Picture {
+        scenario,
+        strategy,
+        seed: 0,
+    }
+}
+
+/// The pictures `docs/safety.md` shows: one per kind of violated cell, and each row's
+/// most instructive safe case.
+pub const PICTURES: [Picture; 16] = [
+    picture(Scenario::NoFaults, Strategy::Redlock),
+    picture(Scenario::ClientCrash, Strategy::SetnxExpire),
+    picture(Scenario::ClientCrash, Strategy::ZooKeeper),
+    picture(Scenario::LostReply, Strategy::Redlock),
+    picture(Scenario::RestartEmpty, Strategy::Redlock),
+    picture(Scenario::RestartDelayed, Strategy::RedlockDelayed),
+    picture(Scenario::ClockJump, Strategy::Redlock),
+    picture(Scenario::ClockJump, Strategy::ZooKeeper),
+    picture(Scenario::PauseBeforeReplies, Strategy::Redlock),
+    picture(Scenario::PauseAfterAcquire, Strategy::Redlock),
+    picture(Scenario::PauseAfterAcquire, Strategy::ZooKeeperFenced),
+    picture(Scenario::PauseAfterAcquire, Strategy::Etcd),
+    picture(Scenario::PauseInRelease, Strategy::GetThenDel),
+    picture(Scenario::ClientClockSkew, Strategy::SetnxGetset),
+    picture(Scenario::FailoverBeforeReplication, Strategy::SingleReplica),
+    picture(Scenario::Randomised, Strategy::Redlock),
+];

@@ -99,6 +99,17 @@ impl Scenario {
         self != Scenario::FailoverBeforeReplication || strategy.has_replica()
     }
 
+    /// Why the scenario does not apply to `strategy` (empty if it does).
+    pub fn why_not(self, strategy: Strategy) -> &'static str {
+        if self.applies_to(strategy) {
+            ""
+        } else if strategy.coordination().is_some() {
+            "a write is acknowledged only once a quorum has logged it"
+        } else {
+            "no replica"
+        }
+    }
+
     /// The plan of run `seed` of this scenario under `strategy`.
     pub fn plan(self, strategy: Strategy, seed: u64) -> Plan {
         let mut rng = Rng::new(seed, Stream::Setup);

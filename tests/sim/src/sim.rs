@@ -9,13 +9,15 @@ use redlock_core::{Reply, Time};
 
 use crate::check::{self, Resource, Session, Verdict};
 use crate::clock::Clock;
+use crate::coordination::{Delivery, Service};
 use crate::model::millis;
 use crate::model::{describe_reply, Action, LockModel, Tag};
 use crate::network::{Direction, Network};
 use crate::node::{Effects, Mutation, Node};
 use crate::rng::{Rng, Stream};
 use crate::scenario::{ClientPlan, Cycle, Fault, Plan, Rule, Scenario, Trigger};
-use crate::strategy::{Strategy, TTL};
+use crate::strategy::{Strategy, KEY, TTL};
+use crate::timeline::Timeline;
 use crate::trace::{self, stamp, Trace};
 
 /// A run that could not be completed: a bug in the simulation or a driver error.
@@ -35,6 +37,13 @@ pub struct RunResult {
     pub verdict: Verdict,
     /// The timeline, if asked for.
     pub trace: Option<String>,
+    /// The timeline as a picture (SVG), when the trace was asked for.
+    pub picture: Option<String>,
+    /// What the resource saw: per write, the writer's name, whether it was accepted,
+    /// and the fencing token it carried.
+    pub writes: Vec<(String, bool, Option<u64>)>,
+    /// Every acquisition: who, and when (global time) it learned it holds the lock.
+    pub grants: Vec<(String, u64)>,
     /// Events processed.
     pub events: u64,
     /// What happened, counted.
@@ -89,6 +98,7 @@ pub fn run(
     trace: bool,
 ) -> Result<RunResult, SimError> {
     let plan = scenario.plan(strategy, seed);
+    let title = format!("{} / {} / seed {seed}", scenario.name(), strategy.title());
     let mut trace = Trace::new(trace);
     trace.plain(|| {
         format!(
@@ -97,7 +107,10 @@ pub fn run(
             strategy.name()
         )
     });
-    run_plan(&plan, strategy, seed, trace)
+    let mut world = World::new(&plan, strategy, seed, trace)?;
+    world.title = title;
+    world.run()?;
+    Ok(world.finish())
 }
 
 /// Runs a plan (built by a scenario or by hand) under `strategy`.
@@ -199,6 +212,7 @@ enum Event {
         client: usize,
         pause: u64,
     },
+    ServiceCheck,
 }
 
 impl Event {
@@ -324,6 +338,13 @@ struct World {
     trace: Trace,
     error: Option<SimError>,
     stats: Stats,
+    /// The consensus service, for the ZooKeeper and etcd strategies (node 0 is then
+    /// the service, not a Redis node).
+    service: Option<Service>,
+    /// When the service's next expiry check is scheduled.
+    service_check: Option<u64>,
+    timeline: Option<Timeline>,
+    title: String,
 }
 
 impl World {
@@ -340,9 +361,12 @@ impl World {
             ));
         }
         validate(plan, node_count)?;
-        let node_names: Vec<Rc<str>> = (0..node_count)
-            .map(|i| Rc::from(char::from(b'A' + (i % 26) as u8).to_string()))
-            .collect();
+        let node_names: Vec<Rc<str>> = match strategy.coordination() {
+            Some(flavour) => vec![Rc::from(flavour.name())],
+            None => (0..node_count)
+                .map(|i| Rc::from(char::from(b'A' + (i % 26) as u8).to_string()))
+                .collect(),
+        };
         let nodes = plan
             .node_clocks
             .iter()
@@ -352,7 +376,8 @@ impl World {
         for (index, spec) in plan.clients.iter().enumerate() {
             clients.push(World::client(index, spec, strategy, seed)?);
         }
-        let client_names = clients.iter().map(|c| Rc::from(c.name.as_str())).collect();
+        let client_names: Vec<Rc<str>> =
+            clients.iter().map(|c| Rc::from(c.name.as_str())).collect();
         for (index, clock) in plan.node_clocks.iter().enumerate() {
             trace.plain(|| {
                 format!(
@@ -391,6 +416,24 @@ impl World {
             });
         }
         trace.plain(String::new);
+        let timeline = trace.is_on().then(|| {
+            Timeline::new(
+                client_names
+                    .iter()
+                    .map(|n: &Rc<str>| n.to_string())
+                    .collect(),
+                node_names
+                    .iter()
+                    .map(|n| match strategy.coordination() {
+                        Some(_) => format!("{n} (service)"),
+                        None => format!("node {n}"),
+                    })
+                    .collect(),
+            )
+        });
+        let service = strategy
+            .coordination()
+            .map(|flavour| Service::new(flavour, plan.node_clocks[0].clone()));
         let mut world = World {
             now: 0,
             queue: Queue::default(),
@@ -411,6 +454,10 @@ impl World {
             trace,
             error: None,
             stats: Stats::default(),
+            service,
+            service_check: None,
+            timeline,
+            title: String::new(),
         };
         for index in 0..world.rules.len() {
             if let Trigger::At(at) = world.rules[index].0.trigger {
@@ -555,6 +602,20 @@ impl World {
             } => self.timer(client, timer, generation),
             Event::Continue { client, actions } => self.apply(client, actions),
             Event::Restart { node, generation } => {
+                if let Some(service) = self.service.as_mut() {
+                    if !service.is_up() && self.nodes[node].generation == generation {
+                        service.restart(self.now);
+                        if let Some(timeline) = self.timeline.as_mut() {
+                            timeline.node_up(node, self.now);
+                        }
+                        let who = self.node_names[node].clone();
+                        self.trace.line(self.now, &who, || {
+                            "serves again; every session gets a fresh timeout".into()
+                        });
+                        self.schedule_service_check();
+                    }
+                    return;
+                }
                 if self.nodes[node].generation == generation && !self.nodes[node].is_up() {
                     if self.nodes[node].has_replica() {
                         self.nodes[node].promote_replica();
@@ -568,6 +629,10 @@ impl World {
                         self.trace
                             .line(self.now, &who, || format!("restarted with {keys} key(s)"));
                     }
+                    if let Some(timeline) = self.timeline.as_mut() {
+                        timeline.node_up(node, self.now);
+                    }
+                    self.sample_node(node, None);
                 }
             }
             Event::Replicate {
@@ -588,7 +653,134 @@ impl World {
                     self.resume(client);
                 }
             }
+            Event::ServiceCheck => {
+                if self.service_check != Some(self.now) {
+                    return;
+                }
+                self.service_check = None;
+                let mut out = Vec::new();
+                let ended = match self.service.as_mut() {
+                    Some(service) => service.expire(self.now, &mut out),
+                    None => return,
+                };
+                for client in ended {
+                    let who = self.node_names[0].clone();
+                    let whose = self.client_names[client].clone();
+                    self.trace.line(self.now, &who, || {
+                        format!(
+                            "SESSION of {whose} EXPIRED on the service; its lock entry is deleted"
+                        )
+                    });
+                }
+                self.deliver(out);
+                self.sample_service();
+                self.schedule_service_check();
+            }
         }
+    }
+
+    // ---- the consensus service (ZooKeeper, etcd) ------------------------------------
+
+    fn service_receives(&mut self, client: usize, tag: Tag, args: Vec<Vec<u8>>) {
+        let mut out = Vec::new();
+        if let Some(service) = self.service.as_mut() {
+            service.execute(self.now, client, tag, &args, &mut out);
+        }
+        let who = self.node_names[0].clone();
+        let from = self.client_names[client].clone();
+        let answer = out
+            .iter()
+            .find(|d| d.client == client && d.tag == tag)
+            .map_or("(answers later)".to_string(), |d| describe_reply(&d.reply));
+        self.trace.line(self.now, &who, || {
+            format!("{} from {from} -> {answer}", trace::command(&args))
+        });
+        self.deliver(out);
+        self.sample_service();
+        self.schedule_service_check();
+    }
+
+    fn deliver(&mut self, out: Vec<Delivery>) {
+        for Delivery { client, tag, reply } in out {
+            let route = self.network.route(
+                self.now,
+                client,
+                0,
+                Direction::ToClient,
+                &mut self.network_rng,
+            );
+            match route {
+                Ok(at) => self.schedule(
+                    at,
+                    Event::ToClient {
+                        client,
+                        node: 0,
+                        tag,
+                        reply,
+                    },
+                ),
+                Err(why) => {
+                    self.stats.messages_lost += 1;
+                    let who = self.node_names[0].clone();
+                    let to = self.client_names[client].clone();
+                    self.trace
+                        .line(self.now, &who, || format!("reply to {to} lost: {why:?}"));
+                }
+            }
+        }
+    }
+
+    fn schedule_service_check(&mut self) {
+        // A service that is down checks nothing; its restart schedules the next check.
+        let Some(next) = self
+            .service
+            .as_ref()
+            .filter(|s| s.is_up())
+            .and_then(|s| s.next_check(self.now))
+        else {
+            return;
+        };
+        if self
+            .service_check
+            .is_none_or(|at| next < at || at < self.now)
+        {
+            self.service_check = Some(next);
+            self.schedule(next, Event::ServiceCheck);
+        }
+    }
+
+    fn sample_service(&mut self) {
+        let (Some(timeline), Some(service)) = (self.timeline.as_mut(), self.service.as_ref())
+        else {
+            return;
+        };
+        let holder = service.holder();
+        let held = holder.map(|c| (c.to_string().into_bytes(), u64::MAX));
+        timeline.node_holds(0, self.now, held, holder);
+    }
+
+    /// Records what node `node` holds for the lock key now (for the picture).
+    fn sample_node(&mut self, node: usize, owner: Option<usize>) {
+        let Some(timeline) = self.timeline.as_mut() else {
+            return;
+        };
+        let state = &self.nodes[node];
+        let held = if state.is_up() {
+            state
+                .live_keys(self.now)
+                .into_iter()
+                .find(|(key, _, _)| key.as_slice() == KEY.as_bytes())
+                .map(|(_, value, left)| {
+                    let until = left.map_or(u64::MAX, |left| {
+                        let ms = state.clock.local(self.now) / 1000;
+                        state.clock.global_at((ms + left) * 1000)
+                    });
+                    (value, until)
+                })
+        } else {
+            None
+        };
+        timeline.node_holds(node, self.now, held, owner);
     }
 
     fn local(&self, client: usize) -> Time {
@@ -607,6 +799,14 @@ impl World {
     // ---- nodes and network ----------------------------------------------------------
 
     fn send(&mut self, client: usize, node: usize, tag: Tag, args: Vec<Vec<u8>>) {
+        if let (Some(timeline), [name, _, value, ..]) = (self.timeline.as_mut(), args.as_slice()) {
+            if [&b"SET"[..], b"SETNX", b"GETSET"]
+                .iter()
+                .any(|c| name.eq_ignore_ascii_case(c))
+            {
+                timeline.value_sent(client, value);
+            }
+        }
         let who = self.client_names[client].clone();
         let to = self.node_names[node].clone();
         let route = self.network.route(
@@ -638,6 +838,10 @@ impl World {
     }
 
     fn node_receives(&mut self, client: usize, node: usize, tag: Tag, args: Vec<Vec<u8>>) {
+        if self.service.is_some() {
+            self.service_receives(client, tag, args);
+            return;
+        }
         let who = self.node_names[node].clone();
         let mut effects = Effects::default();
         let reply = if self.nodes[node].is_up() {
@@ -696,6 +900,7 @@ impl World {
                     .line(self.now, &who, || format!("reply to {from} lost: {why:?}"));
             }
         }
+        self.sample_node(node, effects.created.then_some(client));
         if effects.created {
             self.fire(Trigger::Applied { node, client });
         }
@@ -727,6 +932,27 @@ impl World {
                 downtime,
                 keep_data,
             } => {
+                if let Some(service) = self.service.as_mut() {
+                    if !service.is_up() {
+                        return;
+                    }
+                    service.crash();
+                    self.nodes[node].generation += 1;
+                    let generation = self.nodes[node].generation;
+                    self.stats.node_crashes += 1;
+                    if let Some(timeline) = self.timeline.as_mut() {
+                        timeline.node_down(node, self.now);
+                    }
+                    let who = self.node_names[node].clone();
+                    self.trace.line(self.now, &who, || {
+                        format!(
+                            "CRASH of the ensemble's leader: unavailable for {} (the log keeps every acknowledged write)",
+                            stamp(downtime)
+                        )
+                    });
+                    self.schedule(self.now + downtime, Event::Restart { node, generation });
+                    return;
+                }
                 if !self.nodes[node].is_up() {
                     return;
                 }
@@ -752,14 +978,36 @@ impl World {
                         stamp(downtime)
                     )
                 });
+                if let Some(timeline) = self.timeline.as_mut() {
+                    timeline.node_down(node, self.now);
+                }
+                self.sample_node(node, None);
                 self.schedule(self.now + downtime, Event::Restart { node, generation });
             }
             Fault::JumpClock { node, by } => {
                 self.nodes[node].clock.jump(self.now, by);
                 let who = self.node_names[node].clone();
+                let service = self.service.is_some();
                 self.trace.line(self.now, &who, || {
-                    format!("CLOCK JUMPS forward by {}", stamp(by))
+                    format!(
+                        "CLOCK JUMPS forward by {}{}",
+                        stamp(by),
+                        if service {
+                            " (the wall clock: session timers run on a monotonic clock)"
+                        } else {
+                            ""
+                        }
+                    )
                 });
+                if let Some(timeline) = self.timeline.as_mut() {
+                    timeline.jump(node, self.now, by);
+                    if service {
+                        timeline.note(node, self.now, "session timers unaffected".into());
+                    }
+                }
+                if !service {
+                    self.sample_node(node, None);
+                }
             }
             Fault::Pause { client, max } => {
                 let state = &mut self.clients[client];
@@ -768,6 +1016,9 @@ impl World {
                 }
                 state.pauses += 1;
                 self.stats.pauses += 1;
+                if let Some(timeline) = self.timeline.as_mut() {
+                    timeline.pause(client, self.now);
+                }
                 let pause = state.pauses;
                 state.paused = Some(pause);
                 let who = self.client_names[client].clone();
@@ -787,6 +1038,9 @@ impl World {
                 }
                 self.close_session(client);
                 self.stats.client_crashes += 1;
+                if let Some(timeline) = self.timeline.as_mut() {
+                    timeline.client_crash(client, self.now);
+                }
                 let state = &mut self.clients[client];
                 state.phase = Phase::Crashed;
                 state.paused = None;
@@ -831,6 +1085,9 @@ impl World {
     }
 
     fn resume(&mut self, client: usize) {
+        if let Some(timeline) = self.timeline.as_mut() {
+            timeline.resume(client, self.now);
+        }
         let state = &mut self.clients[client];
         state.paused = None;
         let deferred = std::mem::take(&mut state.deferred);
@@ -1225,6 +1482,26 @@ impl World {
             key_left,
         };
         let stats = self.stats;
+        let picture = self.timeline.take().map(|timeline| {
+            let mut lines = Vec::new();
+            for (check, result) in [
+                ("exclusion", &verdict.exclusion),
+                ("stale write", &verdict.stale_write),
+                ("key left", &verdict.key_left),
+            ] {
+                lines.push(match result {
+                    None => format!("{check}: ok"),
+                    Some(text) => format!("{check}: VIOLATED: {text}"),
+                });
+            }
+            timeline.render(
+                &self.title,
+                finished,
+                &self.sessions,
+                &self.resource,
+                &lines,
+            )
+        });
         let mut trace = std::mem::take(&mut self.trace);
         if trace.is_on() {
             trace.plain(String::new);
@@ -1260,6 +1537,21 @@ impl World {
         RunResult {
             verdict,
             trace: trace.into_text(),
+            picture,
+            grants: self
+                .sessions
+                .iter()
+                .map(|s| (names[s.client].clone(), s.granted))
+                .collect(),
+            writes: self
+                .resource
+                .log
+                .iter()
+                .map(|w| {
+                    let client = self.sessions[w.session].client;
+                    (names[client].clone(), w.accepted, w.fencing_token)
+                })
+                .collect(),
             events: self.events,
             stats,
         }

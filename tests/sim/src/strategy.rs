@@ -1,9 +1,12 @@
-//! The strategies compared: ours (through the real core) and the legacy patterns.
+//! The strategies compared: ours (through the real core), the legacy patterns, and the
+//! lock recipes of ZooKeeper and etcd.
 
 use std::time::Duration;
 
 use redlock_core::Config;
 
+use crate::coordination::Flavour;
+use crate::coordination_model::CoordinationModel;
 use crate::model::{CoreModel, Legacy, LegacyModel, LockModel};
 use crate::rng::Rng;
 
@@ -35,11 +38,19 @@ pub enum Strategy {
     GetThenDel,
     /// Our Redlock, N = 5, where a crashed node stays down longer than the TTL.
     RedlockDelayed,
+    /// ZooKeeper's lock recipe (kazoo's `Lock`), session timeout = TTL.
+    ZooKeeper,
+    /// The same, writes carrying the lock node's `czxid` as a fencing token.
+    ZooKeeperFenced,
+    /// etcd's lock (clientv3 `concurrency.Mutex`, `etcdctl lock`), lease TTL = TTL.
+    Etcd,
+    /// The same, writes carrying the lock key's create revision as a fencing token.
+    EtcdFenced,
 }
 
 impl Strategy {
     /// Every strategy, in table order.
-    pub const ALL: [Strategy; 8] = [
+    pub const ALL: [Strategy; 12] = [
         Strategy::Redlock,
         Strategy::RedlockDelayed,
         Strategy::Single,
@@ -48,6 +59,10 @@ impl Strategy {
         Strategy::SetnxGetset,
         Strategy::PlainDel,
         Strategy::GetThenDel,
+        Strategy::ZooKeeper,
+        Strategy::ZooKeeperFenced,
+        Strategy::Etcd,
+        Strategy::EtcdFenced,
     ];
 
     /// The name used on the command line.
@@ -61,6 +76,10 @@ impl Strategy {
             Strategy::PlainDel => "plain-del",
             Strategy::GetThenDel => "get-then-del",
             Strategy::RedlockDelayed => "redlock-delayed",
+            Strategy::ZooKeeper => "zookeeper",
+            Strategy::ZooKeeperFenced => "zookeeper-fenced",
+            Strategy::Etcd => "etcd",
+            Strategy::EtcdFenced => "etcd-fenced",
         }
     }
 
@@ -80,6 +99,10 @@ impl Strategy {
             Strategy::SetnxGetset => "SETNX timestamp + GETSET",
             Strategy::PlainDel => "release by plain DEL",
             Strategy::GetThenDel => "release by GET then DEL",
+            Strategy::ZooKeeper => "ZooKeeper lock recipe",
+            Strategy::ZooKeeperFenced => "ZooKeeper + czxid fencing",
+            Strategy::Etcd => "etcd lease lock",
+            Strategy::EtcdFenced => "etcd + revision fencing",
         }
     }
 
@@ -94,6 +117,20 @@ impl Strategy {
     /// True if the nodes have an asynchronous replica that takes over when they crash.
     pub fn has_replica(self) -> bool {
         self == Strategy::SingleReplica
+    }
+
+    /// The consensus service this strategy locks on, if it is not Redis.
+    pub fn coordination(self) -> Option<Flavour> {
+        match self {
+            Strategy::ZooKeeper | Strategy::ZooKeeperFenced => Some(Flavour::ZooKeeper),
+            Strategy::Etcd | Strategy::EtcdFenced => Some(Flavour::Etcd),
+            _ => None,
+        }
+    }
+
+    /// True if the strategy's writes carry a fencing token the resource checks.
+    pub fn fenced(self) -> bool {
+        matches!(self, Strategy::ZooKeeperFenced | Strategy::EtcdFenced)
     }
 
     /// True for our strategies, which run the real core.
@@ -128,6 +165,13 @@ impl Strategy {
         wall_offset: i64,
         rng: Rng,
     ) -> Result<Box<dyn LockModel>, String> {
+        if let Some(flavour) = self.coordination() {
+            return Ok(Box::new(CoordinationModel::new(
+                flavour,
+                self.fenced(),
+                TTL,
+            )));
+        }
         let legacy = match self {
             Strategy::SetnxExpire => Legacy::SetnxThenExpire,
             Strategy::SetnxGetset => Legacy::SetnxGetset,

@@ -217,3 +217,82 @@ fn the_legacy_patterns_fail_under_the_randomised_conditions() {
         assert!(cell.violations > 0, "{}: {}", strategy.name(), cell.text());
     }
 }
+
+const CONSENSUS: [Strategy; 4] = [
+    Strategy::ZooKeeper,
+    Strategy::ZooKeeperFenced,
+    Strategy::Etcd,
+    Strategy::EtcdFenced,
+];
+
+#[test]
+fn zookeeper_and_etcd_survive_what_breaks_redis_nodes() {
+    for strategy in CONSENSUS {
+        for scenario in [
+            Scenario::NoFaults,
+            Scenario::ClientCrash,
+            Scenario::LostReply,
+            Scenario::RestartEmpty,
+            Scenario::RestartDelayed,
+            Scenario::ClockJump,
+            Scenario::PauseBeforeReplies,
+            Scenario::PauseInRelease,
+            Scenario::ClientClockSkew,
+        ] {
+            assert_safe(scenario, strategy);
+        }
+        let cell = cell(Scenario::FailoverBeforeReplication, strategy);
+        assert!(!cell.applies);
+        assert!(cell.text().contains("quorum"), "{}", cell.text());
+    }
+}
+
+#[test]
+fn without_their_tokens_zookeeper_and_etcd_write_stale_data_after_a_pause() {
+    assert_violated(
+        Scenario::PauseAfterAcquire,
+        Strategy::ZooKeeper,
+        "stale write",
+        &["exclusion"],
+    );
+    assert_violated(
+        Scenario::PauseAfterAcquire,
+        Strategy::Etcd,
+        "stale write",
+        &[],
+    );
+}
+
+#[test]
+fn their_fencing_tokens_reject_the_stale_write() {
+    assert_safe(Scenario::PauseAfterAcquire, Strategy::ZooKeeperFenced);
+    // etcd's holder still believes in its lease when the next one gets the lock; the
+    // resource rejects its write all the same.
+    assert_violated(
+        Scenario::PauseAfterAcquire,
+        Strategy::EtcdFenced,
+        "exclusion",
+        &["stale write"],
+    );
+    let cell = cell(Scenario::Randomised, Strategy::ZooKeeperFenced);
+    assert!(cell.errors.is_empty(), "{}", cell.text());
+    if let Some((_, failed)) = &cell.first {
+        assert!(!failed.contains(&"stale write"), "{}", cell.text());
+    }
+}
+
+#[test]
+fn with_their_tokens_no_stale_write_reaches_the_resource_in_any_randomised_run() {
+    for strategy in [Strategy::ZooKeeperFenced, Strategy::EtcdFenced] {
+        for seed in 0..RANDOMISED_SEEDS {
+            let result = redlock_sim::run(Scenario::Randomised, strategy, seed, false)
+                .unwrap_or_else(|e| panic!("{} seed {seed}: {e}", strategy.name()));
+            assert_eq!(
+                result.verdict.stale_write,
+                None,
+                "{} seed {seed}",
+                strategy.name()
+            );
+        }
+    }
+}
