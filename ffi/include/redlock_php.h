@@ -7,6 +7,77 @@
  */
 
 /**
+ * Someone else holds the lock (`redlock_outcome_error_class`; 0 means no error).
+ */
+enum { REDLOCK_ERROR_CLASS_HELD_ELSEWHERE = 1 };
+
+/**
+ * Nodes are failing; each node's cause says why (`redlock_outcome_node_cause`).
+ */
+enum { REDLOCK_ERROR_CLASS_NODES_FAILING = 2 };
+
+/**
+ * The lock was held and is lost.
+ */
+enum { REDLOCK_ERROR_CLASS_LOCK_LOST = 3 };
+
+/**
+ * The lock's keys are gone and nobody else holds them.
+ */
+enum { REDLOCK_ERROR_CLASS_NOT_HELD = 4 };
+
+/**
+ * A configuration or argument broke a rule.
+ */
+enum { REDLOCK_ERROR_CLASS_INVALID_ARGUMENT = 5 };
+
+/**
+ * A call on a client or lock after it was closed or released.
+ */
+enum { REDLOCK_ERROR_CLASS_USED_AFTER_CLOSE = 6 };
+
+/**
+ * The caller cancelled the operation.
+ */
+enum { REDLOCK_ERROR_CLASS_CANCELLED = 7 };
+
+/**
+ * The connection was refused (`redlock_outcome_node_cause`; 0 means the node did not
+ * fail).
+ */
+enum { REDLOCK_NODE_CAUSE_REFUSED = 1 };
+
+/**
+ * Authentication failed or is required.
+ */
+enum { REDLOCK_NODE_CAUSE_AUTH = 2 };
+
+/**
+ * The TLS handshake failed.
+ */
+enum { REDLOCK_NODE_CAUSE_TLS = 3 };
+
+/**
+ * No reply before the deadline (or no connection in time).
+ */
+enum { REDLOCK_NODE_CAUSE_TIMEOUT = 4 };
+
+/**
+ * The node has a command unanswered past its deadline; nothing new was sent.
+ */
+enum { REDLOCK_NODE_CAUSE_STALLED = 5 };
+
+/**
+ * The connection failed or closed for another reason.
+ */
+enum { REDLOCK_NODE_CAUSE_CONNECTION = 6 };
+
+/**
+ * The node answered with an error.
+ */
+enum { REDLOCK_NODE_CAUSE_ERROR = 7 };
+
+/**
  * The most nodes a configuration accepts.
  */
 enum { REDLOCK_MAX_NODES = 255 };
@@ -93,6 +164,109 @@ enum { REDLOCK_SCRIPT_EXTEND = 3 };
 enum { REDLOCK_MESSAGE_MAX = 256 };
 
 /**
+ * Start an extension of the keep-alive's lease now (`redlock_keepalive_poll`).
+ */
+enum { REDLOCK_KEEPALIVE_EXTEND = 1 };
+
+/**
+ * Nothing until the instant given (or until an outcome arrives); then poll again.
+ */
+enum { REDLOCK_KEEPALIVE_WAIT = 2 };
+
+/**
+ * The lock is lost (final); the reason is a `REDLOCK_LOST_*` value.
+ */
+enum { REDLOCK_KEEPALIVE_LOST = 3 };
+
+/**
+ * Keep-alive was stopped (final).
+ */
+enum { REDLOCK_KEEPALIVE_STOPPED = 4 };
+
+/**
+ * An extension found the keys holding another token: someone else may hold the lock.
+ */
+enum { REDLOCK_LOST_TAKEN = 1 };
+
+/**
+ * An extension found the keys gone and nobody else holding them.
+ */
+enum { REDLOCK_LOST_NOT_HELD = 2 };
+
+/**
+ * The validity ran out before an extension succeeded.
+ */
+enum { REDLOCK_LOST_EXPIRED = 3 };
+
+/**
+ * The validity ran out after the bound on extensions was reached.
+ */
+enum { REDLOCK_LOST_EXTENSION_LIMIT = 4 };
+
+/**
+ * Nothing to do until the next input (`redlock_link_poll_output`).
+ */
+enum { REDLOCK_LINK_OUTPUT_NONE = 0 };
+
+/**
+ * Open a connection to the node (TLS, `AUTH`, `SELECT` included), then call
+ * `redlock_link_handle_connected`, or `redlock_link_handle_closed` if it fails.
+ */
+enum { REDLOCK_LINK_OUTPUT_CONNECT = 1 };
+
+/**
+ * Write the current command (`redlock_link_write*`) on the connection now, and hand its
+ * reply to `redlock_link_handle_reply*` with its write id.
+ */
+enum { REDLOCK_LINK_OUTPUT_WRITE = 2 };
+
+/**
+ * Close the current connection; report nothing more for it.
+ */
+enum { REDLOCK_LINK_OUTPUT_CLOSE = 3 };
+
+/**
+ * Hand the current delivery (`redlock_link_delivery*`) to the operation it is tagged
+ * with, for instance with `redlock_operation_handle_delivery`.
+ */
+enum { REDLOCK_LINK_OUTPUT_DELIVER = 4 };
+
+/**
+ * The connection was refused (`redlock_link_handle_closed`).
+ */
+enum { REDLOCK_LINK_CAUSE_REFUSED = 1 };
+
+/**
+ * Authentication failed (`AUTH`/`HELLO` refused, `NOAUTH`, `WRONGPASS`).
+ */
+enum { REDLOCK_LINK_CAUSE_AUTH = 2 };
+
+/**
+ * The TLS handshake failed.
+ */
+enum { REDLOCK_LINK_CAUSE_TLS = 3 };
+
+/**
+ * Connecting took too long.
+ */
+enum { REDLOCK_LINK_CAUSE_TIMEOUT = 4 };
+
+/**
+ * Any other failure, or the peer closed the connection.
+ */
+enum { REDLOCK_LINK_CAUSE_CLOSED = 5 };
+
+/**
+ * The most writes of one link awaiting their replies.
+ */
+enum { REDLOCK_LINK_MAX_IN_FLIGHT = 64 };
+
+/**
+ * The most commands one link keeps queued (not yet written).
+ */
+enum { REDLOCK_LINK_MAX_QUEUED = 1024 };
+
+/**
  * Nothing to do until the next input (`redlock_operation_poll_output`).
  */
 enum { REDLOCK_OUTPUT_NONE = 0 };
@@ -169,9 +343,15 @@ enum { REDLOCK_OUTCOME_EXTENDED = 3 };
 enum { REDLOCK_OUTCOME_NOT_EXTENDED = 4 };
 
 /**
- * The release round finished.
+ * A quorum of nodes confirmed the lock's keys are gone.
  */
 enum { REDLOCK_OUTCOME_RELEASED = 5 };
+
+/**
+ * Every node settled and fewer than a quorum confirmed the keys are gone: the lock may
+ * still be held (by this token) until its keys' TTL. Not a success.
+ */
+enum { REDLOCK_OUTCOME_NOT_RELEASED = 6 };
 
 /**
  * Conflicts alone made the quorum impossible: held by someone else (acquire), or
@@ -193,6 +373,11 @@ enum { REDLOCK_REASON_MIXED = 3 };
  * A quorum agreed, but too late: the validity left was below the floor.
  */
 enum { REDLOCK_REASON_VALIDITY_TOO_SHORT = 4 };
+
+/**
+ * An extension found the keys gone (expired or deleted) and nobody else holding them.
+ */
+enum { REDLOCK_REASON_NOT_HELD = 5 };
 
 /**
  * No command was sent to this node in this round (`redlock_outcome_node`).
@@ -417,6 +602,10 @@ enum redlock_result
      */
     REDLOCK_CONFIG_TOKEN_TOO_LONG = 9214,
     /**
+     * With more than one attempt, a retry delay below 1 ms.
+     */
+    REDLOCK_CONFIG_RETRY_DELAY_TOO_SHORT = 9215,
+    /**
      * A RESP frame starts with a byte that is no RESP type.
      */
     REDLOCK_PROTOCOL_UNKNOWN_TYPE = 9300,
@@ -468,10 +657,20 @@ typedef struct redlock_config_builder redlock_config_builder;
 typedef struct redlock_decoder redlock_decoder;
 
 /**
+ * Keeps one lock alive. Freed by `redlock_keepalive_free`.
+ */
+typedef struct redlock_keepalive redlock_keepalive;
+
+/**
  * A held lock: its keys, token, `valid_until` and TTL; what extending and releasing it
  * need.
  */
 typedef struct redlock_lease redlock_lease;
+
+/**
+ * One node's command policy and connection state. Freed by `redlock_link_free`.
+ */
+typedef struct redlock_link redlock_link;
 
 /**
  * One acquisition, extension or release. Freed by `redlock_operation_free`.
@@ -488,6 +687,45 @@ typedef struct redlock_outcome redlock_outcome;
  * `redlock_reply_free`.
  */
 typedef struct redlock_reply redlock_reply;
+
+/**
+ * The stable name of a `REDLOCK_ERROR_CLASS_*` value (`"held_elsewhere"`,
+ * `"nodes_failing"`, `"lock_lost"`, `"not_held"`, `"invalid_argument"`,
+ * `"used_after_close"`, `"cancelled"`: the same in every binding), or NULL for another
+ * value. Static, NUL-terminated; never freed.
+ */
+const char *redlock_error_class_name(uint32_t class_);
+
+/**
+ * The stable name of a `REDLOCK_NODE_CAUSE_*` value (`"refused"`, `"auth"`, `"tls"`,
+ * `"timeout"`, `"stalled"`, `"connection"`, `"error"`), or NULL for another value.
+ * Static, NUL-terminated; never freed.
+ */
+const char *redlock_node_cause_name(uint32_t cause);
+
+/**
+ * The `REDLOCK_ERROR_CLASS_*` of a result code: `REDLOCK_ERROR_CLASS_INVALID_ARGUMENT`
+ * for every usage and configuration error (and `REDLOCK_INVALID_INPUT`), 0 for
+ * `REDLOCK_OK` and for codes that are no documented failure of the lock (a NULL
+ * parameter, a panic, a protocol error: the caller's or the connection's bug).
+ */
+uint32_t redlock_result_error_class(uint32_t result);
+
+/**
+ * Whether two of the `count` node addresses name the same Redis server (Redlock's
+ * safety rests on independent nodes). Address `i` is the `address_lens[i]` bytes at
+ * `addresses[i]`, UTF-8 (`REDLOCK_INVALID_INPUT` otherwise), in any form a client
+ * takes (`redis://user:pw@host:port/db`, `host:port`, `[::1]:6379`): compared as host
+ * and port, hosts without case, `localhost` as `127.0.0.1`, port 6379 when missing.
+ * `*out_found` says whether a pair was found, `*out_first < *out_second` the first
+ * such pair's indices (0 and 0 when none).
+ */
+redlock_result redlock_duplicate_node(const uint8_t *const *addresses,
+                                      const size_t *address_lens,
+                                      size_t count,
+                                      bool *out_found,
+                                      size_t *out_first,
+                                      size_t *out_second);
 
 /**
  * A client whose tokens come from the operating system's CSPRNG. The configuration is
@@ -687,6 +925,14 @@ bool redlock_lease_is_valid(const redlock_lease *lease, uint64_t now_us);
  * The TTL the lock was acquired or last extended with, in milliseconds (0 for NULL).
  */
 uint64_t redlock_lease_ttl_ms(const redlock_lease *lease);
+
+/**
+ * The longest TTL, in milliseconds, that any of the lock's keys may carry (its
+ * acquisition's and every extension's, failed ones included). `REDLOCK_NO_VALUE` for a
+ * lease rebuilt from its parts (`redlock_client_lease`), whose keys' TTL this process
+ * never saw.
+ */
+redlock_result redlock_lease_key_ttl_ms(const redlock_lease *lease, uint64_t *out_ttl_ms);
 
 /**
  * Successful extensions since the lock was acquired (0 for NULL).
@@ -916,6 +1162,249 @@ redlock_result redlock_result_message(uint32_t result,
                                       size_t *out_len);
 
 /**
+ * Keep-alive for `lease` under `client`'s configuration (the one the lock was acquired
+ * with). The lease is copied. Free it with `redlock_keepalive_free`.
+ */
+redlock_result redlock_keepalive_new(const redlock_client *client,
+                                     const redlock_lease *lease,
+                                     redlock_keepalive **out_keepalive);
+
+/**
+ * Frees a keep-alive. NULL is ignored.
+ */
+void redlock_keepalive_free(redlock_keepalive *keepalive);
+
+/**
+ * What to do at `now_us`: a `REDLOCK_KEEPALIVE_*` value into `*out_action`; for
+ * `REDLOCK_KEEPALIVE_WAIT` the instant into `*out_until_us` (0 otherwise); for
+ * `REDLOCK_KEEPALIVE_LOST` a `REDLOCK_LOST_*` value into `*out_lost_reason` (0
+ * otherwise).
+ */
+redlock_result redlock_keepalive_poll(redlock_keepalive *keepalive,
+                                      uint64_t now_us,
+                                      uint32_t *out_action,
+                                      uint64_t *out_until_us,
+                                      uint32_t *out_lost_reason);
+
+/**
+ * Hands in the outcome of an extension of this lock (the one
+ * `REDLOCK_KEEPALIVE_EXTEND` asked for, or one made by hand) at `now_us`. Outcomes of
+ * other kinds change nothing. The outcome is read, not taken: the caller still frees it.
+ */
+redlock_result redlock_keepalive_handle_outcome(redlock_keepalive *keepalive,
+                                                const redlock_outcome *outcome,
+                                                uint64_t now_us);
+
+/**
+ * The extension could not be run at all at `now_us` (the driver failed before any
+ * outcome): retried while a round fits, lost when the validity runs out.
+ */
+redlock_result redlock_keepalive_handle_failure(redlock_keepalive *keepalive, uint64_t now_us);
+
+/**
+ * Stops keeping the lock alive (released, or no longer wanted). Final; a lost lock
+ * stays lost.
+ */
+redlock_result redlock_keepalive_stop(redlock_keepalive *keepalive);
+
+/**
+ * A copy of the lease as it stands (the latest extension's), to extend or release the
+ * lock; freed by `redlock_lease_free`.
+ */
+redlock_result redlock_keepalive_lease(const redlock_keepalive *keepalive,
+                                       redlock_lease **out_lease);
+
+/**
+ * Why the lock was lost: a `REDLOCK_LOST_*` value, or 0 while it is not (and for NULL).
+ */
+uint32_t redlock_keepalive_lost_reason(const redlock_keepalive *keepalive);
+
+/**
+ * True while an extension the keep-alive asked for is under way (false for NULL).
+ */
+bool redlock_keepalive_is_extending(const redlock_keepalive *keepalive);
+
+/**
+ * The stable name of a `REDLOCK_LOST_*` value (`"taken"`, `"not_held"`, `"expired"`,
+ * `"extension_limit"`), or NULL for another value. Static, NUL-terminated; never freed.
+ */
+const char *redlock_lost_reason_name(uint32_t reason);
+
+/**
+ * A link with no connection yet. Free it with `redlock_link_free`.
+ */
+redlock_result redlock_link_new(redlock_link **out_link);
+
+/**
+ * Frees a link. NULL is ignored.
+ */
+void redlock_link_free(redlock_link *link);
+
+/**
+ * Hands the operation's current `REDLOCK_OUTPUT_SEND` command to this link (the link
+ * of the node `redlock_operation_command` names), at `now_us`. `tag` identifies the
+ * operation to the caller and comes back with its replies (`redlock_link_delivery`).
+ * The command is copied; each command is submitted once: `REDLOCK_NO_VALUE` when the
+ * current output is no send or it was already submitted. Poll the link afterwards.
+ */
+redlock_result redlock_link_submit_current(redlock_link *link,
+                                           uint64_t tag,
+                                           redlock_operation *operation,
+                                           uint64_t now_us);
+
+/**
+ * The connection asked for by `REDLOCK_LINK_OUTPUT_CONNECT` is ready (after TLS,
+ * `AUTH`, `SELECT`), at `now_us`.
+ */
+redlock_result redlock_link_handle_connected(redlock_link *link, uint64_t now_us);
+
+/**
+ * The connection closed, or could not be opened, at `now_us`: `cause` is a
+ * `REDLOCK_LINK_CAUSE_*` value (`REDLOCK_INVALID_INPUT` otherwise) and the `text_len`
+ * bytes at `text` say how (invalid UTF-8 becomes U+FFFD).
+ */
+redlock_result redlock_link_handle_closed(redlock_link *link,
+                                          uint32_t cause,
+                                          const uint8_t *text,
+                                          size_t text_len,
+                                          uint64_t now_us);
+
+/**
+ * The reply to write `write_id`, received at `now_us`, given as for
+ * `redlock_operation_handle_reply` (any kind but `REDLOCK_REPLY_ARRAY`, which
+ * `redlock_link_handle_reply_value` takes). A reply to a write of a connection closed
+ * since, or to an id never written, is ignored.
+ */
+redlock_result redlock_link_handle_reply(redlock_link *link,
+                                         uint64_t write_id,
+                                         uint32_t kind,
+                                         int64_t integer,
+                                         const uint8_t *text,
+                                         size_t text_len,
+                                         uint64_t now_us);
+
+/**
+ * Like `redlock_link_handle_reply`, with a reply built by `redlock_reply_new*` or taken
+ * from a `redlock_decoder`. The reply is copied; the caller still frees it.
+ */
+redlock_result redlock_link_handle_reply_value(redlock_link *link,
+                                               uint64_t write_id,
+                                               const redlock_reply *reply,
+                                               uint64_t now_us);
+
+/**
+ * Time has reached `now_us`: drops what is past its time, closes a connection stalled
+ * too long, reconnects when due. Calling it early is harmless.
+ */
+redlock_result redlock_link_handle_timeout(redlock_link *link, uint64_t now_us);
+
+/**
+ * The next output: writes a `REDLOCK_LINK_OUTPUT_*` value to `*out_kind`. Call it
+ * after every input until it gives `REDLOCK_LINK_OUTPUT_NONE`. Each poll replaces the
+ * previous output: pointers borrowed from it become invalid.
+ */
+redlock_result redlock_link_poll_output(redlock_link *link, uint32_t *out_kind);
+
+/**
+ * The current `REDLOCK_LINK_OUTPUT_WRITE`: the id to hand back with its reply, and its
+ * number of arguments. `REDLOCK_NO_VALUE` when the current output is no write.
+ */
+redlock_result redlock_link_write(const redlock_link *link,
+                                  uint64_t *out_write_id,
+                                  size_t *out_argc);
+
+/**
+ * Argument `index` of the current write (0 is the command name), borrowed: valid until
+ * the next poll or the link is freed. `REDLOCK_OUT_OF_RANGE` past the last.
+ */
+redlock_result redlock_link_write_arg(const redlock_link *link,
+                                      size_t index,
+                                      const uint8_t **out_arg,
+                                      size_t *out_arg_len);
+
+/**
+ * Every argument of the current write at once, into caller arrays of `capacity`
+ * elements, as `redlock_operation_command_args` does.
+ */
+redlock_result redlock_link_write_args(const redlock_link *link,
+                                       const uint8_t **args,
+                                       size_t *arg_lens,
+                                       size_t capacity,
+                                       size_t *out_argc);
+
+/**
+ * The current write encoded in RESP, ready for the socket; borrowed: valid until the
+ * next poll or the link is freed.
+ */
+redlock_result redlock_link_write_resp(redlock_link *link,
+                                       const uint8_t **out_bytes,
+                                       size_t *out_bytes_len);
+
+/**
+ * The current `REDLOCK_LINK_OUTPUT_DELIVER`: the tag given at submission, the request
+ * id to hand to the operation, and the reply: its `REDLOCK_REPLY_*` kind, its integer
+ * (0 unless an integer) and its text or bytes (empty unless a status, bulk, error or
+ * connection failure), borrowed: valid until the next poll or the link is freed. An
+ * array reply is read with `redlock_link_delivery_reply` (or handed over whole with
+ * `redlock_operation_handle_delivery`). `REDLOCK_NO_VALUE` when the current output is
+ * no delivery.
+ */
+redlock_result redlock_link_delivery(const redlock_link *link,
+                                     uint64_t *out_tag,
+                                     uint64_t *out_request_id,
+                                     uint32_t *out_reply_kind,
+                                     int64_t *out_integer,
+                                     const uint8_t **out_text,
+                                     size_t *out_text_len);
+
+/**
+ * A copy of the current delivery's reply (any kind, arrays included) as a handle of its
+ * own, freed by `redlock_reply_free`. `REDLOCK_NO_VALUE` when the current output is no
+ * delivery.
+ */
+redlock_result redlock_link_delivery_reply(const redlock_link *link, redlock_reply **out_reply);
+
+/**
+ * When `redlock_link_handle_timeout` is next due: `*out_due` true and `*out_at_us` the
+ * instant, or `*out_due` false (and `*out_at_us` 0) when nothing waits on time.
+ */
+redlock_result redlock_link_poll_timeout(const redlock_link *link,
+                                         bool *out_due,
+                                         uint64_t *out_at_us);
+
+/**
+ * True when nothing is queued or awaiting a reply: the connection may be closed
+ * (true for NULL).
+ */
+bool redlock_link_is_idle(const redlock_link *link);
+
+/**
+ * True while a written command is unanswered past its deadline at `now_us` (false for
+ * NULL).
+ */
+bool redlock_link_is_stalled(const redlock_link *link, uint64_t now_us);
+
+/**
+ * True while a connection is open (false for NULL).
+ */
+bool redlock_link_is_open(const redlock_link *link);
+
+/**
+ * Writes awaiting their replies, the script loads included (0 for NULL).
+ */
+size_t redlock_link_in_flight(const redlock_link *link);
+
+/**
+ * Commands queued, not yet written (0 for NULL).
+ */
+size_t redlock_link_queued(const redlock_link *link);
+
+/**
+ * Tokens whose release this link still owes (0 for NULL).
+ */
+size_t redlock_link_owed(const redlock_link *link);
+
+/**
  * Frees an operation (and any outcome not taken). NULL is ignored.
  */
 void redlock_operation_free(redlock_operation *operation);
@@ -951,6 +1440,18 @@ redlock_result redlock_operation_handle_reply_value(redlock_operation *operation
                                                     uint64_t now_us);
 
 /**
+ * Hands the reply of `link`'s current `REDLOCK_LINK_OUTPUT_DELIVER` output (any kind,
+ * arrays included) to this operation, at `now_us`: the same as
+ * `redlock_operation_handle_reply` with the delivery's request id and reply. The caller
+ * picks the operation by the delivery's tag (`redlock_link_delivery`).
+ * `REDLOCK_NO_VALUE` when the link's current output is no delivery; the usage errors
+ * of `redlock_operation_handle_reply` otherwise. Poll after every call.
+ */
+redlock_result redlock_operation_handle_delivery(redlock_operation *operation,
+                                                 const redlock_link *link,
+                                                 uint64_t now_us);
+
+/**
  * Tells the operation that time has reached `now_us`: requests past their deadline
  * count as timed out, and a retry whose delay has passed starts. Calling it early is
  * harmless. Poll after every call.
@@ -958,13 +1459,15 @@ redlock_result redlock_operation_handle_reply_value(redlock_operation *operation
 redlock_result redlock_operation_handle_timeout(redlock_operation *operation, uint64_t now_us);
 
 /**
- * The next output: writes a `REDLOCK_OUTPUT_*` value to `*out_kind`. Call it until it
- * gives `REDLOCK_OUTPUT_NONE` after creating the operation and after every input.
- * Order: every command to send, then the outcome if the operation just finished,
- * otherwise one wait. Each poll replaces the previous output: pointers borrowed from
+ * The next output: writes a `REDLOCK_OUTPUT_*` value to `*out_kind`. After creating
+ * the operation and after every input, call it until it gives `REDLOCK_OUTPUT_WAIT`,
+ * `REDLOCK_OUTPUT_OUTCOME` or `REDLOCK_OUTPUT_NONE` (a finished or abandoned
+ * operation). Order: every command to send, then the outcome if the operation just
+ * finished, otherwise one wait: the wait is the operation's only wake-up. Each poll replaces the previous output: pointers borrowed from
  * it become invalid, and an outcome not taken is dropped.
  */
-redlock_result redlock_operation_poll_output(redlock_operation *operation, uint32_t *out_kind);
+redlock_result redlock_operation_poll_output(redlock_operation *operation,
+                                             uint32_t *out_kind);
 
 /**
  * The command of the current `REDLOCK_OUTPUT_SEND` output: the node to send it to
@@ -1031,12 +1534,14 @@ redlock_result redlock_operation_take_outcome(redlock_operation *operation,
                                               redlock_outcome **out_outcome);
 
 /**
- * When `redlock_operation_handle_timeout` is next due: `*out_due` false (and
- * `*out_at_us` 0) once the operation is finished.
+ * Abandons the operation at `now_us`: the caller cancelled it (a dropped future, a
+ * cancelled task, an interrupt). Poll afterwards as after any input: an acquisition
+ * whose commands are out gives the sends of a release of its token (hand them to the
+ * links like any other command), then `REDLOCK_OUTPUT_NONE`; no outcome and no wait
+ * follow. Replies handed in later change nothing. Abandoning a finished operation does
+ * nothing.
  */
-redlock_result redlock_operation_poll_timeout(const redlock_operation *operation,
-                                              bool *out_due,
-                                              uint64_t *out_at_us);
+redlock_result redlock_operation_abandon(redlock_operation *operation, uint64_t now_us);
 
 /**
  * What the operation does: a `REDLOCK_OPERATION_*` value (0 for NULL).
@@ -1100,7 +1605,8 @@ redlock_result redlock_outcome_reason(const redlock_outcome *outcome, uint32_t *
 
 /**
  * The token: the lease's for acquired, extended and not extended; the last attempt's
- * (already released) for not acquired; `REDLOCK_NO_VALUE` for released. Borrowed:
+ * (already released) for not acquired; `REDLOCK_NO_VALUE` for released and not
+ * released. Borrowed:
  * valid until the outcome is freed.
  */
 redlock_result redlock_outcome_token(const redlock_outcome *outcome,
@@ -1148,8 +1654,8 @@ redlock_result redlock_outcome_retry_at(const redlock_outcome *outcome,
 redlock_result redlock_outcome_is_lost(const redlock_outcome *outcome, bool *out_lost);
 
 /**
- * For released: the nodes that deleted at least one key holding the token.
- * `REDLOCK_NO_VALUE` for the other outcomes.
+ * For released and not released: the nodes that deleted at least one key holding the
+ * token. `REDLOCK_NO_VALUE` for the other outcomes.
  */
 redlock_result redlock_outcome_released(const redlock_outcome *outcome, size_t *out_released);
 
@@ -1175,6 +1681,25 @@ redlock_result redlock_outcome_node(const redlock_outcome *outcome,
                                     uint32_t *out_kind,
                                     const uint8_t **out_error,
                                     size_t *out_error_len);
+
+/**
+ * The error class of a failed outcome: a `REDLOCK_ERROR_CLASS_*` value (the core's
+ * decision of what a binding raises), or 0 for a success (and for NULL). Not acquired
+ * for conflicts alone is held elsewhere, any other failure to acquire is nodes
+ * failing; not extended is lock lost (taken, or no validity left), not held (keys
+ * gone), or nodes failing (the lock still holds until its `valid_until`); not
+ * released is nodes failing.
+ */
+uint32_t redlock_outcome_error_class(const redlock_outcome *outcome);
+
+/**
+ * Why node `index` failed in the round the outcome reports on: a
+ * `REDLOCK_NODE_CAUSE_*` value, or 0 when it did not fail (success, conflict, pending,
+ * not asked). `REDLOCK_OUT_OF_RANGE` past the last node.
+ */
+redlock_result redlock_outcome_node_cause(const redlock_outcome *outcome,
+                                          size_t index,
+                                          uint32_t *out_cause);
 
 /**
  * A reply of kind `kind` (a `REDLOCK_REPLY_*` value; `REDLOCK_REPLY_ARRAY` gives an

@@ -13,7 +13,7 @@ use crate::operation::redlock_operation;
 /// A Redlock client: starts acquisitions, extensions and releases. Operations are
 /// independent of the client once started and may outlive it.
 pub struct redlock_client {
-    inner: Redlock,
+    pub(crate) inner: Redlock,
 }
 
 /// A held lock: its keys, token, `valid_until` and TTL; what extending and releasing it
@@ -474,6 +474,28 @@ pub unsafe extern "C" fn redlock_lease_is_valid(lease: *const redlock_lease, now
 #[no_mangle]
 pub unsafe extern "C" fn redlock_lease_ttl_ms(lease: *const redlock_lease) -> u64 {
     guard_value(0, || arg_ref!(lease, 0).inner.ttl_ms())
+}
+
+/// The longest TTL, in milliseconds, that any of the lock's keys may carry (its
+/// acquisition's and every extension's, failed ones included). `REDLOCK_NO_VALUE` for a
+/// lease rebuilt from its parts (`redlock_client_lease`), whose keys' TTL this process
+/// never saw.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_lease_key_ttl_ms(
+    lease: *const redlock_lease,
+    out_ttl_ms: *mut u64,
+) -> redlock_result {
+    guard(|| {
+        let lease = arg_ref!(lease);
+        let out = arg_out!(out_ttl_ms);
+        match lease.inner.key_ttl_ms() {
+            Some(ttl) => {
+                out.write(ttl);
+                R::REDLOCK_OK
+            }
+            None => R::REDLOCK_NO_VALUE,
+        }
+    })
 }
 
 /// Successful extensions since the lock was acquired (0 for NULL).

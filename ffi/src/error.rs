@@ -90,6 +90,8 @@ pub enum redlock_result {
     REDLOCK_CONFIG_TOKEN_TOO_SHORT = 9213,
     /// More than `REDLOCK_MAX_TOKEN_BYTES` random bytes per token.
     REDLOCK_CONFIG_TOKEN_TOO_LONG = 9214,
+    /// With more than one attempt, a retry delay below 1 ms.
+    REDLOCK_CONFIG_RETRY_DELAY_TOO_SHORT = 9215,
 
     /// A RESP frame starts with a byte that is no RESP type.
     REDLOCK_PROTOCOL_UNKNOWN_TYPE = 9300,
@@ -157,6 +159,10 @@ const NAMES: &[(redlock_result, &std::ffi::CStr)] = &[
     (R::REDLOCK_CONFIG_JITTER_TOO_LARGE, c"jitter_too_large"),
     (R::REDLOCK_CONFIG_TOKEN_TOO_SHORT, c"token_too_short"),
     (R::REDLOCK_CONFIG_TOKEN_TOO_LONG, c"token_too_long"),
+    (
+        R::REDLOCK_CONFIG_RETRY_DELAY_TOO_SHORT,
+        c"retry_delay_too_short",
+    ),
     (R::REDLOCK_PROTOCOL_UNKNOWN_TYPE, c"unknown_type"),
     (R::REDLOCK_PROTOCOL_BAD_NUMBER, c"bad_number"),
     (R::REDLOCK_PROTOCOL_BAD_TERMINATOR, c"bad_terminator"),
@@ -226,6 +232,10 @@ const CONFIG: &[(redlock_result, ConfigError)] = &[
         ConfigError::TokenTooShort,
     ),
     (R::REDLOCK_CONFIG_TOKEN_TOO_LONG, ConfigError::TokenTooLong),
+    (
+        R::REDLOCK_CONFIG_RETRY_DELAY_TOO_SHORT,
+        ConfigError::RetryDelayTooShort,
+    ),
 ];
 
 const PROTOCOL: &[(redlock_result, ProtocolError)] = &[

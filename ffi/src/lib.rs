@@ -34,15 +34,34 @@
 //! only as long as documented (until the handle is freed, or until the next call that
 //! changes it). Using a handle after its `_free` is undefined behaviour.
 //!
-//! ## Driving an operation
+//! ## Driving a lock
 //!
-//! Start one with `redlock_client_acquire` (or `_extend`, `_release`), then call
-//! `redlock_operation_poll_output` until it reports `REDLOCK_OUTPUT_NONE`, acting on
-//! each output: `REDLOCK_OUTPUT_SEND` (read it with `redlock_operation_command*`, send
-//! it, and hand the reply to `redlock_operation_handle_reply*` under its request id),
-//! `REDLOCK_OUTPUT_WAIT` (call `redlock_operation_handle_timeout` at
-//! `redlock_operation_wait_until` if nothing arrives before), `REDLOCK_OUTPUT_OUTCOME`
-//! (take it with `redlock_operation_take_outcome`). Poll again after every input.
+//! Keep one `redlock_link` per node for as long as the client lives. Start an operation
+//! with `redlock_client_acquire` (or `_extend`, `_release`). After creating it and after
+//! every input, call `redlock_operation_poll_output` until it gives
+//! `REDLOCK_OUTPUT_WAIT`, `REDLOCK_OUTPUT_OUTCOME` or `REDLOCK_OUTPUT_NONE`:
+//!
+//! - `REDLOCK_OUTPUT_SEND`: hand the command to the link of its node
+//!   (`redlock_operation_command` names it) with `redlock_link_submit_current`, tagged
+//!   with a number that identifies the operation;
+//! - `REDLOCK_OUTPUT_WAIT`: call `redlock_operation_handle_timeout` at
+//!   `redlock_operation_wait_until` if nothing arrives before: the operation's only
+//!   wake-up;
+//! - `REDLOCK_OUTPUT_OUTCOME`: take it with `redlock_operation_take_outcome`
+//!   (`redlock_outcome_error_class` says what to raise for a failure).
+//!
+//! After every input to a link, call `redlock_link_poll_output` until
+//! `REDLOCK_LINK_OUTPUT_NONE`: `CONNECT` (open a connection, then
+//! `redlock_link_handle_connected`, or `redlock_link_handle_closed` with its cause),
+//! `WRITE` (write `redlock_link_write_resp` now; hand the reply to
+//! `redlock_link_handle_reply*` with its write id), `CLOSE` (close the connection),
+//! `DELIVER` (hand the reply to the operation tagged `redlock_link_delivery`'s tag, with
+//! `redlock_operation_handle_delivery`, then poll that operation). Call
+//! `redlock_link_handle_timeout` at `redlock_link_poll_timeout`. The driver never
+//! resends, queues or declares a node dead: the link does.
+//!
+//! To cancel, `redlock_operation_abandon` and hand its sends to the links as usual. To
+//! keep a lock alive, drive a `redlock_keepalive`.
 
 // Everything here crosses the C boundary; each unsafe operation gets its own block.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -55,18 +74,24 @@
 
 #[macro_use]
 mod boundary;
+mod class;
 mod client;
 mod config;
 mod constants;
 mod error;
+mod keepalive;
+mod link;
 mod operation;
 mod outcome;
 mod reply;
 
+pub use class::*;
 pub use client::*;
 pub use config::*;
 pub use constants::*;
 pub use error::*;
+pub use keepalive::*;
+pub use link::*;
 pub use operation::*;
 pub use outcome::*;
 pub use reply::*;

@@ -6,6 +6,7 @@ use redlock_core::{RequestId, Time};
 
 use crate::boundary::{free_handle, guard, guard_value, put_bytes};
 use crate::error::{code_of, redlock_result, redlock_result as R};
+use crate::link::{current_delivery, redlock_link};
 use crate::outcome::{node_kind, redlock_outcome};
 use crate::reply::{redlock_reply, reply_from_parts};
 
@@ -53,6 +54,8 @@ pub struct redlock_operation {
     /// RESP encoding of the current command, built on request.
     resp: Vec<u8>,
     resp_ready: bool,
+    /// Whether the current command went to a link (`redlock_link_submit_current`).
+    submitted: bool,
     /// The live per-node view as of the last `redlock_operation_node` call.
     nodes: Vec<NodeResult>,
 }
@@ -64,8 +67,19 @@ impl redlock_operation {
             current: Current::None,
             resp: Vec::new(),
             resp_ready: false,
+            submitted: false,
             nodes: Vec::new(),
         }
+    }
+
+    /// A copy of the current command for a link, once per command.
+    pub(crate) fn take_submission(&mut self) -> Option<Command> {
+        if self.submitted {
+            return None;
+        }
+        let command = self.command()?.clone();
+        self.submitted = true;
+        Some(command)
     }
 
     fn command(&self) -> Option<&Command> {
@@ -140,6 +154,31 @@ pub unsafe extern "C" fn redlock_operation_handle_reply_value(
     })
 }
 
+/// Hands the reply of `link`'s current `REDLOCK_LINK_OUTPUT_DELIVER` output (any kind,
+/// arrays included) to this operation, at `now_us`: the same as
+/// `redlock_operation_handle_reply` with the delivery's request id and reply. The caller
+/// picks the operation by the delivery's tag (`redlock_link_delivery`).
+/// `REDLOCK_NO_VALUE` when the link's current output is no delivery; the usage errors
+/// of `redlock_operation_handle_reply` otherwise. Poll after every call.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_operation_handle_delivery(
+    operation: *mut redlock_operation,
+    link: *const redlock_link,
+    now_us: u64,
+) -> redlock_result {
+    guard(|| {
+        let op = arg_mut!(operation);
+        let link = arg_ref!(link);
+        let Some((request, reply)) = current_delivery(link) else {
+            return R::REDLOCK_NO_VALUE;
+        };
+        code_of(
+            op.inner
+                .handle_reply(request, reply.clone(), Time::from_micros(now_us)),
+        )
+    })
+}
+
 /// Tells the operation that time has reached `now_us`: requests past their deadline
 /// count as timed out, and a retry whose delay has passed starts. Calling it early is
 /// harmless. Poll after every call.
@@ -155,10 +194,11 @@ pub unsafe extern "C" fn redlock_operation_handle_timeout(
     })
 }
 
-/// The next output: writes a `REDLOCK_OUTPUT_*` value to `*out_kind`. Call it until it
-/// gives `REDLOCK_OUTPUT_NONE` after creating the operation and after every input.
-/// Order: every command to send, then the outcome if the operation just finished,
-/// otherwise one wait. Each poll replaces the previous output: pointers borrowed from
+/// The next output: writes a `REDLOCK_OUTPUT_*` value to `*out_kind`. After creating
+/// the operation and after every input, call it until it gives `REDLOCK_OUTPUT_WAIT`,
+/// `REDLOCK_OUTPUT_OUTCOME` or `REDLOCK_OUTPUT_NONE` (a finished or abandoned
+/// operation). Order: every command to send, then the outcome if the operation just
+/// finished, otherwise one wait: the wait is the operation's only wake-up. Each poll replaces the previous output: pointers borrowed from
 /// it become invalid, and an outcome not taken is dropped.
 #[no_mangle]
 pub unsafe extern "C" fn redlock_operation_poll_output(
@@ -169,6 +209,7 @@ pub unsafe extern "C" fn redlock_operation_poll_output(
         let op = arg_mut!(operation);
         let out_kind = arg_out!(out_kind);
         op.resp_ready = false;
+        op.submitted = false;
         let (current, kind) = match op.inner.poll_output() {
             None => (Current::None, REDLOCK_OUTPUT_NONE),
             Some(Output::Send(command)) => (Current::Send(command), REDLOCK_OUTPUT_SEND),
@@ -378,20 +419,20 @@ pub unsafe extern "C" fn redlock_operation_take_outcome(
     })
 }
 
-/// When `redlock_operation_handle_timeout` is next due: `*out_due` false (and
-/// `*out_at_us` 0) once the operation is finished.
+/// Abandons the operation at `now_us`: the caller cancelled it (a dropped future, a
+/// cancelled task, an interrupt). Poll afterwards as after any input: an acquisition
+/// whose commands are out gives the sends of a release of its token (hand them to the
+/// links like any other command), then `REDLOCK_OUTPUT_NONE`; no outcome and no wait
+/// follow. Replies handed in later change nothing. Abandoning a finished operation does
+/// nothing.
 #[no_mangle]
-pub unsafe extern "C" fn redlock_operation_poll_timeout(
-    operation: *const redlock_operation,
-    out_due: *mut bool,
-    out_at_us: *mut u64,
+pub unsafe extern "C" fn redlock_operation_abandon(
+    operation: *mut redlock_operation,
+    now_us: u64,
 ) -> redlock_result {
     guard(|| {
-        let op = arg_ref!(operation);
-        let (out_due, out_at) = (arg_out!(out_due), arg_out!(out_at_us));
-        let at = op.inner.poll_timeout();
-        out_due.write(at.is_some());
-        out_at.write(at.map_or(0, Time::as_micros));
+        let op = arg_mut!(operation);
+        op.inner.abandon(Time::from_micros(now_us));
         R::REDLOCK_OK
     })
 }

@@ -3,6 +3,7 @@
 use redlock_core::{FailureReason, Lease, NodeResult, Outcome, Time};
 
 use crate::boundary::{free_handle, guard, guard_value, into_handle, put_bytes};
+use crate::class::{cause_number, class_number};
 use crate::client::redlock_lease;
 use crate::error::{redlock_result, redlock_result as R};
 
@@ -14,8 +15,11 @@ pub const REDLOCK_OUTCOME_NOT_ACQUIRED: u32 = 2;
 pub const REDLOCK_OUTCOME_EXTENDED: u32 = 3;
 /// The extension failed; the lock is held until the lease's `valid_until`.
 pub const REDLOCK_OUTCOME_NOT_EXTENDED: u32 = 4;
-/// The release round finished.
+/// A quorum of nodes confirmed the lock's keys are gone.
 pub const REDLOCK_OUTCOME_RELEASED: u32 = 5;
+/// Every node settled and fewer than a quorum confirmed the keys are gone: the lock may
+/// still be held (by this token) until its keys' TTL. Not a success.
+pub const REDLOCK_OUTCOME_NOT_RELEASED: u32 = 6;
 
 /// Conflicts alone made the quorum impossible: held by someone else (acquire), or
 /// lost (extend) (`redlock_outcome_reason`).
@@ -26,6 +30,8 @@ pub const REDLOCK_REASON_NODES_FAILED: u32 = 2;
 pub const REDLOCK_REASON_MIXED: u32 = 3;
 /// A quorum agreed, but too late: the validity left was below the floor.
 pub const REDLOCK_REASON_VALIDITY_TOO_SHORT: u32 = 4;
+/// An extension found the keys gone (expired or deleted) and nobody else holding them.
+pub const REDLOCK_REASON_NOT_HELD: u32 = 5;
 
 /// No command was sent to this node in this round (`redlock_outcome_node`).
 pub const REDLOCK_NODE_NOT_ASKED: u32 = 1;
@@ -48,6 +54,10 @@ pub struct redlock_outcome {
 impl redlock_outcome {
     pub(crate) fn new(inner: Outcome) -> redlock_outcome {
         redlock_outcome { inner }
+    }
+
+    pub(crate) fn inner(&self) -> &Outcome {
+        &self.inner
     }
 }
 
@@ -87,6 +97,7 @@ pub unsafe extern "C" fn redlock_outcome_kind(outcome: *const redlock_outcome) -
         Outcome::Extended(_) => REDLOCK_OUTCOME_EXTENDED,
         Outcome::NotExtended(_) => REDLOCK_OUTCOME_NOT_EXTENDED,
         Outcome::Released(_) => REDLOCK_OUTCOME_RELEASED,
+        Outcome::NotReleased(_) => REDLOCK_OUTCOME_NOT_RELEASED,
         _ => 0,
     })
 }
@@ -112,6 +123,7 @@ pub unsafe extern "C" fn redlock_outcome_reason(
             Some(FailureReason::NodesFailed) => REDLOCK_REASON_NODES_FAILED,
             Some(FailureReason::Mixed) => REDLOCK_REASON_MIXED,
             Some(FailureReason::ValidityTooShort) => REDLOCK_REASON_VALIDITY_TOO_SHORT,
+            Some(FailureReason::NotHeld) => REDLOCK_REASON_NOT_HELD,
             Some(_) => return R::REDLOCK_UNKNOWN_ERROR,
             None => return R::REDLOCK_NO_VALUE,
         };
@@ -121,7 +133,8 @@ pub unsafe extern "C" fn redlock_outcome_reason(
 }
 
 /// The token: the lease's for acquired, extended and not extended; the last attempt's
-/// (already released) for not acquired; `REDLOCK_NO_VALUE` for released. Borrowed:
+/// (already released) for not acquired; `REDLOCK_NO_VALUE` for released and not
+/// released. Borrowed:
 /// valid until the outcome is freed.
 #[no_mangle]
 pub unsafe extern "C" fn redlock_outcome_token(
@@ -268,8 +281,8 @@ pub unsafe extern "C" fn redlock_outcome_is_lost(
     })
 }
 
-/// For released: the nodes that deleted at least one key holding the token.
-/// `REDLOCK_NO_VALUE` for the other outcomes.
+/// For released and not released: the nodes that deleted at least one key holding the
+/// token. `REDLOCK_NO_VALUE` for the other outcomes.
 #[no_mangle]
 pub unsafe extern "C" fn redlock_outcome_released(
     outcome: *const redlock_outcome,
@@ -278,10 +291,12 @@ pub unsafe extern "C" fn redlock_outcome_released(
     guard(|| {
         let outcome = arg_ref!(outcome);
         let out = arg_out!(out_released);
-        let Outcome::Released(r) = &outcome.inner else {
-            return R::REDLOCK_NO_VALUE;
+        let released = match &outcome.inner {
+            Outcome::Released(r) => r.released,
+            Outcome::NotReleased(r) => r.released,
+            _ => return R::REDLOCK_NO_VALUE,
         };
-        out.write(r.released);
+        out.write(released);
         R::REDLOCK_OK
     })
 }
@@ -336,6 +351,42 @@ pub unsafe extern "C" fn redlock_outcome_node(
         let (kind, text) = node_kind(node);
         out_kind.write(kind);
         put_bytes(out_ptr, out_len, text);
+        R::REDLOCK_OK
+    })
+}
+
+/// The error class of a failed outcome: a `REDLOCK_ERROR_CLASS_*` value (the core's
+/// decision of what a binding raises), or 0 for a success (and for NULL). Not acquired
+/// for conflicts alone is held elsewhere, any other failure to acquire is nodes
+/// failing; not extended is lock lost (taken, or no validity left), not held (keys
+/// gone), or nodes failing (the lock still holds until its `valid_until`); not
+/// released is nodes failing.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_outcome_error_class(outcome: *const redlock_outcome) -> u32 {
+    guard_value(0, || {
+        arg_ref!(outcome, 0)
+            .inner
+            .error_class()
+            .map_or(0, class_number)
+    })
+}
+
+/// Why node `index` failed in the round the outcome reports on: a
+/// `REDLOCK_NODE_CAUSE_*` value, or 0 when it did not fail (success, conflict, pending,
+/// not asked). `REDLOCK_OUT_OF_RANGE` past the last node.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_outcome_node_cause(
+    outcome: *const redlock_outcome,
+    index: usize,
+    out_cause: *mut u32,
+) -> redlock_result {
+    guard(|| {
+        let outcome = arg_ref!(outcome);
+        let out = arg_out!(out_cause);
+        let Some(node) = outcome.inner.nodes().get(index) else {
+            return R::REDLOCK_OUT_OF_RANGE;
+        };
+        out.write(node.cause().map_or(0, cause_number));
         R::REDLOCK_OK
     })
 }

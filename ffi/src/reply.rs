@@ -116,10 +116,9 @@ pub unsafe extern "C" fn redlock_reply_free(reply: *mut redlock_reply) {
     })
 }
 
-/// The reply's `REDLOCK_REPLY_*` kind (0 for NULL).
-#[no_mangle]
-pub unsafe extern "C" fn redlock_reply_kind(reply: *const redlock_reply) -> u32 {
-    guard_value(0, || match arg_ref!(reply, 0).inner {
+/// The `REDLOCK_REPLY_*` kind of `reply` (0 for a kind this version does not know).
+pub(crate) fn reply_kind(reply: &Reply) -> u32 {
+    match reply {
         Reply::Ok => REDLOCK_REPLY_OK,
         Reply::Status(_) => REDLOCK_REPLY_STATUS,
         Reply::Nil => REDLOCK_REPLY_NIL,
@@ -130,7 +129,13 @@ pub unsafe extern "C" fn redlock_reply_kind(reply: *const redlock_reply) -> u32 
         Reply::Timeout => REDLOCK_REPLY_TIMEOUT,
         Reply::ConnectionFailed(_) => REDLOCK_REPLY_CONNECTION_FAILED,
         _ => 0,
-    })
+    }
+}
+
+/// The reply's `REDLOCK_REPLY_*` kind (0 for NULL).
+#[no_mangle]
+pub unsafe extern "C" fn redlock_reply_kind(reply: *const redlock_reply) -> u32 {
+    guard_value(0, || reply_kind(&arg_ref!(reply, 0).inner))
 }
 
 /// The value of an integer reply. `REDLOCK_NO_VALUE` for other kinds.

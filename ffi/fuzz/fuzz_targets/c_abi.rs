@@ -119,11 +119,57 @@ enum Call {
         lease: u8,
         now: u32,
     },
+    Abandon {
+        op: u8,
+        now: u32,
+    },
+    NewLink {
+        slot: u8,
+    },
+    /// Hands operation `op`'s current send to link `link`, tagged with the op's slot.
+    Submit {
+        link: u8,
+        op: u8,
+        now: u32,
+    },
+    LinkEvent {
+        link: u8,
+        what: u8,
+        cause: u8,
+        write_id: u8,
+        kind: u8,
+        integer: i64,
+        text: Vec<u8>,
+        reply: u8,
+        now: u32,
+    },
+    LinkPoll {
+        link: u8,
+        limit: u8,
+        now: u32,
+    },
+    NewKeepAlive {
+        client: u8,
+        lease: u8,
+        slot: u8,
+    },
+    KeepAlive {
+        keepalive: u8,
+        what: u8,
+        slot: u8,
+        now: u32,
+    },
+    Duplicate {
+        addresses: Vec<Vec<u8>>,
+    },
     Free {
         what: u8,
         slot: u8,
     },
 }
+
+/// Kinds of handle `Call::Free` frees.
+const KINDS: u8 = 8;
 
 #[derive(Default)]
 struct State {
@@ -133,6 +179,8 @@ struct State {
     leases: [Option<*mut redlock_lease>; SLOTS],
     replies: [Option<*mut redlock_reply>; SLOTS],
     decoders: [Option<*mut redlock_decoder>; SLOTS],
+    links: [Option<*mut redlock_link>; SLOTS],
+    keepalives: [Option<*mut redlock_keepalive>; SLOTS],
     /// Pushing an array into itself doubles it: a few pushes per run keep memory small.
     pushes: u32,
 }
@@ -527,7 +575,148 @@ impl State {
                         &mut at,
                     ));
                 }
-                Call::Free { what, slot } => match what % 6 {
+                Call::Abandon { op, now } => {
+                    no_panic(redlock_operation_abandon(get(&self.ops, op), u64::from(now)));
+                }
+                Call::NewLink { slot } => {
+                    let mut link = ptr::null_mut();
+                    assert_eq!(redlock_link_new(&mut link), redlock_result::REDLOCK_OK);
+                    put(&mut self.links, slot, link, redlock_link_free);
+                }
+                Call::Submit { link, op, now } => {
+                    no_panic(redlock_link_submit_current(
+                        get(&self.links, link),
+                        u64::from(op) % SLOTS as u64,
+                        get(&self.ops, op),
+                        u64::from(now),
+                    ));
+                }
+                Call::LinkEvent {
+                    link,
+                    what,
+                    cause,
+                    write_id,
+                    kind,
+                    integer,
+                    text,
+                    reply,
+                    now,
+                } => {
+                    let link = get(&self.links, link);
+                    let now = u64::from(now);
+                    let text_len = text.len();
+                    match what % 5 {
+                        0 => no_panic(redlock_link_handle_connected(link, now)),
+                        1 => no_panic(redlock_link_handle_closed(
+                            link,
+                            u32::from(cause % 7),
+                            text.as_ptr(),
+                            text_len,
+                            now,
+                        )),
+                        2 => no_panic(redlock_link_handle_reply(
+                            link,
+                            u64::from(write_id),
+                            u32::from(kind % 11),
+                            integer,
+                            text.as_ptr(),
+                            text_len,
+                            now,
+                        )),
+                        3 => no_panic(redlock_link_handle_reply_value(
+                            link,
+                            u64::from(write_id),
+                            get(&self.replies, reply),
+                            now,
+                        )),
+                        _ => no_panic(redlock_link_handle_timeout(link, now)),
+                    };
+                    std::hint::black_box((
+                        redlock_link_is_idle(link),
+                        redlock_link_is_stalled(link, now),
+                        redlock_link_is_open(link),
+                        redlock_link_in_flight(link),
+                        redlock_link_queued(link),
+                        redlock_link_owed(link),
+                    ));
+                    let (mut due, mut at) = (false, 0u64);
+                    no_panic(redlock_link_poll_timeout(link, &mut due, &mut at));
+                }
+                Call::LinkPoll { link, limit, now } => self.poll_link(link, limit, now),
+                Call::NewKeepAlive {
+                    client,
+                    lease,
+                    slot,
+                } => {
+                    let mut keepalive = ptr::null_mut();
+                    let rc = no_panic(redlock_keepalive_new(
+                        get(&self.clients, client),
+                        get(&self.leases, lease),
+                        &mut keepalive,
+                    ));
+                    if rc == redlock_result::REDLOCK_OK {
+                        put(&mut self.keepalives, slot, keepalive, redlock_keepalive_free);
+                    }
+                }
+                Call::KeepAlive {
+                    keepalive,
+                    what,
+                    slot,
+                    now,
+                } => {
+                    let keepalive = get(&self.keepalives, keepalive);
+                    let now = u64::from(now);
+                    match what % 4 {
+                        0 => {
+                            let (mut action, mut until, mut reason) = (0u32, 0u64, 0u32);
+                            let rc = no_panic(redlock_keepalive_poll(
+                                keepalive,
+                                now,
+                                &mut action,
+                                &mut until,
+                                &mut reason,
+                            ));
+                            if rc == redlock_result::REDLOCK_OK {
+                                assert!((1..=4).contains(&action));
+                                assert_eq!(reason != 0, action == REDLOCK_KEEPALIVE_LOST);
+                            }
+                        }
+                        1 => {
+                            no_panic(redlock_keepalive_handle_failure(keepalive, now));
+                        }
+                        2 => {
+                            no_panic(redlock_keepalive_stop(keepalive));
+                        }
+                        _ => {
+                            let mut lease = ptr::null_mut();
+                            if no_panic(redlock_keepalive_lease(keepalive, &mut lease))
+                                == redlock_result::REDLOCK_OK
+                            {
+                                put(&mut self.leases, slot, lease, redlock_lease_free);
+                            }
+                        }
+                    }
+                    std::hint::black_box((
+                        redlock_keepalive_lost_reason(keepalive),
+                        redlock_keepalive_is_extending(keepalive),
+                    ));
+                }
+                Call::Duplicate { addresses } => {
+                    let (ptrs, lens) = arrays(&addresses);
+                    let (mut found, mut first, mut second) = (false, 0usize, 0usize);
+                    let rc = no_panic(redlock_duplicate_node(
+                        ptrs.as_ptr(),
+                        lens.as_ptr(),
+                        ptrs.len(),
+                        &mut found,
+                        &mut first,
+                        &mut second,
+                    ));
+                    if rc == redlock_result::REDLOCK_OK && found {
+                        assert!(first < second && second < ptrs.len());
+                    }
+                }
+                Call::Free { what, slot } => match what % KINDS {
                     0 => put(
                         &mut self.configs,
                         slot,
@@ -543,6 +732,13 @@ impl State {
                     2 => put(&mut self.ops, slot, ptr::null_mut(), redlock_operation_free),
                     3 => put(&mut self.leases, slot, ptr::null_mut(), redlock_lease_free),
                     4 => put(&mut self.replies, slot, ptr::null_mut(), redlock_reply_free),
+                    5 => put(&mut self.links, slot, ptr::null_mut(), redlock_link_free),
+                    6 => put(
+                        &mut self.keepalives,
+                        slot,
+                        ptr::null_mut(),
+                        redlock_keepalive_free,
+                    ),
                     _ => put(
                         &mut self.decoders,
                         slot,
@@ -624,6 +820,81 @@ impl State {
         }
     }
 
+    /// Polls a link (at most `limit` outputs), reading each output fully, and hands
+    /// each delivery to the operation in the slot its tag names.
+    fn poll_link(&mut self, link_slot: u8, limit: u8, now: u32) {
+        let link = get(&self.links, link_slot);
+        // SAFETY: `link` is NULL or a live handle owned by `self`; outputs are locals.
+        unsafe {
+            for _ in 0..limit {
+                let mut kind = 0u32;
+                if no_panic(redlock_link_poll_output(link, &mut kind)) != redlock_result::REDLOCK_OK
+                {
+                    return;
+                }
+                match kind {
+                    REDLOCK_LINK_OUTPUT_WRITE => {
+                        let (mut id, mut argc) = (0u64, 0usize);
+                        assert_eq!(
+                            redlock_link_write(link, &mut id, &mut argc),
+                            redlock_result::REDLOCK_OK
+                        );
+                        let mut args = vec![ptr::null(); argc];
+                        let mut lens = vec![0usize; argc];
+                        let mut got = 0;
+                        assert_eq!(
+                            redlock_link_write_args(
+                                link,
+                                args.as_mut_ptr(),
+                                lens.as_mut_ptr(),
+                                argc,
+                                &mut got
+                            ),
+                            redlock_result::REDLOCK_OK
+                        );
+                        for (&arg, &len) in args.iter().zip(&lens) {
+                            std::hint::black_box(std::slice::from_raw_parts(arg, len));
+                        }
+                        let (mut resp, mut resp_len) = (ptr::null(), 0);
+                        assert_eq!(
+                            redlock_link_write_resp(link, &mut resp, &mut resp_len),
+                            redlock_result::REDLOCK_OK
+                        );
+                        std::hint::black_box(std::slice::from_raw_parts(resp, resp_len));
+                    }
+                    REDLOCK_LINK_OUTPUT_DELIVER => {
+                        let (mut tag, mut request, mut reply_kind) = (0u64, 0u64, 0u32);
+                        let (mut integer, mut text, mut text_len) = (0i64, ptr::null(), 0usize);
+                        assert_eq!(
+                            redlock_link_delivery(
+                                link,
+                                &mut tag,
+                                &mut request,
+                                &mut reply_kind,
+                                &mut integer,
+                                &mut text,
+                                &mut text_len
+                            ),
+                            redlock_result::REDLOCK_OK
+                        );
+                        std::hint::black_box(std::slice::from_raw_parts(text, text_len));
+                        let mut reply = ptr::null_mut();
+                        assert_eq!(
+                            redlock_link_delivery_reply(link, &mut reply),
+                            redlock_result::REDLOCK_OK
+                        );
+                        assert_eq!(redlock_reply_kind(reply), reply_kind);
+                        redlock_reply_free(reply);
+                        let op = get(&self.ops, tag as u8);
+                        no_panic(redlock_operation_handle_delivery(op, link, u64::from(now)));
+                    }
+                    REDLOCK_LINK_OUTPUT_CONNECT | REDLOCK_LINK_OUTPUT_CLOSE => {}
+                    _ => return,
+                }
+            }
+        }
+    }
+
     /// Reads every accessor of an outcome and keeps its lease, if any.
     ///
     /// # Safety
@@ -646,13 +917,25 @@ impl State {
             no_panic(redlock_outcome_retry_at(outcome, &mut flag, &mut u64v));
             no_panic(redlock_outcome_is_lost(outcome, &mut flag));
             no_panic(redlock_outcome_released(outcome, &mut size));
+            let class = redlock_outcome_error_class(outcome);
+            assert_eq!(class == 0, redlock_outcome_is_success(outcome));
+            assert!(class == 0 || !redlock_error_class_name(class).is_null());
             for i in 0..=redlock_outcome_node_count(outcome) {
+                if redlock_outcome_node_cause(outcome, i, &mut u32v) == redlock_result::REDLOCK_OK
+                {
+                    assert!(u32v == 0 || !redlock_node_cause_name(u32v).is_null());
+                }
                 if redlock_outcome_node(outcome, i, &mut u32v, &mut bytes, &mut len)
                     == redlock_result::REDLOCK_OK
                 {
                     std::hint::black_box(std::slice::from_raw_parts(bytes, len));
                 }
             }
+            no_panic(redlock_keepalive_handle_outcome(
+                get(&self.keepalives, slot),
+                outcome,
+                u64::from(u32::MAX),
+            ));
             let mut lease = ptr::null_mut();
             if redlock_outcome_lease(outcome, &mut lease) == redlock_result::REDLOCK_OK {
                 put(&mut self.leases, slot, lease, redlock_lease_free);
@@ -664,7 +947,7 @@ impl State {
 impl Drop for State {
     fn drop(&mut self) {
         for slot in 0..SLOTS as u8 {
-            for what in 0..6 {
+            for what in 0..KINDS {
                 self.call(Call::Free { what, slot });
             }
         }

@@ -85,6 +85,8 @@ static void frees_accept_null(void) {
         redlock_outcome_free(NULL);
         redlock_reply_free(NULL);
         redlock_decoder_free(NULL);
+        redlock_link_free(NULL);
+        redlock_keepalive_free(NULL);
     }
     checks++;
 }
@@ -250,9 +252,9 @@ static void null_parameters(void) {
     NUL_ARG(redlock_operation_wait_until(op, NULL));
     NUL_ARG(redlock_operation_take_outcome(NULL, (redlock_outcome **)&handle));
     NUL_ARG(redlock_operation_take_outcome(op, NULL));
-    NUL_ARG(redlock_operation_poll_timeout(NULL, &flag, &u64));
-    NUL_ARG(redlock_operation_poll_timeout(op, NULL, &u64));
-    NUL_ARG(redlock_operation_poll_timeout(op, &flag, NULL));
+    NUL_ARG(redlock_operation_abandon(NULL, 1));
+    NUL_ARG(redlock_operation_handle_delivery(NULL, NULL, 1));
+    NUL_ARG(redlock_operation_handle_delivery(op, NULL, 1));
     NUL_ARG(redlock_operation_token(NULL, &ptr, &n));
     NUL_ARG(redlock_operation_token(op, NULL, &n));
     NUL_ARG(redlock_operation_token(op, &ptr, NULL));
@@ -349,6 +351,7 @@ static void config_errors(void) {
         {5, 1000, 6, 2000, REDLOCK_CONFIG_JITTER_TOO_LARGE, "jitter_too_large"},
         {5, 1000, 7, 15, REDLOCK_CONFIG_TOKEN_TOO_SHORT, "token_too_short"},
         {5, 1000, 7, 65, REDLOCK_CONFIG_TOKEN_TOO_LONG, "token_too_long"},
+        {5, 1000, 8, 500, REDLOCK_CONFIG_RETRY_DELAY_TOO_SHORT, "retry_delay_too_short"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         redlock_config_builder *b = NULL;
@@ -364,6 +367,10 @@ static void config_errors(void) {
             OK(redlock_config_builder_set_retry_jitter_us(b, cases[i].value));
             break;
         case 7: OK(redlock_config_builder_set_token_bytes(b, (size_t)cases[i].value)); break;
+        case 8:
+            OK(redlock_config_builder_set_retry_jitter_us(b, 0));
+            OK(redlock_config_builder_set_retry_delay_us(b, cases[i].value));
+            break;
         default: break;
         }
         redlock_config *sentinel = (redlock_config *)&cases[i];
@@ -628,8 +635,6 @@ static void operation_misuse(void) {
     CHECK(redlock_operation_is_finished(op));
     bool due = true;
     uint64_t at = 1;
-    OK(redlock_operation_poll_timeout(op, &due, &at));
-    CHECK(!due && at == 0);
     OK(redlock_operation_take_outcome(op, &outcome));
     CHECK(redlock_outcome_kind(outcome) == REDLOCK_OUTCOME_ACQUIRED);
     CHECK(redlock_outcome_is_success(outcome));
@@ -651,6 +656,10 @@ static void operation_misuse(void) {
     OK(redlock_operation_poll_output(op, &kind));
     CHECK(kind == REDLOCK_OUTPUT_NONE);
     OK(redlock_operation_handle_timeout(op, 999999));
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_NONE);
+    /* Abandoning a finished operation sends nothing. */
+    OK(redlock_operation_abandon(op, 1000000));
     OK(redlock_operation_poll_output(op, &kind));
     CHECK(kind == REDLOCK_OUTPUT_NONE);
 
@@ -812,7 +821,7 @@ static void buffers_and_texts(void) {
         CHECK(n > 0 && n < sizeof buf && buf[n] == '\0' && strlen(buf) == n);
         EXPECT(redlock_result_message(code, (uint8_t *)buf, n, &n), REDLOCK_BUFFER_TOO_SMALL);
     }
-    CHECK(codes == 39);
+    CHECK(codes == 40);
     CHECK(strcmp(redlock_result_name(0), "unknown_result") == 0);
     CHECK(strcmp(redlock_result_name(REDLOCK_OK), "ok") == 0);
     OK(redlock_result_message(12, (uint8_t *)buf, sizeof buf, &n));
@@ -853,8 +862,294 @@ static void buffers_and_texts(void) {
     CHECK(redlock_script_text(0) == NULL && redlock_script_sha1(4) == NULL);
 }
 
+/* Links, keep-alive, error classes and duplicate nodes: NULL for every pointer,
+ * invalid enumeration values and UTF-8, misuse (accessors of the wrong output, a
+ * command submitted twice), outputs untouched on failure, and one node's whole cycle:
+ * connect, scripts first, write, reply, deliver to the operation, abandon. */
+static void links_and_keepalive(void) {
+    redlock_config *config = make_config(1, 10000);
+    redlock_client *client = NULL;
+    OK(redlock_client_new_seeded(config, SEED, sizeof SEED, &client));
+    redlock_link *link = NULL;
+    redlock_operation *op = NULL;
+    NUL_ARG(redlock_link_new(NULL));
+    OK(redlock_link_new(&link));
+    OK(redlock_client_acquire(client, ONE, ONE_LEN, 1, 1000, &op));
+    uint8_t buf[8];
+    size_t n = 7, argc = 7;
+    uint64_t u64 = 7, id = 7, tag = 7, request = 7;
+    uint32_t u32 = 7, kind = 7, reason = 7;
+    int64_t integer = 7;
+    bool flag = true, found = true;
+    const uint8_t *ptr = buf, *ptrs[8];
+    size_t lens[8], first = 7, second = 7;
+    redlock_reply *reply = NULL;
+
+    NUL_ARG(redlock_link_submit_current(NULL, 1, op, 1000));
+    NUL_ARG(redlock_link_submit_current(link, 1, NULL, 1000));
+    NUL_ARG(redlock_link_handle_connected(NULL, 1));
+    NUL_ARG(redlock_link_handle_closed(NULL, REDLOCK_LINK_CAUSE_CLOSED, NULL, 0, 1));
+    NUL_ARG(redlock_link_handle_closed(link, REDLOCK_LINK_CAUSE_CLOSED, NULL, 3, 1));
+    EXPECT(redlock_link_handle_closed(link, 0, NULL, 0, 1), REDLOCK_INVALID_INPUT);
+    EXPECT(redlock_link_handle_closed(link, 6, NULL, 0, 1), REDLOCK_INVALID_INPUT);
+    NUL_ARG(redlock_link_handle_reply(NULL, 1, REDLOCK_REPLY_OK, 0, NULL, 0, 1));
+    NUL_ARG(redlock_link_handle_reply(link, 1, REDLOCK_REPLY_BULK, 0, NULL, 2, 1));
+    EXPECT(redlock_link_handle_reply(link, 1, REDLOCK_REPLY_ARRAY, 0, NULL, 0, 1),
+           REDLOCK_INVALID_INPUT);
+    EXPECT(redlock_link_handle_reply(link, 1, 99, 0, NULL, 0, 1), REDLOCK_INVALID_INPUT);
+    NUL_ARG(redlock_link_handle_reply_value(NULL, 1, reply, 1));
+    NUL_ARG(redlock_link_handle_reply_value(link, 1, NULL, 1));
+    NUL_ARG(redlock_link_handle_timeout(NULL, 1));
+    NUL_ARG(redlock_link_poll_output(NULL, &kind));
+    NUL_ARG(redlock_link_poll_output(link, NULL));
+    NUL_ARG(redlock_link_write(NULL, &id, &argc));
+    NUL_ARG(redlock_link_write(link, NULL, &argc));
+    NUL_ARG(redlock_link_write(link, &id, NULL));
+    NUL_ARG(redlock_link_write_arg(NULL, 0, &ptr, &n));
+    NUL_ARG(redlock_link_write_arg(link, 0, NULL, &n));
+    NUL_ARG(redlock_link_write_arg(link, 0, &ptr, NULL));
+    NUL_ARG(redlock_link_write_args(NULL, ptrs, lens, 8, &n));
+    NUL_ARG(redlock_link_write_args(link, NULL, lens, 8, &n));
+    NUL_ARG(redlock_link_write_args(link, ptrs, NULL, 8, &n));
+    NUL_ARG(redlock_link_write_args(link, ptrs, lens, 8, NULL));
+    NUL_ARG(redlock_link_write_resp(NULL, &ptr, &n));
+    NUL_ARG(redlock_link_write_resp(link, NULL, &n));
+    NUL_ARG(redlock_link_write_resp(link, &ptr, NULL));
+    NUL_ARG(redlock_link_delivery(NULL, &tag, &request, &u32, &integer, &ptr, &n));
+    NUL_ARG(redlock_link_delivery(link, NULL, &request, &u32, &integer, &ptr, &n));
+    NUL_ARG(redlock_link_delivery(link, &tag, NULL, &u32, &integer, &ptr, &n));
+    NUL_ARG(redlock_link_delivery(link, &tag, &request, NULL, &integer, &ptr, &n));
+    NUL_ARG(redlock_link_delivery(link, &tag, &request, &u32, NULL, &ptr, &n));
+    NUL_ARG(redlock_link_delivery(link, &tag, &request, &u32, &integer, NULL, &n));
+    NUL_ARG(redlock_link_delivery(link, &tag, &request, &u32, &integer, &ptr, NULL));
+    NUL_ARG(redlock_link_delivery_reply(NULL, &reply));
+    NUL_ARG(redlock_link_delivery_reply(link, NULL));
+    NUL_ARG(redlock_link_poll_timeout(NULL, &flag, &u64));
+    NUL_ARG(redlock_link_poll_timeout(link, NULL, &u64));
+    NUL_ARG(redlock_link_poll_timeout(link, &flag, NULL));
+    CHECK(redlock_link_is_idle(NULL) && !redlock_link_is_stalled(NULL, 1));
+    CHECK(!redlock_link_is_open(NULL) && redlock_link_in_flight(NULL) == 0);
+    CHECK(redlock_link_queued(NULL) == 0 && redlock_link_owed(NULL) == 0);
+
+    /* Nothing polled yet: the accessors have no value and write nothing. */
+    OK(redlock_link_poll_output(link, &kind));
+    CHECK(kind == REDLOCK_LINK_OUTPUT_NONE);
+    EXPECT(redlock_link_write(link, &id, &argc), REDLOCK_NO_VALUE);
+    EXPECT(redlock_link_write_arg(link, 0, &ptr, &n), REDLOCK_NO_VALUE);
+    EXPECT(redlock_link_write_args(link, ptrs, lens, 8, &n), REDLOCK_NO_VALUE);
+    EXPECT(redlock_link_write_resp(link, &ptr, &n), REDLOCK_NO_VALUE);
+    EXPECT(redlock_link_delivery(link, &tag, &request, &u32, &integer, &ptr, &n),
+           REDLOCK_NO_VALUE);
+    EXPECT(redlock_link_delivery_reply(link, &reply), REDLOCK_NO_VALUE);
+    EXPECT(redlock_operation_handle_delivery(op, link, 1000), REDLOCK_NO_VALUE);
+    CHECK(id == 7 && argc == 7 && tag == 7 && n == 7 && ptr == buf && reply == NULL);
+    OK(redlock_link_poll_timeout(link, &flag, &u64));
+    CHECK(!flag && u64 == 0);
+    CHECK(redlock_link_is_idle(link));
+    /* No send polled from the operation yet. */
+    EXPECT(redlock_link_submit_current(link, 1, op, 1000), REDLOCK_NO_VALUE);
+
+    /* One SET, submitted once: the link asks for a connection. */
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_SEND);
+    OK(redlock_link_submit_current(link, 42, op, 1000));
+    EXPECT(redlock_link_submit_current(link, 42, op, 1000), REDLOCK_NO_VALUE);
+    OK(redlock_link_poll_output(link, &kind));
+    CHECK(kind == REDLOCK_LINK_OUTPUT_CONNECT);
+    OK(redlock_link_poll_output(link, &kind));
+    CHECK(kind == REDLOCK_LINK_OUTPUT_NONE);
+    CHECK(redlock_link_queued(link) == 1 && !redlock_link_is_open(link));
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_WAIT);
+    /* Connected: three SCRIPT LOADs, then the SET. */
+    OK(redlock_link_handle_connected(link, 1100));
+    CHECK(redlock_link_is_open(link));
+    uint64_t set_id = 0;
+    for (int i = 0; i < 4; i++) {
+        OK(redlock_link_poll_output(link, &kind));
+        CHECK(kind == REDLOCK_LINK_OUTPUT_WRITE);
+        OK(redlock_link_write(link, &id, &argc));
+        OK(redlock_link_write_arg(link, 0, &ptr, &n));
+        if (i < 3) {
+            CHECK(argc == 3 && n == 6 && memcmp(ptr, "SCRIPT", 6) == 0);
+            OK(redlock_link_handle_reply(link, id, REDLOCK_REPLY_BULK, 0,
+                                         (const uint8_t *)"sha", 3, 1150));
+        } else {
+            CHECK(n == 3 && memcmp(ptr, "SET", 3) == 0);
+            set_id = id;
+        }
+        EXPECT(redlock_link_write_arg(link, argc, &ptr, &n), REDLOCK_OUT_OF_RANGE);
+        EXPECT(redlock_link_write_args(link, ptrs, lens, argc - 1, &n), REDLOCK_BUFFER_TOO_SMALL);
+        OK(redlock_link_write_args(link, ptrs, lens, 8, &n));
+        CHECK(n == argc);
+        const uint8_t *resp;
+        size_t resp_len;
+        OK(redlock_link_write_resp(link, &resp, &resp_len));
+        CHECK(resp_len > 4 && resp[0] == '*');
+        EXPECT(redlock_link_delivery(link, &tag, &request, &u32, &integer, &ptr, &n),
+               REDLOCK_NO_VALUE);
+    }
+    CHECK(redlock_link_in_flight(link) == 1 && !redlock_link_is_idle(link));
+    OK(redlock_link_poll_timeout(link, &flag, &u64));
+    CHECK(flag && u64 > 1100);
+    CHECK(!redlock_link_is_stalled(link, 1200));
+    /* The reply goes back as a delivery tagged 42, and on to the operation. */
+    OK(redlock_reply_new(REDLOCK_REPLY_OK, 0, NULL, 0, &reply));
+    OK(redlock_link_handle_reply_value(link, set_id, reply, 1200));
+    redlock_reply_free(reply);
+    reply = NULL;
+    OK(redlock_link_poll_output(link, &kind));
+    CHECK(kind == REDLOCK_LINK_OUTPUT_DELIVER);
+    EXPECT(redlock_link_write(link, &id, &argc), REDLOCK_NO_VALUE);
+    OK(redlock_link_delivery(link, &tag, &request, &u32, &integer, &ptr, &n));
+    CHECK(tag == 42 && request == 1 && u32 == REDLOCK_REPLY_OK && integer == 0 && n == 0);
+    OK(redlock_link_delivery_reply(link, &reply));
+    CHECK(redlock_reply_kind(reply) == REDLOCK_REPLY_OK);
+    redlock_reply_free(reply);
+    OK(redlock_operation_handle_delivery(op, link, 1200));
+    EXPECT(redlock_operation_handle_delivery(op, link, 1200), REDLOCK_DUPLICATE_REPLY);
+    CHECK(redlock_link_is_idle(link));
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_OUTCOME);
+    redlock_outcome *outcome = NULL;
+    OK(redlock_operation_take_outcome(op, &outcome));
+    CHECK(redlock_outcome_error_class(outcome) == 0);
+    OK(redlock_outcome_node_cause(outcome, 0, &u32));
+    CHECK(u32 == 0);
+    u32 = 7;
+    NUL_ARG(redlock_outcome_node_cause(NULL, 0, &u32));
+    NUL_ARG(redlock_outcome_node_cause(outcome, 0, NULL));
+    EXPECT(redlock_outcome_node_cause(outcome, 1, &u32), REDLOCK_OUT_OF_RANGE);
+    CHECK(u32 == 7 && redlock_outcome_error_class(NULL) == 0);
+    redlock_lease *lease = NULL;
+    OK(redlock_outcome_lease(outcome, &lease));
+    redlock_outcome_free(outcome);
+    redlock_operation_free(op);
+    NUL_ARG(redlock_lease_key_ttl_ms(NULL, &u64));
+    NUL_ARG(redlock_lease_key_ttl_ms(lease, NULL));
+    OK(redlock_lease_key_ttl_ms(lease, &u64));
+    CHECK(u64 == 10000);
+
+    /* A second acquisition abandoned while its SET is out: its release follows. */
+    OK(redlock_client_acquire(client, ONE, ONE_LEN, 1, 2000, &op));
+    OK(redlock_operation_poll_output(op, &kind));
+    OK(redlock_link_submit_current(link, 43, op, 2000));
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_WAIT);
+    OK(redlock_operation_abandon(op, 2100));
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_SEND);
+    uint32_t command_kind;
+    OK(redlock_operation_command_kind(op, &command_kind, &flag));
+    CHECK(command_kind == REDLOCK_COMMAND_RELEASE);
+    OK(redlock_link_submit_current(link, 43, op, 2100));
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_NONE && redlock_operation_is_finished(op));
+    CHECK(redlock_link_in_flight(link) == 2);
+    /* The connection closes: the SET fails (delivered), the release is written again. */
+    OK(redlock_link_poll_output(link, &kind));
+    OK(redlock_link_poll_output(link, &kind));
+    OK(redlock_link_poll_output(link, &kind));
+    CHECK(kind == REDLOCK_LINK_OUTPUT_NONE);
+    OK(redlock_link_handle_closed(link, REDLOCK_LINK_CAUSE_CLOSED, (const uint8_t *)"\xff", 1,
+                                  2200));
+    OK(redlock_link_poll_output(link, &kind));
+    CHECK(kind == REDLOCK_LINK_OUTPUT_DELIVER);
+    OK(redlock_link_delivery(link, &tag, &request, &u32, &integer, &ptr, &n));
+    CHECK(tag == 43 && u32 == REDLOCK_REPLY_CONNECTION_FAILED && n > 7 &&
+          memcmp(ptr, "closed: ", 8) == 0);
+    OK(redlock_link_poll_output(link, &kind));
+    CHECK(kind == REDLOCK_LINK_OUTPUT_CONNECT);
+    CHECK(redlock_link_queued(link) == 1);
+    OK(redlock_link_handle_timeout(link, 2300));
+    redlock_operation_free(op);
+
+    /* Keep-alive. */
+    redlock_keepalive *ka = NULL;
+    NUL_ARG(redlock_keepalive_new(NULL, lease, &ka));
+    NUL_ARG(redlock_keepalive_new(client, NULL, &ka));
+    NUL_ARG(redlock_keepalive_new(client, lease, NULL));
+    OK(redlock_keepalive_new(client, lease, &ka));
+    NUL_ARG(redlock_keepalive_poll(NULL, 1, &u32, &u64, &reason));
+    NUL_ARG(redlock_keepalive_poll(ka, 1, NULL, &u64, &reason));
+    NUL_ARG(redlock_keepalive_poll(ka, 1, &u32, NULL, &reason));
+    NUL_ARG(redlock_keepalive_poll(ka, 1, &u32, &u64, NULL));
+    NUL_ARG(redlock_keepalive_handle_outcome(NULL, NULL, 1));
+    NUL_ARG(redlock_keepalive_handle_outcome(ka, NULL, 1));
+    NUL_ARG(redlock_keepalive_handle_failure(NULL, 1));
+    NUL_ARG(redlock_keepalive_stop(NULL));
+    NUL_ARG(redlock_keepalive_lease(NULL, &lease));
+    NUL_ARG(redlock_keepalive_lease(ka, NULL));
+    CHECK(redlock_keepalive_lost_reason(NULL) == 0 && !redlock_keepalive_is_extending(NULL));
+    OK(redlock_keepalive_poll(ka, 1300, &u32, &u64, &reason));
+    CHECK(u32 == REDLOCK_KEEPALIVE_WAIT && u64 > 1300 && reason == 0);
+    uint64_t due = u64;
+    OK(redlock_keepalive_poll(ka, due, &u32, &u64, &reason));
+    CHECK(u32 == REDLOCK_KEEPALIVE_EXTEND && u64 == 0 && redlock_keepalive_is_extending(ka));
+    /* The driver could not run it: retried later, not lost. */
+    OK(redlock_keepalive_handle_failure(ka, due));
+    OK(redlock_keepalive_poll(ka, due, &u32, &u64, &reason));
+    CHECK(u32 == REDLOCK_KEEPALIVE_WAIT && u64 > due && redlock_keepalive_lost_reason(ka) == 0);
+    redlock_lease *current = NULL;
+    OK(redlock_keepalive_lease(ka, &current));
+    CHECK(redlock_lease_valid_until(current) == redlock_lease_valid_until(lease));
+    redlock_lease_free(current);
+    /* Past the lease: lost, for good. */
+    OK(redlock_keepalive_poll(ka, redlock_lease_valid_until(lease), &u32, &u64, &reason));
+    CHECK(u32 == REDLOCK_KEEPALIVE_LOST && reason == REDLOCK_LOST_EXPIRED);
+    CHECK(redlock_keepalive_lost_reason(ka) == REDLOCK_LOST_EXPIRED);
+    CHECK(strcmp(redlock_lost_reason_name(reason), "expired") == 0);
+    CHECK(redlock_lost_reason_name(0) == NULL && redlock_lost_reason_name(5) == NULL);
+    OK(redlock_keepalive_stop(ka));
+    OK(redlock_keepalive_poll(ka, 1, &u32, &u64, &reason));
+    CHECK(u32 == REDLOCK_KEEPALIVE_LOST);
+    redlock_keepalive_free(ka);
+    OK(redlock_keepalive_new(client, lease, &ka));
+    OK(redlock_keepalive_stop(ka));
+    OK(redlock_keepalive_poll(ka, 1, &u32, &u64, &reason));
+    CHECK(u32 == REDLOCK_KEEPALIVE_STOPPED && reason == 0);
+    redlock_keepalive_free(ka);
+
+    /* Error classes and causes by number. */
+    CHECK(strcmp(redlock_error_class_name(REDLOCK_ERROR_CLASS_USED_AFTER_CLOSE),
+                 "used_after_close") == 0);
+    CHECK(redlock_error_class_name(0) == NULL && redlock_error_class_name(8) == NULL);
+    CHECK(strcmp(redlock_node_cause_name(REDLOCK_NODE_CAUSE_STALLED), "stalled") == 0);
+    CHECK(redlock_node_cause_name(0) == NULL && redlock_node_cause_name(8) == NULL);
+    CHECK(redlock_result_error_class(REDLOCK_INVALID_TTL) == REDLOCK_ERROR_CLASS_INVALID_ARGUMENT);
+    CHECK(redlock_result_error_class(REDLOCK_CONFIG_RETRY_DELAY_TOO_SHORT) ==
+          REDLOCK_ERROR_CLASS_INVALID_ARGUMENT);
+    CHECK(redlock_result_error_class(REDLOCK_OK) == 0);
+    CHECK(redlock_result_error_class(REDLOCK_PROTOCOL_BAD_NUMBER) == 0);
+
+    /* Duplicate nodes. */
+    const uint8_t *addresses[] = {(const uint8_t *)"redis://a:1", (const uint8_t *)"b:1",
+                                  (const uint8_t *)"redis://:pw@A:1/2", (const uint8_t *)"\xff"};
+    size_t address_lens[] = {11, 3, 17, 1};
+    NUL_ARG(redlock_duplicate_node(NULL, address_lens, 2, &found, &first, &second));
+    NUL_ARG(redlock_duplicate_node(addresses, NULL, 2, &found, &first, &second));
+    NUL_ARG(redlock_duplicate_node(addresses, address_lens, 2, NULL, &first, &second));
+    NUL_ARG(redlock_duplicate_node(addresses, address_lens, 2, &found, NULL, &second));
+    NUL_ARG(redlock_duplicate_node(addresses, address_lens, 2, &found, &first, NULL));
+    EXPECT(redlock_duplicate_node(addresses, address_lens, 4, &found, &first, &second),
+           REDLOCK_INVALID_INPUT);
+    CHECK(found && first == 7 && second == 7);
+    OK(redlock_duplicate_node(addresses, address_lens, 2, &found, &first, &second));
+    CHECK(!found && first == 0 && second == 0);
+    OK(redlock_duplicate_node(addresses, address_lens, 3, &found, &first, &second));
+    CHECK(found && first == 0 && second == 2);
+    OK(redlock_duplicate_node(NULL, NULL, 0, &found, &first, &second));
+    CHECK(!found);
+
+    redlock_lease_free(lease);
+    redlock_link_free(link);
+    redlock_client_free(client);
+    redlock_config_free(config);
+}
+
 int main(void) {
     frees_accept_null();
+    links_and_keepalive();
     null_parameters();
     config_errors();
     usage_errors();

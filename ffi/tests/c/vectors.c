@@ -62,6 +62,7 @@ static const char *reason_name(uint32_t reason) {
     case REDLOCK_REASON_NODES_FAILED: return "nodes_failed";
     case REDLOCK_REASON_MIXED: return "mixed";
     case REDLOCK_REASON_VALIDITY_TOO_SHORT: return "validity_too_short";
+    case REDLOCK_REASON_NOT_HELD: return "not_held";
     default: return "?";
     }
 }
@@ -85,6 +86,7 @@ static const char *outcome_name(uint32_t kind) {
     case REDLOCK_OUTCOME_EXTENDED: return "extended";
     case REDLOCK_OUTCOME_NOT_EXTENDED: return "not_extended";
     case REDLOCK_OUTCOME_RELEASED: return "released";
+    case REDLOCK_OUTCOME_NOT_RELEASED: return "not_released";
     default: return "?";
     }
 }
@@ -367,7 +369,7 @@ static json *outcome_to_json(const redlock_outcome *o) {
         ok = ok && redlock_outcome_retry_at(o, &due, &at) == REDLOCK_NO_VALUE &&
              redlock_outcome_is_lost(o, &lost) == REDLOCK_NO_VALUE;
     }
-    if (kind == REDLOCK_OUTCOME_RELEASED) {
+    if (kind == REDLOCK_OUTCOME_RELEASED || kind == REDLOCK_OUTCOME_NOT_RELEASED) {
         ok = ok && redlock_outcome_released(o, &released) == REDLOCK_OK &&
              redlock_outcome_token(o, &token, &token_len) == REDLOCK_NO_VALUE;
         if (ok) json_set(out, "released", json_new_u64(released));
@@ -377,6 +379,21 @@ static json *outcome_to_json(const redlock_outcome *o) {
     ok = ok && redlock_outcome_is_success(o) ==
                    (kind == REDLOCK_OUTCOME_ACQUIRED || kind == REDLOCK_OUTCOME_EXTENDED ||
                     kind == REDLOCK_OUTCOME_RELEASED);
+    /* A failure has exactly one error class, a success none; each failed node a cause. */
+    uint32_t error_class = redlock_outcome_error_class(o);
+    ok = ok && (error_class == 0) == redlock_outcome_is_success(o) &&
+         (error_class == 0 || redlock_error_class_name(error_class) != NULL);
+    for (size_t i = 0; ok && i < redlock_outcome_node_count(o); i++) {
+        uint32_t node_kind = 0, cause = 99;
+        const uint8_t *text;
+        size_t len;
+        ok = redlock_outcome_node(o, i, &node_kind, &text, &len) == REDLOCK_OK &&
+             redlock_outcome_node_cause(o, i, &cause) == REDLOCK_OK &&
+             (cause != 0) == (node_kind == REDLOCK_NODE_ERROR || node_kind == REDLOCK_NODE_TIMEOUT) &&
+             (cause == 0 || redlock_node_cause_name(cause) != NULL);
+    }
+    ok = ok && redlock_outcome_node_cause(o, redlock_outcome_node_count(o), &reason) ==
+                   REDLOCK_OUT_OF_RANGE;
     if (!ok) {
         json_free(out);
         fail("an outcome accessor disagrees with the outcome's kind (%s)", outcome_name(kind));
@@ -582,7 +599,13 @@ static bool step(replay *r, const json *s, const char **error, json **outputs) {
         redlock_lease *lease = lease_name ? find_lease(r, lease_name) : NULL;
         if (!lease) return fail("no lease named %s", lease_name ? lease_name : "(none)");
         if (json_get(s, "extend")) {
-            rc = redlock_client_extend(r->client, lease, now, &op);
+            uint64_t ttl_ms;
+            if (json_get(args, "ttl_ms")) {
+                if (!json_u64(json_get(args, "ttl_ms"), &ttl_ms)) return fail("ttl_ms must be an integer");
+                rc = redlock_client_extend_for(r->client, lease, ttl_ms, now, &op);
+            } else {
+                rc = redlock_client_extend(r->client, lease, now, &op);
+            }
             if (rc != REDLOCK_OK) {
                 *error = redlock_result_name(rc);
                 *outputs = json_new_array();
@@ -650,6 +673,12 @@ static bool step(replay *r, const json *s, const char **error, json **outputs) {
         op = find_op(r, target);
         if (!op) return fail("no operation %s", target);
         rc = redlock_operation_handle_timeout(op, now);
+    } else if (json_get(s, "abandon")) {
+        target = op_name ? op_name : r->last;
+        if (!target) return fail("abandon before any operation");
+        op = find_op(r, target);
+        if (!op) return fail("no operation %s", target);
+        rc = redlock_operation_abandon(op, now);
     } else {
         return fail("unknown step");
     }
