@@ -218,7 +218,7 @@ abstract class DriverScenarios extends TestCase
         $second->release();
         $redlock->flush();
         // The scripts were loaded on the new connection before any EVALSHA.
-        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', '8e71672c5cb315a6f66438f72df1e4fafa4c6ab4');
+        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', '77ca464c5e5c04fb844d50b9a72b30052642d9cd');
         $this->assertSame([1], $exists);
     }
 
