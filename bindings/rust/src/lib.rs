@@ -75,6 +75,9 @@ pub use client::{
     Client, ClientBuilder, ExtendReport, KeyStatus, LockOptions, ReleaseReport, RetryProgress,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_TTL,
 };
-pub use error::{Error, NodeReport, NotAcquired, NotExtended};
+pub use error::{Error, NodeReport, NotAcquired, NotExtended, NotReleased};
 pub use lock::{Lock, LockState, Lost, LostReason};
-pub use redlock_core::{self as core, Config, ConfigBuilder, FailureReason, NodeResult, Time};
+pub use node::LinkStats;
+pub use redlock_core::{
+    self as core, Config, ConfigBuilder, ErrorClass, FailureReason, NodeCause, NodeResult, Time,
+};

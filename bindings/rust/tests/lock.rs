@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::Nodes;
-use redlock_client::{Client, Error, FailureReason, LockOptions, LockState, NodeResult};
+use redlock_client::{
+    Client, Error, ErrorClass, FailureReason, LockOptions, LockState, Lost, LostReason, NodeResult,
+};
 
 /// One attempt, and a node timeout generous enough that healthy nodes on a loaded
 /// machine never miss it (these tests check the algorithm, not timeouts).
@@ -270,13 +272,25 @@ async fn extension_moves_the_deadline_and_never_resurrects() {
     for i in 0..5 {
         nodes.del(i, "ext");
     }
+    // Keys gone and nobody else holding them: "not held", not "held by someone else".
     let error = lock.extend().await.unwrap_err();
-    assert!(error.is_held_elsewhere(), "{error}");
+    assert!(error.is_not_held(), "{error}");
+    assert!(!error.is_held_elsewhere(), "{error}");
+    assert_eq!(error.class(), Some(ErrorClass::NotHeld));
+    assert!(error.to_string().contains("not held"), "{error}");
     assert!(matches!(&error, Error::NotExtended(n) if n.lost));
     assert!(!lock.is_held());
-    assert!(matches!(lock.state(), LockState::Lost(_)));
+    assert!(matches!(
+        lock.state(),
+        LockState::Lost(Lost {
+            reason: LostReason::NotHeld,
+            ..
+        })
+    ));
     assert_eq!(nodes.values("ext"), vec![None; 5], "no resurrection");
-    assert!(matches!(lock.extend().await, Err(Error::NotHeld)));
+    let again = lock.extend().await.unwrap_err();
+    assert!(matches!(&again, Error::LockLost(_)), "{again}");
+    assert_eq!(again.class(), Some(ErrorClass::NotHeld));
 
     // Extending by token an expired lock re-creates nothing either.
     let short = client
