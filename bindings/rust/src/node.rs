@@ -269,6 +269,7 @@ impl Node {
             if done {
                 return;
             }
+            let acted = !outputs.is_empty();
             let mut closed: Option<String> = None;
             for output in outputs {
                 match output {
@@ -310,6 +311,11 @@ impl Node {
                 for result in std::mem::take(&mut ready) {
                     self.written(result, generation, &mut connection, &mut writes);
                 }
+                continue;
+            }
+            if acted {
+                // Acting may have changed nothing in the link, but the idle flag is set
+                // only from a drain that found no output.
                 continue;
             }
             let shutdown_at = {

@@ -195,10 +195,10 @@ async fn release_never_deletes_a_key_holding_another_token() {
     let nodes = common::shared(7100);
     let client = client(&nodes);
     let first = client
-        .lock("shared", Duration::from_millis(200))
+        .lock("shared", Duration::from_millis(300))
         .await
         .expect("first");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(!first.is_held(), "the lease ran out");
     let second = client
         .lock("shared", Duration::from_secs(10))
@@ -304,7 +304,7 @@ async fn extension_moves_the_deadline_and_never_resurrects() {
         .extend_token(&["ext2"], &token, Duration::from_secs(10))
         .await
         .unwrap_err();
-    assert!(error.is_held_elsewhere(), "{error}");
+    assert!(error.is_not_held(), "{error}");
     assert_eq!(nodes.values("ext2"), vec![None; 5]);
 }
 
@@ -343,7 +343,7 @@ async fn auto_extension_keeps_the_lock_and_reports_its_loss_at_once() {
     let lost = tokio::time::timeout(Duration::from_secs(1), lost)
         .await
         .expect("the loss was signalled");
-    assert_eq!(lost.reason, redlock_client::LostReason::Taken, "{lost}");
+    assert_eq!(lost.reason, redlock_client::LostReason::NotHeld, "{lost}");
     assert!(deleted.elapsed() < Duration::from_millis(500));
     assert!(!lock.is_held());
     assert_eq!(nodes.values("auto"), vec![None; 5], "no resurrection");
@@ -382,7 +382,7 @@ async fn a_lock_expires_while_held_without_extension() {
     let nodes = common::shared(7100);
     let client = client(&nodes);
     let lock = client
-        .lock("expiring", Duration::from_millis(250))
+        .lock("expiring", Duration::from_millis(300))
         .await
         .unwrap();
     let valid_until = lock.valid_until();

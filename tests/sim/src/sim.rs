@@ -1139,11 +1139,7 @@ impl World {
                         self.arm(client, Timer::Extend, at);
                     }
                 }
-                Action::NotExtended {
-                    valid_until,
-                    retry_at,
-                    note,
-                } => {
+                Action::NotExtended { valid_until, note } => {
                     let end = self.belief_end(client, Some(valid_until));
                     self.trace.line(self.now, &who, || {
                         format!("not extended ({note}): valid until {}", stamp(end))
@@ -1159,7 +1155,8 @@ impl World {
                             last.1 = last.1.min(end);
                         }
                     }
-                    if let Some(at) = retry_at {
+                    let now = self.local(client);
+                    if let Some(at) = self.clients[client].model.next_extension(now) {
                         self.arm(client, Timer::Extend, at);
                     }
                 }
