@@ -311,10 +311,11 @@ impl Client {
         self.inner.instant(time)
     }
 
-    /// Checks every node at once, waiting at most `timeout`: opens a connection of its
-    /// own (TLS and `AUTH` included) and reports, per node, `Ok` or why not (the text
-    /// starts with the cause: `refused`, `auth`, `tls`, `timeout`, `closed`). Optional:
-    /// lock operations connect on first use.
+    /// Connects to every node at once, waiting at most `timeout` (TLS and `AUTH`
+    /// included), and reports, per node, `Ok` or why not (the text starts with the
+    /// cause: `refused`, `auth`, `tls`, `timeout`, `closed`). Each connection made is
+    /// the one the node's link uses when it next connects. Optional: lock operations
+    /// connect on first use.
     pub async fn connect(&self, timeout: Duration) -> Vec<Result<(), String>> {
         let deadline = tokio::time::Instant::now() + timeout;
         futures_util::future::join_all(self.inner.nodes.iter().map(|n| n.probe(deadline))).await

@@ -149,6 +149,8 @@ pub(crate) struct Node {
     state: Mutex<State>,
     wake: Notify,
     idle: watch::Sender<bool>,
+    /// A connection [`Node::probe`] opened ahead, used at the link's next `Connect`.
+    prepared: Mutex<Option<MultiplexedConnection>>,
 }
 
 type Connecting =
@@ -177,6 +179,7 @@ impl Node {
             }),
             wake: Notify::new(),
             idle: watch::Sender::new(true),
+            prepared: Mutex::new(None),
         }
     }
 
@@ -273,7 +276,17 @@ impl Node {
             let mut closed: Option<String> = None;
             for output in outputs {
                 match output {
-                    LinkOutput::Connect => connecting = Some(Box::pin(self.connect())),
+                    LinkOutput::Connect => {
+                        let prepared = self
+                            .prepared
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner())
+                            .take();
+                        connecting = Some(match prepared {
+                            Some(open) => Box::pin(std::future::ready(Ok(open))),
+                            None => Box::pin(self.connect()),
+                        });
+                    }
                     LinkOutput::Write(write) => match &connection {
                         Some(open) => {
                             let mut future = start_write(open.clone(), generation, write);
@@ -441,10 +454,19 @@ impl Node {
     }
 
     /// Opens a connection to check that the node is reachable and accepts the
-    /// credentials, waiting at most until `deadline`.
+    /// credentials, waiting at most until `deadline`. The connection is kept for the
+    /// link's next `Connect` (unless the link's connection is open already).
     pub(crate) async fn probe(&self, deadline: tokio::time::Instant) -> Result<(), String> {
         match tokio::time::timeout_at(deadline, open(&self.client)).await {
-            Ok(Ok(_)) => Ok(()),
+            Ok(Ok(connection)) => {
+                if !self.state().link.is_open() {
+                    *self
+                        .prepared
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(connection);
+                }
+                Ok(())
+            }
             Ok(Err(error)) => Err(format!("{}: {error}", link_cause(&error).code())),
             Err(_) => Err(String::from("timeout: no connection in time")),
         }
@@ -509,7 +531,11 @@ fn is_tls_error(error: &RedisError) -> bool {
         }
         source = current.source();
     }
-    false
+    // The `redis` crate may keep only the handshake error's text.
+    let text = error.to_string();
+    ["certificate", "TLS", "tls", "handshake"]
+        .iter()
+        .any(|word| text.contains(word))
 }
 
 /// Maps a `redis` value to the core's reply, as the core documents it.

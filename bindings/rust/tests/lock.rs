@@ -309,6 +309,40 @@ async fn extension_moves_the_deadline_and_never_resurrects() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extending_after_release_reports_not_held() {
+    let nodes = common::shared(7100);
+    let client = client(&nodes);
+    let lock = client
+        .lock("released", Duration::from_secs(10))
+        .await
+        .unwrap();
+    let token = lock.token().to_string();
+    lock.release().await.unwrap();
+    let error = client
+        .extend_token(&["released"], &token, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    // The keys are gone and nobody else holds them: "not held", never "held by
+    // someone else".
+    assert_eq!(error.class(), Some(ErrorClass::NotHeld), "{error}");
+    assert!(!error.is_held_elsewhere(), "{error}");
+    assert!(error.to_string().contains("not held"), "{error}");
+    assert!(!error.to_string().contains("someone else"), "{error}");
+    assert_eq!(error.failure_reason(), Some(FailureReason::NotHeld));
+    // Held by another token, it is "lock lost" (taken).
+    let other = client
+        .lock("released", Duration::from_secs(10))
+        .await
+        .unwrap();
+    let error = client
+        .extend_token(&["released"], &token, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert_eq!(error.class(), Some(ErrorClass::LockLost), "{error}");
+    other.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_extension_keeps_the_lock_and_reports_its_loss_at_once() {
     let nodes = common::shared(7100);
     let client = client(&nodes);
