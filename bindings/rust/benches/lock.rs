@@ -1,5 +1,6 @@
 //! Criterion: one acquire + release against five local nodes, the async driver next to
-//! the raw cost of the same commands with the same `redis` client.
+//! the raw cost of the same commands with the same `redis` client, then the driver with
+//! one node frozen.
 //!
 //! `cargo bench -p redlock-client --bench lock`
 
@@ -53,7 +54,20 @@ fn acquire_release(c: &mut Criterion) {
             async move { support::raw_cycle(raw, "bench:raw", &token, 3).await }
         });
     });
+    // One node frozen (SIGSTOP): after its first deadline its link refuses it at once,
+    // so a cycle should cost about what a healthy one does.
+    nodes.signal("pause", 0);
+    group.bench_function("redlock_client_node0_frozen", |b| {
+        b.to_async(&runtime).iter(|| async {
+            let lock = client
+                .lock("bench:criterion", Duration::from_secs(10))
+                .await
+                .expect("acquired");
+            lock.release().await.expect("released");
+        });
+    });
     group.finish();
+    nodes.signal("resume", 0);
     runtime.block_on(client.wait_idle(Duration::from_secs(2)));
 }
 
