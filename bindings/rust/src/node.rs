@@ -322,7 +322,7 @@ impl Node {
             }
             if !ready.is_empty() {
                 for result in std::mem::take(&mut ready) {
-                    self.written(result, generation, &mut connection, &mut writes);
+                    self.written(result, &mut generation, &mut connection, &mut writes);
                 }
                 continue;
             }
@@ -363,7 +363,7 @@ impl Node {
                     }
                 }
                 Some(result) = writes.next(), if !writes.is_empty() => {
-                    self.written(result, generation, &mut connection, &mut writes);
+                    self.written(result, &mut generation, &mut connection, &mut writes);
                 }
                 () = sleep => self.state().link.handle_timeout(self.clock.now()),
             }
@@ -374,11 +374,12 @@ impl Node {
     fn written(
         &self,
         (written_on, id, result): Written,
-        generation: u64,
+        generation: &mut u64,
         connection: &mut Option<MultiplexedConnection>,
         writes: &mut FuturesUnordered<Writing>,
     ) {
-        if written_on != generation {
+        if written_on != *generation {
+            // A write of a connection already counted closed.
             return;
         }
         let now = self.clock.now();
@@ -390,9 +391,11 @@ impl Node {
             Err(error) => match server_error_text(&error) {
                 Some(text) => self.state().link.handle_reply(id, Reply::Error(text), now),
                 None => {
-                    // The connection is gone: every write on it fails with it.
+                    // The connection is gone: every write on it fails with it, and is
+                    // reported once.
                     *connection = None;
                     *writes = FuturesUnordered::new();
+                    *generation += 1;
                     self.state()
                         .link
                         .handle_closed(LinkCause::Closed, &error.to_string(), now);
