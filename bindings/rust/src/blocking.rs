@@ -234,7 +234,7 @@ impl Lock {
     pub fn release(mut self) -> Result<ReleaseReport, Error> {
         match self.lock.take() {
             Some(lock) => self.runtime.block_on(lock.release()),
-            None => Err(Error::NotHeld),
+            None => Err(Error::Released),
         }
     }
 }

@@ -1,21 +1,21 @@
 //! The async client: node connections, the driver loop, and the lock operations.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use futures_util::stream::{FuturesUnordered, StreamExt};
 use redlock_core::{
-    Config, ConfigBuilder, Lease, Operation, Outcome, Output, Redlock, Reply, RequestId, Time,
+    Config, ConfigBuilder, Lease, Operation, Outcome, Output, Redlock, Reply, Time,
 };
 
-use crate::error::{Error, NodeReport, NotAcquired, NotExtended};
+use crate::error::{Error, NodeReport, NotAcquired, NotExtended, NotReleased};
 use crate::lock::{Lock, LockShared};
-use crate::node::{redact, redis_cmd, Node, NodeRef};
+use crate::node::{redact, Clock, LinkStats, Node, Routes, UNROUTED};
 
 /// The TTL of a client built without one: 30 seconds.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
 
-/// How long one connection attempt may take by default (it runs in the background:
+/// How long one connection attempt may take by default (it runs in the node's task:
 /// commands wait for it only until their own deadline).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -73,7 +73,7 @@ impl ClientBuilder {
     }
 
     /// How long one connection attempt may take (default [`DEFAULT_CONNECT_TIMEOUT`]).
-    /// Attempts run in the background, so a slow handshake does not fail the command
+    /// Attempts run in the node's task, so a slow handshake does not fail the command
     /// that started it twice over: later commands find the connection ready.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
@@ -87,10 +87,21 @@ impl ClientBuilder {
         self
     }
 
-    /// Checks the configuration and the URLs. Connections are made on first use (or by
-    /// [`Client::connect`]).
+    /// Checks the configuration and the URLs (the same server twice is refused: it would
+    /// count twice towards the quorum). Connections are made on first use.
     pub fn build(self) -> Result<Client, Error> {
         let config = self.config.build()?;
+        if let Some((first, second)) = redlock_core::duplicate_node(&self.urls) {
+            return Err(Error::DuplicateNode {
+                first,
+                second,
+                url: redact(&self.urls[second]),
+            });
+        }
+        let clock = Clock {
+            origin: Instant::now(),
+        };
+        let routes = Arc::new(Routes::default());
         let mut nodes = Vec::with_capacity(self.urls.len());
         for (index, url) in self.urls.iter().enumerate() {
             let label = redact(url);
@@ -110,15 +121,22 @@ impl ClientBuilder {
                 .map_err(|e| invalid(e.to_string()))?,
                 _ => redis::Client::open(url.as_str()).map_err(|e| invalid(e.to_string()))?,
             };
-            nodes.push(Arc::new(Node::new(label, client, self.connect_timeout)));
+            nodes.push(Arc::new(Node::new(
+                label,
+                client,
+                self.connect_timeout,
+                clock,
+                Arc::clone(&routes),
+            )));
         }
         Ok(Client {
             inner: Arc::new(Inner {
                 nodes,
+                routes,
+                next_tag: AtomicU64::new(UNROUTED + 1),
                 redlock: Mutex::new(Redlock::new(config.clone())),
                 config,
-                origin: Instant::now(),
-                background: tokio::sync::watch::Sender::new(0),
+                clock,
             }),
         })
     }
@@ -127,9 +145,10 @@ impl ClientBuilder {
 /// An async Redlock client over N independent Redis nodes (N = 1 is a single-instance
 /// lock). Cheap to clone; clones share connections.
 ///
-/// Every decision (quorum, validity, retries, what to release, when to extend) is made
-/// by [`redlock_core`]; the client sends what the core says to all nodes at once, enforces
-/// each command's deadline itself, and hands replies and timeouts back.
+/// Every decision (quorum, validity, retries, what to release, when to extend, what a
+/// node gets and when) is made by [`redlock_core`]; the client hands each command to its
+/// node's [`redlock_core::Link`], does the I/O the link asks for, and hands replies and
+/// timeouts back.
 ///
 /// Needs a Tokio runtime with the time driver enabled.
 #[derive(Clone)]
@@ -138,22 +157,22 @@ pub struct Client {
 }
 
 pub(crate) struct Inner {
-    pub(crate) nodes: Vec<NodeRef>,
+    pub(crate) nodes: Vec<Arc<Node>>,
+    /// Where the links deliver replies, per operation tag.
+    routes: Arc<Routes>,
+    next_tag: AtomicU64,
     redlock: Mutex<Redlock>,
     pub(crate) config: Config,
-    /// The client's monotonic origin: every `Time` is microseconds since this instant.
-    origin: Instant,
-    /// Background tasks still sending (commands out after an early decision, releases
-    /// spawned on drop).
-    background: tokio::sync::watch::Sender<usize>,
+    /// The client's monotonic clock.
+    clock: Clock,
 }
 
-/// Counts one background task while alive (also when the task is cancelled).
-pub(crate) struct BackgroundTask(tokio::sync::watch::Sender<usize>);
-
-impl Drop for BackgroundTask {
+impl Drop for Inner {
     fn drop(&mut self) {
-        self.0.send_modify(|n| *n = n.saturating_sub(1));
+        // Each node's task finishes what its link still has to write, then ends.
+        for node in &self.nodes {
+            node.shut_down();
+        }
     }
 }
 
@@ -178,9 +197,9 @@ impl LockOptions {
         self
     }
 
-    /// Keep the lock alive in the background: the core says when to extend
-    /// ([`Config::next_extension`]) and when to retry a failed extension; the lock's
-    /// [`Lock::lost`] future resolves as soon as the lock is lost.
+    /// Keep the lock alive in the background: the core's [`redlock_core::KeepAlive`]
+    /// says when to extend, when to retry a failed extension and when the lock is lost;
+    /// the lock's [`Lock::lost`] future resolves as soon as it is.
     pub fn auto_extend(mut self, on: bool) -> Self {
         self.auto_extend = on;
         self
@@ -205,10 +224,11 @@ pub struct RetryProgress {
     pub elapsed: Duration,
 }
 
-/// The result of a release round.
+/// A release a quorum of nodes confirmed (a release fewer confirmed is
+/// [`Error::NotReleased`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReleaseReport {
-    /// Nodes that deleted a key holding the token.
+    /// Nodes that deleted a key holding the token (0 when none held it any more).
     pub released: usize,
     /// How each node answered: `success` (deleted), `conflict` (nothing of ours there),
     /// an error, or a timeout.
@@ -291,22 +311,30 @@ impl Client {
         self.inner.instant(time)
     }
 
-    /// Connects to every node at once, waiting at most `timeout`; per node, `Ok` or why
-    /// not. Optional: commands connect on first use.
+    /// Connects to every node at once, waiting at most `timeout` (TLS and `AUTH`
+    /// included), and reports, per node, `Ok` or why not (the text starts with the
+    /// cause: `refused`, `auth`, `tls`, `timeout`, `closed`). Each connection made is
+    /// the one the node's link uses when it next connects. Optional: lock operations
+    /// connect on first use.
     pub async fn connect(&self, timeout: Duration) -> Vec<Result<(), String>> {
         let deadline = tokio::time::Instant::now() + timeout;
-        futures_util::future::join_all(self.inner.nodes.iter().map(|n| n.warm_up(deadline))).await
+        futures_util::future::join_all(self.inner.nodes.iter().map(|n| n.probe(deadline))).await
     }
 
-    /// Waits at most `timeout` for background sends to finish: commands still out when
-    /// an operation decided early (each ends by its deadline), and releases spawned by
-    /// dropped guards. True if none is left. Call it before a short-lived process exits,
-    /// so that every node gets its command.
+    /// Waits at most `timeout` until no node's link has anything queued or awaiting a
+    /// reply: commands still out when an operation decided early (each ends by its
+    /// deadline), releases of dropped guards and cancelled acquisitions, releases a
+    /// link owes a node. True if every link is idle. Call it before a short-lived
+    /// process exits, so that every node gets its command.
     pub async fn wait_idle(&self, timeout: Duration) -> bool {
-        let mut count = self.inner.background.subscribe();
-        tokio::time::timeout(timeout, count.wait_for(|n| *n == 0))
-            .await
-            .is_ok_and(|r| r.is_ok())
+        let all = futures_util::future::join_all(self.inner.nodes.iter().map(|n| n.wait_idle()));
+        tokio::time::timeout(timeout, all).await.is_ok()
+    }
+
+    /// Per node, where its link stands (connection open, writes in flight, commands
+    /// queued, releases owed). Diagnostics: it decides nothing.
+    pub fn link_stats(&self) -> Vec<LinkStats> {
+        self.inner.nodes.iter().map(|n| n.stats()).collect()
     }
 
     /// Acquires a lock on `resource` for `ttl`.
@@ -340,10 +368,9 @@ impl Client {
         };
         let origin = self.instant(started);
         let attempts = self.inner.config.attempts();
-        let keys = resources.iter().map(|r| r.as_ref().to_vec()).collect();
         let outcome = self
             .inner
-            .drive(op, Some(keys), |attempt| {
+            .drive(op, |attempt| {
                 if let Some(callback) = &options.on_retry {
                     callback(RetryProgress {
                         attempt,
@@ -360,8 +387,14 @@ impl Client {
                     .map(|r| String::from_utf8_lossy(r.as_ref()).into_owned())
                     .collect();
                 let nodes = self.inner.reports(&acquired.nodes);
-                let shared = LockShared::new(self.clone(), resources, acquired, nodes);
-                Ok(Lock::new(shared, options.auto_extend))
+                let shared = LockShared::new(
+                    self.clone(),
+                    resources,
+                    acquired,
+                    nodes,
+                    options.auto_extend,
+                );
+                Ok(Lock::new(shared))
             }
             Outcome::NotAcquired(failed) => Err(Error::NotAcquired(NotAcquired {
                 reason: failed.reason,
@@ -382,14 +415,12 @@ impl Client {
         ttl: Duration,
     ) -> Result<ExtendReport, Error> {
         let lease = self.inner.redlock().lease(resources, token, Time::ZERO)?;
-        self.inner
-            .extend(&lease, Some(ttl))
-            .await
-            .map(|(report, _)| report)
+        self.inner.extend(&lease, Some(ttl)).await
     }
 
     /// Releases a lock known only by its resources and token: deletes each key on each
-    /// node where it still holds `token`, never a key holding another.
+    /// node where it still holds `token`, never a key holding another. Fewer than a
+    /// quorum of nodes confirming is [`Error::NotReleased`].
     pub async fn release_token<R: AsRef<[u8]>>(
         &self,
         resources: &[R],
@@ -412,8 +443,9 @@ impl Client {
                 get.arg(&key);
                 let mut pttl = redis::cmd("PTTL");
                 pttl.arg(&key);
-                let (value, ttl) =
-                    tokio::join!(node.send(&get, deadline), node.send(&pttl, deadline));
+                let mut replies = node.query_once(vec![get, pttl], deadline).await.into_iter();
+                let value = replies.next().unwrap_or(Reply::Timeout);
+                let ttl = replies.next().unwrap_or(Reply::Timeout);
                 let mut status = KeyStatus {
                     index,
                     url: node.label().to_string(),
@@ -458,30 +490,18 @@ fn unexpected(outcome: &Outcome) -> &'static str {
         Outcome::Extended(_) => "unexpected outcome: extended",
         Outcome::NotExtended(_) => "unexpected outcome: not extended",
         Outcome::Released(_) => "unexpected outcome: released",
+        Outcome::NotReleased(_) => "unexpected outcome: not released",
         _ => "unexpected outcome",
     }
 }
 
 impl Inner {
     pub(crate) fn now(&self) -> Time {
-        // Rounded down: a round's start (which fixes valid_until) is never late.
-        Time::from_micros(u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX))
+        self.clock.now()
     }
 
     pub(crate) fn instant(&self, time: Time) -> Instant {
-        let far = self.origin + Duration::from_secs(100 * 365 * 24 * 3600);
-        self.origin
-            .checked_add(Duration::from_micros(time.as_micros()))
-            .map_or(far, |instant| instant.min(far))
-    }
-
-    pub(crate) fn background_task(&self) -> BackgroundTask {
-        self.background.send_modify(|n| *n += 1);
-        BackgroundTask(self.background.clone())
-    }
-
-    fn tokio_instant(&self, time: Time) -> tokio::time::Instant {
-        tokio::time::Instant::from_std(self.instant(time))
+        self.clock.instant(time)
     }
 
     fn redlock(&self) -> MutexGuard<'_, Redlock> {
@@ -506,60 +526,58 @@ impl Inner {
             .collect()
     }
 
-    /// The driver loop: send what the operation says, feed replies and timeouts back,
-    /// return the outcome. `on_attempt` hears of every attempt after the first.
+    /// Hands a command to its node's link; `tag` routes the reply back.
+    fn submit(
+        &self,
+        tag: u64,
+        command: redlock_core::Command,
+    ) -> Result<(), redlock_core::Command> {
+        match self.nodes.get(command.node()) {
+            Some(node) => {
+                node.submit(tag, command);
+                Ok(())
+            }
+            None => Err(command),
+        }
+    }
+
+    /// The driver loop, one rule: poll the operation until `Wait` or the outcome; every
+    /// command goes to its node's link; wake up for a reply the links deliver or at the
+    /// `Wait` instant. `on_attempt` hears of every attempt after the first.
     ///
-    /// `resources` (for acquisitions) makes the loop safe to cancel: an acquisition
-    /// dropped before its outcome releases its current token on every node in the
-    /// background, as the core does after a failed attempt.
+    /// Dropped before the outcome (the caller cancelled), the operation is abandoned:
+    /// what [`Operation::abandon`] emits (the release of an acquisition's current token)
+    /// goes to the links at once, which write it whatever happens to this future.
     pub(crate) async fn drive(
-        self: &Arc<Self>,
+        &self,
         op: Operation,
-        resources: Option<Vec<Vec<u8>>>,
         mut on_attempt: impl FnMut(u32),
     ) -> Result<Outcome, Error> {
-        let mut driven = Driven {
+        let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
+        let mut replies = self.routes.open(tag);
+        let mut driving = Driving {
             inner: self,
             op,
-            resources,
+            tag,
         };
-        let op = &mut driven.op;
-        let mut in_flight = FuturesUnordered::new();
+        let op = &mut driving.op;
         let mut attempt = op.attempt();
         loop {
+            let mut wake = None;
             while let Some(output) = op.poll_output() {
                 match output {
                     Output::Send(command) => {
-                        let Some(node) = self.nodes.get(command.node()) else {
+                        if let Err(command) = self.submit(tag, command) {
                             // The core only names nodes 0..N of this configuration.
-                            op.handle_reply(
+                            let _ = op.handle_reply(
                                 command.request_id(),
                                 Reply::ConnectionFailed(String::from("no such node")),
                                 self.now(),
-                            )?;
-                            continue;
-                        };
-                        in_flight.push(send(
-                            Arc::clone(node),
-                            command.request_id(),
-                            redis_cmd(&command),
-                            self.tokio_instant(command.deadline()),
-                        ));
-                    }
-                    Output::Wait(_) => {}
-                    Output::Outcome(outcome) => {
-                        if !in_flight.is_empty() {
-                            // Let commands still out finish (each within its deadline)
-                            // so a stuck connection is noticed and replaced now, not at
-                            // the next operation.
-                            let task = self.background_task();
-                            tokio::spawn(async move {
-                                while in_flight.next().await.is_some() {}
-                                drop(task);
-                            });
+                            );
                         }
-                        return Ok(outcome);
                     }
+                    Output::Wait(at) => wake = Some(at),
+                    Output::Outcome(outcome) => return Ok(outcome),
                     _ => {}
                 }
             }
@@ -567,31 +585,29 @@ impl Inner {
                 attempt = op.attempt();
                 on_attempt(attempt);
             }
-            let wake = op.poll_timeout();
-            if wake.is_none() && in_flight.is_empty() {
-                return Err(Error::Internal("the operation stalled without an outcome"));
-            }
-            let sleep = match wake {
-                Some(time) => tokio::time::sleep_until(self.tokio_instant(time)),
-                None => tokio::time::sleep(Duration::from_secs(3600)),
+            let Some(at) = wake else {
+                return Err(Error::Internal("the operation stopped without an outcome"));
             };
             tokio::select! {
                 biased;
-                Some((request, reply)) = in_flight.next(), if !in_flight.is_empty() => {
-                    // Ids come from this operation, each answered once: no usage error.
-                    op.handle_reply(request, reply, self.now())?;
+                Some((request, reply)) = replies.recv() => {
+                    // A reply the operation refuses (a second one for a request) changes
+                    // nothing, as the core documents.
+                    let _ = op.handle_reply(request, reply, self.now());
                 }
-                () = sleep => op.handle_timeout(self.now()),
+                () = tokio::time::sleep_until(tokio::time::Instant::from_std(self.instant(at))) => {
+                    op.handle_timeout(self.now());
+                }
             }
         }
     }
 
-    /// Extends `lease` (by `ttl`, or its own TTL); the new lease on success.
-    pub(crate) async fn extend(
-        self: &Arc<Self>,
+    /// Extends `lease` (by `ttl`, or its own TTL): the raw outcome.
+    pub(crate) async fn extend_outcome(
+        &self,
         lease: &Lease,
         ttl: Option<Duration>,
-    ) -> Result<(ExtendReport, Lease), Error> {
+    ) -> Result<Outcome, Error> {
         let now = self.now();
         let op = {
             let redlock = self.redlock();
@@ -600,16 +616,21 @@ impl Inner {
                 None => redlock.extend(lease, now)?,
             }
         };
-        match self.drive(op, None, |_| {}).await? {
-            Outcome::Extended(extended) => Ok((
-                ExtendReport {
-                    validity: extended.validity,
-                    valid_until: self.instant(extended.lease.valid_until()),
-                    nodes: self.reports(&extended.nodes),
-                },
-                extended.lease,
-            )),
+        self.drive(op, |_| {}).await
+    }
+
+    /// An extension's outcome as this crate reports it.
+    pub(crate) fn extend_result(&self, outcome: Outcome) -> Result<ExtendReport, Error> {
+        match outcome {
+            Outcome::Extended(extended) => Ok(ExtendReport {
+                validity: extended.validity,
+                valid_until: self.instant(extended.lease.valid_until()),
+                nodes: self.reports(&extended.nodes),
+            }),
             Outcome::NotExtended(failed) => Err(Error::NotExtended(NotExtended {
+                class: Outcome::NotExtended(failed.clone())
+                    .error_class()
+                    .unwrap_or(redlock_core::ErrorClass::NodesFailing),
                 reason: failed.reason,
                 lost: failed.is_lost(),
                 validity: failed.validity,
@@ -619,68 +640,63 @@ impl Inner {
         }
     }
 
-    /// The raw extension outcome, for the automatic extender.
-    pub(crate) async fn extend_outcome(self: &Arc<Self>, lease: &Lease) -> Result<Outcome, Error> {
-        let op = self.redlock().extend(lease, self.now())?;
-        self.drive(op, None, |_| {}).await
+    /// Extends `lease` (by `ttl`, or its own TTL); the report on success.
+    pub(crate) async fn extend(
+        &self,
+        lease: &Lease,
+        ttl: Option<Duration>,
+    ) -> Result<ExtendReport, Error> {
+        let outcome = self.extend_outcome(lease, ttl).await?;
+        self.extend_result(outcome)
     }
 
-    pub(crate) async fn release(self: &Arc<Self>, lease: &Lease) -> Result<ReleaseReport, Error> {
+    pub(crate) async fn release(&self, lease: &Lease) -> Result<ReleaseReport, Error> {
         let op = self.redlock().release(lease, self.now());
-        match self.drive(op, None, |_| {}).await? {
+        match self.drive(op, |_| {}).await? {
             Outcome::Released(released) => Ok(ReleaseReport {
                 released: released.released,
                 nodes: self.reports(&released.nodes),
             }),
+            Outcome::NotReleased(failed) => Err(Error::NotReleased(NotReleased {
+                released: failed.released,
+                nodes: self.reports(&failed.nodes),
+            })),
             other => Err(Error::Internal(unexpected(&other))),
         }
     }
-}
 
-/// An operation being driven. Dropped unfinished (the caller cancelled), an acquisition
-/// releases its current token on every node in the background: some nodes may have set
-/// the key already.
-struct Driven<'a> {
-    inner: &'a Arc<Inner>,
-    op: Operation,
-    resources: Option<Vec<Vec<u8>>>,
-}
-
-impl Drop for Driven<'_> {
-    fn drop(&mut self) {
-        if self.op.is_finished() {
-            return;
+    /// Releases `lease` without waiting (a dropped guard): the release's commands go to
+    /// the links at once, and the links write them.
+    pub(crate) fn release_detached(&self, lease: &Lease) {
+        let mut op = self.redlock().release(lease, self.now());
+        while let Some(output) = op.poll_output() {
+            if let Output::Send(command) = output {
+                let _ = self.submit(UNROUTED, command);
+            }
         }
-        let Some(resources) = self.resources.take() else {
-            return;
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let Ok(lease) =
-            self.inner
-                .redlock()
-                .lease(&resources, self.op.token().as_str(), Time::ZERO)
-        else {
-            return;
-        };
-        let inner = Arc::clone(self.inner);
-        let task = inner.background_task();
-        runtime.spawn(async move {
-            let _ = inner.release(&lease).await;
-            drop(task);
-        });
     }
 }
 
-async fn send(
-    node: NodeRef,
-    request: RequestId,
-    cmd: redis::Cmd,
-    deadline: tokio::time::Instant,
-) -> (RequestId, Reply) {
-    let reply = node.send(&cmd, deadline).await;
-    (request, reply)
+/// An operation being driven. Dropped unfinished (the caller cancelled), it is
+/// abandoned: the commands [`Operation::abandon`] emits go to the links untagged.
+struct Driving<'a> {
+    inner: &'a Inner,
+    op: Operation,
+    tag: u64,
+}
+
+impl Drop for Driving<'_> {
+    fn drop(&mut self) {
+        if !self.op.is_finished() {
+            self.op.abandon(self.inner.now());
+            while let Some(output) = self.op.poll_output() {
+                if let Output::Send(command) = output {
+                    let _ = self.inner.submit(UNROUTED, command);
+                }
+            }
+        }
+        self.inner.routes.close(self.tag);
+    }
 }
 
 impl std::fmt::Debug for Client {

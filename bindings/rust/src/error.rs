@@ -1,9 +1,16 @@
 //! Errors, and the per-node detail they carry.
+//!
+//! Every error has at most one [`ErrorClass`] of the core ([`Error::class`]): the
+//! classes are decided by the core (from outcomes, configuration and usage errors) and
+//! the same in every binding. Each node's failure has its [`NodeCause`]
+//! ([`NodeReport::cause`]).
 
 use std::fmt;
 use std::time::Duration;
 
-use redlock_core::{ConfigError, FailureReason, NodeResult, UsageError};
+use redlock_core::{ConfigError, ErrorClass, FailureReason, NodeCause, NodeResult, UsageError};
+
+use crate::lock::{Lost, LostReason};
 
 /// How one node answered, with the node's position and URL (password redacted).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,6 +21,14 @@ pub struct NodeReport {
     pub url: String,
     /// What the node did.
     pub result: NodeResult,
+}
+
+impl NodeReport {
+    /// Why this node failed (`refused`, `auth`, `tls`, `timeout`, `stalled`,
+    /// `connection`, `error`), or `None` if it did not fail.
+    pub fn cause(&self) -> Option<NodeCause> {
+        self.result.cause()
+    }
 }
 
 impl fmt::Display for NodeReport {
@@ -44,12 +59,26 @@ pub struct NotAcquired {
 /// for [`NotExtended::validity`] (zero when [`NotExtended::lost`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NotExtended {
-    /// Why it failed; [`FailureReason::Conflict`] means the lock is already lost.
+    /// The core's class: `lock_lost` (taken, or no validity left), `not_held` (the keys
+    /// are gone and nobody else holds them), or `nodes_failing`.
+    pub class: ErrorClass,
+    /// Why it failed: [`FailureReason::Conflict`] means the lock was taken,
+    /// [`FailureReason::NotHeld`] that its keys are gone.
     pub reason: FailureReason,
     /// True when the lock is lost now, not merely unextended.
     pub lost: bool,
     /// Validity left on the old lease.
     pub validity: Duration,
+    /// How each node answered.
+    pub nodes: Vec<NodeReport>,
+}
+
+/// A release that fewer than a quorum of nodes confirmed: the keys may still be held
+/// until their TTL (class `nodes_failing`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotReleased {
+    /// Nodes that deleted a key holding the token.
+    pub released: usize,
     /// How each node answered.
     pub nodes: Vec<NodeReport>,
 }
@@ -71,14 +100,27 @@ pub enum Error {
         /// Why it was refused.
         message: String,
     },
+    /// The same Redis server given twice (it would count twice towards the quorum).
+    DuplicateNode {
+        /// Position of its first mention.
+        first: usize,
+        /// Position of the second.
+        second: usize,
+        /// The second URL, password redacted.
+        url: String,
+    },
     /// A TLS root certificate that could not be used.
     InvalidCertificate(String),
     /// The lock could not be acquired.
     NotAcquired(NotAcquired),
     /// The lock could not be extended.
     NotExtended(NotExtended),
-    /// The lock is no longer held (released, or lost earlier), so it cannot be extended.
-    NotHeld,
+    /// The release was not confirmed by a quorum of nodes.
+    NotReleased(NotReleased),
+    /// The lock was lost earlier (taken, gone, or expired), so it cannot be extended.
+    LockLost(Lost),
+    /// The lock was already released.
+    Released,
     /// The blocking client could not start its runtime.
     Runtime(std::io::Error),
     /// A broken invariant of this crate or the core (a bug: please report it).
@@ -86,6 +128,30 @@ pub enum Error {
 }
 
 impl Error {
+    /// The core's class of this error, the same in every binding; `None` only for
+    /// [`Error::Runtime`] and [`Error::Internal`], which no rule of the lock explains.
+    pub fn class(&self) -> Option<ErrorClass> {
+        Some(match self {
+            Error::Config(_)
+            | Error::Usage(_)
+            | Error::InvalidUrl { .. }
+            | Error::DuplicateNode { .. }
+            | Error::InvalidCertificate(_) => ErrorClass::InvalidArgument,
+            Error::NotAcquired(n) => match n.reason {
+                FailureReason::Conflict => ErrorClass::HeldElsewhere,
+                _ => ErrorClass::NodesFailing,
+            },
+            Error::NotExtended(n) => n.class,
+            Error::NotReleased(_) => ErrorClass::NodesFailing,
+            Error::LockLost(lost) => match lost.reason {
+                LostReason::NotHeld => ErrorClass::NotHeld,
+                _ => ErrorClass::LockLost,
+            },
+            Error::Released => ErrorClass::UsedAfterClose,
+            Error::Runtime(_) | Error::Internal(_) => return None,
+        })
+    }
+
     /// The core's reason for a failed acquisition or extension.
     pub fn failure_reason(&self) -> Option<FailureReason> {
         match self {
@@ -95,22 +161,30 @@ impl Error {
         }
     }
 
-    /// True when the lock is held by someone else (acquisition) or was taken or deleted
-    /// (extension): the nodes answered, and said no.
+    /// True when the lock is held by someone else (class `held_elsewhere`).
     pub fn is_held_elsewhere(&self) -> bool {
-        self.failure_reason() == Some(FailureReason::Conflict)
+        self.class() == Some(ErrorClass::HeldElsewhere)
     }
 
-    /// True when too many nodes failed or did not answer in time for a quorum.
+    /// True when nodes failed (class `nodes_failing`): each node's
+    /// [`NodeReport::cause`] says why.
     pub fn is_unreachable(&self) -> bool {
-        self.failure_reason() == Some(FailureReason::NodesFailed)
+        self.class() == Some(ErrorClass::NodesFailing)
     }
 
-    /// Per-node detail of a failed acquisition or extension (empty otherwise).
+    /// True when an extension found the lock's keys gone and nobody else holding them
+    /// (class `not_held`).
+    pub fn is_not_held(&self) -> bool {
+        self.class() == Some(ErrorClass::NotHeld)
+    }
+
+    /// Per-node detail of a failed acquisition, extension or release (empty otherwise).
     pub fn nodes(&self) -> &[NodeReport] {
         match self {
             Error::NotAcquired(n) => &n.nodes,
             Error::NotExtended(n) => &n.nodes,
+            Error::NotReleased(n) => &n.nodes,
+            Error::LockLost(lost) => &lost.nodes,
             _ => &[],
         }
     }
@@ -123,6 +197,7 @@ pub(crate) fn describe_reason(reason: FailureReason) -> &'static str {
         FailureReason::NodesFailed => "too many nodes unreachable or failing",
         FailureReason::Mixed => "held by someone else on some nodes, others unreachable",
         FailureReason::ValidityTooShort => "a quorum agreed too late to leave enough validity",
+        FailureReason::NotHeld => "not held: its keys are gone (expired or released)",
         _ => "failed",
     }
 }
@@ -148,6 +223,11 @@ impl fmt::Display for Error {
                 url,
                 message,
             } => write!(f, "invalid node URL #{index} {url:?}: {message}"),
+            Error::DuplicateNode { first, second, url } => write!(
+                f,
+                "node #{second} {url:?} is the same server as node #{first}: each node must be \
+                 an independent server"
+            ),
             Error::InvalidCertificate(message) => {
                 write!(f, "invalid TLS root certificate: {message}")
             }
@@ -162,7 +242,9 @@ impl fmt::Display for Error {
                 write_nodes(f, &n.nodes)
             }
             Error::NotExtended(n) => {
-                if n.lost {
+                if n.class == ErrorClass::NotHeld {
+                    write!(f, "lock not extended: {}", describe_reason(n.reason))?;
+                } else if n.lost {
                     write!(f, "lock lost: {}", describe_reason(n.reason))?;
                 } else {
                     write!(
@@ -174,7 +256,24 @@ impl fmt::Display for Error {
                 }
                 write_nodes(f, &n.nodes)
             }
-            Error::NotHeld => f.write_str("the lock is no longer held"),
+            Error::NotReleased(n) => {
+                let confirmed = n
+                    .nodes
+                    .iter()
+                    .filter(|node| {
+                        matches!(node.result, NodeResult::Success | NodeResult::Conflict)
+                    })
+                    .count();
+                write!(
+                    f,
+                    "lock not released: {confirmed} of {} nodes confirmed, fewer than a \
+                     quorum; the keys may stay until their TTL",
+                    n.nodes.len()
+                )?;
+                write_nodes(f, &n.nodes)
+            }
+            Error::LockLost(lost) => write!(f, "lock lost: {lost}"),
+            Error::Released => f.write_str("the lock was already released"),
             Error::Runtime(error) => write!(f, "could not start the runtime: {error}"),
             Error::Internal(what) => write!(f, "internal error: {what}"),
         }

@@ -2,10 +2,9 @@
 //!
 //! Distributed locks over N independent Redis nodes (the Redlock algorithm), with the
 //! [`redis`] crate for I/O and [`redlock_core`] for every decision: quorum, validity,
-//! retries and their delays, what to release after a failed attempt, when to extend.
-//! This crate only sends the commands the core emits, to all nodes at once, waits for
-//! the replies no longer than each command's deadline, and hands replies and timeouts
-//! back. With one node it is a single-instance lock.
+//! retries and their delays, what to release after a failed attempt, when to extend,
+//! what each node is sent and when. This crate only does the I/O the core asks for and
+//! hands replies and timeouts back. With one node it is a single-instance lock.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), redlock_client::Error> {
@@ -30,26 +29,37 @@
 //!
 //! ## How a call runs
 //!
-//! - Every command goes to its node at once; each has the core's deadline
-//!   (`round start + node_timeout`), enforced here with a timer around connecting and
-//!   waiting, whatever the `redis` client's own settings. The core decides as soon as a
-//!   quorum agrees or can no longer agree, so a dead or frozen node costs nothing when
-//!   the others answer.
-//! - A connection whose command timed out or failed is dropped, and the next command to
-//!   that node opens a new one (within its own deadline), so nothing queues behind a
-//!   command a frozen node will never answer.
-//! - Dropping an acquisition before it finishes (a `select!`, a timeout) is safe: its
-//!   current token is released on every node in the background, as after a failed
-//!   attempt, so no key is left behind.
+//! - The core decides everything about the lock's life, and the client does what it
+//!   says: every command an operation emits goes to its node's [`redlock_core::Link`]
+//!   (one per node, living as long as the client), which decides the order of writes,
+//!   the bound in flight, what a stalled (frozen) node still gets, which releases it
+//!   owes a node, what is written again after a lost connection, that the scripts are
+//!   loaded first on every connection, and when to reconnect. Each node has one I/O
+//!   task that connects, writes and reads as its link says.
+//! - The driver loop is one rule: poll the operation until it says `Wait` or gives its
+//!   outcome; wake up for a reply the links deliver, or at the `Wait` instant. The core
+//!   decides as soon as a quorum agrees or can no longer agree, so a dead or frozen
+//!   node costs nothing when the others answer.
+//! - Keep-alive is the core's [`redlock_core::KeepAlive`]: when to extend, when to
+//!   retry a failed extension, and when the lock is lost (taken, gone, or expired).
+//! - Dropping an acquisition before it finishes (a `select!`, a timeout) abandons it
+//!   ([`redlock_core::Operation::abandon`]): the release of its current token goes to
+//!   the links at once and reaches every node, also one that is frozen now and answers
+//!   later. Nothing is spawned.
 //! - Time is one monotonic origin per client ([`std::time::Instant`] at build time),
-//!   in microseconds as the core's [`Time`](redlock_core::Time).
+//!   in microseconds as the core's [`Time`].
 //!
 //! ## Errors
 //!
-//! [`Error::NotAcquired`] tells "held by someone else" ([`Error::is_held_elsewhere`])
-//! from "nodes unreachable" ([`Error::is_unreachable`]), with every node's answer.
-//! Losing a held lock is not an error: it is a [`LockState`], announced by
-//! [`Lock::lost`].
+//! Every [`Error`] has the core's [`ErrorClass`] ([`Error::class`]): `held_elsewhere`,
+//! `nodes_failing` (each node's [`NodeCause`]: `refused`, `auth`, `tls`, `timeout`,
+//! `stalled`, `connection`, `error`, via [`NodeReport::cause`]), `lock_lost`,
+//! `not_held` (an extension found the keys gone and nobody else holding them),
+//! `invalid_argument` (configuration, URLs, the same server twice), `used_after_close`.
+//! A release fewer than a quorum confirmed is [`Error::NotReleased`]
+//! (`nodes_failing`), not a success. Losing a held lock is not an error until the
+//! holder extends it: it is a [`LockState`], announced by [`Lock::lost`].
+//! Cancelling is dropping the future, so `cancelled` is never returned.
 //!
 //! ## TLS and AUTH
 //!
@@ -75,6 +85,9 @@ pub use client::{
     Client, ClientBuilder, ExtendReport, KeyStatus, LockOptions, ReleaseReport, RetryProgress,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_TTL,
 };
-pub use error::{Error, NodeReport, NotAcquired, NotExtended};
+pub use error::{Error, NodeReport, NotAcquired, NotExtended, NotReleased};
 pub use lock::{Lock, LockState, Lost, LostReason};
-pub use redlock_core::{self as core, Config, ConfigBuilder, FailureReason, NodeResult, Time};
+pub use node::LinkStats;
+pub use redlock_core::{
+    self as core, Config, ConfigBuilder, ErrorClass, FailureReason, NodeCause, NodeResult, Time,
+};

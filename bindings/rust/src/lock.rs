@@ -2,23 +2,25 @@
 //! and release (explicit, or best effort on drop).
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use redlock_core::{Acquired, FailureReason, Lease, Outcome, Time};
-use tokio::sync::watch;
+use redlock_core::{Acquired, KeepAlive, KeepAliveAction, Lease, Outcome, Time};
+use tokio::sync::{watch, Notify};
 
 use crate::client::{Client, ExtendReport, ReleaseReport};
 use crate::error::{Error, NodeReport};
 
-/// Why a lock was lost.
+/// Why a lock was lost (the core's [`redlock_core::LostReason`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LostReason {
-    /// An extension found the keys deleted or holding another token on so many nodes
-    /// that no quorum holds ours: someone else may hold the lock now.
+    /// An extension found the keys holding another token on so many nodes that no
+    /// quorum holds ours: someone else may hold the lock now.
     Taken,
+    /// An extension found the keys gone (expired or deleted) and nobody else holding
+    /// them.
+    NotHeld,
     /// The validity ran out before an extension succeeded (no automatic extension, or
     /// extensions kept failing because nodes were unreachable).
     Expired,
@@ -27,12 +29,22 @@ pub enum LostReason {
 }
 
 impl LostReason {
-    /// A stable snake_case name: `taken`, `expired`, `extension_limit`.
+    /// A stable snake_case name: `taken`, `not_held`, `expired`, `extension_limit`.
     pub fn code(self) -> &'static str {
         match self {
             LostReason::Taken => "taken",
+            LostReason::NotHeld => "not_held",
             LostReason::Expired => "expired",
             LostReason::ExtensionLimit => "extension_limit",
+        }
+    }
+
+    fn from_core(reason: redlock_core::LostReason) -> LostReason {
+        match reason {
+            redlock_core::LostReason::Taken => LostReason::Taken,
+            redlock_core::LostReason::NotHeld => LostReason::NotHeld,
+            redlock_core::LostReason::ExtensionLimit => LostReason::ExtensionLimit,
+            _ => LostReason::Expired,
         }
     }
 }
@@ -50,7 +62,11 @@ pub struct Lost {
 impl std::fmt::Display for Lost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.reason {
-            LostReason::Taken => "the lock was taken: its keys are gone or hold another token",
+            LostReason::Taken => "the lock was taken: its keys hold another token",
+            LostReason::NotHeld => {
+                "the lock is not held: its keys are gone (expired or deleted) and nobody \
+                 else holds them"
+            }
             LostReason::Expired => "the lock expired before it could be extended",
             LostReason::ExtensionLimit => "the lock expired after its last allowed extension",
         })?;
@@ -90,16 +106,17 @@ pub(crate) struct LockShared {
     attempts: u32,
     nodes: Vec<NodeReport>,
     validity: Duration,
-    lease: Mutex<Lease>,
+    auto_extend: bool,
+    /// The core's keep-alive: the lease, and when to extend, retry, or count it lost.
+    keep: Mutex<KeepAlive>,
     state: watch::Sender<LockState>,
+    /// Wakes the keeper: a manual extension changed the lease, or the guard ended.
+    kick: Notify,
     stop: watch::Sender<bool>,
-    limit_reached: AtomicBool,
-    last_failure: Mutex<Vec<NodeReport>>,
-    runtime: Option<tokio::runtime::Handle>,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Plain data, consistent after a panic elsewhere.
+    // The keep-alive keeps itself consistent; a panic elsewhere cannot break it.
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -111,6 +128,7 @@ impl LockShared {
         resources: Vec<String>,
         acquired: Acquired,
         nodes: Vec<NodeReport>,
+        auto_extend: bool,
     ) -> Arc<LockShared> {
         let lease = acquired.lease;
         let state = LockState::Held {
@@ -123,75 +141,69 @@ impl LockShared {
             attempts: acquired.attempts,
             nodes,
             validity: acquired.validity,
-            lease: Mutex::new(lease),
+            auto_extend,
+            keep: Mutex::new(KeepAlive::new(client.config(), lease)),
             state: watch::Sender::new(state),
+            kick: Notify::new(),
             stop: watch::Sender::new(false),
-            limit_reached: AtomicBool::new(false),
-            last_failure: Mutex::new(Vec::new()),
-            runtime: tokio::runtime::Handle::try_current().ok(),
             client,
         })
     }
 
+    fn keep(&self) -> MutexGuard<'_, KeepAlive> {
+        guard(&self.keep)
+    }
+
     fn lease(&self) -> Lease {
-        guard(&self.lease).clone()
+        self.keep().lease().clone()
     }
 
     fn now(&self) -> Time {
         self.client.now()
     }
 
-    fn sleep_until(&self, time: Time) -> tokio::time::Sleep {
-        tokio::time::sleep_until(tokio::time::Instant::from_std(self.client.instant(time)))
+    /// Publishes where the keep-alive stands, unless the lock was released.
+    fn publish(&self) {
+        let next = {
+            let keep = self.keep();
+            match keep.lost() {
+                Some(reason) => LockState::Lost(Lost {
+                    reason: LostReason::from_core(reason),
+                    nodes: self.client.inner.reports(keep.last_failure()),
+                }),
+                None => LockState::Held {
+                    valid_until: self.client.instant(keep.lease().valid_until()),
+                    extensions: keep.lease().extensions(),
+                },
+            }
+        };
+        self.state.send_if_modified(|state| match state {
+            LockState::Held { .. } if *state != next => {
+                *state = next;
+                true
+            }
+            _ => false,
+        });
     }
 
-    /// A successful extension: the new lease, unless the lock already counts as lost or
-    /// released (a lock the holder was told it lost stays lost).
-    fn extended(&self, lease: Lease) {
-        let valid_until = self.client.instant(lease.valid_until());
-        let extensions = lease.extensions();
-        let mut current = guard(&self.lease);
-        if lease.valid_until() < current.valid_until() {
-            // An older extension finishing late: keep the later end.
+    /// If the lease has run out, lets the keep-alive say so (its poll at an instant past
+    /// the lease is always `Lost`) and publishes it.
+    fn expire_if_due(&self) {
+        if !matches!(*self.state.borrow(), LockState::Held { .. }) {
             return;
         }
-        *current = lease;
-        drop(current);
-        self.state.send_if_modified(|state| match state {
-            LockState::Held { .. } => {
-                *state = LockState::Held {
-                    valid_until,
-                    extensions,
-                };
-                true
+        let now = self.now();
+        let lapsed = {
+            let mut keep = self.keep();
+            let lapsed = !keep.lease().is_valid(now);
+            if lapsed {
+                let _ = keep.poll(now);
             }
-            _ => false,
-        });
-    }
-
-    fn lose(&self, reason: LostReason, nodes: Vec<NodeReport>) {
-        self.state.send_if_modified(|state| match state {
-            LockState::Held { .. } => {
-                *state = LockState::Lost(Lost { reason, nodes });
-                true
-            }
-            _ => false,
-        });
-    }
-
-    /// Marks the lock lost if its lease has run out (by the core's rule).
-    fn expire_if_due(&self) -> bool {
-        let lease = self.lease();
-        if lease.is_valid(self.now()) {
-            return false;
-        }
-        let reason = if self.limit_reached.load(Ordering::Relaxed) {
-            LostReason::ExtensionLimit
-        } else {
-            LostReason::Expired
+            lapsed
         };
-        self.lose(reason, guard(&self.last_failure).clone());
-        true
+        if lapsed {
+            self.publish();
+        }
     }
 
     /// Resolves once the lock is lost; never, once it is released.
@@ -199,107 +211,68 @@ impl LockShared {
         let mut states = self.state.subscribe();
         loop {
             let state = states.borrow_and_update().clone();
-            match state {
-                LockState::Lost(lost) => return lost,
-                LockState::Released => std::future::pending::<()>().await,
-                LockState::Held { .. } => {
-                    let valid_until = self.lease().valid_until();
-                    tokio::select! {
-                        () = self.sleep_until(valid_until) => {
-                            self.expire_if_due();
-                        }
-                        changed = states.changed() => {
-                            if changed.is_err() {
-                                std::future::pending::<()>().await;
-                            }
-                        }
-                    }
-                }
+            if let LockState::Lost(lost) = state {
+                return lost;
+            }
+            if states.changed().await.is_err() {
+                std::future::pending::<()>().await;
             }
         }
     }
 
-    /// Waits until `time`, or returns false early if stopped.
-    async fn sleep_or_stop(&self, time: Time, stop: &mut watch::Receiver<bool>) -> bool {
-        tokio::select! {
-            () = self.sleep_until(time) => true,
-            _ = stop.wait_for(|stopped| *stopped) => false,
-        }
-    }
-
-    /// The automatic extender: extends when the core says, retries when the core says,
-    /// and marks the lock lost the moment it is.
-    async fn auto_extend(self: Arc<Self>) {
+    /// The keeper, one per lock: drives the core's keep-alive. It extends when the
+    /// keep-alive says (with automatic extension; without, the lock ends with its lease
+    /// unless extended by hand), hands in every outcome, a driver error as
+    /// `handle_failure`, and publishes the lock's state.
+    async fn keeper(self: Arc<Self>) {
         let mut stop = self.stop.subscribe();
-        let mut retry_at: Option<Time> = None;
         loop {
-            let lease = self.lease();
-            let now = self.now();
-            let next = match retry_at.take() {
-                Some(at) => Some(at),
-                None => {
-                    let next = self.client.config().next_extension(&lease, now);
-                    if next.is_none() && lease.is_valid(now) {
-                        // Still valid but no extension scheduled: the bound was reached.
-                        self.limit_reached.store(true, Ordering::Relaxed);
+            let action = self.keep().poll(self.now());
+            match action {
+                KeepAliveAction::Extend if self.auto_extend => {
+                    let lease = self.lease();
+                    let result = tokio::select! {
+                        result = self.client.inner.extend_outcome(&lease, None) => result,
+                        _ = stop.wait_for(|stopped| *stopped) => return,
+                    };
+                    let now = self.now();
+                    match &result {
+                        Ok(outcome) => self.keep().handle_outcome(outcome, now),
+                        Err(_) => self.keep().handle_failure(now),
                     }
-                    next
+                    self.publish();
                 }
-            };
-            let Some(at) = next else {
-                // No more extensions: the lock ends with its lease.
-                self.expire_at_end(&mut stop).await;
-                return;
-            };
-            if !self.sleep_or_stop(at, &mut stop).await {
-                return;
-            }
-            let lease = self.lease();
-            let outcome = tokio::select! {
-                outcome = self.client.inner.extend_outcome(&lease) => outcome,
-                _ = stop.wait_for(|stopped| *stopped) => return,
-            };
-            match outcome {
-                Ok(Outcome::Extended(extended)) => self.extended(extended.lease),
-                Ok(Outcome::NotExtended(failed)) => {
-                    let nodes = self.client.inner.reports(&failed.nodes);
-                    if failed.reason == FailureReason::Conflict {
-                        self.lose(LostReason::Taken, nodes);
-                        return;
-                    }
-                    *guard(&self.last_failure) = nodes;
-                    match failed.retry_at {
-                        Some(at) => retry_at = Some(at),
-                        None => {
-                            self.expire_at_end(&mut stop).await;
-                            return;
-                        }
+                // No automatic extension: the next poll waits for the end of the lease.
+                KeepAliveAction::Extend => {}
+                KeepAliveAction::WaitUntil(at) => {
+                    let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(
+                        self.client.instant(at),
+                    ));
+                    tokio::select! {
+                        () = sleep => {}
+                        () = self.kick.notified() => {}
+                        _ = stop.wait_for(|stopped| *stopped) => return,
                     }
                 }
-                Ok(_) | Err(_) => {
-                    self.expire_at_end(&mut stop).await;
+                KeepAliveAction::Lost(_) => {
+                    self.publish();
                     return;
                 }
+                _ => return,
             }
         }
     }
 
-    /// Waits for the lease to run out (it may still be extended by hand), then marks the
-    /// lock lost.
-    async fn expire_at_end(&self, stop: &mut watch::Receiver<bool>) {
-        loop {
-            let valid_until = self.lease().valid_until();
-            if !self.sleep_or_stop(valid_until, stop).await {
-                return;
-            }
-            if self.expire_if_due() || !matches!(*self.state.borrow(), LockState::Held { .. }) {
-                return;
-            }
-        }
+    /// An extension made by hand: its outcome goes to the keep-alive too.
+    fn extended_by_hand(&self, outcome: &Outcome) {
+        self.keep().handle_outcome(outcome, self.now());
+        self.publish();
+        self.kick.notify_one();
     }
 
-    /// Ends the guard's life: stops the extender and marks the lock released.
+    /// Ends the guard's life: stops the keep-alive and marks the lock released.
     fn finish(&self) {
+        self.keep().stop();
         self.stop.send_replace(true);
         self.state.send_replace(LockState::Released);
     }
@@ -310,10 +283,12 @@ impl LockShared {
 /// # Release on drop
 ///
 /// Dropping a `Lock` that was not [released](Lock::release) stops its automatic
-/// extension and spawns a release round on the Tokio runtime the lock was acquired on.
-/// The round is not awaited and its outcome is not reported. If that runtime is shutting
-/// down (or gone), the release never runs, and the keys expire after their TTL. Call
-/// [`Lock::release`] to release for certain and to learn how it went.
+/// extension and hands a release round to the nodes' links at once; their tasks write
+/// it (also after the client is dropped, for a few seconds). Its outcome is not
+/// reported. If the runtime driving the nodes is gone, the release runs with the next
+/// call on another runtime, or never, and the keys expire after their TTL. Call
+/// [`Lock::release`] to release for certain and to learn how it went
+/// ([`crate::Client::wait_idle`] waits for dropped guards' releases).
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct Lock {
     pub(crate) shared: Arc<LockShared>,
@@ -321,11 +296,9 @@ pub struct Lock {
 }
 
 impl Lock {
-    pub(crate) fn new(shared: Arc<LockShared>, auto_extend: bool) -> Lock {
-        if auto_extend {
-            if let Some(runtime) = &shared.runtime {
-                runtime.spawn(Arc::clone(&shared).auto_extend());
-            }
+    pub(crate) fn new(shared: Arc<LockShared>) -> Lock {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(Arc::clone(&shared).keeper());
         }
         Lock {
             shared,
@@ -369,6 +342,7 @@ impl Lock {
 
     /// Validity left now: zero once the lease ran out, the lock is lost, or released.
     pub fn validity(&self) -> Duration {
+        self.shared.expire_if_due();
         if !matches!(*self.shared.state.borrow(), LockState::Held { .. }) {
             return Duration::ZERO;
         }
@@ -392,7 +366,7 @@ impl Lock {
 
     /// Where the lock stands now.
     pub fn state(&self) -> LockState {
-        self.shared.expire_if_due_when_held();
+        self.shared.expire_if_due();
         self.shared.state.borrow().clone()
     }
 
@@ -401,8 +375,8 @@ impl Lock {
         self.shared.state.subscribe()
     }
 
-    /// A future that resolves as soon as the lock is lost: an extension found it taken,
-    /// or its validity ran out (with or without automatic extension). It never resolves
+    /// A future that resolves as soon as the lock is lost: an extension found it taken
+    /// or its keys gone, or its validity ran out (with or without automatic extension). It never resolves
     /// once the lock is released. Select on it next to the protected work.
     pub fn lost(&self) -> impl Future<Output = Lost> + Send + 'static {
         let shared = Arc::clone(&self.shared);
@@ -420,30 +394,18 @@ impl Lock {
     }
 
     async fn extend_inner(&self, ttl: Option<Duration>) -> Result<ExtendReport, Error> {
-        if !self.is_held() {
-            return Err(Error::NotHeld);
+        if let LockState::Lost(lost) = self.state() {
+            return Err(Error::LockLost(lost));
         }
         let lease = self.shared.lease();
-        match self.shared.client.inner.extend(&lease, ttl).await {
-            Ok((report, lease)) => {
-                self.shared.extended(lease);
-                Ok(report)
-            }
-            Err(Error::NotExtended(failed)) => {
-                if failed.reason == FailureReason::Conflict {
-                    self.shared.lose(LostReason::Taken, failed.nodes.clone());
-                } else {
-                    *guard(&self.shared.last_failure) = failed.nodes.clone();
-                    self.shared.expire_if_due();
-                }
-                Err(Error::NotExtended(failed))
-            }
-            Err(other) => Err(other),
-        }
+        let outcome = self.shared.client.inner.extend_outcome(&lease, ttl).await?;
+        self.shared.extended_by_hand(&outcome);
+        self.shared.client.inner.extend_result(outcome)
     }
 
     /// Releases the lock on every node and reports how each answered. Keys holding
-    /// another token are never deleted.
+    /// another token are never deleted. Fewer than a quorum of nodes confirming is
+    /// [`Error::NotReleased`].
     pub async fn release(mut self) -> Result<ReleaseReport, Error> {
         self.finished = true;
         self.shared.finish();
@@ -460,35 +422,16 @@ impl Lock {
     }
 }
 
-impl LockShared {
-    fn expire_if_due_when_held(&self) {
-        if matches!(*self.state.borrow(), LockState::Held { .. }) {
-            self.expire_if_due();
-        }
-    }
-
-    /// Release on drop: spawned on the lock's runtime, not awaited.
-    fn release_in_background(self: &Arc<Self>) {
-        let Some(runtime) = &self.runtime else {
-            return;
-        };
-        let shared = Arc::clone(self);
-        let task = self.client.inner.background_task();
-        runtime.spawn(async move {
-            let lease = shared.lease();
-            let _ = shared.client.inner.release(&lease).await;
-            drop(task);
-        });
-    }
-}
-
 impl Drop for Lock {
     fn drop(&mut self) {
         if self.finished {
             return;
         }
         self.shared.finish();
-        self.shared.release_in_background();
+        self.shared
+            .client
+            .inner
+            .release_detached(&self.shared.lease());
     }
 }
 

@@ -1,60 +1,185 @@
-//! One Redis node: its connection, and sending one command under a deadline.
+//! One Redis node: the core's [`Link`] for it, and the connection I/O that does what the
+//! link outputs.
 //!
-//! The deadline is enforced here, around connecting and waiting alike, whatever the
-//! `redis` crate's own timeouts are: a frozen node (its process stopped, its kernel
-//! still accepting connections) never answers, and nothing else would stop waiting.
-//! A connection whose command timed out or failed is dropped, so the next command to
-//! that node starts on a fresh one instead of queueing behind a command that will never
-//! return.
+//! Every policy about the node's commands (their order, the bound in flight, what a
+//! stalled node still gets, owed releases, resending, loading the scripts first,
+//! reconnect backoff) is the link's. This module only opens a connection when the link
+//! says `Connect`, writes what it says `Write` (in that order), hands each reply back
+//! with its write's id, closes when it says `Close`, and routes `Deliver`ed replies to
+//! the operation that issued the command.
 //!
-//! Connecting runs in a task of its own, bounded by the connect timeout rather than by
-//! one command's deadline: a handshake slower than the node timeout (TLS to a distant
-//! node) still completes, and the commands after it find the connection ready. A
-//! command waits for it only until its own deadline.
+//! # I/O through the `redis` crate
+//!
+//! A node's connection is one [`MultiplexedConnection`] of the `redis` crate, kept for
+//! what it parses from node URLs and does on connecting: TLS with rustls
+//! (`rediss://`, a custom root certificate, `#insecure`), `AUTH` with a password or an
+//! ACL user, `SELECT` of a database. It fits the link's contract:
+//!
+//! - **Order.** The connection writes requests in the order they enter its queue (one
+//!   channel, fair when full). Each write's future is polled once, in the link's order,
+//!   before the next write is started; that first poll puts the command in the queue.
+//! - **Replies by write.** The connection matches replies to requests itself; a write's
+//!   future resolves with its own reply, which goes to [`Link::handle_reply`] with the
+//!   write's id.
+//! - **Nothing decided by the crate.** No response timeout (the link and the operations
+//!   keep the deadlines), and a multiplexed connection never reconnects or resends on its
+//!   own. A connection attempt is bounded by the client's connect timeout.
+//!
+//! Errors map once: a server's error reply is [`Reply::Error`] with its full text (code
+//! included); any other failure of a write means the connection is gone
+//! ([`Link::handle_closed`], cause `closed`). A failed connection attempt is classified
+//! as `refused`, `auth`, `tls`, `timeout` or `closed` ([`link_cause`]).
+//!
+//! # The I/O task
+//!
+//! Each node has one task, living as long as the client (spawned on the runtime of the
+//! first call that needs it, and again if that runtime ended). Operations only submit
+//! commands to the link and wake the task; the task drains the link's outputs, and
+//! waits for a connection attempt, a reply, the link's [`Link::poll_timeout`], or a
+//! wake-up. It ends once the client is dropped and the link has nothing left to write
+//! or await (at most [`SHUTDOWN_GRACE`] later).
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Value};
-use redlock_core::{Command, Reply, ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT};
-use tokio::sync::watch;
-use tokio::time::Instant;
+use redis::{AsyncConnectionConfig, RedisError, RedisResult, Value};
+use redlock_core::{
+    Command, Delivery, Link, LinkCause, LinkOutput, Reply, RequestId, Time, Write, WriteId,
+};
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::JoinHandle;
 
-enum State {
-    /// No connection; the last attempt's error, if it failed.
-    Idle(Option<String>),
-    Connecting,
-    Ready(u64, MultiplexedConnection),
+/// How long a node's task may keep sending after its client was dropped (owed releases
+/// to a node that does not answer).
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The tag of commands nobody waits for (releases of dropped guards and cancelled
+/// acquisitions): their replies are dropped.
+pub(crate) const UNROUTED: u64 = 0;
+
+/// Where the links deliver replies: per operation tag, the operation's channel.
+#[derive(Default)]
+pub(crate) struct Routes(Mutex<HashMap<u64, mpsc::UnboundedSender<(RequestId, Reply)>>>);
+
+impl Routes {
+    fn map(&self) -> MutexGuard<'_, HashMap<u64, mpsc::UnboundedSender<(RequestId, Reply)>>> {
+        // Plain data, consistent after a panic elsewhere.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn open(&self, tag: u64) -> mpsc::UnboundedReceiver<(RequestId, Reply)> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.map().insert(tag, sender);
+        receiver
+    }
+
+    pub(crate) fn close(&self, tag: u64) {
+        self.map().remove(&tag);
+    }
+
+    fn deliver(&self, delivery: Delivery) {
+        if let Some(sender) = self.map().get(&delivery.tag) {
+            // A receiver gone means the operation is finished: the reply is late.
+            let _ = sender.send((delivery.request, delivery.reply));
+        }
+    }
 }
 
-/// A node of the client: the `redis` client for its URL, and its current connection.
+/// The client's monotonic clock: every `Time` is microseconds since `origin`.
+#[derive(Clone, Copy)]
+pub(crate) struct Clock {
+    pub(crate) origin: Instant,
+}
+
+impl Clock {
+    pub(crate) fn now(self) -> Time {
+        // Rounded down: a round's start (which fixes valid_until) is never late.
+        Time::from_micros(u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    pub(crate) fn instant(self, time: Time) -> Instant {
+        let far = self.origin + Duration::from_secs(100 * 365 * 24 * 3600);
+        self.origin
+            .checked_add(Duration::from_micros(time.as_micros()))
+            .map_or(far, |instant| instant.min(far))
+    }
+
+    fn tokio_instant(self, time: Time) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.instant(time))
+    }
+}
+
+struct State {
+    link: Link,
+    task: Option<JoinHandle<()>>,
+    /// The client was dropped: end the task once the link is idle.
+    shutdown: Option<Time>,
+}
+
+/// What the link's current state looks like, for diagnostics and tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LinkStats {
+    /// True while a connection is open.
+    pub open: bool,
+    /// Writes awaiting their replies (the three script loads included).
+    pub in_flight: usize,
+    /// Commands queued, not yet written.
+    pub queued: usize,
+    /// Tokens whose release the link still owes the node.
+    pub owed: usize,
+}
+
+/// A node of the client: the `redis` client for its URL, and its link.
 pub(crate) struct Node {
     /// The URL with any password replaced by `***`, for messages.
     label: String,
     client: redis::Client,
     connect_timeout: Duration,
+    clock: Clock,
+    routes: Arc<Routes>,
     state: Mutex<State>,
-    /// Bumped whenever a connection attempt ends.
-    attempts_ended: watch::Sender<u64>,
-    /// Taken in turn by commands until they are queued on the connection.
-    order: tokio::sync::Mutex<()>,
-    generation: AtomicU64,
+    wake: Notify,
+    idle: watch::Sender<bool>,
+    /// A connection [`Node::probe`] opened ahead, used at the link's next `Connect`.
+    prepared: Mutex<Option<MultiplexedConnection>>,
 }
 
+type Connecting =
+    Pin<Box<dyn Future<Output = Result<MultiplexedConnection, (LinkCause, String)>> + Send>>;
+type Written = (u64, WriteId, RedisResult<Value>);
+type Writing = Pin<Box<dyn Future<Output = Written> + Send>>;
+
 impl Node {
-    pub(crate) fn new(label: String, client: redis::Client, connect_timeout: Duration) -> Node {
+    pub(crate) fn new(
+        label: String,
+        client: redis::Client,
+        connect_timeout: Duration,
+        clock: Clock,
+        routes: Arc<Routes>,
+    ) -> Node {
         Node {
             label,
             client,
             connect_timeout,
-            state: Mutex::new(State::Idle(None)),
-            attempts_ended: watch::Sender::new(0),
-            order: tokio::sync::Mutex::new(()),
-            generation: AtomicU64::new(0),
+            clock,
+            routes,
+            state: Mutex::new(State {
+                link: Link::new(),
+                task: None,
+                shutdown: None,
+            }),
+            wake: Notify::new(),
+            idle: watch::Sender::new(true),
+            prepared: Mutex::new(None),
         }
     }
 
@@ -64,163 +189,356 @@ impl Node {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        // The state is plain data, consistent after any panic elsewhere.
+        // The link keeps itself consistent; a panic elsewhere cannot break it.
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The current connection, or the outcome of the connection attempt this call
-    /// starts or joins. Not bounded in time by itself: callers wrap it in their deadline.
-    async fn connection(self: &Arc<Self>) -> Result<(u64, MultiplexedConnection), String> {
-        let mut ended = self.attempts_ended.subscribe();
-        let mut joined = false;
-        loop {
-            {
-                let mut state = self.state();
-                match &*state {
-                    State::Ready(generation, connection) => {
-                        return Ok((*generation, connection.clone()));
-                    }
-                    State::Idle(Some(error)) if joined => return Err(error.clone()),
-                    State::Idle(_) => {
-                        *state = State::Connecting;
-                        tokio::spawn(Arc::clone(self).connect());
-                    }
-                    State::Connecting => {}
-                }
-            }
-            joined = true;
-            if ended.changed().await.is_err() {
-                return Err(String::from("connection attempt abandoned"));
-            }
-        }
-    }
-
-    async fn connect(self: Arc<Self>) {
-        // No timeouts of the client's own: ours bound the attempt, deadlines the commands.
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(None)
-            .set_response_timeout(None);
-        let attempt = tokio::time::timeout(self.connect_timeout, async {
-            let mut connection = self
-                .client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?;
-            // Load the scripts up front, so that `EVALSHA` finds them. Otherwise a node's
-            // `NOSCRIPT` arriving after the quorum decided gets no `EVAL` fallback, and
-            // that node misses the extension. A node that refuses (ACLs) still works
-            // through the fallback.
-            let mut load = redis::pipe();
-            for script in [ACQUIRE_SCRIPT, RELEASE_SCRIPT, EXTEND_SCRIPT] {
-                load.cmd("SCRIPT").arg("LOAD").arg(script);
-            }
-            let _: redis::RedisResult<Value> = load.query_async(&mut connection).await;
-            Ok::<_, redis::RedisError>(connection)
-        })
-        .await;
-        let next = match attempt {
-            Ok(Ok(connection)) => {
-                let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
-                State::Ready(generation, connection)
-            }
-            Ok(Err(error)) => State::Idle(Some(error.to_string())),
-            Err(_) => State::Idle(Some(format!(
-                "no connection within {} ms",
-                self.connect_timeout.as_millis()
-            ))),
-        };
-        *self.state() = next;
-        self.attempts_ended.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    /// Drops the connection of `generation` if it is still the current one.
-    fn discard(&self, generation: u64) {
+    /// Hands an operation's command to the link. Synchronous: usable from `Drop`.
+    pub(crate) fn submit(self: &Arc<Self>, tag: u64, command: Command) {
         let mut state = self.state();
-        if matches!(&*state, State::Ready(current, _) if *current == generation) {
-            *state = State::Idle(None);
+        let now = self.clock.now();
+        state.link.submit(tag, command, now);
+        self.idle.send_replace(false);
+        self.ensure_task(&mut state, now);
+        drop(state);
+        self.wake.notify_one();
+    }
+
+    /// Starts the node's task on the current runtime if none runs.
+    fn ensure_task(self: &Arc<Self>, state: &mut State, now: Time) {
+        if state.task.as_ref().is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // No runtime here: the commands wait in the link for the next call that has one.
+            return;
+        };
+        if state.task.take().is_some() {
+            // The previous task's runtime ended with its connection (or attempt).
+            state
+                .link
+                .handle_closed(LinkCause::Closed, "the runtime driving the node ended", now);
+        }
+        state.task = Some(runtime.spawn(Arc::clone(self).run()));
+    }
+
+    /// The client is gone: the task ends once the link is idle.
+    pub(crate) fn shut_down(&self) {
+        self.state().shutdown = Some(self.clock.now());
+        self.wake.notify_one();
+    }
+
+    pub(crate) fn stats(&self) -> LinkStats {
+        let state = self.state();
+        LinkStats {
+            open: state.link.is_open(),
+            in_flight: state.link.in_flight(),
+            queued: state.link.queued(),
+            owed: state.link.owed(),
         }
     }
 
-    /// Connects ahead of the first command; waits until `deadline` at most.
-    pub(crate) async fn warm_up(self: &Arc<Self>, deadline: Instant) -> Result<(), String> {
-        match tokio::time::timeout_at(deadline, self.connection()).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(error)) => Err(error),
-            Err(_) => Err(String::from("timed out")),
-        }
+    /// Waits until the link has nothing queued or awaiting a reply.
+    pub(crate) async fn wait_idle(&self) {
+        let mut idle = self.idle.subscribe();
+        let _ = idle.wait_for(|idle| *idle).await;
     }
 
-    /// Sends `cmd` and waits for its reply until `deadline`; never longer.
-    ///
-    /// A connection that was already open and turns out dead (the node restarted since)
-    /// is replaced and the command sent once more on the new one, within the same
-    /// deadline. Every command the core emits may be repeated safely: `SET NX` answers
-    /// nil the second time (counted as a conflict, and cleaned up like one), the
-    /// scripts compare the token first.
-    pub(crate) async fn send(self: &Arc<Self>, cmd: &redis::Cmd, deadline: Instant) -> Reply {
-        let mut used = None;
-        let attempt = tokio::time::timeout_at(deadline, async {
-            let mut resent = false;
-            loop {
-                let result = {
-                    // Commands reach the node in the order they were issued, also when
-                    // they waited for a connection together: a release must never
-                    // overtake the `SET` it cleans up. The lock (fair, first come first
-                    // served) is held until the command is queued on the connection.
-                    let order = self.order.lock().await;
-                    let (generation, mut connection) = match self.connection().await {
-                        Ok(found) => found,
-                        Err(error) => return Reply::ConnectionFailed(error),
-                    };
-                    used = Some(generation);
-                    let mut request = std::pin::pin!(connection.send_packed_command(cmd));
-                    // The first poll hands the command to the connection's writer.
-                    let first =
-                        std::future::poll_fn(|cx| Poll::Ready(request.as_mut().poll(cx))).await;
-                    drop(order);
-                    let result = match first {
-                        Poll::Ready(result) => result,
-                        Poll::Pending => request.await,
-                    };
-                    (generation, result)
-                };
-                match result {
-                    (_, Ok(value)) => return reply_from_value(value),
-                    (generation, Err(error)) => {
-                        if let Some(text) = server_error_text(&error) {
-                            return Reply::Error(text);
+    async fn run(self: Arc<Self>) {
+        let mut connection: Option<MultiplexedConnection> = None;
+        let mut connecting: Option<Connecting> = None;
+        let mut writes: FuturesUnordered<Writing> = FuturesUnordered::new();
+        // Results of writes that completed on their first poll.
+        let mut ready: Vec<Written> = Vec::new();
+        // Bumped on every new connection and every close: replies of older ones are stale.
+        let mut generation = 0u64;
+        loop {
+            let (outputs, timeout, done) = {
+                let mut state = self.state();
+                let mut outputs = Vec::new();
+                while let Some(output) = state.link.poll_output() {
+                    outputs.push(output);
+                }
+                let idle = state.link.is_idle();
+                self.idle.send_replace(idle && outputs.is_empty());
+                let done = state.shutdown.is_some_and(|since| {
+                    (idle && outputs.is_empty())
+                        || since.saturating_add(SHUTDOWN_GRACE) <= self.clock.now()
+                });
+                (outputs, state.link.poll_timeout(), done)
+            };
+            if done {
+                return;
+            }
+            let acted = !outputs.is_empty();
+            let mut closed: Option<String> = None;
+            for output in outputs {
+                match output {
+                    LinkOutput::Connect => {
+                        let prepared = self
+                            .prepared
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner())
+                            .take();
+                        connecting = Some(match prepared {
+                            Some(open) => Box::pin(std::future::ready(Ok(open))),
+                            None => Box::pin(self.connect()),
+                        });
+                    }
+                    LinkOutput::Write(write) => match &connection {
+                        Some(open) => {
+                            let mut future = start_write(open.clone(), generation, write);
+                            // The first poll queues the command on the connection, so
+                            // writes reach the node in the link's order.
+                            let first =
+                                std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx)))
+                                    .await;
+                            match first {
+                                Poll::Ready(result) => ready.push(result),
+                                Poll::Pending => writes.push(future),
+                            }
                         }
-                        self.discard(generation);
-                        if !resent && error.is_connection_dropped() {
-                            resent = true;
-                            continue;
+                        None => {
+                            closed.get_or_insert_with(|| String::from("no connection to write on"));
                         }
-                        return Reply::ConnectionFailed(error.to_string());
+                    },
+                    LinkOutput::Close => {
+                        connection = None;
+                        writes = FuturesUnordered::new();
+                        ready.clear();
+                        generation += 1;
+                    }
+                    LinkOutput::Deliver(delivery) => self.routes.deliver(delivery),
+                    _ => {}
+                }
+            }
+            if let Some(text) = closed {
+                self.state()
+                    .link
+                    .handle_closed(LinkCause::Closed, &text, self.clock.now());
+                continue;
+            }
+            if !ready.is_empty() {
+                for result in std::mem::take(&mut ready) {
+                    self.written(result, &mut generation, &mut connection, &mut writes);
+                }
+                continue;
+            }
+            if acted {
+                // Acting may have changed nothing in the link, but the idle flag is set
+                // only from a drain that found no output.
+                continue;
+            }
+            let shutdown_at = {
+                let state = self.state();
+                state
+                    .shutdown
+                    .map(|since| since.saturating_add(SHUTDOWN_GRACE))
+            };
+            let wake_at = match (timeout, shutdown_at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let sleep = async {
+                match wake_at {
+                    Some(at) => tokio::time::sleep_until(self.clock.tokio_instant(at)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = self.wake.notified() => {}
+                result = async { connecting.as_mut().expect("checked").await }, if connecting.is_some() => {
+                    connecting = None;
+                    let now = self.clock.now();
+                    match result {
+                        Ok(open) => {
+                            generation += 1;
+                            connection = Some(open);
+                            writes = FuturesUnordered::new();
+                            self.state().link.handle_connected(now);
+                        }
+                        Err((cause, text)) => self.state().link.handle_closed(cause, &text, now),
                     }
                 }
+                Some(result) = writes.next(), if !writes.is_empty() => {
+                    self.written(result, &mut generation, &mut connection, &mut writes);
+                }
+                () = sleep => self.state().link.handle_timeout(self.clock.now()),
             }
+        }
+    }
+
+    /// A write finished: its reply goes to the link, or its failure closes the connection.
+    fn written(
+        &self,
+        (written_on, id, result): Written,
+        generation: &mut u64,
+        connection: &mut Option<MultiplexedConnection>,
+        writes: &mut FuturesUnordered<Writing>,
+    ) {
+        if written_on != *generation {
+            // A write of a connection already counted closed.
+            return;
+        }
+        let now = self.clock.now();
+        match result {
+            Ok(value) => self
+                .state()
+                .link
+                .handle_reply(id, reply_from_value(value), now),
+            Err(error) => match server_error_text(&error) {
+                Some(text) => self.state().link.handle_reply(id, Reply::Error(text), now),
+                None => {
+                    // The connection is gone: every write on it fails with it, and is
+                    // reported once.
+                    *connection = None;
+                    *writes = FuturesUnordered::new();
+                    *generation += 1;
+                    self.state()
+                        .link
+                        .handle_closed(LinkCause::Closed, &error.to_string(), now);
+                }
+            },
+        }
+    }
+
+    /// One connection attempt, bounded by the connect timeout.
+    fn connect(
+        &self,
+    ) -> impl Future<Output = Result<MultiplexedConnection, (LinkCause, String)>> + Send + 'static
+    {
+        let client = self.client.clone();
+        let timeout = self.connect_timeout;
+        async move {
+            let attempt = tokio::time::timeout(timeout, open(&client)).await;
+            match attempt {
+                Ok(Ok(connection)) => Ok(connection),
+                Ok(Err(error)) => Err((link_cause(&error), error.to_string())),
+                Err(_) => Err((
+                    LinkCause::Timeout,
+                    format!("no connection within {} ms", timeout.as_millis()),
+                )),
+            }
+        }
+    }
+
+    /// Runs `commands` on a connection of its own, each bounded by `deadline`
+    /// (diagnostics: never through the link, never part of a lock operation).
+    pub(crate) async fn query_once(
+        &self,
+        commands: Vec<redis::Cmd>,
+        deadline: tokio::time::Instant,
+    ) -> Vec<Reply> {
+        let count = commands.len();
+        let failed = |text: String| vec![Reply::ConnectionFailed(text); count];
+        let attempt = tokio::time::timeout_at(deadline, async {
+            let mut connection = match open(&self.client).await {
+                Ok(connection) => connection,
+                Err(error) => {
+                    return failed(format!("{}: {error}", link_cause(&error).code()));
+                }
+            };
+            let mut replies = Vec::with_capacity(count);
+            for cmd in &commands {
+                replies.push(match connection.send_packed_command(cmd).await {
+                    Ok(value) => reply_from_value(value),
+                    Err(error) => match server_error_text(&error) {
+                        Some(text) => Reply::Error(text),
+                        None => Reply::ConnectionFailed(error.to_string()),
+                    },
+                });
+            }
+            replies
         })
         .await;
-        match attempt {
-            Ok(reply) => reply,
-            Err(_elapsed) => {
-                if let Some(generation) = used {
-                    self.discard(generation);
+        attempt.unwrap_or_else(|_| vec![Reply::Timeout; count])
+    }
+
+    /// Opens a connection to check that the node is reachable and accepts the
+    /// credentials, waiting at most until `deadline`. The connection is kept for the
+    /// link's next `Connect` (unless the link's connection is open already).
+    pub(crate) async fn probe(&self, deadline: tokio::time::Instant) -> Result<(), String> {
+        match tokio::time::timeout_at(deadline, open(&self.client)).await {
+            Ok(Ok(connection)) => {
+                if !self.state().link.is_open() {
+                    *self
+                        .prepared
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(connection);
                 }
-                Reply::Timeout
+                Ok(())
             }
+            Ok(Err(error)) => Err(format!("{}: {error}", link_cause(&error).code())),
+            Err(_) => Err(String::from("timeout: no connection in time")),
         }
     }
 }
 
-/// The `redis` command for a core command: its exact argv.
-pub(crate) fn redis_cmd(command: &Command) -> redis::Cmd {
+async fn open(client: &redis::Client) -> RedisResult<MultiplexedConnection> {
+    // No timeouts of the crate's own: the link and the operations keep the deadlines.
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(None)
+        .set_response_timeout(None);
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+}
+
+fn start_write(mut connection: MultiplexedConnection, generation: u64, write: Write) -> Writing {
     let mut cmd = redis::Cmd::new();
-    for arg in command.args() {
+    for arg in write.args() {
         cmd.arg(arg);
     }
-    cmd
+    let id = write.id();
+    Box::pin(async move {
+        let result = connection.send_packed_command(&cmd).await;
+        (generation, id, result)
+    })
+}
+
+/// Why a connection attempt failed, in the link's words.
+pub(crate) fn link_cause(error: &RedisError) -> LinkCause {
+    if error.kind() == redis::ErrorKind::AuthenticationFailed
+        || matches!(error.code(), Some("NOAUTH" | "WRONGPASS"))
+    {
+        return LinkCause::Auth;
+    }
+    if error.is_connection_refusal() {
+        return LinkCause::Refused;
+    }
+    if is_tls_error(error) {
+        return LinkCause::Tls;
+    }
+    if error.is_timeout() {
+        return LinkCause::Timeout;
+    }
+    LinkCause::Closed
+}
+
+/// True when the failure came from the TLS handshake (rustls's error, wrapped in I/O).
+fn is_tls_error(error: &RedisError) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = source {
+        if current.is::<rustls::Error>() {
+            return true;
+        }
+        if let Some(io) = current.downcast_ref::<std::io::Error>() {
+            if io
+                .get_ref()
+                .is_some_and(|inner| inner.is::<rustls::Error>())
+            {
+                return true;
+            }
+        }
+        source = current.source();
+    }
+    // The `redis` crate may keep only the handshake error's text.
+    let text = error.to_string();
+    ["certificate", "TLS", "tls", "handshake"]
+        .iter()
+        .any(|word| text.contains(word))
 }
 
 /// Maps a `redis` value to the core's reply, as the core documents it.
@@ -256,7 +574,7 @@ pub(crate) fn reply_from_value(value: Value) -> Reply {
 }
 
 /// The full text (`CODE detail`) of an error the server sent, if `error` is one.
-fn server_error_text(error: &redis::RedisError) -> Option<String> {
+fn server_error_text(error: &RedisError) -> Option<String> {
     if !matches!(error.kind(), redis::ErrorKind::Server(_)) && error.code().is_none() {
         return None;
     }
@@ -285,9 +603,6 @@ pub(crate) fn redact(url: &str) -> String {
     };
     format!("{}{}{}", &url[..scheme_end + 3], redacted, &rest[at..])
 }
-
-/// Shared handle to a node.
-pub(crate) type NodeRef = Arc<Node>;
 
 #[cfg(test)]
 mod tests {

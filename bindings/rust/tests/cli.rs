@@ -183,6 +183,19 @@ fn acquire_extend_release_and_status_for_scripts() {
     assert!(json["released"].as_u64().unwrap() >= 3, "{json}");
     assert_eq!(nodes.values("deploy"), vec![None; 5]);
 
+    // Extending the released lock: "not held", never "held by someone else".
+    let output = run(redlock(&nodes).args(["extend", "deploy", &token, "--ttl", "60000"]));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("not held"), "{}", stderr(&output));
+    assert!(
+        !stderr(&output).contains("someone else"),
+        "{}",
+        stderr(&output)
+    );
+    let output = run(redlock(&nodes).args(["--json", "extend", "deploy", &token]));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(json["reason"], "not_held", "{json}");
+
     // Unreachable nodes: 75 too, and the message says so.
     let output = run(Command::new(env!("CARGO_BIN_EXE_redlock")).args([
         "--nodes",
@@ -275,7 +288,7 @@ fn exec_extends_while_the_command_runs_and_stops_it_when_lost() {
         deleted.elapsed()
     );
     assert!(
-        stderr(&output).contains("\"reason\":\"taken\""),
+        stderr(&output).contains("\"reason\":\"not_held\""),
         "{}",
         stderr(&output)
     );

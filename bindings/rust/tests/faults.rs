@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::Nodes;
-use redlock_client::{Client, Error, FailureReason, NodeResult};
+use redlock_client::{Client, Error, ErrorClass, FailureReason, NodeCause, NodeResult};
 
 /// One attempt; a node timeout of 150 ms, so that healthy nodes on a loaded machine
 /// never miss it while frozen ones still cost little.
@@ -64,6 +64,15 @@ async fn one_or_two_nodes_down_still_acquire_three_down_fail_cleanly() {
             NodeResult::Error(text) => assert!(text.contains("connection failed"), "{text}"),
             other => panic!("node {down}: {other:?}"),
         }
+        // The error names the cause: nothing listens on a killed node's port (the
+        // node killed last may first show its open connection breaking).
+        let cause = failed.nodes[down].cause();
+        assert!(
+            cause == Some(NodeCause::Refused)
+                || (down == 2 && cause == Some(NodeCause::Connection)),
+            "{}",
+            failed.nodes[down]
+        );
         assert!(failed.nodes[down]
             .url
             .ends_with(&nodes.port(down).to_string()));
@@ -91,9 +100,18 @@ async fn a_frozen_node_does_not_stall_acquisition() {
         .await
         .unwrap();
 
+    let mut healthy = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        let lock = client.lock("frozen", ttl).await.unwrap();
+        healthy.push(started.elapsed());
+        lock.release().await.unwrap();
+    }
+
     nodes.pause(0);
     let mut slowest_acquire = Duration::ZERO;
     let mut slowest_release = Duration::ZERO;
+    let mut frozens = Vec::new();
     for _ in 0..20 {
         let started = Instant::now();
         let lock = client
@@ -101,19 +119,48 @@ async fn a_frozen_node_does_not_stall_acquisition() {
             .await
             .expect("acquired without node 0");
         slowest_acquire = slowest_acquire.max(started.elapsed());
-        assert!(matches!(
-            lock.nodes()[0].result,
-            NodeResult::Pending | NodeResult::Timeout
-        ));
+        frozens.push(started.elapsed());
+        // Pending or timed out, or refused at once by its link (stalled).
+        assert!(
+            lock.nodes()[0].result.is_failure_or_pending(),
+            "{}",
+            lock.nodes()[0]
+        );
         let started = Instant::now();
         let report = lock.release().await.unwrap();
         slowest_release = slowest_release.max(started.elapsed());
-        assert!(matches!(
-            report.nodes[0].result,
-            NodeResult::Pending | NodeResult::Timeout
-        ));
+        assert!(
+            report.nodes[0].result.is_failure_or_pending(),
+            "{}",
+            report.nodes[0]
+        );
         assert!(report.released >= 3, "{:?}", report.nodes);
     }
+    // Nothing piles up in flight for the frozen node: its link wrote its first command
+    // and then refused new ones (the releases it owes wait in its queue, bounded).
+    // Writes made before its first deadline passed are all that is in flight (the
+    // cycles are fast: many fit before it); once it passed, 20 more cycles add nothing.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let link = client.link_stats()[0];
+    assert!(
+        link.in_flight <= redlock_client::core::MAX_IN_FLIGHT,
+        "writes in flight to the frozen node: {link:?}"
+    );
+    for _ in 0..20 {
+        let lock = client.lock("frozen", ttl).await.unwrap();
+        lock.release().await.unwrap();
+    }
+    let after = client.link_stats()[0];
+    assert_eq!(after.in_flight, link.in_flight, "{link:?} then {after:?}");
+    assert_eq!(after.queued, link.queued, "{link:?} then {after:?}");
+    // The median acquisition with a frozen node stays near the healthy one: after the
+    // first round, the link refuses the frozen node at once instead of waiting for it.
+    let healthy_p50 = median(&mut healthy);
+    let frozen_p50 = median(&mut frozens);
+    assert!(
+        frozen_p50 < healthy_p50 * 3 + Duration::from_millis(20),
+        "p50 healthy {healthy_p50:?}, one node frozen {frozen_p50:?}"
+    );
     // Acquisition and release both decide at the quorum, never waiting for the frozen
     // node (its commands end at their deadlines in the background). Generous bounds.
     assert!(
@@ -153,6 +200,44 @@ async fn a_frozen_node_does_not_stall_acquisition() {
         }
     }
     assert!(all_five, "the thawed nodes never took part again");
+
+    // A release fewer than a quorum confirms is an error (nodes failing), not a success.
+    let lock = client.lock("unconfirmed", ttl).await.unwrap();
+    for i in 0..3 {
+        nodes.pause(i);
+    }
+    let error = lock.release().await.unwrap_err();
+    for i in 0..3 {
+        nodes.resume(i);
+    }
+    assert!(matches!(&error, Error::NotReleased(_)), "{error}");
+    assert_eq!(error.class(), Some(ErrorClass::NodesFailing));
+    assert!(error.to_string().contains("not released"), "{error}");
+    assert!(
+        error.nodes()[..3].iter().all(|n| n.cause().is_some()),
+        "{error}"
+    );
+}
+
+fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+trait FailureOrPending {
+    fn is_failure_or_pending(&self) -> bool;
+}
+
+impl FailureOrPending for NodeResult {
+    fn is_failure_or_pending(&self) -> bool {
+        match self {
+            NodeResult::Pending | NodeResult::Timeout => true,
+            NodeResult::Error(_) => {
+                matches!(self.cause(), Some(NodeCause::Stalled | NodeCause::Timeout))
+            }
+            _ => false,
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -179,17 +264,54 @@ async fn a_node_restarted_empty_forgets_and_aof_remembers() {
     // Holder's connections to the restarted node recover.
     lock.extend().await.expect("still held on 4 of 5");
 
+    // The restarted node is not lost for a TTL: its scripts are gone (NOSCRIPT), yet a
+    // lock taken now is set there and its release deletes the key there.
+    let mut served = false;
+    for _ in 0..3 {
+        let other = first.lock("after-restart", ttl).await.unwrap();
+        let token = other.token().to_string();
+        let set_there = Nodes::eventually(Duration::from_secs(1), || {
+            nodes.get(0, "after-restart").as_deref() == Some(token.as_str())
+        });
+        other.release().await.unwrap();
+        assert!(first.wait_idle(Duration::from_secs(2)).await);
+        if set_there {
+            assert_eq!(nodes.get(0, "after-restart"), None, "released on node 0");
+            served = true;
+            break;
+        }
+    }
+    assert!(served, "the restarted node never took part again");
+
     // Three nodes restarted empty: the published algorithm's known hazard (restarts
     // must be delayed by the longest TTL, or use persistence). A second client now
     // gets the lock, and the first holder's next extension reports the loss.
     nodes.restart(1);
     nodes.restart(2);
-    let usurper = second
-        .lock("restart", ttl)
-        .await
-        .expect("quorum of empty nodes");
-    let error = lock.extend().await.unwrap_err();
-    assert!(error.is_held_elsewhere(), "{error}");
+    // The second client's connections to the restarted nodes broke: its first attempt
+    // may fail on them (a SET is never written twice), the next ones reconnect.
+    let mut usurper = None;
+    for _ in 0..3 {
+        match second.lock("restart", ttl).await {
+            Ok(lock) => {
+                usurper = Some(lock);
+                break;
+            }
+            Err(error) => assert!(!error.is_held_elsewhere(), "{error}"),
+        }
+    }
+    let usurper = usurper.expect("quorum of empty nodes");
+    // Its own connections to the restarted nodes broke too: an extension may first
+    // fail on them (nodes failing, the lock still valid), the next one sees the keys
+    // taken.
+    let mut error = lock.extend().await.unwrap_err();
+    for _ in 0..2 {
+        if error.class() != Some(ErrorClass::NodesFailing) {
+            break;
+        }
+        error = lock.extend().await.unwrap_err();
+    }
+    assert_eq!(error.class(), Some(ErrorClass::LockLost), "{error}");
     assert!(!lock.is_held());
     assert!(matches!(lock.state(), redlock_client::LockState::Lost(_)));
     // The old holder's release leaves the new holder's keys alone.
@@ -214,7 +336,13 @@ async fn a_node_restarted_empty_forgets_and_aof_remembers() {
     }
     let error = second.lock("restart", ttl).await.unwrap_err();
     assert!(error.is_held_elsewhere(), "{error}");
-    lock.extend().await.expect("still held after the restarts");
+    // The holder's connections broke with the restarts: its first extension may fail
+    // on them (nothing but a release is written twice), the next one reconnects.
+    let mut extended = lock.extend().await;
+    if matches!(&extended, Err(e) if e.class() == Some(ErrorClass::NodesFailing)) {
+        extended = lock.extend().await;
+    }
+    extended.expect("still held after the restarts");
     lock.release().await.unwrap();
 }
 
@@ -247,6 +375,7 @@ async fn auth_through_the_url() {
         .unwrap_err();
     assert!(error.is_unreachable(), "{error}");
     assert!(error.to_string().contains("NOAUTH"), "{error}");
+    assert_auth(&error);
 
     let wrong: Vec<String> = nodes
         .urls
@@ -262,6 +391,15 @@ async fn auth_through_the_url() {
         !error.to_string().contains("wrong"),
         "password leaked: {error}"
     );
+    // The cause is named: authentication, not "unreachable" in general.
+    assert_auth(&error);
+}
+
+/// Every node that failed (the quorum may decide before the last) failed on `AUTH`.
+fn assert_auth(error: &Error) {
+    let causes: Vec<_> = error.nodes().iter().filter_map(|n| n.cause()).collect();
+    assert!(causes.len() >= 2, "{error}");
+    assert!(causes.iter().all(|c| *c == NodeCause::Auth), "{error}");
 }
 
 fn client_for(urls: &[String]) -> Client {
@@ -333,6 +471,23 @@ async fn tls_through_rediss_urls() {
         .await
         .unwrap_err();
     assert!(error.is_unreachable(), "{error}");
+    // The untrusted certificate is named as a TLS failure (in the lock's error once
+    // the handshake failed before the node's deadline; always when connecting).
+    assert!(
+        error
+            .nodes()
+            .iter()
+            .filter_map(|n| n.cause())
+            .all(|cause| matches!(cause, NodeCause::Tls | NodeCause::Timeout)),
+        "{error}"
+    );
+    let untrusted = client(&nodes.urls).connect(Duration::from_secs(5)).await;
+    assert!(
+        untrusted
+            .iter()
+            .all(|r| matches!(r, Err(text) if text.starts_with("tls:"))),
+        "{untrusted:?}"
+    );
     let plain: Vec<String> = nodes
         .urls
         .iter()
@@ -351,7 +506,7 @@ fn the_blocking_client() {
     let client = redlock_client::blocking::Client::from_builder(
         Client::builder(nodes.urls.clone())
             .attempts(1)
-            .node_timeout(Duration::from_millis(150)),
+            .node_timeout(Duration::from_millis(100)),
     )
     .unwrap();
     let lock = client.lock("blocking", Duration::from_secs(10)).unwrap();
@@ -387,7 +542,8 @@ fn the_blocking_client() {
     let lost = lock
         .wait_lost(Duration::from_secs(1))
         .expect("loss signalled");
-    assert_eq!(lost.reason, redlock_client::LostReason::Taken);
+    // Gone, nobody else holding them: not held.
+    assert_eq!(lost.reason, redlock_client::LostReason::NotHeld);
     assert!(lock.lost().is_some());
     let report = lock.release().unwrap();
     assert_eq!(report.released, 0);
@@ -397,7 +553,14 @@ fn the_blocking_client() {
 async fn a_cancelled_acquisition_leaves_no_key() {
     let nodes = Nodes::start(7161);
     let client = client(&nodes.urls);
-    client.connect(Duration::from_secs(5)).await;
+    // Connections made ahead (a first lock), so that the frozen nodes' are open.
+    client
+        .lock("cancelled", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
     // Three nodes frozen: the two others set the key at once, and the quorum waits for
     // the frozen ones' deadline. The caller gives up before that.
     for i in 0..3 {
@@ -422,4 +585,32 @@ async fn a_cancelled_acquisition_leaves_no_key() {
     for i in 0..3 {
         nodes.resume(i);
     }
+    // Once thawed, the frozen nodes get the release too (the links owed it to them).
+    assert!(client.wait_idle(Duration::from_secs(5)).await);
+    assert_eq!(nodes.values("cancelled"), vec![None; 5]);
+}
+
+#[test]
+fn the_same_node_twice_is_refused() {
+    let error = Client::new([
+        "redis://127.0.0.1:7000",
+        "redis://:pw@localhost:7000/1",
+        "redis://127.0.0.1:7001",
+    ])
+    .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::DuplicateNode {
+                first: 0,
+                second: 1,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert_eq!(error.class(), Some(ErrorClass::InvalidArgument));
+    assert!(!error.to_string().contains("pw"), "{error}");
+    assert!(error.to_string().contains("same server"), "{error}");
+    assert!(Client::new(["redis://127.0.0.1:7000", "redis://127.0.0.1:7001"]).is_ok());
 }

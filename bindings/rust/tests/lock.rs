@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::Nodes;
-use redlock_client::{Client, Error, FailureReason, LockOptions, LockState, NodeResult};
+use redlock_client::{
+    Client, Error, ErrorClass, FailureReason, LockOptions, LockState, Lost, LostReason, NodeResult,
+};
 
 /// One attempt, and a node timeout generous enough that healthy nodes on a loaded
 /// machine never miss it (these tests check the algorithm, not timeouts).
@@ -193,10 +195,10 @@ async fn release_never_deletes_a_key_holding_another_token() {
     let nodes = common::shared(7100);
     let client = client(&nodes);
     let first = client
-        .lock("shared", Duration::from_millis(200))
+        .lock("shared", Duration::from_millis(300))
         .await
         .expect("first");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(!first.is_held(), "the lease ran out");
     let second = client
         .lock("shared", Duration::from_secs(10))
@@ -270,13 +272,25 @@ async fn extension_moves_the_deadline_and_never_resurrects() {
     for i in 0..5 {
         nodes.del(i, "ext");
     }
+    // Keys gone and nobody else holding them: "not held", not "held by someone else".
     let error = lock.extend().await.unwrap_err();
-    assert!(error.is_held_elsewhere(), "{error}");
+    assert!(error.is_not_held(), "{error}");
+    assert!(!error.is_held_elsewhere(), "{error}");
+    assert_eq!(error.class(), Some(ErrorClass::NotHeld));
+    assert!(error.to_string().contains("not held"), "{error}");
     assert!(matches!(&error, Error::NotExtended(n) if n.lost));
     assert!(!lock.is_held());
-    assert!(matches!(lock.state(), LockState::Lost(_)));
+    assert!(matches!(
+        lock.state(),
+        LockState::Lost(Lost {
+            reason: LostReason::NotHeld,
+            ..
+        })
+    ));
     assert_eq!(nodes.values("ext"), vec![None; 5], "no resurrection");
-    assert!(matches!(lock.extend().await, Err(Error::NotHeld)));
+    let again = lock.extend().await.unwrap_err();
+    assert!(matches!(&again, Error::LockLost(_)), "{again}");
+    assert_eq!(again.class(), Some(ErrorClass::NotHeld));
 
     // Extending by token an expired lock re-creates nothing either.
     let short = client
@@ -290,8 +304,42 @@ async fn extension_moves_the_deadline_and_never_resurrects() {
         .extend_token(&["ext2"], &token, Duration::from_secs(10))
         .await
         .unwrap_err();
-    assert!(error.is_held_elsewhere(), "{error}");
+    assert!(error.is_not_held(), "{error}");
     assert_eq!(nodes.values("ext2"), vec![None; 5]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extending_after_release_reports_not_held() {
+    let nodes = common::shared(7100);
+    let client = client(&nodes);
+    let lock = client
+        .lock("released", Duration::from_secs(10))
+        .await
+        .unwrap();
+    let token = lock.token().to_string();
+    lock.release().await.unwrap();
+    let error = client
+        .extend_token(&["released"], &token, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    // The keys are gone and nobody else holds them: "not held", never "held by
+    // someone else".
+    assert_eq!(error.class(), Some(ErrorClass::NotHeld), "{error}");
+    assert!(!error.is_held_elsewhere(), "{error}");
+    assert!(error.to_string().contains("not held"), "{error}");
+    assert!(!error.to_string().contains("someone else"), "{error}");
+    assert_eq!(error.failure_reason(), Some(FailureReason::NotHeld));
+    // Held by another token, it is "lock lost" (taken).
+    let other = client
+        .lock("released", Duration::from_secs(10))
+        .await
+        .unwrap();
+    let error = client
+        .extend_token(&["released"], &token, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert_eq!(error.class(), Some(ErrorClass::LockLost), "{error}");
+    other.release().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -329,7 +377,7 @@ async fn auto_extension_keeps_the_lock_and_reports_its_loss_at_once() {
     let lost = tokio::time::timeout(Duration::from_secs(1), lost)
         .await
         .expect("the loss was signalled");
-    assert_eq!(lost.reason, redlock_client::LostReason::Taken, "{lost}");
+    assert_eq!(lost.reason, redlock_client::LostReason::NotHeld, "{lost}");
     assert!(deleted.elapsed() < Duration::from_millis(500));
     assert!(!lock.is_held());
     assert_eq!(nodes.values("auto"), vec![None; 5], "no resurrection");
@@ -368,7 +416,7 @@ async fn a_lock_expires_while_held_without_extension() {
     let nodes = common::shared(7100);
     let client = client(&nodes);
     let lock = client
-        .lock("expiring", Duration::from_millis(250))
+        .lock("expiring", Duration::from_millis(300))
         .await
         .unwrap();
     let valid_until = lock.valid_until();

@@ -8,7 +8,8 @@
 //! machines written from the patterns the literature describes.
 
 use redlock_core::{
-    Config, Lease, Operation, Outcome, Output, Redlock, Reply, Time, RELEASE_SCRIPT,
+    Config, KeepAlive, KeepAliveAction, Lease, Operation, Outcome, Output, Redlock, Reply, Time,
+    RELEASE_SCRIPT,
 };
 
 use crate::rng::Rng;
@@ -69,8 +70,6 @@ pub enum Action {
     NotExtended {
         /// End of validity left.
         valid_until: Time,
-        /// When to try again, as the core decided.
-        retry_at: Option<Time>,
         /// Details for the trace.
         note: String,
     },
@@ -89,8 +88,9 @@ pub trait LockModel {
     fn release(&mut self, now: Time, out: &mut Vec<Action>);
     /// Starts extending the lock; false if the model cannot extend.
     fn extend(&mut self, now: Time, out: &mut Vec<Action>) -> bool;
-    /// When the held lock should next be extended, if the model extends at all.
-    fn next_extension(&self, now: Time) -> Option<Time>;
+    /// When the held lock should next be extended (or retried), if the model extends at
+    /// all; polled after every acquisition and extension outcome.
+    fn next_extension(&mut self, now: Time) -> Option<Time>;
     /// A reply to a command sent with `tag`.
     fn on_reply(
         &mut self,
@@ -116,6 +116,10 @@ pub struct CoreModel {
     lock: Option<(u32, Operation)>,
     extension: Option<(u32, Operation)>,
     lease: Option<Lease>,
+    /// The core's keep-alive for the held lock: when to extend, retry, or give up.
+    keep: Option<KeepAlive>,
+    /// The keep-alive asked for an extension that has not started yet.
+    extend_due: bool,
 }
 
 impl CoreModel {
@@ -129,6 +133,8 @@ impl CoreModel {
             lock: None,
             extension: None,
             lease: None,
+            keep: None,
+            extend_due: false,
         }
     }
 
@@ -138,7 +144,7 @@ impl CoreModel {
     }
 
     /// The binding's loop: poll until nothing is left, acting on each output.
-    fn drive(&mut self, extension: bool, out: &mut Vec<Action>) {
+    fn drive(&mut self, extension: bool, now: Time, out: &mut Vec<Action>) {
         let slot = if extension { EXTEND_SLOT } else { LOCK_SLOT };
         let entry = if extension {
             self.extension.as_mut()
@@ -167,11 +173,11 @@ impl CoreModel {
             }
         }
         if let Some(outcome) = outcome {
-            self.finish(outcome, out);
+            self.finish(outcome, now, out);
         }
     }
 
-    fn finish(&mut self, outcome: Outcome, out: &mut Vec<Action>) {
+    fn finish(&mut self, outcome: Outcome, now: Time, out: &mut Vec<Action>) {
         let nodes: Vec<&str> = outcome.nodes().iter().map(|n| n.code()).collect();
         let nodes = nodes.join(" ");
         match outcome {
@@ -187,6 +193,8 @@ impl CoreModel {
                         acquired.attempts
                     ),
                 });
+                self.keep = Some(KeepAlive::new(self.redlock.config(), lease.clone()));
+                self.extend_due = false;
                 self.lease = Some(lease);
             }
             Outcome::NotAcquired(failed) => out.push(Action::NotAcquired {
@@ -197,6 +205,9 @@ impl CoreModel {
                 ),
             }),
             Outcome::Extended(extended) => {
+                if let Some(keep) = self.keep.as_mut() {
+                    keep.handle_outcome(&Outcome::Extended(extended.clone()), now);
+                }
                 out.push(Action::Extended {
                     valid_until: extended.lease.valid_until(),
                 });
@@ -204,9 +215,11 @@ impl CoreModel {
                 self.extension = None;
             }
             Outcome::NotExtended(failed) => {
+                if let Some(keep) = self.keep.as_mut() {
+                    keep.handle_outcome(&Outcome::NotExtended(failed.clone()), now);
+                }
                 out.push(Action::NotExtended {
                     valid_until: failed.lease.valid_until(),
-                    retry_at: failed.retry_at,
                     note: format!("{}, nodes [{nodes}]", failed.reason.code()),
                 });
                 self.lease = Some(failed.lease);
@@ -215,6 +228,17 @@ impl CoreModel {
             Outcome::Released(released) => {
                 out.push(Action::Released {
                     note: format!("deleted on {} node(s), nodes [{nodes}]", released.released),
+                });
+                self.lease = None;
+            }
+            // Fewer than a quorum confirmed: the client moves on all the same (the keys
+            // end with their TTL).
+            Outcome::NotReleased(failed) => {
+                out.push(Action::Released {
+                    note: format!(
+                        "not released: deleted on {} node(s), nodes [{nodes}]",
+                        failed.released
+                    ),
                 });
                 self.lease = None;
             }
@@ -230,7 +254,7 @@ impl LockModel for CoreModel {
         match self.redlock.acquire(&self.resources, now) {
             Ok(op) => {
                 self.lock = Some((serial, op));
-                self.drive(false, out);
+                self.drive(false, now, out);
             }
             Err(error) => out.push(Action::NotAcquired {
                 note: format!("usage error {error:?}"),
@@ -241,6 +265,10 @@ impl LockModel for CoreModel {
     fn release(&mut self, now: Time, out: &mut Vec<Action>) {
         // An extension still in flight is abandoned: the release supersedes it.
         self.extension = None;
+        if let Some(keep) = self.keep.as_mut() {
+            keep.stop();
+        }
+        self.extend_due = false;
         let Some(lease) = self.lease.as_ref() else {
             out.push(Action::Released {
                 note: "no lease to release".into(),
@@ -250,30 +278,47 @@ impl LockModel for CoreModel {
         let op = self.redlock.release(lease, now);
         let serial = self.next_serial();
         self.lock = Some((serial, op));
-        self.drive(false, out);
+        self.drive(false, now, out);
     }
 
     fn extend(&mut self, now: Time, out: &mut Vec<Action>) -> bool {
         if self.extension.is_some() {
             return true;
         }
-        let Some(lease) = self.lease.as_ref() else {
+        let Some(keep) = self.keep.as_mut() else {
             return false;
         };
-        match self.redlock.extend(lease, now) {
+        // Only when the keep-alive asks for it (now or at its last poll).
+        let due = std::mem::take(&mut self.extend_due)
+            || matches!(keep.poll(now), KeepAliveAction::Extend);
+        if !due {
+            return false;
+        }
+        match self.redlock.extend(keep.lease(), now) {
             Ok(op) => {
                 let serial = self.next_serial();
                 self.extension = Some((serial, op));
-                self.drive(true, out);
+                self.drive(true, now, out);
                 true
             }
-            Err(_) => false,
+            Err(_) => {
+                keep.handle_failure(now);
+                false
+            }
         }
     }
 
-    fn next_extension(&self, now: Time) -> Option<Time> {
-        let lease = self.lease.as_ref()?;
-        self.redlock.config().next_extension(lease, now)
+    fn next_extension(&mut self, now: Time) -> Option<Time> {
+        let keep = self.keep.as_mut()?;
+        match keep.poll(now) {
+            KeepAliveAction::Extend => {
+                self.extend_due = true;
+                Some(now)
+            }
+            KeepAliveAction::WaitUntil(at) => Some(at),
+            // Lost or stopped: no more extensions.
+            _ => None,
+        }
     }
 
     fn on_reply(
@@ -298,7 +343,7 @@ impl LockModel for CoreModel {
             op.handle_reply(redlock_core::RequestId(tag.request), reply, now)
                 .map_err(|error| format!("core rejected a reply: {error:?}"))?;
         }
-        self.drive(extension, out);
+        self.drive(extension, now, out);
         Ok(())
     }
 
@@ -312,7 +357,7 @@ impl LockModel for CoreModel {
         if let Some(op) = op {
             op.handle_timeout(now);
         }
-        self.drive(extension, out);
+        self.drive(extension, now, out);
         Ok(())
     }
 }
@@ -609,7 +654,7 @@ impl LockModel for LegacyModel {
         false
     }
 
-    fn next_extension(&self, _now: Time) -> Option<Time> {
+    fn next_extension(&mut self, _now: Time) -> Option<Time> {
         None
     }
 

@@ -1396,11 +1396,7 @@ impl World {
                         self.arm(client, Timer::Extend, at);
                     }
                 }
-                Action::NotExtended {
-                    valid_until,
-                    retry_at,
-                    note,
-                } => {
+                Action::NotExtended { valid_until, note } => {
                     let end = self.belief_end(client, Some(valid_until));
                     self.trace.line(self.now, &who, || {
                         format!("not extended ({note}): valid until {}", stamp(end))
@@ -1416,7 +1412,8 @@ impl World {
                             last.1 = last.1.min(end);
                         }
                     }
-                    if let Some(at) = retry_at {
+                    let now = self.local(client);
+                    if let Some(at) = self.clients[client].model.next_extension(now) {
                         self.arm(client, Timer::Extend, at);
                     }
                 }

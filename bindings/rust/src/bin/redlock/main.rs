@@ -392,7 +392,10 @@ fn failure_json(resource: &str, error: &Error, started: Instant) -> Value {
 fn lock_failure_code(error: &Error) -> u8 {
     match error {
         Error::NotAcquired(_) => EXIT_NOT_ACQUIRED,
-        Error::Usage(_) | Error::Config(_) | Error::InvalidUrl { .. } => EXIT_USAGE,
+        Error::Usage(_)
+        | Error::Config(_)
+        | Error::InvalidUrl { .. }
+        | Error::DuplicateNode { .. } => EXIT_USAGE,
         _ => EXIT_FAILED,
     }
 }
@@ -534,7 +537,12 @@ async fn release_command(client: &Client, out: &Output, resource: &str, token: &
         }
         Err(error) => {
             out.error(&format!("{resource}: {error}"));
-            EXIT_USAGE
+            // A release fewer than a quorum confirmed is a failure, not a usage error.
+            if error.class() == Some(redlock_client::ErrorClass::InvalidArgument) {
+                EXIT_USAGE
+            } else {
+                EXIT_FAILED
+            }
         }
     }
 }
