@@ -175,7 +175,6 @@ impl CoordinationModel {
         if was_holding {
             out.push(Action::NotExtended {
                 valid_until: Time::from_micros(now.min(self.belief_end())),
-                retry_at: None,
                 note: note.into(),
             });
         } else if !self.releasing {
@@ -260,7 +259,7 @@ impl LockModel for CoordinationModel {
         false
     }
 
-    fn next_extension(&self, _now: Time) -> Option<Time> {
+    fn next_extension(&mut self, _now: Time) -> Option<Time> {
         None
     }
 
@@ -292,7 +291,6 @@ impl LockModel for CoordinationModel {
                         self.holding = false;
                         out.push(Action::NotExtended {
                             valid_until: Time::from_micros(now.min(self.belief_end())),
-                            retry_at: None,
                             note: "disconnected".into(),
                         });
                     }
