@@ -28,6 +28,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p redlock-core --no-default-features -- -D warnings
+	$(CARGO) clippy -p redlock-client --all-targets --features cli -- -D warnings
 
 # Unit, property and doc tests of the core, and the conformance vectors.
 test-core:
@@ -46,10 +47,11 @@ test-fuzz-smoke:
 test-sim:
 	$(CARGO) test -p redlock-sim --release
 
-# The Rust driver and the redlock CLI against real local Redis nodes
-# (scripts/redis-nodes.sh starts and stops them; base ports 7100-7160).
+# The Rust driver and the redlock CLI (the `cli` feature) against real local Redis nodes
+# (scripts/redis-nodes.sh starts and stops them; base ports 7100-7160, and 7700-7722 for
+# the CLI's exit statuses and signals).
 test-rust:
-	$(CARGO) test -p redlock-client
+	$(CARGO) test -p redlock-client --features cli
 
 # The Python package (ctypes over libredlock, redis-py sync and asyncio): builds the wheel,
 # installs it into $(REDLOCK_CACHE)/venv-python; ruff, mypy, pytest (vectors, the ctypes
