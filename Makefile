@@ -8,9 +8,9 @@ CARGO ?= cargo
 export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 
 # Every test target; `make test` runs them all, in this order.
-TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-rust test-python test-node
+TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-rust test-python test-node test-dist test-docs
 
-.PHONY: all setup test demo bench bench-rust bench-ffi bench-python bench-node fuzz lint safety-report $(TEST_TARGETS)
+.PHONY: all setup test demo dist bench bench-rust bench-ffi bench-python bench-node fuzz lint safety-report $(TEST_TARGETS)
 
 all: test
 
@@ -64,6 +64,24 @@ test-python:
 # declarations, and the core inside workerd (base ports 7210-7264).
 test-node:
 	bindings/node/build.sh test
+
+# Every installable artefact into dist/: the Python wheel (libredlock inside) and sdist,
+# the npm tarball (WASM build and types inside), the Rust crates, the C library tarball.
+dist:
+	scripts/dist.sh
+
+# Each artefact of `make dist` installed outside the clone (a virtualenv with no Rust
+# toolchain, the sdist built with cargo, an empty npm project, a cargo project by path,
+# a C program linked dynamically and statically), running the examples against three
+# local Redis nodes (base port 7740).
+test-dist:
+	scripts/test-dist.sh
+
+# Documentation that cannot drift: every code block in the READMEs is a verbatim part of
+# an example file that the tests run; cargo doc with -D warnings; a docstring on every
+# public Python member; a doc comment on every exported TypeScript declaration.
+test-docs:
+	scripts/test-docs.sh
 
 # The scenario x strategy safety table (the one in docs/safety.md).
 safety-report:

@@ -42,7 +42,7 @@
 //!   current token is released on every node in the background, as after a failed
 //!   attempt, so no key is left behind.
 //! - Time is one monotonic origin per client ([`std::time::Instant`] at build time),
-//!   in microseconds as the core's [`Time`](redlock_core::Time).
+//!   in microseconds as the core's [`Time`].
 //!
 //! ## Errors
 //!

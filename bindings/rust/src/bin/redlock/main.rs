@@ -68,7 +68,8 @@ Examples:
 #[derive(Parser)]
 #[command(name = "redlock", version, about = ABOUT, after_help = AFTER_HELP)]
 struct Cli {
-    /// Redis nodes, comma-separated URLs (redis://[:password@]host:port, rediss:// for TLS).
+    /// Redis nodes, comma-separated URLs (redis://host:port, redis://:PASSWORD@host:port;
+    /// rediss:// for TLS).
     #[arg(
         long,
         global = true,
