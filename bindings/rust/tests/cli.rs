@@ -183,7 +183,8 @@ fn acquire_extend_release_and_status_for_scripts() {
     assert!(json["released"].as_u64().unwrap() >= 3, "{json}");
     assert_eq!(nodes.values("deploy"), vec![None; 5]);
 
-    // Unreachable nodes: 75 too, and the message says so.
+    // Unreachable nodes: 69 (not 75: nothing says the lock is held), and the message
+    // says so.
     let output = run(Command::new(env!("CARGO_BIN_EXE_redlock")).args([
         "--nodes",
         "redis://127.0.0.1:7150",
@@ -192,7 +193,7 @@ fn acquire_extend_release_and_status_for_scripts() {
         "--retry",
         "0",
     ]));
-    assert_eq!(output.status.code(), Some(75));
+    assert_eq!(output.status.code(), Some(69));
     assert!(
         stderr(&output).contains("unreachable"),
         "{}",
