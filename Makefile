@@ -8,9 +8,9 @@ CARGO ?= cargo
 export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 
 # Every test target; `make test` runs them all, in this order.
-TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-lab test-rust test-python test-node test-php
+TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-lab test-rust test-python test-node test-php test-dist test-docs
 
-.PHONY: all setup test demo bench bench-rust bench-ffi bench-python bench-node bench-php fuzz lint safety-report safety-pictures $(TEST_TARGETS)
+.PHONY: all setup test demo dist bench bench-rust bench-ffi bench-python bench-node bench-php fuzz lint safety-report safety-pictures $(TEST_TARGETS)
 
 all: test
 
@@ -28,6 +28,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p redlock-core --no-default-features -- -D warnings
+	$(CARGO) clippy -p redlock-client --all-targets --features cli -- -D warnings
 
 # Unit, property and doc tests of the core, and the conformance vectors.
 test-core:
@@ -46,10 +47,11 @@ test-fuzz-smoke:
 test-sim:
 	$(CARGO) test -p redlock-sim --release
 
-# The Rust driver and the redlock CLI against real local Redis nodes
-# (scripts/redis-nodes.sh starts and stops them; base ports 7100-7160).
+# The Rust driver and the redlock CLI (the `cli` feature) against real local Redis nodes
+# (scripts/redis-nodes.sh starts and stops them; base ports 7100-7160, and 7700-7722 for
+# the CLI's exit statuses and signals).
 test-rust:
-	$(CARGO) test -p redlock-client
+	$(CARGO) test -p redlock-client --features cli
 
 # The Python package (ctypes over libredlock, redis-py sync and asyncio): builds the wheel,
 # installs it into $(REDLOCK_CACHE)/venv-python; ruff, mypy, pytest (vectors, the ctypes
@@ -74,6 +76,24 @@ test-php:
 # real Redis nodes (base port 7600), ZooKeeper (7690) and etcd (7695, 7696) on loopback.
 test-lab:
 	tests/lab/run.sh
+
+# Every installable artefact into dist/: the Python wheel (libredlock inside) and sdist,
+# the npm tarball (WASM build and types inside), the Rust crates, the C library tarball.
+dist:
+	scripts/dist.sh
+
+# Each artefact of `make dist` installed outside the clone (a virtualenv with no Rust
+# toolchain, the sdist built with cargo, an empty npm project, a cargo project by path,
+# a C program linked dynamically and statically), running the examples against three
+# local Redis nodes (base port 7740).
+test-dist:
+	scripts/test-dist.sh
+
+# Documentation that cannot drift: every code block in the READMEs is a verbatim part of
+# an example file that the tests run; cargo doc with -D warnings; a docstring on every
+# public Python member; a doc comment on every exported TypeScript declaration.
+test-docs:
+	scripts/test-docs.sh
 
 # The scenario x strategy safety table (the one in docs/safety.md).
 safety-report:

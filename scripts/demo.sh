@@ -31,7 +31,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "==> building the redlock CLI and the demo worker (release)"
-cargo build --release -q -p redlock-client --bin redlock --example demo
+cargo build --release -q -p redlock-client --features cli --bin redlock --example demo
 target=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 export REDLOCK="$target/release/redlock"
 demo="$target/release/examples/demo"

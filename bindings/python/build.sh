@@ -6,13 +6,16 @@
 #   bindings/python/build.sh venv    the tests' virtualenv, $REDLOCK_CACHE/venv-python,
 #                                    with requirements-dev.txt
 #   bindings/python/build.sh wheel   lib + venv, then the wheel into bindings/python/dist/
+#   bindings/python/build.sh sdist   venv, then the sdist (Python and Rust source) into
+#                                    bindings/python/dist/
 #   bindings/python/build.sh install wheel, installed into the venv (what `make demo` runs)
 #   bindings/python/build.sh test    wheel, installed into the venv; ruff, mypy, pytest
 #   bindings/python/build.sh bench   wheel, installed; bench/bench.py (5 local nodes)
 #
-# `pip install ./bindings/python` also works without this script: the build hook
-# (hatch_build.py) runs `build.sh lib` when the library is missing. REDLOCK_LIBRARY
-# points the build (and the installed package, at run time) at another libredlock.
+# `pip install ./bindings/python` (or the sdist) also works without this script: the
+# build hook (hatch_build.py) builds the library with cargo into a temporary directory
+# when src/redlock_core/ has none. REDLOCK_LIBRARY points the build (and the installed
+# package, at run time) at another libredlock.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -66,6 +69,13 @@ build_wheel() {
   ls "$here"/dist/redlock_core-*.whl >/dev/null
 }
 
+build_sdist() {
+  make_venv
+  rm -f "$here"/dist/redlock_core-*.tar.gz
+  (cd "$here" && "$venv/bin/hatchling" build -t sdist -d dist >/dev/null)
+  ls "$here"/dist/redlock_core-*.tar.gz >/dev/null
+}
+
 install_wheel() {
   build_wheel
   "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$here"/dist/redlock_core-*.whl
@@ -75,6 +85,7 @@ case "${1:-}" in
   lib) build_lib ;;
   venv) make_venv ;;
   wheel) build_wheel ;;
+  sdist) build_sdist ;;
   install) install_wheel ;;
   test)
     install_wheel
@@ -92,7 +103,7 @@ case "${1:-}" in
     "$venv/bin/python" "$here/bench/bench.py" "$@"
     ;;
   *)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

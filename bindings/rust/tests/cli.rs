@@ -196,7 +196,8 @@ fn acquire_extend_release_and_status_for_scripts() {
     let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(json["reason"], "not_held", "{json}");
 
-    // Unreachable nodes: 75 too, and the message says so.
+    // Unreachable nodes: 69 (not 75: nothing says the lock is held), and the message
+    // says so.
     let output = run(Command::new(env!("CARGO_BIN_EXE_redlock")).args([
         "--nodes",
         "redis://127.0.0.1:7150",
@@ -205,7 +206,7 @@ fn acquire_extend_release_and_status_for_scripts() {
         "--retry",
         "0",
     ]));
-    assert_eq!(output.status.code(), Some(75));
+    assert_eq!(output.status.code(), Some(69));
     assert!(
         stderr(&output).contains("unreachable"),
         "{}",
@@ -336,8 +337,8 @@ fn exec_extends_while_the_command_runs_and_stops_it_when_lost() {
         .values("forwarded")
         .iter()
         .all(Option::is_some)));
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    // SAFETY: kill(2) on a child we own.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(128 + 15));
     assert_eq!(nodes.values("forwarded"), vec![None; 5]);

@@ -13,13 +13,15 @@ package sends the commands the core emits with redis-py and hands the replies ba
     with redlock.lock("orders:42") as lock:
         ...  # lock.check() before acting on the lock's protection
 
-``AsyncRedlock`` does the same over ``redis.asyncio.Redis`` clients (``async with``).
+``AsyncRedlock`` does the same over ``redis.asyncio.Redis`` clients (``async with``);
+``@synchronized(redlock, "name")`` runs a function (or coroutine function) under a lock.
 The low-level objects (``Config``, ``Client``, ``Operation``, ...) are in
 :mod:`redlock_core.core`. ``$REDLOCK_LIBRARY`` loads another build of the library.
 """
 
 from ._asyncio import AsyncLock, AsyncLockContext, AsyncRedlock
 from ._common import ReleaseResult
+from ._decorator import synchronized
 from ._errors import (
     ConfigError,
     CoreError,
@@ -62,5 +64,6 @@ __all__ = [
     "UsageError",
     "library_path",
     "now_us",
+    "synchronized",
     "version",
 ]

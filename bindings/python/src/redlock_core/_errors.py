@@ -154,10 +154,14 @@ class NodesFailedError(LockError):
 
     @property
     def valid_until(self) -> float | None:
+        """After a failed extension: until when the old lease holds, in seconds on
+        ``time.monotonic()`` (``None`` for an acquisition)."""
         return None if self.valid_until_us is None else self.valid_until_us / 1e6
 
     @property
     def retry_at(self) -> float | None:
+        """After a failed extension: when the core would try again, in seconds on
+        ``time.monotonic()`` (``None`` when no time is left for another round)."""
         return None if self.retry_at_us is None else self.retry_at_us / 1e6
 
 

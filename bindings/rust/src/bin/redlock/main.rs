@@ -8,21 +8,31 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Parser, Subcommand};
 use redlock_client::{
-    Client, Error, ExtendReport, KeyStatus, Lock, LockOptions, NodeReport, NodeResult,
-    ReleaseReport, RetryProgress,
+    Client, Error, ErrorClass, ExtendReport, KeyStatus, Lock, LockOptions, NodeCause, NodeReport,
+    NodeResult, ReleaseReport, RetryProgress,
 };
 use serde_json::{json, Value};
 
-/// The lock could not be acquired, or was lost while the command ran (EX_TEMPFAIL).
-const EXIT_NOT_ACQUIRED: u8 = 75;
-/// An extension or release that did not do what was asked.
-const EXIT_FAILED: u8 = 1;
-/// Bad arguments, an invalid configuration or node URL.
-const EXIT_USAGE: u8 = 2;
-/// The command could not be run (not executable).
-const EXIT_CANNOT_EXECUTE: u8 = 126;
-/// The command was not found.
-const EXIT_NOT_FOUND: u8 = 127;
+mod signals;
+
+/// Exit statuses. `exit_status` maps every error to one of them; the table in `--help`
+/// (AFTER_HELP) lists them, and the tests check both.
+mod status {
+    /// An extension or release that did not do what was asked.
+    pub const FAILED: u8 = 1;
+    /// Bad arguments, an invalid configuration, node URL or CA file.
+    pub const USAGE: u8 = 2;
+    /// Too many nodes failing or unreachable for a quorum (EX_UNAVAILABLE).
+    pub const UNAVAILABLE: u8 = 69;
+    /// Held by someone else, or exec's lock lost while the command ran (EX_TEMPFAIL).
+    pub const HELD_ELSEWHERE: u8 = 75;
+    /// A node refused our credentials or its TLS certificate was refused (EX_NOPERM).
+    pub const AUTH: u8 = 77;
+    /// exec: the command could not be run (not executable).
+    pub const CANNOT_EXECUTE: u8 = 126;
+    /// exec: the command was not found.
+    pub const NOT_FOUND: u8 = 127;
+}
 
 const ABOUT: &str = "Redlock distributed locks over independent Redis nodes, from the shell.";
 
@@ -33,12 +43,19 @@ redis://127.0.0.1:6379. URLs take a password (redis://:PASSWORD@host:port) and T
 
 Exit status:
   0    success (exec: the command's own status)
-  1    extend: not extended; release: nothing of ours found on any node
-  2    bad arguments, configuration or node URL
-  75   the lock could not be acquired (held by someone else or nodes unreachable),
-       or exec's lock was lost while the command ran
+  1    extend: not extended (the lock is lost); release: no node held this token
+  2    bad arguments, configuration, node URL or CA file
+  69   too many nodes failing or unreachable for a quorum (retrying may help
+       once they are back; the message lists each node's error)
+  75   held by someone else (every node answered; try again later), or exec's
+       lock was lost while the command ran
+  77   a node refused the password (NOAUTH, WRONGPASS) or the TLS handshake
+       failed (certificate not trusted): fix the configuration, do not retry
   126  exec: the command could not be run; 127: not found
-  128+N  exec: the command was killed by signal N
+  128+N  redlock or exec's command ended by signal N. exec passes every signal
+       that would end redlock on to the command (SIGINT, SIGQUIT and SIGHUP from
+       the terminal reach it directly), waits for it and releases the lock; if
+       redlock is killed outright (SIGKILL) the command gets SIGKILL too
 
 Examples:
   redlock --nodes redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 \\
@@ -51,7 +68,8 @@ Examples:
 #[derive(Parser)]
 #[command(name = "redlock", version, about = ABOUT, after_help = AFTER_HELP)]
 struct Cli {
-    /// Redis nodes, comma-separated URLs (redis://[:password@]host:port, rediss:// for TLS).
+    /// Redis nodes, comma-separated URLs (redis://host:port, redis://:PASSWORD@host:port;
+    /// rediss:// for TLS).
     #[arg(
         long,
         global = true,
@@ -94,9 +112,12 @@ enum Command {
     /// time in milliseconds when the first lease ends) in its environment. With
     /// --auto-extend the lock is extended while the command runs; without it the command
     /// may run for the lock's validity only. If the lock is lost, the command gets
-    /// SIGTERM, then SIGKILL after --grace, and redlock exits with 75. SIGTERM and
-    /// SIGHUP sent to redlock are passed on to the command (SIGINT from a terminal
-    /// reaches it directly). Otherwise redlock exits with the command's status.
+    /// SIGTERM, then SIGKILL after --grace, and redlock exits with 75. Every signal
+    /// that would end redlock (SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, ...) is
+    /// passed on to the command (SIGINT, SIGQUIT and SIGHUP from a terminal reach it
+    /// directly); redlock waits for it and then releases the lock. If redlock itself
+    /// is killed (SIGKILL), the command gets SIGKILL. Otherwise redlock exits with the
+    /// command's status.
     Exec {
         /// The resource to lock.
         resource: String,
@@ -172,7 +193,7 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("redlock: cannot start: {error}");
-            return ExitCode::from(EXIT_FAILED);
+            return ExitCode::from(status::FAILED);
         }
     };
     let code = runtime.block_on(run(cli));
@@ -221,7 +242,7 @@ async fn run(cli: Cli) -> u8 {
         Ok(client) => client,
         Err(message) => {
             out.error(&message);
-            return EXIT_USAGE;
+            return status::USAGE;
         }
     };
     let code = match cli.command {
@@ -389,20 +410,42 @@ fn failure_json(resource: &str, error: &Error, started: Instant) -> Value {
     value
 }
 
-fn lock_failure_code(error: &Error) -> u8 {
-    match error {
-        Error::NotAcquired(_) => EXIT_NOT_ACQUIRED,
-        Error::Usage(_)
-        | Error::Config(_)
-        | Error::InvalidUrl { .. }
-        | Error::DuplicateNode { .. } => EXIT_USAGE,
-        _ => EXIT_FAILED,
+/// The exit status for an error: the one mapping from the core's error class (and each
+/// node's cause) to the table in `--help`. Held elsewhere (conflicts alone decided) is
+/// 75; nodes failing is 77 when a node refused our credentials or its TLS certificate,
+/// otherwise 69; a lost or gone lock is 1.
+fn exit_status(error: &Error) -> u8 {
+    let auth_or_tls = error
+        .nodes()
+        .iter()
+        .any(|node| matches!(node.cause(), Some(NodeCause::Auth | NodeCause::Tls)));
+    match error.class() {
+        Some(ErrorClass::InvalidArgument) => status::USAGE,
+        Some(ErrorClass::HeldElsewhere) => status::HELD_ELSEWHERE,
+        Some(ErrorClass::NodesFailing) if auth_or_tls => status::AUTH,
+        Some(ErrorClass::NodesFailing) => status::UNAVAILABLE,
+        _ => status::FAILED,
     }
 }
 
 async fn acquire_command(client: &Client, out: &Output, resource: &str) -> u8 {
+    // A signal while waiting ends the wait and releases what the attempt set.
+    let mut signals = match signals::Signals::install() {
+        Ok(signals) => signals,
+        Err(error) => {
+            out.error(&format!("cannot watch signals: {error}"));
+            return status::FAILED;
+        }
+    };
     let started = Instant::now();
-    match lock(client, out, resource, false).await {
+    let acquired = tokio::select! {
+        acquired = lock(client, out, resource, false) => acquired,
+        caught = signals.recv() => {
+            out.info(&format!("{resource}: stopped by signal {} while acquiring", caught.signal));
+            return signal_status(caught.signal);
+        }
+    };
+    match acquired {
         Ok(lock) => {
             let validity = lock.validity();
             if out.json {
@@ -434,7 +477,7 @@ async fn acquire_command(client: &Client, out: &Output, resource: &str) -> u8 {
                 println!("{}", failure_json(resource, &error, started));
             }
             report_not_acquired(out, resource, &error);
-            lock_failure_code(&error)
+            exit_status(&error)
         }
     }
 }
@@ -491,10 +534,7 @@ async fn extend_command(
             if !out.json {
                 out.error(&format!("{resource}: {error}"));
             }
-            match error {
-                Error::Usage(_) | Error::Config(_) => EXIT_USAGE,
-                _ => EXIT_FAILED,
-            }
+            exit_status(&error)
         }
     }
 }
@@ -530,19 +570,15 @@ async fn release_command(client: &Client, out: &Output, resource: &str, token: &
                         "{resource}: no node held this token (expired, or released already)"
                     ));
                 }
-                EXIT_FAILED
+                // A quorum answered (an unconfirmed release is an error): nobody held it.
+                status::FAILED
             } else {
                 0
             }
         }
         Err(error) => {
             out.error(&format!("{resource}: {error}"));
-            // A release fewer than a quorum confirmed is a failure, not a usage error.
-            if error.class() == Some(redlock_client::ErrorClass::InvalidArgument) {
-                EXIT_USAGE
-            } else {
-                EXIT_FAILED
-            }
+            exit_status(&error)
         }
     }
 }
@@ -581,7 +617,7 @@ async fn status_command(client: &Client, out: &Output, resource: &str) -> u8 {
                 "top": counts.first().map(|(token, n)| json!({"value": token, "nodes": n})),
             })
         );
-        return 0;
+        return status_exit(&statuses, quorum);
     }
     let width = statuses
         .iter()
@@ -614,28 +650,39 @@ async fn status_command(client: &Client, out: &Output, resource: &str) -> u8 {
         ),
         None => println!("no node holds {resource}"),
     }
-    0
+    status_exit(&statuses, quorum)
 }
 
-#[cfg(unix)]
-fn signal_child(pid: Option<u32>, signal: rustix::process::Signal) {
-    let Some(pid) = pid
-        .and_then(|p| i32::try_from(p).ok())
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return;
-    };
-    let _ = rustix::process::kill_process(pid, signal);
-}
-
-fn exit_code(status: std::process::ExitStatus) -> u8 {
-    use std::os::unix::process::ExitStatusExt;
-    if let Some(code) = status.code() {
-        return u8::try_from(code & 0xff).unwrap_or(EXIT_FAILED);
+/// `status` succeeds when a quorum of nodes answered; otherwise 77 or 69 as for a
+/// failed acquisition.
+fn status_exit(statuses: &[KeyStatus], quorum: usize) -> u8 {
+    let failed: Vec<&str> = statuses.iter().filter_map(|s| s.error.as_deref()).collect();
+    if statuses.len() - failed.len() >= quorum {
+        0
+    } else if failed.iter().any(|text| {
+        // The core reads a node's cause from its text, as for a failed acquisition.
+        let cause = NodeResult::Error((*text).to_string()).cause();
+        matches!(cause, Some(NodeCause::Auth | NodeCause::Tls))
+    }) {
+        status::AUTH
+    } else {
+        status::UNAVAILABLE
     }
-    match status.signal() {
-        Some(signal) => u8::try_from((128 + signal) & 0xff).unwrap_or(EXIT_FAILED),
-        None => EXIT_FAILED,
+}
+
+/// 128 + N, as a shell reports a process ended by signal N.
+fn signal_status(signal: i32) -> u8 {
+    u8::try_from((128 + signal) & 0xff).unwrap_or(status::FAILED)
+}
+
+fn exit_code(exit: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = exit.code() {
+        return u8::try_from(code & 0xff).unwrap_or(status::FAILED);
+    }
+    match exit.signal() {
+        Some(signal) => signal_status(signal),
+        None => status::FAILED,
     }
 }
 
@@ -647,35 +694,30 @@ async fn exec(
     grace_ms: u64,
     command: &[String],
 ) -> u8 {
-    use tokio::signal::unix::{signal, SignalKind};
-
     // Watch signals from the start: one that arrives while the lock is being acquired
-    // or the command started is handled (passed on, or ends the wait), never fatal.
-    let (mut terms, mut hangups) = match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) {
-        (Ok(terms), Ok(hangups)) => (terms, hangups),
-        _ => {
-            out.error("cannot watch signals");
-            return EXIT_FAILED;
+    // ends the wait (what was set is released); one that arrives later is passed on.
+    let mut signals = match signals::Signals::install() {
+        Ok(signals) => signals,
+        Err(error) => {
+            out.error(&format!("cannot watch signals: {error}"));
+            return status::FAILED;
         }
     };
-    // SIGINT from a terminal reaches the command directly; redlock waits for it.
-    let mut interrupts = signal(SignalKind::interrupt()).ok();
 
     let started = Instant::now();
     let acquired = tokio::select! {
         acquired = lock(client, out, resource, auto_extend) => acquired,
-        _ = terms.recv() => return 128 + 15,
-        _ = hangups.recv() => return 128 + 1,
+        caught = signals.recv() => {
+            out.info(&format!("{resource}: stopped by signal {} while acquiring", caught.signal));
+            return signal_status(caught.signal);
+        }
     };
     let lock = match acquired {
         Ok(lock) => lock,
         Err(error) => {
             out.event(failure_json(resource, &error, started));
             report_not_acquired(out, resource, &error);
-            return lock_failure_code(&error);
+            return exit_status(&error);
         }
     };
     let acquire_us = started.elapsed().as_micros() as u64;
@@ -693,26 +735,27 @@ async fn exec(
     let Some((program, args)) = command.split_first() else {
         out.error("no command given");
         let _ = lock.release().await;
-        return EXIT_USAGE;
+        return status::USAGE;
     };
-    let mut child = match tokio::process::Command::new(program)
+    let mut child_command = tokio::process::Command::new(program);
+    child_command
         .args(args)
         .env("REDLOCK_RESOURCE", resource)
         .env("REDLOCK_TOKEN", lock.token())
         .env(
             "REDLOCK_VALID_UNTIL_MS",
             unix_ms_after(validity).to_string(),
-        )
-        .spawn()
-    {
+        );
+    signals::kill_with_parent(&mut child_command);
+    let mut child = match child_command.spawn() {
         Ok(child) => child,
         Err(error) => {
             out.error(&format!("cannot run {program}: {error}"));
             let _ = lock.release().await;
             return if error.kind() == std::io::ErrorKind::NotFound {
-                EXIT_NOT_FOUND
+                status::NOT_FOUND
             } else {
-                EXIT_CANNOT_EXECUTE
+                status::CANNOT_EXECUTE
             };
         }
     };
@@ -721,12 +764,16 @@ async fn exec(
     tokio::pin!(lost);
 
     let mut lost_lock = None;
-    let status = loop {
+    let exit = loop {
         tokio::select! {
-            status = child.wait() => break status,
-            _ = terms.recv() => signal_child(pid, rustix::process::Signal::TERM),
-            _ = hangups.recv() => signal_child(pid, rustix::process::Signal::HUP),
-            _ = async { match interrupts.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {}
+            exit = child.wait() => break exit,
+            // Passed on (unless the terminal sent it to the command too); redlock goes
+            // on waiting for the command and releases the lock once it has exited.
+            caught = signals.recv() => {
+                if caught.forward() {
+                    signals::send(pid, caught.signal);
+                }
+            }
             lost = &mut lost, if lost_lock.is_none() => {
                 out.error(&format!("{resource}: lock lost: {lost}; stopping the command"));
                 out.event(json!({
@@ -736,11 +783,11 @@ async fn exec(
                     "nodes": node_json(&lost.nodes),
                 }));
                 lost_lock = Some(lost);
-                signal_child(pid, rustix::process::Signal::TERM);
+                signals::send(pid, libc::SIGTERM);
                 match tokio::time::timeout(Duration::from_millis(grace_ms), child.wait()).await {
-                    Ok(status) => break status,
+                    Ok(exit) => break exit,
                     Err(_) => {
-                        signal_child(pid, rustix::process::Signal::KILL);
+                        signals::send(pid, libc::SIGKILL);
                         break child.wait().await;
                     }
                 }
@@ -749,12 +796,12 @@ async fn exec(
     };
     let extensions = lock.extensions();
     let release = lock.release().await;
-    let code = match (&status, &lost_lock) {
-        (_, Some(_)) => EXIT_NOT_ACQUIRED,
-        (Ok(status), None) => exit_code(*status),
-        (Err(_), None) => EXIT_FAILED,
+    let code = match (&exit, &lost_lock) {
+        (_, Some(_)) => status::HELD_ELSEWHERE,
+        (Ok(exit), None) => exit_code(*exit),
+        (Err(_), None) => status::FAILED,
     };
-    if let Err(error) = &status {
+    if let Err(error) = &exit {
         out.error(&format!("waiting for the command failed: {error}"));
     }
     let released = match &release {
