@@ -11,13 +11,16 @@ export type Resource = string | Uint8Array;
 export type Reply = core.Reply;
 
 /**
- * One node's connection: sends one command (its name first) and resolves to the
- * core's reply; it should not reject (a rejection counts as a connection failure).
+ * A connection of the caller's own: sends one command (its name first) and resolves to
+ * the core's reply; it should not reject (a rejection counts as a connection failure).
+ * Treated as always open.
  */
 export interface Connection {
   send(args: Array<string | Uint8Array>): Promise<Reply>;
   /** Shown in errors' per-node detail. */
   label?: string;
+  /** `host:port`, compared to refuse the same server twice. */
+  address?: string;
   close?(): void;
 }
 
@@ -33,7 +36,7 @@ export interface NodeRedisLike {
   readonly isOpen: boolean;
 }
 
-export type Client = IoredisLike | NodeRedisLike | Connection;
+export type Client = IoredisLike | NodeRedisLike | SocketNode | Connection;
 
 /** The lock's settings. Durations are milliseconds (fractions allowed below the TTL). */
 export interface RedlockOptions {
@@ -70,6 +73,8 @@ export interface NodeDetail {
   result: NodeOutcome;
   /** The error text, for `result: 'error'`. */
   error?: string;
+  /** Why the node failed, for `error` and `timeout` results. */
+  cause?: core.NodeCause;
 }
 
 export interface ReleaseResult {
@@ -78,34 +83,79 @@ export interface ReleaseResult {
   nodes: NodeDetail[];
 }
 
-/** Any error of this package; `code` is stable. */
+/** Options of one acquisition. */
+export interface AcquireOptions {
+  /** A TTL for this lock only (whole milliseconds). Default: the configured TTL. */
+  ttlMs?: number;
+  /**
+   * Aborting it cancels the acquisition: what it may have set is released on every
+   * node, and the promise rejects with a CancelledError.
+   */
+  signal?: AbortSignal;
+}
+
+/**
+ * Any error of this package. `code` is the core's error class (one subclass each);
+ * `reason` the finer cause where there is one.
+ */
 export class RedlockError extends Error {
-  constructor(message: string, code: string, options?: ErrorOptions);
-  readonly code: string;
+  readonly code: core.ErrorClass;
+  readonly reason?: string;
 }
 
 /** A lock operation that did not succeed, with how every node answered. */
 export class LockError extends RedlockError {
-  readonly reason: core.FailureReason | 'expired';
+  /** The core's failure reason (conflict, nodes_failed, mixed, validity_too_short, not_held), a lost lock's reason (taken, expired, extension_limit), `not_released`, or `released`. */
+  readonly reason: string;
   readonly nodes: NodeDetail[];
   readonly resources: Resource[];
   readonly attempts?: number;
 }
 
-/** The lock is held by someone else (`code: 'lock_held'`). */
-export class LockHeldError extends LockError {}
+/** `held_elsewhere`: the lock is held by someone else. */
+export class LockHeldError extends LockError {
+  readonly code: 'held_elsewhere';
+}
 
 /**
- * Nodes are failing, or a quorum came too late (`code` is the reason). After a failed
- * extension the lock still holds until `validUntilUs`; `retryAt` says when to retry.
+ * `nodes_failing`: nodes fail (see each node's `cause`), or a quorum came too late.
+ * After a failed extension the lock still holds until `validUntilUs`; `retryAt` says
+ * when to retry. After a release, the keys may stay until their TTL.
  */
-export class NodesFailedError extends LockError {
+export class NodesFailingError extends LockError {
+  readonly code: 'nodes_failing';
   readonly validUntilUs?: number;
   readonly retryAt?: number | null;
 }
 
-/** The lock is lost (`code: 'lock_lost'`). */
-export class LockLostError extends LockError {}
+/** The former name of NodesFailingError. */
+export { NodesFailingError as NodesFailedError };
+
+/** `lock_lost`: the lock was taken, or its validity ran out. */
+export class LockLostError extends LockError {
+  readonly code: 'lock_lost';
+}
+
+/** `not_held`: the lock's keys are gone (expired or released) and nobody else holds them. */
+export class NotHeldError extends LockError {
+  readonly code: 'not_held';
+}
+
+/** `invalid_argument`: a configuration or argument broke a rule, named by `reason`. */
+export class InvalidArgumentError extends RedlockError {
+  readonly code: 'invalid_argument';
+  readonly reason: core.ConfigErrorCode | string;
+}
+
+/** `used_after_close`: a call on a closed Redlock, or a second release of a lock. */
+export class UsedAfterCloseError extends RedlockError {
+  readonly code: 'used_after_close';
+}
+
+/** `cancelled`: the caller aborted the operation; `cause` is the signal's reason. */
+export class CancelledError extends RedlockError {
+  readonly code: 'cancelled';
+}
 
 /** A held lock. */
 export class Lock implements AsyncDisposable {
@@ -122,45 +172,53 @@ export class Lock implements AsyncDisposable {
   readonly ttlMs: number;
   readonly released: boolean;
   readonly lease: core.Lease;
-  /** Extends by `ttlMs` (default: the lock's TTL) from now. */
+  /**
+   * Extends by `ttlMs` (default: the lock's TTL) from now. Rejects with LockLostError,
+   * NotHeldError (also after `release()`), NodesFailingError, or UsedAfterCloseError.
+   */
   extend(ttlMs?: number): Promise<this>;
-  /** Releases on every node, deciding at a quorum; never throws for node failures. */
+  /**
+   * Releases on every node, deciding at a quorum. Rejects with NodesFailingError when
+   * fewer than a quorum confirmed, UsedAfterCloseError when already released or closed.
+   */
   release(): Promise<ReleaseResult>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
 export class Redlock {
+  /** Throws InvalidArgumentError (`duplicate_node`) when two clients reach one server. */
   constructor(clients: Client[], options?: RedlockOptions);
   readonly settings: core.ConfigSettings;
   readonly nodes: string[];
-  acquire(resources: Resource | Resource[], ttlMs?: number): Promise<Lock>;
+  readonly closed: boolean;
+  acquire(resources: Resource | Resource[], options?: number | AcquireOptions): Promise<Lock>;
   extend(lock: Lock, ttlMs?: number): Promise<Lock>;
   release(lock: Lock): Promise<ReleaseResult>;
   /** A lock rebuilt from a token kept elsewhere, to release or extend it. */
   lock(resources: Resource | Resource[], token: string): Lock;
   using<T>(
     resources: Resource | Resource[],
-    ttlMs: number | undefined,
+    options: number | AcquireOptions | undefined,
     fn: (signal: AbortSignal, lock: Lock) => T | Promise<T>,
   ): Promise<T>;
   using<T>(resources: Resource | Resource[], fn: (signal: AbortSignal, lock: Lock) => T | Promise<T>): Promise<T>;
   /**
-   * Loads the core's scripts into every node's script cache (SCRIPT LOAD) now. The
-   * driver already does this on each connection before its first command and after
-   * reconnections it can see (see the README); this warms up explicitly.
-   */
-  loadScripts(): Promise<NodeDetail[]>;
-  /**
-   * Resolves once every command sent so far has its reply or passed its deadline
-   * (operations decide at a quorum; wait for this before closing connections).
+   * Resolves once every node's link is idle (or stalled): operations decide at a
+   * quorum, so wait for this before closing connections.
    */
   idle(): Promise<void>;
-  /** Closes the connections this package opened (raw sockets). */
+  /**
+   * Stops this Redlock: its listeners leave the clients (which stay yours) and sockets
+   * it opened are closed. Later calls reject with UsedAfterCloseError.
+   */
   close(): void;
 }
 
-export function fromIoredis(client: IoredisLike, label?: string): Connection;
-export function fromNodeRedis(client: NodeRedisLike, label?: string): Connection;
+/** The link cause of a Node.js or client error: refused, auth, tls, timeout or closed. */
+export function linkCause(error: unknown): core.LinkCause;
+
+/** A client library's value as a core reply (`OK` is ok, other strings status, ...). */
+export function replyFromValue(value: unknown): Reply;
 
 /** Opens a byte stream: resolves once connected. */
 export type StreamOpener = (handlers: {
@@ -168,13 +226,20 @@ export type StreamOpener = (handlers: {
   onClose(error?: unknown): void;
 }) => Promise<{ write(bytes: Uint8Array): void; close(): void }>;
 
-/** A pipelined RESP connection over any byte stream, through the core's codec. */
-export class RespConnection implements Connection {
-  /** loadScripts (default true): write the core's SCRIPT LOADs first on every new stream. */
-  constructor(open: StreamOpener, options?: { label?: string; maxPending?: number; loadScripts?: boolean });
+/** One connection at a time over a byte stream: the transport of a RESP link. */
+export class StreamTransport {
+  constructor(open: StreamOpener, options?: { label?: string; address?: string });
   readonly label: string;
-  readonly pending: number;
-  send(args: Array<string | Uint8Array>): Promise<Reply>;
+  readonly address: string;
+}
+
+/** A node reached over raw sockets; every Redlock given it opens its own connection. */
+export class SocketNode {
+  constructor(open: StreamOpener, options: { label: string; address?: string });
+  readonly label: string;
+  readonly address: string;
+  createTransport(): StreamTransport;
+  /** Closes every connection opened through this node. */
   close(): void;
 }
 
@@ -190,14 +255,8 @@ export type Connect = (address: { hostname: string; port: number }) => StreamSoc
 
 export function socketStreams(connect: Connect, address: { hostname: string; port: number }): StreamOpener;
 
-/** A raw-socket connection through `connect` (e.g. from `cloudflare:sockets`). */
-export function rawSocket(
-  connect: Connect,
-  address: { hostname: string; port: number; maxPending?: number },
-): RespConnection;
-
-/** Runs a core operation to its outcome over the connections (the low-level loop). */
-export function drive(op: core.Operation, connections: Connection[], clock?: () => number): Promise<core.Outcome>;
+/** A raw-socket node through `connect` (e.g. from `cloudflare:sockets`). */
+export function rawSocket(connect: Connect, address: { hostname: string; port: number }): SocketNode;
 
 /** The package's clock: microseconds from `performance.now()`. */
 export function nowUs(): number;

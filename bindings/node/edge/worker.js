@@ -5,7 +5,6 @@
 //   GET /acquire?ports=P1,P2,...&resource=R            -> { token, validityMs, nodes }
 //   GET /release?ports=...&resource=R&token=T           -> { released, nodes }
 //   GET /cycle?ports=...&resource=R                     -> acquire, contend, extend, release
-//   GET /load-scripts?ports=...                         -> SCRIPT LOAD on every node
 
 import { connect } from 'cloudflare:sockets';
 
@@ -36,8 +35,6 @@ async function handle(url, ctx) {
           elapsedMs: performance.now() - started,
         };
       }
-      case '/load-scripts':
-        return { nodes: await redlock.loadScripts() };
       case '/release': {
         const lock = redlock.lock(resource, url.searchParams.get('token'));
         return await lock.release();
