@@ -123,8 +123,19 @@ class LibraryTransport {
     this.#listeners.push([event, handler]);
   }
 
+  /** True from a connection reported ready until it is reported down. */
+  reported = false;
+
+  /** Reports the client's current connection ready, once. */
+  report(node) {
+    if (this.reported) return;
+    this.reported = true;
+    node.connected();
+  }
+
   /** Reports the connection down with the cause of the last error. */
   down(node, fallback) {
+    this.reported = false;
     const error = this.lastError;
     this.lastError = undefined;
     this.lastDown = [linkCause(error ?? fallback), errorText(error, fallback)];
@@ -134,7 +145,8 @@ class LibraryTransport {
   /** The client is ready: no failure stands. */
   up(node) {
     this.lastDown = undefined;
-    node.connected();
+    this.reported = false;
+    this.report(node);
   }
 
   /**
@@ -166,12 +178,12 @@ class IoredisTransport extends LibraryTransport {
       this.up(node);
     });
     this.listen('close', () => this.down(node, 'connection closed'));
-    if (this.client.status === 'ready') queueMicrotask(() => node.connected());
+    if (this.client.status === 'ready') queueMicrotask(() => this.client.status === 'ready' && this.report(node));
   }
 
   connect() {
     const status = this.client.status;
-    if (status === 'ready' && !this.#stale) queueMicrotask(() => this.node.connected());
+    if (status === 'ready' && !this.#stale) queueMicrotask(() => this.client.status === 'ready' && this.report(this.node));
     else if (status === 'wait') this.client.connect().catch(() => {}); // lazyConnect: the events report it
     else if (status === 'end') queueMicrotask(() => this.node.closed('closed', 'the client was closed'));
     else this.waitForReady(this.node); // (re)connecting on its own: its ready event reports it
@@ -201,6 +213,7 @@ class IoredisTransport extends LibraryTransport {
   /** The link found the connection stuck: drop it; ioredis reconnects on its own. */
   close() {
     this.#stale = true;
+    this.reported = false;
     this.client.disconnect(true);
   }
 }
@@ -216,11 +229,11 @@ class NodeRedisTransport extends LibraryTransport {
     this.listen('ready', () => this.up(node));
     this.listen('reconnecting', () => this.down(node, 'reconnecting'));
     this.listen('end', () => this.down(node, 'connection closed'));
-    if (this.client.isReady) queueMicrotask(() => node.connected());
+    if (this.client.isReady) queueMicrotask(() => this.client.isReady && this.report(node));
   }
 
   connect() {
-    if (this.client.isReady) queueMicrotask(() => this.node.connected());
+    if (this.client.isReady) queueMicrotask(() => this.client.isReady && this.report(this.node));
     else if (this.lastDown) this.waitForReady(this.node); // its ready event reports a success
     else if (!this.client.isOpen) queueMicrotask(() => this.node.closed('closed', 'the client is not open'));
   }
@@ -250,7 +263,9 @@ class NodeRedisTransport extends LibraryTransport {
    * node-redis cannot drop one connection and keep the client: the stuck connection
    * stays, and the link writes again once it is reported ready.
    */
-  close() {}
+  close() {
+    this.reported = false;
+  }
 }
 
 /**

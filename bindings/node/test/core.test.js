@@ -215,7 +215,15 @@ test('Link over RESP: bytes out, bytes in, a protocol error closes; a refused no
   assert.equal(failed.type, 'deliver');
   assert.deepEqual(failed.reply, { type: 'connection_failed', value: 'refused: ECONNREFUSED' });
   op2.handleReply(failed.request, failed.reply, 2100);
-  const outcome = op2.pollOutput().outcome;
+  // The failed attempt's release goes to the link too, which refuses it at once
+  // (reconnecting waits for its backoff); then the outcome comes.
+  let outcome;
+  for (let out = op2.pollOutput(); out !== undefined && !outcome; out = op2.pollOutput()) {
+    if (out.type === 'outcome') outcome = out.outcome;
+    if (out.type !== 'send') continue;
+    refused.submit(2, op2, 2100);
+    for (const d of drainLink(refused)) op2.handleReply(d.request, d.reply, 2100);
+  }
   assert.equal(outcome.kind, 'not_acquired');
   assert.equal(outcome.errorClass, 'nodes_failing');
   assert.equal(outcome.nodes[0].cause, 'refused');

@@ -42,6 +42,11 @@ export function integrationSuite(name, basePort, connect) {
         client.on('error', () => {});
         return client;
       });
+      // Warm up (the first cycles compile the code paths) with a generous node timeout:
+      // the tests' 50 ms deadlines are about the nodes, not the JIT.
+      const warmUp = new Redlock(clients, { ttlMs: 5000, nodeTimeoutMs: 1000 });
+      for (let i = 0; i < 20; i++) await (await warmUp.acquire('warm-up')).release();
+      warmUp.close();
     });
 
     // Waits until an acquisition gets every node (the clients reconnect on their own
@@ -51,7 +56,8 @@ export function integrationSuite(name, basePort, connect) {
         const lock = await redlock.acquire(`probe:${tries}`).catch((error) => error);
         if (!(lock instanceof Error)) {
           await lock.release();
-          if (lock.nodes.every((n) => n.result === 'success')) return;
+          // `pending`: written, and the quorum decided before its reply.
+          if (lock.nodes.every((n) => n.result === 'success' || n.result === 'pending')) return;
         }
         assert.ok(tries < 200, `the nodes did not come back: ${lock}`);
         await sleep(25);
@@ -96,7 +102,7 @@ export function integrationSuite(name, basePort, connect) {
     });
 
     test('several resources are locked all or none', async () => {
-      const redlock = make(clients, { ttlMs: 5000, attempts: 1 });
+      const redlock = make(clients, { ttlMs: 5000, attempts: 1, nodeTimeoutMs: 500 });
       const lock = await redlock.acquire(['multi:a', 'multi:b']);
       await assert.rejects(redlock.acquire(['multi:b', 'multi:c']), LockHeldError);
       assert.deepEqual(await values('multi:c'), Array(5).fill(null), 'nothing left of the failed lock');
@@ -106,7 +112,7 @@ export function integrationSuite(name, basePort, connect) {
     });
 
     test('a lock held by someone else is a LockHeldError with per-node detail', async () => {
-      const redlock = make(clients, { ttlMs: 5000, attempts: 2, retryDelayMs: 10, retryJitterMs: 5 });
+      const redlock = make(clients, { ttlMs: 5000, attempts: 2, retryDelayMs: 10, retryJitterMs: 5, nodeTimeoutMs: 500 });
       const held = await redlock.acquire('held:r');
       const error = await redlock.acquire('held:r').then(
         () => assert.fail('acquired a held lock'),
@@ -150,7 +156,7 @@ export function integrationSuite(name, basePort, connect) {
     });
 
     test('two nodes down: still locks with the quorum; three down: NodesFailingError', async () => {
-      const redlock = make(clients, { ttlMs: 3000, attempts: 1 });
+      const redlock = make(clients, { ttlMs: 3000, attempts: 1, nodeTimeoutMs: 200 });
       nodes.kill(3);
       nodes.kill(4);
       try {
@@ -189,8 +195,8 @@ export function integrationSuite(name, basePort, connect) {
       let lock;
       for (let tries = 0; ; tries++) {
         // SET needs no script: wait until node 0's connection is back and takes one.
-        lock = await redlock.acquire(`restarted:${tries}`);
-        if (lock.nodes[0].result === 'success') break;
+        lock = await redlock.acquire(`restarted:${tries}`).catch(() => undefined);
+        if (lock?.nodes[0].result === 'success') break;
         assert.ok(tries < 100, 'node 0 never came back');
         await sleep(50);
       }
@@ -395,7 +401,7 @@ export function integrationSuite(name, basePort, connect) {
       await everyNodeBack(redlock);
       for (let i = 0; i < 20; i++) {
         const lock = await redlock.acquire(`empty:${i}`);
-        assert.equal(lock.nodes[1].result, 'success', `cycle ${i}: ${JSON.stringify(lock.nodes[1])}`);
+        assert.ok(['success', 'pending'].includes(lock.nodes[1].result), `cycle ${i}: ${JSON.stringify(lock.nodes[1])}`);
         await lock.release();
       }
       await redlock.idle();
