@@ -22,7 +22,9 @@ function redlockFor(url, options) {
 
 async function handle(url, ctx) {
   const resource = url.searchParams.get('resource');
-  const redlock = redlockFor(url, { ttlMs: 5000, attempts: 2, retryDelayMs: 20, retryJitterMs: 10 });
+  // Every request opens new sockets (scripts first, then the command): a node timeout
+  // that a busy test machine meets.
+  const redlock = redlockFor(url, { ttlMs: 5000, attempts: 2, retryDelayMs: 20, retryJitterMs: 10, nodeTimeoutMs: 300 });
   try {
     switch (url.pathname) {
       case '/acquire': {
