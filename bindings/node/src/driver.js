@@ -8,6 +8,11 @@ import { Link } from '../wasm/redlock_wasm.js';
 import { nowUs } from './clock.js';
 import { CancelledError, UsedAfterCloseError } from './errors.js';
 
+// Timers run before the event loop reads sockets: a timer that fires late (a busy
+// machine, a long GC) would time out replies already received. The wake-up therefore
+// runs just after this turn's I/O (setImmediate where there is one).
+const afterIo = globalThis.setImmediate ?? ((call) => setTimeout(call, 0));
+
 /** Runs `call` at `at` (us on nowUs's clock) unless a sooner wake-up is armed. */
 class Alarm {
   #timer = undefined;
@@ -26,7 +31,7 @@ class Alarm {
     this.#timer = setTimeout(() => {
       this.#at = Infinity;
       this.#timer = undefined;
-      this.#call();
+      afterIo(this.#call);
     }, Math.max(0, Math.ceil((at - nowUs()) / 1000)));
   }
 
