@@ -74,9 +74,13 @@ export function integrationSuite(name, basePort, connect) {
     });
 
     // Every Redlock of a test is closed after it (its listeners leave the clients).
+    // Tests that are not about deadlines get a node timeout a loaded machine meets
+    // (a tenth of the TTL, at most 300 ms); the others set theirs.
     let made = [];
-    const make = (...args) => {
-      const redlock = new Redlock(...args);
+    const make = (clients, options = {}) => {
+      const ttlMs = options.ttlMs ?? 10_000;
+      const nodeTimeoutMs = options.nodeTimeoutMs ?? Math.min(300, ttlMs / 10);
+      const redlock = new Redlock(clients, { ...options, nodeTimeoutMs });
       made.push(redlock);
       return redlock;
     };
