@@ -11,14 +11,17 @@ export type Resource = string | Uint8Array;
 export type Reply = core.Reply;
 
 /**
- * One node's connection: sends one command (its name first) and resolves to the
- * core's reply; it should not reject (a rejection counts as a connection failure).
+ * A connection of the caller's own: sends one command (its name first) and resolves to
+ * the core's reply; it should not reject (a rejection counts as a connection failure).
+ * Treated as always open.
  */
 export interface Connection {
   /** Sends one command (argv, the command's name first) and resolves to its reply. */
   send(args: Array<string | Uint8Array>): Promise<Reply>;
   /** Shown in errors' per-node detail. */
   label?: string;
+  /** `host:port`, compared to refuse the same server twice. */
+  address?: string;
   /** Closes the connection (called by `Redlock.close()` for connections it opened). */
   close?(): void;
 }
@@ -39,8 +42,8 @@ export interface NodeRedisLike {
   readonly isOpen: boolean;
 }
 
-/** One node's client: an ioredis or node-redis client, or any `Connection`. */
-export type Client = IoredisLike | NodeRedisLike | Connection;
+/** One node's client: an ioredis or node-redis client, a `SocketNode`, or any `Connection`. */
+export type Client = IoredisLike | NodeRedisLike | SocketNode | Connection;
 
 /** The lock's settings. Durations are milliseconds (fractions allowed below the TTL). */
 export interface RedlockOptions {
@@ -86,6 +89,8 @@ export interface NodeDetail {
   result: NodeOutcome;
   /** The error text, for `result: 'error'`. */
   error?: string;
+  /** Why the node failed, for `error` and `timeout` results. */
+  cause?: core.NodeCause;
 }
 
 /** What a release did. */
@@ -96,19 +101,33 @@ export interface ReleaseResult {
   nodes: NodeDetail[];
 }
 
-/** Any error of this package; `code` is stable. */
+/** Options of one acquisition. */
+export interface AcquireOptions {
+  /** A TTL for this lock only (whole milliseconds). Default: the configured TTL. */
+  ttlMs?: number;
+  /**
+   * Aborting it cancels the acquisition: what it may have set is released on every
+   * node, and the promise rejects with a CancelledError.
+   */
+  signal?: AbortSignal;
+}
+
+/**
+ * Any error of this package. `code` is the core's error class (one subclass each);
+ * `reason` the finer cause where there is one.
+ */
 export class RedlockError extends Error {
-  /** An error with a stable `code` (the core's snake_case name, or this package's). */
-  constructor(message: string, code: string, options?: ErrorOptions);
-  /** Stable identifier: `lock_held`, `nodes_failed`, `lock_lost`, `ttl_zero`, ... */
-  readonly code: string;
+  /** The core's error class: `held_elsewhere`, `nodes_failing`, `lock_lost`, `not_held`, `invalid_argument`, `used_after_close`, `cancelled`. */
+  readonly code: core.ErrorClass;
+  /** The specific rule or reason, where there is one (`ttl_zero`, `duplicate_node`, `conflict`, ...). */
+  readonly reason?: string;
 }
 
 /** A lock operation that did not succeed, with how every node answered. */
 export class LockError extends RedlockError {
-  /** The core's reason (`conflict`, `nodes_failed`, `mixed`, ...) or `expired`. */
-  readonly reason: core.FailureReason | 'expired';
-  /** How each node answered the last attempt. */
+  /** The core's failure reason (conflict, nodes_failed, mixed, validity_too_short, not_held), a lost lock's reason (taken, expired, extension_limit), `not_released`, or `released`. */
+  readonly reason: string;
+  /** How each node answered, with its cause for a failure. */
   readonly nodes: NodeDetail[];
   /** The resources of the lock. */
   readonly resources: Resource[];
@@ -116,22 +135,60 @@ export class LockError extends RedlockError {
   readonly attempts?: number;
 }
 
-/** The lock is held by someone else (`code: 'lock_held'`). */
-export class LockHeldError extends LockError {}
+/** `held_elsewhere`: the lock is held by someone else. */
+export class LockHeldError extends LockError {
+  /** Always `held_elsewhere`. */
+  readonly code: 'held_elsewhere';
+}
 
 /**
- * Nodes are failing, or a quorum came too late (`code` is the reason). After a failed
- * extension the lock still holds until `validUntilUs`; `retryAt` says when to retry.
+ * `nodes_failing`: nodes fail (see each node's `cause`), or a quorum came too late.
+ * After a failed extension the lock still holds until `validUntilUs`; `retryAt` says
+ * when to retry. After a release, the keys may stay until their TTL.
  */
-export class NodesFailedError extends LockError {
-  /** After a failed extension: until when the old lease still holds (microseconds). */
+export class NodesFailingError extends LockError {
+  /** Always `nodes_failing`. */
+  readonly code: 'nodes_failing';
+  /** After a failed extension: until when the lock still holds (microseconds). */
   readonly validUntilUs?: number;
   /** After a failed extension: when to try again (microseconds), or null for never. */
   readonly retryAt?: number | null;
 }
 
-/** The lock is lost (`code: 'lock_lost'`). */
-export class LockLostError extends LockError {}
+/** The former name of NodesFailingError. */
+export { NodesFailingError as NodesFailedError };
+
+/** `lock_lost`: the lock was taken, or its validity ran out. */
+export class LockLostError extends LockError {
+  /** Always `lock_lost`. */
+  readonly code: 'lock_lost';
+}
+
+/** `not_held`: the lock's keys are gone (expired or released) and nobody else holds them. */
+export class NotHeldError extends LockError {
+  /** Always `not_held`. */
+  readonly code: 'not_held';
+}
+
+/** `invalid_argument`: a configuration or argument broke a rule, named by `reason`. */
+export class InvalidArgumentError extends RedlockError {
+  /** Always `invalid_argument`. */
+  readonly code: 'invalid_argument';
+  /** The rule that was broken (`ttl_zero`, `duplicate_node`, ...). */
+  readonly reason: core.ConfigErrorCode | string;
+}
+
+/** `used_after_close`: a call on a closed Redlock, or a second release of a lock. */
+export class UsedAfterCloseError extends RedlockError {
+  /** Always `used_after_close`. */
+  readonly code: 'used_after_close';
+}
+
+/** `cancelled`: the caller aborted the operation; `cause` is the signal's reason. */
+export class CancelledError extends RedlockError {
+  /** Always `cancelled`. */
+  readonly code: 'cancelled';
+}
 
 /** A held lock. */
 export class Lock implements AsyncDisposable {
@@ -158,9 +215,15 @@ export class Lock implements AsyncDisposable {
   readonly released: boolean;
   /** The core's lease (for the low-level API). */
   readonly lease: core.Lease;
-  /** Extends by `ttlMs` (default: the lock's TTL) from now. */
+  /**
+   * Extends by `ttlMs` (default: the lock's TTL) from now. Rejects with LockLostError,
+   * NotHeldError (also after `release()`), NodesFailingError, or UsedAfterCloseError.
+   */
   extend(ttlMs?: number): Promise<this>;
-  /** Releases on every node, deciding at a quorum; never throws for node failures. */
+  /**
+   * Releases on every node, deciding at a quorum. Rejects with NodesFailingError when
+   * fewer than a quorum confirmed, UsedAfterCloseError when already released or closed.
+   */
   release(): Promise<ReleaseResult>;
   /** Releases (`await using held = await redlock.acquire(...)`). */
   [Symbol.asyncDispose](): Promise<void>;
@@ -168,17 +231,20 @@ export class Lock implements AsyncDisposable {
 
 /** Locks over N independent Redis nodes; every decision is the core's. */
 export class Redlock {
-  /** One client per node, in the same order in every process; options as documented. */
+  /** Throws InvalidArgumentError (`duplicate_node`) when two clients reach one server. */
   constructor(clients: Client[], options?: RedlockOptions);
   /** The configuration the core validated (defaults filled in). */
   readonly settings: core.ConfigSettings;
   /** The nodes' labels, in order. */
   readonly nodes: string[];
+  /** True once `close()` was called: every call then rejects with `UsedAfterCloseError`. */
+  readonly closed: boolean;
   /**
    * Acquires a lock on one resource or several (all or none), retrying as configured.
-   * Rejects with `LockHeldError` (held elsewhere) or `NodesFailedError`.
+   * `options` is a TTL in milliseconds or `{ ttlMs, signal }`. Rejects with `LockHeldError`
+   * (held elsewhere), `NodesFailingError`, or `CancelledError` when `signal` aborts.
    */
-  acquire(resources: Resource | Resource[], ttlMs?: number): Promise<Lock>;
+  acquire(resources: Resource | Resource[], options?: number | AcquireOptions): Promise<Lock>;
   /** Extends `lock` by `ttlMs` (default its TTL) from now; same as `lock.extend()`. */
   extend(lock: Lock, ttlMs?: number): Promise<Lock>;
   /** Releases `lock` on every node; same as `lock.release()`. */
@@ -191,30 +257,28 @@ export class Redlock {
    */
   using<T>(
     resources: Resource | Resource[],
-    ttlMs: number | undefined,
+    options: number | AcquireOptions | undefined,
     fn: (signal: AbortSignal, lock: Lock) => T | Promise<T>,
   ): Promise<T>;
   /** `using` with the configured TTL. */
   using<T>(resources: Resource | Resource[], fn: (signal: AbortSignal, lock: Lock) => T | Promise<T>): Promise<T>;
   /**
-   * Loads the core's scripts into every node's script cache (SCRIPT LOAD) now. The
-   * driver already does this on each connection before its first command and after
-   * reconnections it can see (see the README); this warms up explicitly.
-   */
-  loadScripts(): Promise<NodeDetail[]>;
-  /**
-   * Resolves once every command sent so far has its reply or passed its deadline
-   * (operations decide at a quorum; wait for this before closing connections).
+   * Resolves once every node's link is idle (or stalled): operations decide at a
+   * quorum, so wait for this before closing connections.
    */
   idle(): Promise<void>;
-  /** Closes the connections this package opened (raw sockets). */
+  /**
+   * Stops this Redlock: its listeners leave the clients (which stay yours) and sockets
+   * it opened are closed. Later calls reject with UsedAfterCloseError.
+   */
   close(): void;
 }
 
-/** The `Connection` this package makes of an ioredis client (done for you by `Redlock`). */
-export function fromIoredis(client: IoredisLike, label?: string): Connection;
-/** The `Connection` this package makes of a node-redis client (done for you by `Redlock`). */
-export function fromNodeRedis(client: NodeRedisLike, label?: string): Connection;
+/** The link cause of a Node.js or client error: refused, auth, tls, timeout or closed. */
+export function linkCause(error: unknown): core.LinkCause;
+
+/** A client library's value as a core reply (`OK` is ok, other strings status, ...). */
+export function replyFromValue(value: unknown): Reply;
 
 /** Opens a byte stream: resolves once connected. */
 export type StreamOpener = (handlers: {
@@ -222,17 +286,27 @@ export type StreamOpener = (handlers: {
   onClose(error?: unknown): void;
 }) => Promise<{ write(bytes: Uint8Array): void; close(): void }>;
 
-/** A pipelined RESP connection over any byte stream, through the core's codec. */
-export class RespConnection implements Connection {
-  /** loadScripts (default true): write the core's SCRIPT LOADs first on every new stream. */
-  constructor(open: StreamOpener, options?: { label?: string; maxPending?: number; loadScripts?: boolean });
+/** One connection at a time over a byte stream: the transport of a RESP link. */
+export class StreamTransport {
+  /** A transport opening its streams with `open`; `label` is shown in errors. */
+  constructor(open: StreamOpener, options?: { label?: string; address?: string });
   /** Shown in errors' per-node detail. */
   readonly label: string;
-  /** Commands written and not yet answered. */
-  readonly pending: number;
-  /** Writes one command and resolves to its reply. */
-  send(args: Array<string | Uint8Array>): Promise<Reply>;
-  /** Closes the stream; pending commands resolve as connection failures. */
+  /** `host:port`, compared to refuse the same server twice. */
+  readonly address: string;
+}
+
+/** A node reached over raw sockets; every Redlock given it opens its own connection. */
+export class SocketNode {
+  /** A node whose connections `open` makes (see `netSocket` and `rawSocket`). */
+  constructor(open: StreamOpener, options: { label: string; address?: string });
+  /** Shown in errors' per-node detail. */
+  readonly label: string;
+  /** `host:port`, compared to refuse the same server twice. */
+  readonly address: string;
+  /** A transport of its own, one per Redlock. */
+  createTransport(): StreamTransport;
+  /** Closes every connection opened through this node. */
   close(): void;
 }
 
@@ -254,14 +328,8 @@ export type Connect = (address: { hostname: string; port: number }) => StreamSoc
 /** The `StreamOpener` of a `Connect` function and an address. */
 export function socketStreams(connect: Connect, address: { hostname: string; port: number }): StreamOpener;
 
-/** A raw-socket connection through `connect` (e.g. from `cloudflare:sockets`). */
-export function rawSocket(
-  connect: Connect,
-  address: { hostname: string; port: number; maxPending?: number },
-): RespConnection;
-
-/** Runs a core operation to its outcome over the connections (the low-level loop). */
-export function drive(op: core.Operation, connections: Connection[], clock?: () => number): Promise<core.Outcome>;
+/** A raw-socket node through `connect` (e.g. from `cloudflare:sockets`). */
+export function rawSocket(connect: Connect, address: { hostname: string; port: number }): SocketNode;
 
 /** The package's clock: microseconds from `performance.now()`. */
 export function nowUs(): number;

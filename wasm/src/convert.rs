@@ -137,7 +137,7 @@ pub(crate) fn resources(value: &JsValue) -> Result<Vec<Vec<u8>>, JsValue> {
     }
 }
 
-/// A per-node result: its code, or `{ error: text }`.
+/// A per-node result: its code, or `{ error: text, cause }`.
 pub(crate) struct NodeResultRef<'a>(pub &'a NodeResult);
 
 impl Serialize for NodeResultRef<'_> {
@@ -147,8 +147,10 @@ impl Serialize for NodeResultRef<'_> {
                 #[derive(Serialize)]
                 struct ErrorResult<'a> {
                     error: &'a str,
+                    cause: &'static str,
                 }
-                ErrorResult { error: text }.serialize(serializer)
+                let cause = self.0.cause().map_or("error", |c| c.code());
+                ErrorResult { error: text, cause }.serialize(serializer)
             }
             other => serializer.serialize_str(other.code()),
         }
@@ -322,4 +324,61 @@ impl Serialize for ReplyOut<'_> {
             other => tagged(serializer, "unknown", Some(format!("{other:?}"))),
         }
     }
+}
+
+/// A reply as a JS object in the shape `handleReply` takes back (`{ type, value }`),
+/// built from literals: deliveries are on every lock's path.
+pub(crate) fn reply_to_js(reply: &Reply) -> JsValue {
+    strings::with(|s| reply_to_js_with(s, reply))
+}
+
+fn reply_to_js_with(s: &Strings, reply: &Reply) -> JsValue {
+    match reply {
+        Reply::Ok => strings::ok_reply(),
+        Reply::Nil => strings::nil_reply(),
+        Reply::Timeout => strings::timeout_reply(),
+        Reply::Integer(n) => {
+            let value = if (-MAX_SAFE_INTEGER_I64..=MAX_SAFE_INTEGER_I64).contains(n) {
+                JsValue::from_f64(*n as f64)
+            } else {
+                js_sys::BigInt::from(*n).into()
+            };
+            strings::value_reply(&s.integer, &value)
+        }
+        Reply::Status(text) => strings::value_reply(&s.status, &JsValue::from_str(text)),
+        Reply::Error(text) => strings::value_reply(&s.error, &JsValue::from_str(text)),
+        Reply::ConnectionFailed(text) => {
+            strings::value_reply(&s.connection_failed, &JsValue::from_str(text))
+        }
+        Reply::Bulk(bytes) => strings::value_reply(&s.bulk, &strings::bytes_to_js(bytes)),
+        Reply::Array(items) => {
+            let array = js_sys::Array::new_with_length(items.len() as u32);
+            for (index, item) in items.iter().enumerate() {
+                array.set(index as u32, reply_to_js_with(s, item));
+            }
+            strings::value_reply(&s.array, &array.into())
+        }
+        // `Reply` is non-exhaustive: a future kind is reported by name rather than lost.
+        other => strings::value_reply(
+            &JsValue::from_str("unknown"),
+            &JsValue::from_str(&format!("{other:?}")),
+        ),
+    }
+}
+
+/// A link cause from its JS name.
+pub(crate) fn link_cause(value: &str) -> Result<redlock_core::LinkCause, JsValue> {
+    use redlock_core::LinkCause;
+    Ok(match value {
+        "refused" => LinkCause::Refused,
+        "auth" => LinkCause::Auth,
+        "tls" => LinkCause::Tls,
+        "timeout" => LinkCause::Timeout,
+        "closed" => LinkCause::Closed,
+        other => {
+            return Err(invalid_argument(&format!(
+                "unknown link cause `{other}` (refused, auth, tls, timeout, closed)"
+            )))
+        }
+    })
 }

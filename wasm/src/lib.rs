@@ -7,7 +7,8 @@
 //! ## Conventions
 //!
 //! - Names are camelCase; classes mirror the core: [`Config`], [`Redlock`],
-//!   [`Operation`], [`Lease`], [`Decoder`].
+//!   [`Operation`], [`Lease`], [`Link`] (one node's command policy), [`KeepAlive`],
+//!   [`Decoder`].
 //! - **Time is a JS number of microseconds** on the caller's monotonic clock (for
 //!   example `Math.floor(performance.now() * 1000)`), from any fixed origin. A fraction
 //!   is dropped. Every instant the core hands back (deadlines, `validUntil`, `retryAt`)
@@ -27,6 +28,8 @@ mod client;
 mod config;
 mod convert;
 mod error;
+mod keepalive;
+mod link;
 mod operation;
 mod resp;
 mod strings;
@@ -34,6 +37,8 @@ mod types;
 
 pub use client::{Lease, Redlock};
 pub use config::Config;
+pub use keepalive::KeepAlive;
+pub use link::Link;
 pub use operation::Operation;
 pub use resp::Decoder;
 
@@ -41,7 +46,7 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::convert::to_js;
-use crate::types::{DefaultsJs, LimitsJs, ScriptsJs};
+use crate::types::{DefaultsJs, ErrorClassesJs, LimitsJs, PairJs, ScriptsJs};
 
 /// This package's version (the core's).
 #[wasm_bindgen]
@@ -135,4 +140,37 @@ pub fn defaults() -> Result<DefaultsJs, JsValue> {
         token_bytes: redlock_core::DEFAULT_TOKEN_BYTES,
     })
     .map(JsValue::unchecked_into)
+}
+
+/// The first two positions in `addresses` that name the same Redis server
+/// (`[i, j]`), or `undefined`. Addresses are compared as host and port (a scheme, user,
+/// password, database and options are ignored; `localhost` is `127.0.0.1`; a missing
+/// port is 6379). Redlock's nodes must be independent: refuse such a list.
+#[wasm_bindgen(js_name = duplicateNode)]
+pub fn duplicate_node(addresses: Vec<String>) -> Option<PairJs> {
+    redlock_core::duplicate_node(&addresses).map(|(i, j)| {
+        let pair = js_sys::Array::of2(&JsValue::from(i as u32), &JsValue::from(j as u32));
+        JsValue::from(pair).unchecked_into()
+    })
+}
+
+#[derive(Serialize)]
+struct ErrorClassInfo {
+    code: &'static str,
+    number: u32,
+    message: String,
+}
+
+/// Every error class, in number order, with its stable code, number and message.
+#[wasm_bindgen(js_name = errorClasses)]
+pub fn error_classes() -> Result<ErrorClassesJs, JsValue> {
+    let classes: Vec<ErrorClassInfo> = redlock_core::ErrorClass::ALL
+        .iter()
+        .map(|class| ErrorClassInfo {
+            code: class.code(),
+            number: class.number(),
+            message: class.to_string(),
+        })
+        .collect();
+    to_js(&classes).map(JsValue::unchecked_into)
 }

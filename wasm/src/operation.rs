@@ -11,19 +11,23 @@ use crate::types::{NodeResultsJs, OutputJs, ReplyJs};
 
 /// One acquisition, extension or release.
 ///
-/// After creating it and after every input (`handleReply`, `handleTimeout`), call
-/// `pollOutput()` until it returns `undefined`, acting on each output:
-/// - `send`: send `args` to node `node`; hand its reply to `handleReply(requestId, ...)`;
-///   stop waiting for it at `deadline`;
+/// The one output rule: after creating it and after every input (`handleReply`,
+/// `handleTimeout`, `abandon`), call `pollOutput()` until it returns a `wait` or the
+/// `outcome` (or `undefined`, for an operation already finished or abandoned), acting
+/// on each output:
+/// - `send`: hand the command to its node's `Link` (`link.submit(tag, operation, now)`
+///   right after this poll), or send `args` to node `node` yourself and hand its reply
+///   to `handleReply(requestId, ...)`;
 /// - `wait`: if no reply arrives before `until`, call `handleTimeout` then (early is
-///   harmless);
+///   harmless). It is the operation's only wake-up;
 /// - `outcome`: the operation is finished.
 #[wasm_bindgen]
 pub struct Operation {
     inner: redlock_core::Operation,
-    /// The last `args` array handed out, with the bytes it holds: the N commands of a
-    /// round share their arguments, so they share one frozen array.
-    args: Option<(Vec<Vec<u8>>, JsValue)>,
+    /// The command of the last `send` output, until a link takes it.
+    last_send: Option<Command>,
+    /// The outcome of an extension, kept for `KeepAlive.handleOutcome`.
+    last_outcome: Option<Outcome>,
 }
 
 fn command_kind(strings: &Strings, kind: CommandKind) -> JsValue {
@@ -36,26 +40,14 @@ fn command_kind(strings: &Strings, kind: CommandKind) -> JsValue {
     }
 }
 
-fn set(target: &Plain, key: &JsValue, value: &JsValue) {
-    target.put(key, value);
-}
-
-/// Bytes as a JS string when valid UTF-8, as a `Uint8Array` otherwise.
-fn bytes_to_js(bytes: &[u8]) -> JsValue {
-    match core::str::from_utf8(bytes) {
-        Ok(text) => JsValue::from_str(text),
-        Err(_) => js_sys::Uint8Array::from(bytes).into(),
-    }
-}
-
-fn node_results_to_js(s: &Strings, nodes: &[NodeResult]) -> JsValue {
+/// Per node: its code, or `{ error, cause }`.
+pub(crate) fn node_results_to_js(s: &Strings, nodes: &[NodeResult]) -> JsValue {
     let array = js_sys::Array::new_with_length(nodes.len() as u32);
     for (index, result) in nodes.iter().enumerate() {
         let value = match result {
             NodeResult::Error(text) => {
-                let error = Plain::new();
-                set(&error, &s.error, &JsValue::from_str(text));
-                error.into()
+                let cause = result.cause().map_or("error", |c| c.code());
+                strings::node_error(text, &s.code(cause))
             }
             other => s.code(other.code()),
         };
@@ -71,6 +63,9 @@ fn outcome_to_js(outcome: Outcome) -> JsValue {
     let lease = |lease: redlock_core::Lease| JsValue::from(Lease { inner: lease });
     strings::with(|s| {
         let nodes = node_results_to_js(s, outcome.nodes());
+        let class = outcome
+            .error_class()
+            .map_or(JsValue::NULL, |c| s.code(c.code()));
         match outcome {
             Outcome::Acquired(a) => {
                 strings::acquired(micros(a.validity), a.attempts, &nodes, lease(a.lease))
@@ -80,6 +75,7 @@ fn outcome_to_js(outcome: Outcome) -> JsValue {
                 n.attempts,
                 n.token.as_str(),
                 &nodes,
+                &class,
             ),
             Outcome::Extended(e) => strings::extended(micros(e.validity), &nodes, lease(e.lease)),
             Outcome::NotExtended(n) => {
@@ -91,14 +87,16 @@ fn outcome_to_js(outcome: Outcome) -> JsValue {
                     lost,
                     &nodes,
                     lease(n.lease),
+                    &class,
                 )
             }
             Outcome::Released(r) => strings::released(r.released as f64, &nodes),
+            Outcome::NotReleased(r) => strings::not_released(r.released as f64, &nodes, &class),
             other => {
                 // `Outcome` is non-exhaustive: a future kind still reports its code.
                 let value = Plain::new();
-                set(&value, &s.kind, &s.code(other.code()));
-                set(&value, &s.nodes, &nodes);
+                value.put(&s.kind, &s.code(other.code()));
+                value.put(&s.nodes, &nodes);
                 value.into()
             }
         }
@@ -107,28 +105,21 @@ fn outcome_to_js(outcome: Outcome) -> JsValue {
 
 impl Operation {
     pub(crate) fn new(inner: redlock_core::Operation) -> Operation {
-        Operation { inner, args: None }
+        Operation {
+            inner,
+            last_send: None,
+            last_outcome: None,
+        }
     }
 
-    fn args_for(&mut self, command: &Command) -> JsValue {
-        if let Some((bytes, array)) = &self.args {
-            if command.args().eq(bytes.iter().map(Vec::as_slice)) {
-                return array.clone();
-            }
-        }
-        let token = self.inner.token().as_bytes();
-        let array = js_sys::Array::new_with_length(command.arg_count() as u32);
-        for (index, arg) in command.args().enumerate() {
-            let value = match core::str::from_utf8(arg) {
-                Ok(text) if arg != token => strings::cached_arg(text),
-                _ => bytes_to_js(arg),
-            };
-            array.set(index as u32, value);
-        }
-        let array: JsValue = js_sys::Object::freeze(&array).into();
-        let bytes = command.args().map(<[u8]>::to_vec).collect();
-        self.args = Some((bytes, array.clone()));
-        array
+    /// The command of the last `send` output, taken once.
+    pub(crate) fn take_send(&mut self) -> Option<Command> {
+        self.last_send.take()
+    }
+
+    /// The last outcome this operation output, if it was an extension's.
+    pub(crate) fn outcome(&self) -> Option<&Outcome> {
+        self.last_outcome.as_ref()
     }
 }
 
@@ -166,6 +157,16 @@ impl Operation {
         Ok(())
     }
 
+    /// Abandons the operation at `nowUs` (the caller cancelled it). `pollOutput()` then
+    /// yields the commands that must still be sent (an acquisition whose commands are
+    /// out releases that attempt's token on every node), then `undefined`; no outcome
+    /// follows. Hand those sends to the links and forget the operation.
+    pub fn abandon(&mut self, #[wasm_bindgen(js_name = nowUs)] now_us: f64) -> Result<(), JsValue> {
+        let now = time(now_us, "nowUs")?;
+        self.inner.abandon(now);
+        Ok(())
+    }
+
     /// The next output, or `undefined` when there is nothing more to do until the
     /// next input. Order: every command to send, then the outcome if the operation just
     /// finished, otherwise one `wait`.
@@ -174,28 +175,30 @@ impl Operation {
         let value: JsValue = match self.inner.poll_output() {
             None => return Ok(None),
             Some(Output::Send(command)) => {
-                let args = self.args_for(&command);
+                strings::note_token(command.token());
+                let args = strings::args_array(&command.args().collect::<Vec<_>>());
                 let kind = strings::with(|s| command_kind(s, command.kind()));
-                strings::send_output(
+                let value = strings::send_output(
                     command.node() as f64,
                     command.request_id().0 as f64,
                     time_to_js(command.deadline()),
                     &kind,
                     command.is_eval(),
                     &args,
-                )
+                );
+                self.last_send = Some(command);
+                value
             }
             Some(Output::Wait(until)) => strings::wait_output(time_to_js(until)),
-            Some(Output::Outcome(outcome)) => strings::outcome_output(&outcome_to_js(outcome)),
+            Some(Output::Outcome(outcome)) => {
+                if matches!(outcome, Outcome::Extended(_) | Outcome::NotExtended(_)) {
+                    self.last_outcome = Some(outcome.clone());
+                }
+                strings::outcome_output(&outcome_to_js(outcome))
+            }
             Some(_) => return Err(error::error("unknown_output", "unknown output kind")),
         };
         Ok(Some(value.unchecked_into()))
-    }
-
-    /// When `handleTimeout` is next due (us), or `undefined` once finished.
-    #[wasm_bindgen(js_name = pollTimeout)]
-    pub fn poll_timeout(&self) -> Option<f64> {
-        self.inner.poll_timeout().map(time_to_js)
     }
 
     /// `acquire`, `extend` or `release`.
@@ -210,7 +213,8 @@ impl Operation {
         .to_string()
     }
 
-    /// True once the outcome has been decided (it may not have been polled yet).
+    /// True once the outcome has been decided (it may not have been polled yet), or
+    /// the operation was abandoned.
     #[wasm_bindgen(getter, js_name = isFinished)]
     pub fn is_finished(&self) -> bool {
         self.inner.is_finished()

@@ -44,6 +44,29 @@ js_strings! {
     not_asked = "not_asked",
     pending = "pending",
     success = "success",
+    not_released = "not_released",
+    not_held = "not_held",
+    // Error classes and node causes.
+    held_elsewhere = "held_elsewhere",
+    nodes_failing = "nodes_failing",
+    lock_lost = "lock_lost",
+    invalid_argument = "invalid_argument",
+    used_after_close = "used_after_close",
+    cancelled = "cancelled",
+    refused = "refused",
+    auth = "auth",
+    tls = "tls",
+    stalled = "stalled",
+    connection = "connection",
+    // Keep-alive.
+    taken = "taken",
+    expired = "expired",
+    extension_limit = "extension_limit",
+    // Reply kinds.
+    status = "status",
+    bulk = "bulk",
+    array = "array",
+    connection_failed = "connection_failed",
 }
 
 impl Strings {
@@ -63,6 +86,23 @@ impl Strings {
             "pending" => self.pending.clone(),
             "success" => self.success.clone(),
             "timeout" => self.timeout.clone(),
+            "not_released" => self.not_released.clone(),
+            "not_held" => self.not_held.clone(),
+            "held_elsewhere" => self.held_elsewhere.clone(),
+            "nodes_failing" => self.nodes_failing.clone(),
+            "lock_lost" => self.lock_lost.clone(),
+            "invalid_argument" => self.invalid_argument.clone(),
+            "used_after_close" => self.used_after_close.clone(),
+            "cancelled" => self.cancelled.clone(),
+            "refused" => self.refused.clone(),
+            "auth" => self.auth.clone(),
+            "tls" => self.tls.clone(),
+            "stalled" => self.stalled.clone(),
+            "connection" => self.connection.clone(),
+            "error" => self.error.clone(),
+            "taken" => self.taken.clone(),
+            "expired" => self.expired.clone(),
+            "extension_limit" => self.extension_limit.clone(),
             other => JsValue::from_str(other),
         }
     }
@@ -113,19 +153,64 @@ export function outcomeOutput(outcome) {
   return { type: 'outcome', outcome };
 }
 export function acquired(validityUs, attempts, nodes, lease) {
-  return { kind: 'acquired', lease, validityUs, attempts, nodes };
+  return { kind: 'acquired', lease, validityUs, attempts, nodes, errorClass: null };
 }
-export function notAcquired(reason, attempts, token, nodes) {
-  return { kind: 'not_acquired', reason, attempts, token, nodes };
+export function notAcquired(reason, attempts, token, nodes, errorClass) {
+  return { kind: 'not_acquired', reason, attempts, token, nodes, errorClass };
 }
 export function extended(validityUs, nodes, lease) {
-  return { kind: 'extended', lease, validityUs, nodes };
+  return { kind: 'extended', lease, validityUs, nodes, errorClass: null };
 }
-export function notExtended(reason, validityUs, retryAt, lost, nodes, lease) {
-  return { kind: 'not_extended', reason, lease, validityUs, retryAt: retryAt ?? null, lost, nodes };
+export function notExtended(reason, validityUs, retryAt, lost, nodes, lease, errorClass) {
+  return { kind: 'not_extended', reason, lease, validityUs, retryAt: retryAt ?? null, lost, nodes, errorClass };
 }
 export function released(released, nodes) {
-  return { kind: 'released', released, nodes };
+  return { kind: 'released', released, nodes, errorClass: null };
+}
+export function notReleased(released, nodes, errorClass) {
+  return { kind: 'not_released', released, nodes, errorClass };
+}
+export function nodeError(error, cause) {
+  return { error, cause };
+}
+export function connectOutput() {
+  return { type: 'connect' };
+}
+export function closeOutput() {
+  return { type: 'close' };
+}
+export function writeArgs(id, args) {
+  return { type: 'write', id, args };
+}
+export function writeBytes(id, bytes) {
+  return { type: 'write', id, bytes };
+}
+export function deliverOutput(tag, request, reply) {
+  return { type: 'deliver', tag, request, reply };
+}
+export function okReply() {
+  return { type: 'ok' };
+}
+export function nilReply() {
+  return { type: 'nil' };
+}
+export function timeoutReply() {
+  return { type: 'timeout' };
+}
+export function valueReply(type, value) {
+  return { type, value };
+}
+export function extendAction() {
+  return { type: 'extend' };
+}
+export function waitAction(until) {
+  return { type: 'wait', until };
+}
+export function lostAction(reason) {
+  return { type: 'lost', reason };
+}
+export function stoppedAction() {
+  return { type: 'stopped' };
 }
 ")]
 extern "C" {
@@ -158,6 +243,7 @@ extern "C" {
         attempts: u32,
         token: &str,
         nodes: &JsValue,
+        error_class: &JsValue,
     ) -> JsValue;
 
     pub(crate) fn extended(validity_us: f64, nodes: &JsValue, lease: JsValue) -> JsValue;
@@ -170,37 +256,162 @@ extern "C" {
         lost: bool,
         nodes: &JsValue,
         lease: JsValue,
+        error_class: &JsValue,
     ) -> JsValue;
 
     pub(crate) fn released(released: f64, nodes: &JsValue) -> JsValue;
+
+    #[wasm_bindgen(js_name = notReleased)]
+    pub(crate) fn not_released(released: f64, nodes: &JsValue, error_class: &JsValue) -> JsValue;
+
+    #[wasm_bindgen(js_name = nodeError)]
+    pub(crate) fn node_error(error: &str, cause: &JsValue) -> JsValue;
+
+    #[wasm_bindgen(js_name = connectOutput)]
+    pub(crate) fn connect_output() -> JsValue;
+
+    #[wasm_bindgen(js_name = closeOutput)]
+    pub(crate) fn close_output() -> JsValue;
+
+    #[wasm_bindgen(js_name = writeArgs)]
+    pub(crate) fn write_args(id: f64, args: &JsValue) -> JsValue;
+
+    #[wasm_bindgen(js_name = writeBytes)]
+    pub(crate) fn write_bytes(id: f64, bytes: &[u8]) -> JsValue;
+
+    #[wasm_bindgen(js_name = deliverOutput)]
+    pub(crate) fn deliver_output(tag: f64, request: f64, reply: &JsValue) -> JsValue;
+
+    #[wasm_bindgen(js_name = okReply)]
+    pub(crate) fn ok_reply() -> JsValue;
+
+    #[wasm_bindgen(js_name = nilReply)]
+    pub(crate) fn nil_reply() -> JsValue;
+
+    #[wasm_bindgen(js_name = timeoutReply)]
+    pub(crate) fn timeout_reply() -> JsValue;
+
+    #[wasm_bindgen(js_name = valueReply)]
+    pub(crate) fn value_reply(kind: &JsValue, value: &JsValue) -> JsValue;
+
+    #[wasm_bindgen(js_name = extendAction)]
+    pub(crate) fn extend_action() -> JsValue;
+
+    #[wasm_bindgen(js_name = waitAction)]
+    pub(crate) fn wait_action(until: f64) -> JsValue;
+
+    #[wasm_bindgen(js_name = lostAction)]
+    pub(crate) fn lost_action(reason: &JsValue) -> JsValue;
+
+    #[wasm_bindgen(js_name = stoppedAction)]
+    pub(crate) fn stopped_action() -> JsValue;
 }
 
 /// How many argument strings the cache keeps before it starts over.
 const ARG_CACHE_SIZE: usize = 256;
+/// How many recent tokens are remembered, so they are never put in the cache.
+const RECENT_TOKENS: usize = 16;
+/// How many recent argument arrays are kept (one round's command is written by N links).
+const ARRAY_CACHE_SIZE: usize = 4;
+
+struct ArgCache {
+    strings: std::collections::BTreeMap<Vec<u8>, JsValue>,
+    tokens: std::collections::VecDeque<Vec<u8>>,
+    arrays: std::collections::VecDeque<(Vec<Vec<u8>>, JsValue)>,
+}
 
 thread_local! {
     /// JS strings of recent command arguments: every lock of a resource sends the same
     /// command names, key, TTL and script SHA-1s, and making each string anew (a UTF-8
     /// decode in JS) was the largest part of an output's cost. Tokens are not cached:
-    /// they never repeat.
-    static ARGS: core::cell::RefCell<std::collections::BTreeMap<Vec<u8>, JsValue>> =
-        const { core::cell::RefCell::new(std::collections::BTreeMap::new()) };
+    /// they never repeat. The last few argument arrays are kept whole: the N commands of
+    /// a round share their arguments, so they share one frozen array.
+    static ARGS: core::cell::RefCell<ArgCache> = const {
+        core::cell::RefCell::new(ArgCache {
+            strings: std::collections::BTreeMap::new(),
+            tokens: std::collections::VecDeque::new(),
+            arrays: std::collections::VecDeque::new(),
+        })
+    };
 }
 
-/// The JS string for an argument's text, from the cache when it was seen recently.
-pub(crate) fn cached_arg(text: &str) -> JsValue {
+/// Remembers `token` as a token (never cached as a string).
+pub(crate) fn note_token(token: &[u8]) {
+    if token.is_empty() {
+        return;
+    }
     ARGS.with(|cache| {
         let Ok(mut cache) = cache.try_borrow_mut() else {
-            return JsValue::from_str(text);
+            return;
         };
-        if let Some(value) = cache.get(text.as_bytes()) {
-            return value.clone();
+        if cache.tokens.iter().any(|t| t == token) {
+            return;
         }
-        if cache.len() >= ARG_CACHE_SIZE {
-            cache.clear();
+        if cache.tokens.len() >= RECENT_TOKENS {
+            cache.tokens.pop_front();
         }
-        let value = JsValue::from_str(text);
-        cache.insert(text.as_bytes().to_vec(), value.clone());
-        value
+        cache.tokens.push_back(token.to_vec());
+    });
+}
+
+/// Bytes as a JS string when valid UTF-8, as a `Uint8Array` otherwise.
+pub(crate) fn bytes_to_js(bytes: &[u8]) -> JsValue {
+    match core::str::from_utf8(bytes) {
+        Ok(text) => JsValue::from_str(text),
+        Err(_) => js_sys::Uint8Array::from(bytes).into(),
+    }
+}
+
+fn arg_to_js(cache: &mut ArgCache, arg: &[u8]) -> JsValue {
+    let Ok(text) = core::str::from_utf8(arg) else {
+        return js_sys::Uint8Array::from(arg).into();
+    };
+    if cache.tokens.iter().any(|t| t == arg) {
+        return JsValue::from_str(text);
+    }
+    if let Some(value) = cache.strings.get(arg) {
+        return value.clone();
+    }
+    if cache.strings.len() >= ARG_CACHE_SIZE {
+        cache.strings.clear();
+    }
+    let value = JsValue::from_str(text);
+    cache.strings.insert(arg.to_vec(), value.clone());
+    value
+}
+
+/// A frozen JS array of `args` (strings where valid UTF-8, `Uint8Array`s otherwise),
+/// the same array as last time for the same arguments.
+pub(crate) fn args_array(args: &[&[u8]]) -> JsValue {
+    ARGS.with(|cache| {
+        let Ok(mut cache) = cache.try_borrow_mut() else {
+            let array = js_sys::Array::new();
+            for arg in args {
+                array.push(&bytes_to_js(arg));
+            }
+            return array.into();
+        };
+        let count = args.len();
+        if let Some((_, array)) = cache.arrays.iter().find(|(bytes, _)| {
+            bytes.len() == count
+                && args
+                    .iter()
+                    .zip(bytes.iter())
+                    .all(|(a, b)| *a == b.as_slice())
+        }) {
+            return array.clone();
+        }
+        let array = js_sys::Array::new_with_length(count as u32);
+        for (index, arg) in args.iter().enumerate() {
+            array.set(index as u32, arg_to_js(&mut cache, arg));
+        }
+        let array: JsValue = js_sys::Object::freeze(&array).into();
+        if cache.arrays.len() >= ARRAY_CACHE_SIZE {
+            cache.arrays.pop_front();
+        }
+        cache
+            .arrays
+            .push_back((args.iter().map(|a| a.to_vec()).collect(), array.clone()));
+        array
     })
 }

@@ -90,12 +90,122 @@ export type DecodedReply =
   | { type: "array"; value: DecodedReply[] }
   | { type: "error"; value: string };
 
+/**
+ * Why one node failed: `refused` (nothing listens), `auth` (authentication failed or
+ * required), `tls` (the TLS handshake failed), `timeout` (no reply or connection in
+ * time), `stalled` (the node has a command unanswered past its deadline: nothing new
+ * was sent), `connection` (the connection failed otherwise), `error` (the node
+ * answered with an error).
+ */
+export type NodeCause = "refused" | "auth" | "tls" | "timeout" | "stalled" | "connection" | "error";
+
+/** A failed node: the text of its error or connection failure, and why it failed. */
+export interface NodeError {
+  error: string;
+  cause: NodeCause;
+}
+
 /** How one node answered the round an outcome reports on. */
-export type NodeResult = "not_asked" | "pending" | "success" | "conflict" | "timeout" | { error: string };
+export type NodeResult = "not_asked" | "pending" | "success" | "conflict" | "timeout" | NodeError;
 
 export type CommandKind = "set" | "acquire" | "release" | "extend";
 export type OperationKind = "acquire" | "extend" | "release";
-export type FailureReason = "conflict" | "nodes_failed" | "mixed" | "validity_too_short";
+/**
+ * Why an acquisition or extension failed. `not_held` (extensions only): every conflict
+ * found the key gone, none held by another token.
+ */
+export type FailureReason = "conflict" | "nodes_failed" | "mixed" | "validity_too_short" | "not_held";
+
+/**
+ * What kind of failure a binding reports, the same in every language:
+ * - `held_elsewhere`: conflicts alone made the acquisition's quorum impossible;
+ * - `nodes_failing`: nodes failed (see each node's cause), or a quorum came too late;
+ * - `lock_lost`: an extension found the lock taken, or its validity ran out;
+ * - `not_held`: an extension found the keys gone and nobody else holding them;
+ * - `invalid_argument`: a configuration or argument broke a rule;
+ * - `used_after_close`: a call on a client or lock after it was closed or released;
+ * - `cancelled`: the caller cancelled the operation.
+ */
+export type ErrorClass =
+  | "held_elsewhere"
+  | "nodes_failing"
+  | "lock_lost"
+  | "not_held"
+  | "invalid_argument"
+  | "used_after_close"
+  | "cancelled";
+
+/** The `code` of a configuration error (each is `invalid_argument` class). */
+export type ConfigErrorCode =
+  | "no_nodes"
+  | "too_many_nodes"
+  | "ttl_zero"
+  | "ttl_not_whole_milliseconds"
+  | "ttl_too_large"
+  | "drift_factor_invalid"
+  | "drift_too_large"
+  | "min_validity_too_large"
+  | "node_timeout_zero"
+  | "node_timeout_too_large"
+  | "attempts_zero"
+  | "too_many_attempts"
+  | "jitter_too_large"
+  | "retry_delay_too_short"
+  | "token_too_short"
+  | "token_too_long";
+
+/** Why a connection closed or could not be opened, as the driver saw it. */
+export type LinkCause = "refused" | "auth" | "tls" | "timeout" | "closed";
+
+export interface LinkOptions {
+  /** Writes as RESP bytes, and replies fed to `handleData` (raw sockets). Default false. */
+  resp?: boolean;
+}
+
+/** Open a connection to the node; then `handleConnected`, or `handleClosed` on failure. */
+export interface ConnectOutput {
+  type: "connect";
+}
+
+/** Write this command now, in order; hand its reply to `handleReply(id, ...)`. */
+export type WriteOutput =
+  | {
+      type: "write";
+      id: number;
+      /** The command's arguments, its name first (links without `resp`). */
+      args: Array<string | Uint8Array>;
+    }
+  | {
+      type: "write";
+      id: number;
+      /** The command in RESP (links made with `{ resp: true }`). */
+      bytes: Uint8Array;
+    };
+
+/** Close the current connection; report nothing more for it. */
+export interface CloseOutput {
+  type: "close";
+}
+
+/** Hand `reply` to the operation tagged `tag`: `operation.handleReply(request, reply, now)`. */
+export interface DeliverOutput {
+  type: "deliver";
+  tag: number;
+  request: number;
+  reply: Reply;
+}
+
+export type LinkOutput = ConnectOutput | WriteOutput | CloseOutput | DeliverOutput;
+
+/** Why a held lock was lost. */
+export type LostReason = "taken" | "not_held" | "expired" | "extension_limit";
+
+/** What a KeepAlive's driver does next. */
+export type KeepAliveAction =
+  | { type: "extend" }
+  | { type: "wait"; until: Micros }
+  | { type: "lost"; reason: LostReason }
+  | { type: "stopped" };
 
 /** Send `args` to node `node`; hand its reply back under `requestId`; stop waiting at `deadline`. */
 export interface SendOutput {
@@ -110,7 +220,7 @@ export interface SendOutput {
   args: Array<string | Uint8Array>;
 }
 
-/** Call handleTimeout at `until` if no reply came before. */
+/** Call handleTimeout at `until` if no reply came before: the operation's only wake-up. */
 export interface WaitOutput {
   type: "wait";
   until: Micros;
@@ -130,6 +240,7 @@ export interface Acquired {
   validityUs: number;
   attempts: number;
   nodes: NodeResult[];
+  errorClass: null;
 }
 
 export interface NotAcquired {
@@ -139,6 +250,8 @@ export interface NotAcquired {
   /** The last attempt's token (already released on every node). */
   token: string;
   nodes: NodeResult[];
+  /** `held_elsewhere` for a conflict, `nodes_failing` otherwise. */
+  errorClass: "held_elsewhere" | "nodes_failing";
 }
 
 export interface Extended {
@@ -146,6 +259,7 @@ export interface Extended {
   lease: Lease;
   validityUs: number;
   nodes: NodeResult[];
+  errorClass: null;
 }
 
 export interface NotExtended {
@@ -159,6 +273,11 @@ export interface NotExtended {
   /** True when the lock is already lost, not merely unextended. */
   lost: boolean;
   nodes: NodeResult[];
+  /**
+   * `lock_lost` (taken, or no validity left), `not_held` (the keys are gone), or
+   * `nodes_failing` (the lock still holds until the lease's validUntil).
+   */
+  errorClass: "lock_lost" | "not_held" | "nodes_failing";
 }
 
 export interface Released {
@@ -166,9 +285,22 @@ export interface Released {
   /** Nodes that deleted at least one key holding the token. */
   released: number;
   nodes: NodeResult[];
+  errorClass: null;
 }
 
-export type Outcome = Acquired | NotAcquired | Extended | NotExtended | Released;
+/**
+ * Every node settled and fewer than a quorum confirmed the keys are gone: the lock may
+ * still be held (by this token) until its keys' TTL. Not a success.
+ */
+export interface NotReleased {
+  kind: "not_released";
+  /** Nodes that deleted at least one key holding the token. */
+  released: number;
+  nodes: NodeResult[];
+  errorClass: "nodes_failing";
+}
+
+export type Outcome = Acquired | NotAcquired | Extended | NotExtended | Released | NotReleased;
 
 export interface DecoderLimits {
   maxBulk?: number;
@@ -196,6 +328,13 @@ export interface Limits {
   maxAttempts: number;
   maxResources: number;
   maxTokenText: number;
+}
+
+/** One error class with its stable number (from 1) and message. */
+export interface ErrorClassInfo {
+  code: ErrorClass;
+  number: number;
+  message: string;
 }
 
 export interface Defaults {
@@ -239,4 +378,18 @@ extern "C" {
     pub type LimitsJs;
     #[wasm_bindgen(typescript_type = "Defaults")]
     pub type DefaultsJs;
+    #[wasm_bindgen(typescript_type = "LinkOptions")]
+    pub type LinkOptionsJs;
+    #[wasm_bindgen(typescript_type = "LinkOutput")]
+    pub type LinkOutputJs;
+    #[wasm_bindgen(typescript_type = "LinkCause")]
+    pub type LinkCauseJs;
+    #[wasm_bindgen(typescript_type = "KeepAliveAction")]
+    pub type KeepAliveActionJs;
+    #[wasm_bindgen(typescript_type = "LostReason")]
+    pub type LostReasonJs;
+    #[wasm_bindgen(typescript_type = "[number, number]")]
+    pub type PairJs;
+    #[wasm_bindgen(typescript_type = "ErrorClassInfo[]")]
+    pub type ErrorClassesJs;
 }

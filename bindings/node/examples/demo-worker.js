@@ -49,7 +49,6 @@ const { clients, close } = await connect();
 // Same settings as the Rust workers: keep retrying every ~10 ms until the lock is free.
 const redlock = new Redlock(clients, { ttlMs: 5000, attempts: 100_000, retryDelayMs: 10, retryJitterMs: 8 });
 try {
-  await redlock.loadScripts();
   for (let round = 0; round < rounds; round++) {
     const started = performance.now();
     await redlock.using(resource, async (signal, lock) => {

@@ -1,14 +1,11 @@
 // Acquire, work, release; then a lock extended while the work runs.
 //   REDLOCK_NODES=redis://127.0.0.1:7000,redis://127.0.0.1:7001,... node quickstart.js
 import { Redis } from 'ioredis';
-import { Redlock, LockHeldError } from 'redlock-core';
+import { Redlock, LockHeldError, CancelledError } from 'redlock-core';
 
-// One client per independent Redis node, in the same order everywhere.
+// One client per independent Redis node, in the same order everywhere, default settings.
 const urls = (process.env.REDLOCK_NODES ?? 'redis://127.0.0.1:6379').split(',');
-const clients = urls.map(
-  (url) => new Redis(url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false }),
-);
-await Promise.all(clients.map((client) => new Promise((ready) => client.once('ready', ready))));
+const clients = urls.map((url) => new Redis(url));
 const redlock = new Redlock(clients, { ttlMs: 10_000 });
 
 // Acquire, work, release.
@@ -19,8 +16,18 @@ try {
   await lock.release();
 }
 
-// Or let the package extend the lock while the work runs; `signal` is aborted the
-// moment the lock is lost (an extension found it taken, or its validity ran out).
+// Give up waiting: an AbortSignal cancels the acquisition (whatever it may have set is
+// released) and it rejects with a CancelledError.
+try {
+  const quick = await redlock.acquire('orders:43', { ttlMs: 5000, signal: AbortSignal.timeout(2000) });
+  await quick.release();
+} catch (error) {
+  if (!(error instanceof CancelledError)) throw error;
+}
+
+// Or let the core's keep-alive extend the lock while the work runs; `signal` is aborted
+// the moment the lock is lost (an extension found it taken or gone, or its validity
+// ran out).
 await redlock.using('orders:42', async (signal) => {
   await doWork({ signal });
 });

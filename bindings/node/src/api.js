@@ -5,11 +5,15 @@ export {
   RedlockError,
   LockError,
   LockHeldError,
-  NodesFailedError,
+  NodesFailingError,
+  NodesFailingError as NodesFailedError,
   LockLostError,
+  NotHeldError,
+  InvalidArgumentError,
+  UsedAfterCloseError,
+  CancelledError,
 } from './errors.js';
-export { fromIoredis, fromNodeRedis } from './clients.js';
-export { RespConnection, rawSocket, socketStreams } from './resp.js';
-export { drive } from './driver.js';
+export { linkCause, replyFromValue } from './clients.js';
+export { SocketNode, StreamTransport, rawSocket, socketStreams } from './resp.js';
 export { nowUs } from './clock.js';
 export * as core from '../wasm/redlock_wasm.js';

@@ -1,12 +1,10 @@
-// Node connections: what the driver sends commands through, one per Redis node.
-// Each maps its client's results to the core's replies and never decides anything.
+// Transports: the I/O of one node's core Link, and nothing else. A transport opens,
+// writes and closes when the link says so, and reports what happened (connected,
+// closed with a cause, a reply, bytes). It never queues, resends or decides anything.
 //
-// A connection is any object with `send(args) => Promise<Reply>` (args: the command's
-// name and arguments as strings or Uint8Arrays; Reply: the core's reply object) and an
-// optional `label` and `close()`. ioredis (v5+) and node-redis (v4+) clients are wrapped
-// automatically.
-
-import { RespConnection, scriptLoads } from './resp.js';
+// Over a client library that manages its own connection (ioredis v5+, node-redis v4+),
+// the library's ready event is reported as connected and its close/error/reconnecting
+// events as closed; `connect` and `close` from the link are hints.
 
 /** @param {string | Uint8Array} arg */
 function toClientArg(arg) {
@@ -14,9 +12,10 @@ function toClientArg(arg) {
 }
 
 /**
- * A client's JS value as a core reply. Both clients give status and bulk replies alike
- * as strings; they are passed as status replies (the only text reply the core's
- * commands expect is SET's `OK`).
+ * A client's JS value as a core reply, one documented way: both clients give status and
+ * bulk replies alike as strings, so `OK` is the `ok` reply, any other string a status
+ * reply; null is nil; numbers and bigints integers; buffers bulk; arrays (and RESP3 maps,
+ * flattened) arrays.
  */
 export function replyFromValue(value) {
   if (value === null || value === undefined) return { type: 'nil' };
@@ -32,6 +31,51 @@ export function replyFromValue(value) {
   return { type: 'status', value: String(value) };
 }
 
+const TLS_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'HOSTNAME_MISMATCH',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+function errorCode(error) {
+  if (typeof error?.code === 'string') return error.code;
+  // AggregateError (several addresses tried): the first inner error's code.
+  const inner = error?.errors?.[0] ?? error?.cause;
+  return inner && inner !== error ? errorCode(inner) : undefined;
+}
+
+/**
+ * Why a connection failed, from a Node.js or client error: `refused`, `auth`, `tls`,
+ * `timeout` or `closed` (the core's link causes).
+ */
+export function linkCause(error) {
+  const code = errorCode(error);
+  const text = String(error?.message ?? error ?? '');
+  if (code === 'ECONNREFUSED' || /ECONNREFUSED/.test(text)) return 'refused';
+  if (/\b(WRONGPASS|NOAUTH)\b/.test(text) || /\bauth/i.test(code ?? '')) return 'auth';
+  if (
+    (code && (TLS_CODES.has(code) || code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_'))) ||
+    /certificate|self[- ]signed|\bSSL\b|\bTLS\b/i.test(text)
+  ) {
+    return 'tls';
+  }
+  if (code === 'ETIMEDOUT' || /ETIMEDOUT|timed? ?out/i.test(text)) return 'timeout';
+  return 'closed';
+}
+
+function errorText(error, fallback) {
+  const text = error instanceof Error ? error.message || errorCode(error) : error && String(error);
+  return text || fallback;
+}
+
 function hasConstructorNamed(error, name) {
   for (let proto = Object.getPrototypeOf(error); proto; proto = Object.getPrototypeOf(proto)) {
     if (proto.constructor?.name === name) return true;
@@ -39,117 +83,241 @@ function hasConstructorNamed(error, name) {
   return false;
 }
 
-/** An error reply from Redis (its full text), or a failure of the client itself. */
-function replyFromError(error, isRedisError) {
-  if (isRedisError(error)) return { type: 'error', value: error.message };
-  const text = error instanceof Error ? error.message : String(error);
-  return { type: 'connection_failed', value: text || 'connection failed' };
-}
+const isIoredis = (c) => typeof c?.call === 'function' && typeof c?.callBuffer === 'function';
+const isNodeRedis = (c) => typeof c?.sendCommand === 'function' && 'isOpen' in c;
 
-const isIoredisReplyError = (error) => error?.name === 'ReplyError';
-const isNodeRedisErrorReply = (error) =>
-  error instanceof Error && hasConstructorNamed(error, 'ErrorReply');
-
-function ioredisLabel(client) {
+/** `host:port` (or a socket path) of an ioredis client. */
+function ioredisAddress(client) {
   const o = client.options ?? {};
   return o.path ?? `${o.host ?? 'localhost'}:${o.port ?? 6379}`;
 }
 
-function nodeRedisLabel(client) {
+/** `host:port` (or a socket path) of a node-redis client, without credentials. */
+function nodeRedisAddress(client) {
   const o = client.options ?? {};
-  if (o.url) return String(o.url).replace(/\/\/[^@/]*@/, '//');
+  if (o.url) {
+    const url = new URL(String(o.url));
+    return `${url.hostname || 'localhost'}:${url.port || 6379}`;
+  }
   const s = o.socket ?? {};
   return s.path ?? `${s.host ?? 'localhost'}:${s.port ?? 6379}`;
 }
 
-/** A connection over an ioredis (v5+) client. */
-export function fromIoredis(client, label = ioredisLabel(client)) {
-  return {
-    label,
-    send(args) {
-      const [name, ...rest] = args;
-      return client.call(toClientArg(name), ...rest.map(toClientArg)).then(replyFromValue, (error) =>
-        replyFromError(error, isIoredisReplyError),
-      );
-    },
-  };
-}
+/**
+ * The common part of library transports: listeners on the client's events, removed by
+ * detach(), and the cause of the last error seen.
+ */
+class LibraryTransport {
+  resp = false;
+  #listeners = [];
+  lastError = undefined;
 
-/** A connection over a node-redis (v4+) client. */
-export function fromNodeRedis(client, label = nodeRedisLabel(client)) {
-  return {
-    label,
-    send(args) {
-      let pending;
-      try {
-        pending = client.sendCommand(args.map(toClientArg));
-      } catch (error) {
-        return Promise.resolve(replyFromError(error, isNodeRedisErrorReply));
-      }
-      return Promise.resolve(pending).then(replyFromValue, (error) =>
-        replyFromError(error, isNodeRedisErrorReply),
-      );
-    },
-  };
-}
-
-// Per client, whether the scripts were loaded since it last connected: one `ready`
-// listener per client, however many Redlock instances share it.
-const scriptState = new WeakMap();
-
-function scriptStateOf(client, watchReconnects) {
-  let state = scriptState.get(client);
-  if (!state) {
-    state = { loaded: false };
-    if (watchReconnects) client.on('ready', () => (state.loaded = false));
-    scriptState.set(client, state);
+  constructor(client, address) {
+    this.client = client;
+    this.address = address;
+    this.label = address;
   }
-  return state;
+
+  listen(event, handler) {
+    this.client.on(event, handler);
+    this.#listeners.push([event, handler]);
+  }
+
+  /** True from a connection reported ready until it is reported down. */
+  reported = false;
+
+  /** Reports the client's current connection ready, once. */
+  report(node) {
+    if (this.reported) return;
+    this.reported = true;
+    node.connected();
+  }
+
+  /** Reports the connection down with the cause of the last error. */
+  down(node, fallback) {
+    this.reported = false;
+    const error = this.lastError;
+    this.lastError = undefined;
+    this.lastDown = [linkCause(error ?? fallback), errorText(error, fallback)];
+    node.closed(...this.lastDown);
+  }
+
+  /** The client is ready: no failure stands. */
+  up(node) {
+    this.lastDown = undefined;
+    this.reported = false;
+    this.report(node);
+  }
+
+  /**
+   * The link asks for a connection the client does not have: the failure that brought
+   * it down is reported now (the client retries on its own and reports ready), so an
+   * unreachable node fails at once with its cause rather than at a deadline.
+   */
+  waitForReady(node) {
+    const down = this.lastDown;
+    if (down) queueMicrotask(() => node.closed(...down));
+  }
+
+  detach() {
+    for (const [event, handler] of this.#listeners) this.client.removeListener(event, handler);
+    this.#listeners = [];
+  }
+}
+
+/** An ioredis (v5+) client's connection, as the link's transport. */
+class IoredisTransport extends LibraryTransport {
+  /** Set by `close()`: the connection the link closed; wait for the next ready. */
+  #stale = false;
+
+  attach(node) {
+    this.node = node;
+    this.listen('error', (error) => (this.lastError = error));
+    this.listen('ready', () => {
+      this.#stale = false;
+      this.up(node);
+    });
+    this.listen('close', () => this.down(node, 'connection closed'));
+    if (this.client.status === 'ready') queueMicrotask(() => this.client.status === 'ready' && this.report(node));
+  }
+
+  connect() {
+    const status = this.client.status;
+    if (status === 'ready' && !this.#stale) queueMicrotask(() => this.client.status === 'ready' && this.report(this.node));
+    else if (status === 'wait') this.client.connect().catch(() => {}); // lazyConnect: the events report it
+    else if (status === 'end') queueMicrotask(() => this.node.closed('closed', 'the client was closed'));
+    else this.waitForReady(this.node); // (re)connecting on its own: its ready event reports it
+  }
+
+  write(write) {
+    const { args, id } = write;
+    const node = this.node;
+    let pending;
+    try {
+      pending = this.client.call(toClientArg(args[0]), ...args.slice(1).map(toClientArg));
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    pending.then(
+      (value) => node.reply(id, replyFromValue(value)),
+      (error) =>
+        node.reply(
+          id,
+          error?.name === 'ReplyError'
+            ? { type: 'error', value: error.message }
+            : { type: 'connection_failed', value: `${linkCause(error)}: ${errorText(error, 'failed')}` },
+        ),
+    );
+  }
+
+  /** The link found the connection stuck: drop it; ioredis reconnects on its own. */
+  close() {
+    this.#stale = true;
+    this.reported = false;
+    this.client.disconnect(true);
+  }
+}
+
+/** A node-redis (v4+) client's connection, as the link's transport. */
+class NodeRedisTransport extends LibraryTransport {
+  attach(node) {
+    this.node = node;
+    this.listen('error', (error) => {
+      this.lastError = error;
+      if (!this.client.isReady) this.down(node, error);
+    });
+    this.listen('ready', () => this.up(node));
+    this.listen('reconnecting', () => this.down(node, 'reconnecting'));
+    this.listen('end', () => this.down(node, 'connection closed'));
+    if (this.client.isReady) queueMicrotask(() => this.client.isReady && this.report(node));
+  }
+
+  connect() {
+    if (this.client.isReady) queueMicrotask(() => this.client.isReady && this.report(this.node));
+    else if (this.lastDown) this.waitForReady(this.node); // its ready event reports a success
+    else if (!this.client.isOpen) queueMicrotask(() => this.node.closed('closed', 'the client is not open'));
+  }
+
+  write(write) {
+    const { args, id } = write;
+    const node = this.node;
+    let pending;
+    try {
+      pending = Promise.resolve(this.client.sendCommand(args.map(toClientArg)));
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    pending.then(
+      (value) => node.reply(id, replyFromValue(value)),
+      (error) =>
+        node.reply(
+          id,
+          error instanceof Error && hasConstructorNamed(error, 'ErrorReply')
+            ? { type: 'error', value: error.message }
+            : { type: 'connection_failed', value: `${linkCause(error)}: ${errorText(error, 'failed')}` },
+        ),
+    );
+  }
+
+  /**
+   * node-redis cannot drop one connection and keep the client: the stuck connection
+   * stays, and the link writes again once it is reported ready.
+   */
+  close() {
+    this.reported = false;
+  }
 }
 
 /**
- * `connection`, loading the core's scripts (see `scriptLoads`) ahead of its first command
- * and of its first command after each reconnection `state` is told about. The loads go
- * out on the same connection just before the command, and both clients keep a
- * connection's commands in order, so the command finds the scripts loaded.
+ * Any object with `send(args) => Promise<Reply>` (a connection of the caller's own):
+ * always open; its replies go to the link.
  */
-function loadingScripts(connection, state) {
-  return {
-    label: connection.label,
-    close: connection.close,
-    send(args) {
-      if (!state.loaded) {
-        state.loaded = true;
-        for (const load of scriptLoads()) {
-          connection.send(load).then((reply) => {
-            if (reply.type === 'error' || reply.type === 'connection_failed') state.loaded = false;
-          });
-        }
-      }
-      return connection.send(args);
-    },
-  };
+class SendTransport {
+  resp = false;
+
+  constructor(connection, index) {
+    this.connection = connection;
+    this.label = connection.label ?? `node ${index}`;
+    this.address = connection.address ?? `connection-${index}.invalid:${index + 1}`;
+  }
+
+  attach(node) {
+    this.node = node;
+  }
+
+  connect() {
+    queueMicrotask(() => this.node.connected());
+  }
+
+  write({ id, args }) {
+    const node = this.node;
+    let pending;
+    try {
+      pending = Promise.resolve(this.connection.send(args));
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    pending.then(
+      (reply) => node.reply(id, reply),
+      (error) => node.reply(id, { type: 'connection_failed', value: `${linkCause(error)}: ${errorText(error, 'failed')}` }),
+    );
+  }
+
+  close() {}
+
+  detach() {
+    this.connection.close?.();
+  }
 }
 
-const isIoredis = (c) => typeof c?.call === 'function' && typeof c?.callBuffer === 'function';
-const isNodeRedis = (c) => typeof c?.sendCommand === 'function' && 'isOpen' in c;
-
-/** One node's connection from an ioredis client, a node-redis client or a connection. */
-export function toConnection(client, index) {
-  if (isIoredis(client)) return loadingScripts(fromIoredis(client), scriptStateOf(client, true));
-  if (isNodeRedis(client)) return loadingScripts(fromNodeRedis(client), scriptStateOf(client, true));
-  // A raw socket loads the scripts itself on every new stream.
-  if (client instanceof RespConnection) return client;
-  if (typeof client?.send === 'function') {
-    // Any other connection: loaded once; its reconnections cannot be seen from here.
-    const connection = {
-      label: client.label ?? `node ${index}`,
-      send: (args) => client.send(args),
-      close: client.close?.bind(client),
-    };
-    return loadingScripts(connection, scriptStateOf(client, false));
-  }
-  throw new TypeError(
-    `node ${index} is neither an ioredis client, a node-redis client, nor a connection with send(args)`,
-  );
+/**
+ * One node's transport from an ioredis client, a node-redis client, a socket node of
+ * this package (`netSocket`, `rawSocket`), or a connection with `send(args)`.
+ */
+export function toTransport(client, index) {
+  if (isIoredis(client)) return new IoredisTransport(client, ioredisAddress(client));
+  if (isNodeRedis(client)) return new NodeRedisTransport(client, nodeRedisAddress(client));
+  if (typeof client?.createTransport === 'function') return client.createTransport();
+  if (typeof client?.send === 'function') return new SendTransport(client, index);
+  return undefined;
 }

@@ -1,97 +1,283 @@
-// The driver loop: start an operation, send what it says, feed replies and timeouts
-// back, return the outcome. It decides nothing: quorum, validity, deadlines and retries
-// are the core's. It never waits for a node past the deadline the core gives, whatever
-// the Redis client's own settings.
+// The driver loop: one core Link per node, and the operations that use them. It decides
+// nothing: the operation decides quorum, validity, deadlines and retries; each link
+// decides order, the bound in flight, stalled nodes, owed releases, resends, scripts
+// and reconnecting. This file moves outputs to where they go and arms the wake-ups the
+// core names (an operation's wait, a link's pollTimeout), nothing else.
 
+import { Link } from '../wasm/redlock_wasm.js';
 import { nowUs } from './clock.js';
+import { CancelledError, UsedAfterCloseError } from './errors.js';
 
-/**
- * A core reply for a failure of the transport itself (refused, reset, closed).
- * @param {unknown} error
- */
-export function connectionFailed(error) {
-  const text = error instanceof Error ? error.message : String(error);
-  return { type: 'connection_failed', value: text || 'connection failed' };
+// Timers run before the event loop reads sockets: a timer that fires late (a busy
+// machine, a long GC) would time out replies already received. The wake-up therefore
+// runs just after this turn's I/O (setImmediate where there is one).
+const afterIo = globalThis.setImmediate ?? ((call) => setTimeout(call, 0));
+
+/** Runs `call` at `at` (us on nowUs's clock) unless a sooner wake-up is armed. */
+class Alarm {
+  #timer = undefined;
+  #at = Infinity;
+  #call;
+
+  constructor(call) {
+    this.#call = call;
+  }
+
+  /** Arms for `at`; an alarm already armed sooner stays (waking early is harmless). */
+  arm(at) {
+    if (at === undefined || at >= this.#at) return;
+    clearTimeout(this.#timer);
+    this.#at = at;
+    this.#timer = setTimeout(() => {
+      this.#at = Infinity;
+      this.#timer = undefined;
+      afterIo(this.#call);
+    }, Math.max(0, Math.ceil((at - nowUs()) / 1000)));
+  }
+
+  clear() {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#at = Infinity;
+  }
 }
 
-/**
- * Runs `op` (a core Operation) to its outcome over `nodes` (one connection per node,
- * each with `send(args) => Promise<Reply>`), then frees it.
- *
- * The core may decide before every node answered (a quorum); the commands still out
- * are then handed to `late(reply, deadline)`, so a caller can wait for them (for
- * instance before closing connections) up to their deadline.
- * @returns {Promise<object>} the core's outcome
- */
-export function drive(op, nodes, clock = nowUs, late = undefined) {
-  return new Promise((resolve, reject) => {
-    let finished = false;
-    let timer;
-    const inFlight = new Map();
+/** One node: its link and its transport. */
+class Node {
+  constructor(driver, transport) {
+    this.driver = driver;
+    this.transport = transport;
+    this.link = new Link({ resp: transport.resp === true });
+    this.alarm = new Alarm(() => this.#input(() => this.link.handleTimeout(nowUs())));
+    transport.attach(this);
+  }
 
-    const finish = (settle, value) => {
-      finished = true;
-      clearTimeout(timer);
-      // Replies still in flight are ignored from here on: after the outcome they
-      // change nothing in the core.
-      op.free();
-      if (late) for (const [reply, deadline] of inFlight.values()) late(reply, deadline);
-      settle(value);
-    };
+  /** Does what the link outputs, then arms its next wake-up. */
+  pump() {
+    const link = this.link;
+    for (let output = link.pollOutput(); output !== undefined; output = link.pollOutput()) {
+      switch (output.type) {
+        case 'write':
+          this.transport.write(output);
+          break;
+        case 'deliver':
+          this.driver.deliveries.push(output);
+          break;
+        case 'connect':
+          this.transport.connect();
+          break;
+        case 'close':
+          this.transport.close();
+          break;
+      }
+    }
+    this.alarm.arm(link.pollTimeout());
+  }
 
-    const pump = () => {
-      for (;;) {
-        const output = op.pollOutput();
-        if (output === undefined) return;
-        if (output.type === 'send') {
-          send(output);
-        } else if (output.type === 'wait') {
-          arm(output.until);
-        } else {
-          finish(resolve, output.outcome);
-          return;
+  #input(call) {
+    if (this.driver.closed) return;
+    try {
+      call();
+    } catch (error) {
+      // A value the core refused (a client gave something unexpected): the connection
+      // can no longer be trusted.
+      this.link.handleClosed('closed', String(error?.message ?? error), nowUs());
+      this.transport.close();
+    }
+    this.pump();
+    this.driver.flush();
+  }
+
+  // ---- events from the transport -------------------------------------------------
+
+  connected() {
+    this.#input(() => this.link.handleConnected(nowUs()));
+  }
+
+  /** @param {'refused' | 'auth' | 'tls' | 'timeout' | 'closed'} cause */
+  closed(cause, text) {
+    this.#input(() => this.link.handleClosed(cause, text, nowUs()));
+  }
+
+  reply(id, reply) {
+    this.#input(() => this.link.handleReply(id, reply, nowUs()));
+  }
+
+  data(bytes) {
+    this.#input(() => this.link.handleData(bytes, nowUs()));
+  }
+}
+
+/** An operation under way: its promise's settlers and its wake-up. */
+class Task {
+  constructor(op, resolve, reject) {
+    this.op = op;
+    this.resolve = resolve;
+    this.reject = reject;
+    this.alarm = undefined;
+    this.detach = undefined;
+  }
+}
+
+export class Driver {
+  /** Replies the links delivered, handed to their operations by flush(). */
+  deliveries = [];
+  closed = false;
+  #tasks = new Map();
+  #nextTag = 1;
+  #flushing = false;
+  #idleWaiters = [];
+
+  /** @param transports one per node (see clients.js and resp.js) */
+  constructor(transports) {
+    this.nodes = transports.map((transport) => new Node(this, transport));
+  }
+
+  /**
+   * Runs `op` (a core Operation) to its outcome. With `signal`, aborting it abandons
+   * the operation (the links still get the release it emits) and rejects with a
+   * CancelledError. The caller frees `op`.
+   */
+  run(op, signal) {
+    return new Promise((resolve, reject) => {
+      const tag = this.#nextTag++;
+      const task = new Task(op, resolve, reject);
+      this.#tasks.set(tag, task);
+      if (signal) {
+        const abort = () => this.#abandon(tag, signal.reason);
+        signal.addEventListener('abort', abort, { once: true });
+        task.detach = () => signal.removeEventListener('abort', abort);
+      }
+      this.#step(tag, task);
+      this.flush();
+    });
+  }
+
+  /** Hands queued deliveries to their operations until none is left. */
+  flush() {
+    if (this.#flushing) return;
+    this.#flushing = true;
+    try {
+      const now = nowUs();
+      for (let d = this.deliveries.shift(); d !== undefined; d = this.deliveries.shift()) {
+        const task = this.#tasks.get(d.tag);
+        // An operation already finished or abandoned: its late replies change nothing.
+        if (task === undefined) continue;
+        try {
+          task.op.handleReply(d.request, d.reply, now);
+        } catch (error) {
+          this.#finish(d.tag, task);
+          task.reject(error);
+          continue;
         }
+        this.#step(d.tag, task);
       }
-    };
+    } finally {
+      this.#flushing = false;
+    }
+    if (this.#idleWaiters.length > 0) this.#checkIdle();
+  }
 
-    const input = (call) => {
-      if (finished) return;
-      try {
-        call();
-        pump();
-      } catch (error) {
-        finish(reject, error);
+  /** The one output rule: poll until a wait or the outcome. */
+  #step(tag, task) {
+    const op = task.op;
+    const now = nowUs();
+    for (;;) {
+      const output = op.pollOutput();
+      if (output === undefined) return;
+      if (output.type === 'send') {
+        const node = this.nodes[output.node];
+        node.link.submit(tag, op, now);
+        node.pump();
+      } else if (output.type === 'wait') {
+        task.alarm ??= new Alarm(() => {
+          if (!this.#tasks.has(tag)) return;
+          task.op.handleTimeout(nowUs());
+          this.#step(tag, task);
+          this.flush();
+        });
+        task.alarm.arm(output.until);
+        return;
+      } else {
+        this.#finish(tag, task);
+        task.resolve(output.outcome);
+        return;
       }
-    };
+    }
+  }
 
-    const send = (command) => {
-      let reply;
-      try {
-        reply = Promise.resolve(nodes[command.node].send(command.args));
-      } catch (error) {
-        reply = Promise.reject(error);
-      }
-      inFlight.set(command.requestId, [reply, command.deadline]);
-      reply.then(
-        (value) => {
-          inFlight.delete(command.requestId);
-          input(() => op.handleReply(command.requestId, value, clock()));
-        },
-        (error) => {
-          inFlight.delete(command.requestId);
-          input(() => op.handleReply(command.requestId, connectionFailed(error), clock()));
-        },
-      );
-    };
+  #finish(tag, task) {
+    this.#tasks.delete(tag);
+    task.alarm?.clear();
+    task.detach?.();
+  }
 
-    // One timer: the core's next deadline (a round's, or the end of a retry delay).
-    // Firing early is harmless: the core answers with another wait.
-    const arm = (until) => {
-      clearTimeout(timer);
-      const delayMs = Math.max(0, Math.ceil((until - clock()) / 1000));
-      timer = setTimeout(() => input(() => op.handleTimeout(clock())), delayMs);
-    };
+  #abandon(tag, reason) {
+    const task = this.#tasks.get(tag);
+    if (task === undefined) return;
+    this.#finish(tag, task);
+    const op = task.op;
+    const now = nowUs();
+    op.abandon(now);
+    // What must still be sent (the release of an attempt whose SETs are out) goes to
+    // the links under a tag nobody waits for.
+    for (let output = op.pollOutput(); output !== undefined; output = op.pollOutput()) {
+      if (output.type !== 'send') continue;
+      const node = this.nodes[output.node];
+      node.link.submit(0, op, now);
+      node.pump();
+    }
+    task.reject(new CancelledError('the operation was cancelled', { cause: reason }));
+    this.flush();
+  }
 
-    input(() => {});
-  });
+  /**
+   * Resolves once every link is idle (nothing queued or awaiting a reply) or stalled
+   * (what it awaits is past its deadline): before closing connections, so a release
+   * that decided at a quorum still reaches the slower nodes.
+   */
+  idle() {
+    return new Promise((resolve) => {
+      this.#idleWaiters.push(resolve);
+      this.#checkIdle();
+    });
+  }
+
+  #checkIdle() {
+    const now = nowUs();
+    const busy = this.nodes.filter((node) => !node.link.isIdle && !node.link.isStalled(now));
+    if (busy.length === 0) {
+      const waiters = this.#idleWaiters;
+      this.#idleWaiters = [];
+      for (const resolve of waiters) resolve();
+      return;
+    }
+    // Look again when the busy links next wake (a reply also triggers a look).
+    for (const node of busy) {
+      node.idleAlarm ??= new Alarm(() => this.#checkIdle());
+      node.idleAlarm.arm(node.link.pollTimeout() ?? now + 1000);
+    }
+  }
+
+  /** Stops everything: timers, listeners on the clients, sockets this package opened. */
+  close() {
+    this.closed = true;
+    for (const node of this.nodes) {
+      node.alarm.clear();
+      node.idleAlarm?.clear();
+      node.transport.detach?.();
+    }
+    for (const [tag, task] of this.#tasks) {
+      this.#finish(tag, task);
+      task.reject(new UsedAfterCloseError('the Redlock was closed while the operation ran'));
+    }
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  /** Frees the links' memory (after close). */
+  free() {
+    for (const node of this.nodes) node.link.free();
+  }
 }

@@ -1,29 +1,106 @@
-// Errors of the package. Losing a lock, a lock held by someone else and failing nodes
-// are different classes; each lock error carries how every node answered.
+// Errors of the package: exactly one class per error class of the core (held_elsewhere,
+// nodes_failing, lock_lost, not_held, invalid_argument, used_after_close, cancelled).
+// `code` is the class's stable code; `reason` the finer cause (a failure reason, a
+// configuration or usage rule). Nothing else is thrown for a documented failure or
+// misuse.
 
-/** Any error of this package; `code` is stable. */
+/** Any error of this package; `code` is the core's error class. */
 export class RedlockError extends Error {
   /**
    * @param {string} message
-   * @param {string} code
-   * @param {ErrorOptions} [options]
+   * @param {{ reason?: string, cause?: unknown }} [options]
    */
-  constructor(message, code, options) {
-    super(message, options);
-    this.name = 'RedlockError';
-    this.code = code;
+  constructor(message, { reason, cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = new.target.name;
+    this.code = new.target.code;
+    if (reason !== undefined) this.reason = reason;
   }
 }
 
-/** Rethrows an error of the WASM core as a RedlockError with the same code. */
+function describe(details) {
+  return details
+    .filter((d) => d.result !== 'success')
+    .map((d) => `${d.label}: ${d.result}${d.error === undefined ? '' : ` (${d.cause}: ${d.error})`}`)
+    .join(', ');
+}
+
+/** A lock operation that did not succeed; carries how every node answered. */
+export class LockError extends RedlockError {
+  constructor(message, { reason, nodes, resources, attempts, cause } = {}) {
+    const detail = describe(nodes ?? []);
+    super(detail ? `${message} [${detail}]` : message, { reason, cause });
+    /** Per node: `{ node, label, result, error?, cause? }`. */
+    this.nodes = nodes ?? [];
+    this.resources = resources ?? [];
+    if (attempts !== undefined) this.attempts = attempts;
+  }
+}
+
+/** held_elsewhere: conflicts alone made the quorum impossible; someone else holds it. */
+export class LockHeldError extends LockError {
+  static code = 'held_elsewhere';
+}
+
+/**
+ * nodes_failing: nodes failed (each node's `cause` says why: refused, auth, tls,
+ * timeout, stalled, connection, error), alone or mixed with conflicts, or a quorum came
+ * too late. For an extension the lock still holds until `validUntilUs`; for a release,
+ * the keys may stay until their TTL.
+ */
+export class NodesFailingError extends LockError {
+  static code = 'nodes_failing';
+}
+
+/** lock_lost: an extension found the lock taken, or its validity ran out. */
+export class LockLostError extends LockError {
+  static code = 'lock_lost';
+}
+
+/** not_held: the lock's keys are gone (expired or released) and nobody else holds them. */
+export class NotHeldError extends LockError {
+  static code = 'not_held';
+}
+
+/** invalid_argument: a configuration or argument broke a rule; `reason` names it. */
+export class InvalidArgumentError extends RedlockError {
+  static code = 'invalid_argument';
+}
+
+/** used_after_close: a call on a Redlock after close(), or on a lock after release(). */
+export class UsedAfterCloseError extends RedlockError {
+  static code = 'used_after_close';
+}
+
+/** cancelled: the caller aborted the operation (its AbortSignal); `cause` is the signal's reason. */
+export class CancelledError extends RedlockError {
+  static code = 'cancelled';
+}
+
+/** The class for each of the core's error class codes. */
+export const ERROR_CLASSES = {
+  held_elsewhere: LockHeldError,
+  nodes_failing: NodesFailingError,
+  lock_lost: LockLostError,
+  not_held: NotHeldError,
+  invalid_argument: InvalidArgumentError,
+  used_after_close: UsedAfterCloseError,
+  cancelled: CancelledError,
+};
+
+/**
+ * An error thrown by the WASM core (configuration, usage, a value of the wrong type):
+ * every one is an argument that broke a rule.
+ */
 export function fromCore(error) {
-  if (error instanceof Error && typeof error.code === 'string' && !(error instanceof RedlockError)) {
-    return new RedlockError(error.message, error.code, { cause: error });
+  if (error instanceof RedlockError) return error;
+  if (error instanceof Error && typeof error.code === 'string') {
+    return new InvalidArgumentError(error.message, { reason: error.code, cause: error });
   }
-  return error;
+  return new InvalidArgumentError(String(error?.message ?? error), { cause: error });
 }
 
-/** Calls `fn`, turning the core's errors into RedlockErrors. */
+/** Calls `fn`, turning the core's errors into InvalidArgumentErrors. */
 export function core(fn) {
   try {
     return fn();
@@ -32,44 +109,13 @@ export function core(fn) {
   }
 }
 
-/** How each node answered: `{ node, label, result, error? }`. */
+/** How each node answered: `{ node, label, result, error?, cause? }`. */
 export function nodeDetails(results, labels) {
   return results.map((result, node) =>
     typeof result === 'string'
-      ? { node, label: labels[node], result }
-      : { node, label: labels[node], result: 'error', error: result.error },
+      ? result === 'timeout'
+        ? { node, label: labels[node], result, cause: 'timeout' }
+        : { node, label: labels[node], result }
+      : { node, label: labels[node], result: 'error', error: result.error, cause: result.cause },
   );
 }
-
-function describe(details) {
-  return details
-    .map((d) => `${d.label}: ${d.result}${d.error === undefined ? '' : ` (${d.error})`}`)
-    .join(', ');
-}
-
-/** A lock operation that did not succeed. */
-export class LockError extends RedlockError {
-  constructor(message, code, { reason, nodes, resources, attempts, cause } = {}) {
-    super(`${message} [${describe(nodes ?? [])}]`, code, cause === undefined ? undefined : { cause });
-    this.name = new.target.name;
-    /** The core's reason: conflict, nodes_failed, mixed, validity_too_short (or expired). */
-    this.reason = reason;
-    /** Per node: `{ node, label, result, error? }`. */
-    this.nodes = nodes ?? [];
-    this.resources = resources ?? [];
-    if (attempts !== undefined) this.attempts = attempts;
-  }
-}
-
-/** The lock is held by someone else: enough nodes refused because the key exists. */
-export class LockHeldError extends LockError {}
-
-/**
- * Nodes are failing (errors, timeouts), or a quorum came too late to leave any validity:
- * nothing says the lock is held by someone else. For an extension, the lock is still
- * held until `validUntil`, and `retryAt` says when to try again (null: no time left).
- */
-export class NodesFailedError extends LockError {}
-
-/** The lock is lost: an extension found it gone or taken, or its validity ran out. */
-export class LockLostError extends LockError {}

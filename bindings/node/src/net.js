@@ -1,9 +1,9 @@
-// Raw-socket connections on Node.js (node:net, node:tls).
+// Raw-socket transports on Node.js (node:net, node:tls).
 
 import net from 'node:net';
 import tls from 'node:tls';
 
-import { RespConnection } from './resp.js';
+import { SocketNode } from './resp.js';
 
 function parseAddress(address) {
   if (typeof address !== 'string') return address;
@@ -19,11 +19,11 @@ function parseAddress(address) {
 }
 
 /**
- * A connection to one node over a Node.js TCP (or TLS) socket, speaking RESP through the
- * core's codec. `address` is `redis://host:port`, `host:port`, or
+ * One node over Node.js TCP (or TLS) sockets, speaking RESP through the
+ * core's codec. `address` is `redis://host:port`, `rediss://host:port`, `host:port`, or
  * `{ host, port, tls?: tls.ConnectionOptions }`.
  */
-export function netSocket(address, { maxPending } = {}) {
+export function netSocket(address) {
   const { host, port, tls: tlsOptions } = parseAddress(address);
   const open = ({ onData, onClose }) =>
     new Promise((resolve, reject) => {
@@ -32,6 +32,7 @@ export function netSocket(address, { maxPending } = {}) {
         : net.connect({ host, port });
       socket.setNoDelay(true);
       let connected = false;
+      let failure;
       socket.once(tlsOptions ? 'secureConnect' : 'connect', () => {
         connected = true;
         resolve({
@@ -41,12 +42,13 @@ export function netSocket(address, { maxPending } = {}) {
       });
       socket.on('data', onData);
       socket.on('error', (error) => {
+        failure = error;
         if (!connected) reject(error);
       });
       socket.on('close', () => {
-        if (connected) onClose(new Error('connection closed'));
-        else reject(new Error('connection closed'));
+        if (connected) onClose(failure ?? new Error('connection closed'));
+        else reject(failure ?? new Error('connection closed'));
       });
     });
-  return new RespConnection(open, { label: `${host}:${port}`, maxPending });
+  return new SocketNode(open, { label: `${host}:${port}` });
 }

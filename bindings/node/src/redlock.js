@@ -1,17 +1,24 @@
 // The Node.js / edge API: Redlock (acquire, using), Lock (extend, release, dispose).
-// Every decision is the core's; this file only drives operations and arms timers at
-// the instants the core names.
+// Every decision is the core's: operations decide locks, links decide each node's
+// commands, KeepAlive decides when to extend and when a lock is lost, and the error
+// classes decide what is thrown. This file starts operations and maps outcomes.
 
-import { Config, Redlock as CoreRedlock, scripts } from '../wasm/redlock_wasm.js';
-import { nowUs } from './clock.js';
-import { toConnection } from './clients.js';
-import { connectionFailed, drive } from './driver.js';
 import {
-  LockError,
-  LockHeldError,
+  Config,
+  KeepAlive,
+  Redlock as CoreRedlock,
+  duplicateNode,
+} from '../wasm/redlock_wasm.js';
+import { nowUs } from './clock.js';
+import { toTransport } from './clients.js';
+import { Driver } from './driver.js';
+import {
+  CancelledError,
+  ERROR_CLASSES,
+  InvalidArgumentError,
   LockLostError,
-  NodesFailedError,
-  RedlockError,
+  NotHeldError,
+  UsedAfterCloseError,
   core,
   nodeDetails,
 } from './errors.js';
@@ -29,19 +36,23 @@ const MILLISECOND_OPTIONS = {
 const PLAIN_OPTIONS = ['ttlMs', 'driftFactor', 'attempts', 'keyPrefix', 'tokenBytes', 'maxExtensions'];
 const DEFAULT_TTL_MS = 10_000;
 
+function invalid(message, reason = 'invalid_argument') {
+  return new InvalidArgumentError(message, { reason });
+}
+
 function coreOptions(nodes, options) {
   const result = { nodes, ttlMs: DEFAULT_TTL_MS };
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined) continue;
     if (key in MILLISECOND_OPTIONS) {
       if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-        throw new RedlockError(`${key} must be a non-negative number of milliseconds`, 'invalid_argument');
+        throw invalid(`${key} must be a non-negative number of milliseconds`);
       }
       result[MILLISECOND_OPTIONS[key]] = Math.round(value * 1000);
     } else if (PLAIN_OPTIONS.includes(key)) {
       result[key] = value;
     } else {
-      throw new RedlockError(`unknown option ${key}`, 'invalid_argument');
+      throw invalid(`unknown option ${key}`);
     }
   }
   return result;
@@ -51,8 +62,31 @@ function resourceList(resources) {
   return Array.isArray(resources) ? [...resources] : [resources];
 }
 
-function delayUntil(instantUs, round) {
-  return Math.max(0, round((instantUs - nowUs()) / 1000));
+/** `acquire(resources, ttlMs)` or `acquire(resources, { ttlMs, signal })`. */
+function acquireOptions(options) {
+  if (options === undefined || typeof options === 'number') return { ttlMs: options };
+  if (typeof options !== 'object' || options === null) {
+    throw invalid('acquire options are a TTL in milliseconds or { ttlMs, signal }');
+  }
+  for (const key of Object.keys(options)) {
+    if (key !== 'ttlMs' && key !== 'signal') throw invalid(`unknown acquire option ${key}`);
+  }
+  const { ttlMs, signal } = options;
+  if (signal !== undefined && !(typeof signal?.aborted === 'boolean' && typeof signal.addEventListener === 'function')) {
+    throw invalid('signal must be an AbortSignal');
+  }
+  return { ttlMs, signal };
+}
+
+/** The error for a failed outcome: the class the core names. */
+function outcomeError(outcome, message, detail) {
+  const ErrorClass = ERROR_CLASSES[outcome.errorClass];
+  const error = new ErrorClass(message, detail);
+  if (outcome.kind === 'not_extended') {
+    error.validUntilUs = outcome.lease.validUntil;
+    error.retryAt = outcome.retryAt;
+  }
+  return error;
 }
 
 /**
@@ -60,23 +94,41 @@ function delayUntil(instantUs, round) {
  */
 export class Redlock {
   #core;
-  #connections;
+  #driver;
   #labels;
+  #closed = false;
 
   /**
-   * @param clients one per node: ioredis or node-redis clients, or connections
-   *   (`{ send(args) }`, e.g. `netSocket(...)`, `rawSocket(...)`)
+   * @param clients one per node: ioredis or node-redis clients, `netSocket(...)` /
+   *   `rawSocket(...)` transports, or connections with `send(args)`
    * @param options the lock's settings; durations in milliseconds
    */
   constructor(clients, options = {}) {
     if (!Array.isArray(clients) || clients.length === 0) {
-      throw new RedlockError('give one client per Redis node (at least one)', 'no_nodes');
+      throw invalid('give one client per Redis node (at least one)', 'no_nodes');
     }
-    this.#connections = clients.map(toConnection);
-    this.#labels = this.#connections.map((c, i) => c.label ?? `node ${i}`);
+    const transports = clients.map((client, index) => {
+      const transport = toTransport(client, index);
+      if (transport === undefined) {
+        throw invalid(
+          `node ${index} is neither an ioredis client, a node-redis client, a socket transport, nor a connection with send(args)`,
+        );
+      }
+      return transport;
+    });
+    const duplicate = duplicateNode(transports.map((t) => t.address));
+    if (duplicate !== undefined) {
+      const [i, j] = duplicate;
+      throw invalid(
+        `nodes ${i} and ${j} are the same server (${transports[i].address}): Redlock needs independent nodes`,
+        'duplicate_node',
+      );
+    }
     const config = core(() => new Config(coreOptions(clients.length, options)));
     this.#core = new CoreRedlock(config);
     config.free();
+    this.#labels = transports.map((t) => t.label);
+    this.#driver = new Driver(transports);
   }
 
   /** Every setting of the core's configuration (durations in microseconds). */
@@ -94,37 +146,37 @@ export class Redlock {
     return [...this.#labels];
   }
 
+  /** True once close() was called. */
+  get closed() {
+    return this.#closed;
+  }
+
   /**
    * Acquires a lock on `resources` (one name or several, all or none) for `ttlMs`
-   * (default: the configured TTL). Throws LockHeldError when someone else holds it,
-   * NodesFailedError when nodes fail, after the configured attempts.
+   * (default: the configured TTL). Options: `{ ttlMs, signal }`; aborting `signal`
+   * cancels the acquisition (what it may have set is released) with a CancelledError.
+   * Throws LockHeldError when someone else holds it, NodesFailingError when nodes fail.
    */
-  async acquire(resources, ttlMs) {
+  async acquire(resources, options) {
+    this.#open();
+    const { ttlMs, signal } = acquireOptions(options);
+    if (signal?.aborted) throw new CancelledError('the acquisition was cancelled before it started', { cause: signal.reason });
     const names = resourceList(resources);
-    const options = ttlMs === undefined ? undefined : { ttlMs };
-    const op = core(() => this.#core.acquire(names, nowUs(), options));
-    const outcome = await this._drive(op);
-    if (outcome.kind === 'acquired') {
-      return new Lock(this, outcome.lease, names, outcome);
+    const op = core(() => this.#core.acquire(names, nowUs(), ttlMs === undefined ? undefined : { ttlMs }));
+    let outcome;
+    try {
+      outcome = await this.#driver.run(op, signal);
+    } finally {
+      op.free();
     }
-    const detail = {
+    if (outcome.kind === 'acquired') return new Lock(this, outcome.lease, names, outcome);
+    const what = outcome.errorClass === 'held_elsewhere' ? 'is locked by someone else' : `could not be locked: ${outcome.reason}`;
+    throw outcomeError(outcome, `${names.join(', ')} ${what} (${outcome.attempts} attempts)`, {
       reason: outcome.reason,
-      nodes: nodeDetails(outcome.nodes, this.#labels),
+      nodes: this._details(outcome.nodes),
       resources: names,
       attempts: outcome.attempts,
-    };
-    if (outcome.reason === 'conflict') {
-      throw new LockHeldError(
-        `${names.join(', ')} is locked by someone else (${outcome.attempts} attempts)`,
-        'lock_held',
-        detail,
-      );
-    }
-    throw new NodesFailedError(
-      `could not lock ${names.join(', ')}: ${outcome.reason} (${outcome.attempts} attempts)`,
-      outcome.reason,
-      detail,
-    );
+    });
   }
 
   /** Same as `lock.extend(ttlMs)`. */
@@ -142,6 +194,7 @@ export class Redlock {
    * extend it. Its validity is unknown (zero).
    */
   lock(resources, token) {
+    this.#open();
     const names = resourceList(resources);
     const lease = core(() => this.#core.lease(names, token, 0));
     return new Lock(this, lease, names, undefined);
@@ -149,103 +202,71 @@ export class Redlock {
 
   /**
    * Acquires `resources`, runs `fn(signal, lock)`, and releases the lock whatever
-   * happens. While `fn` runs the lock is extended on the core's schedule; `signal` is
-   * aborted with a LockLostError the moment the lock is lost (an extension found it
-   * taken, or its validity ran out). If `fn` returns after that, `using` rejects with
-   * that error rather than return as if the lock had been held throughout.
+   * happens. While `fn` runs the lock is kept alive by the core's KeepAlive; `signal`
+   * is aborted with a LockLostError (or NotHeldError) the moment the lock is lost. If
+   * `fn` returns after that, `using` rejects with that error.
    *
-   * `ttlMs` may be omitted: `using(resources, fn)`.
+   * `options` (a TTL in milliseconds or `{ ttlMs, signal }`) may be omitted.
    */
-  async using(resources, ttlMs, fn) {
-    if (typeof ttlMs === 'function') {
-      fn = ttlMs;
-      ttlMs = undefined;
+  async using(resources, options, fn) {
+    if (typeof options === 'function') {
+      fn = options;
+      options = undefined;
     }
-    if (typeof fn !== 'function') throw new TypeError('using(resources, ttlMs, fn) needs a function');
-    const lock = await this.acquire(resources, ttlMs);
+    if (typeof fn !== 'function') throw invalid('using(resources, options, fn) needs a function');
+    const lock = await this.acquire(resources, options);
     const controller = new AbortController();
-    const keeper = new KeepAlive(lock, controller);
+    const keeper = new Keeper(this, lock, controller);
     try {
       const result = await fn(controller.signal, lock);
       if (controller.signal.aborted) throw controller.signal.reason;
       return result;
     } finally {
       await keeper.stop();
-      await lock.release();
+      if (!this.#closed) await lock.release().catch((error) => {
+        // The lock's keys expire anyway; a lost lock has nothing left to release.
+        if (!controller.signal.aborted) throw error;
+      });
     }
   }
 
   /**
-   * Resolves once every command sent so far has its reply or has passed its deadline.
-   * Operations decide at a quorum, so a release can return while its commands to the
-   * slower nodes are still out: wait for this before closing connections (in a worker,
-   * hand it to `ctx.waitUntil`) so they still delete the lock's keys.
+   * Resolves once every node's link is idle (or stalled): operations decide at a
+   * quorum, so a release can return while its commands to slower nodes are still out.
+   * Wait for this before closing the clients (in a worker, hand it to `ctx.waitUntil`).
    */
-  async idle() {
-    while (this.#late.size > 0) await Promise.all(this.#late);
+  idle() {
+    if (this.#closed) return Promise.resolve();
+    return this.#driver.idle();
   }
 
   /**
-   * Loads the core's three scripts into every node's script cache (SCRIPT LOAD) now.
-   * Connections already do this before their first command and after the
-   * reconnections they can see (see `scriptLoads` in resp.js for why); this warms up
-   * explicitly. Resolves to how each node answered; never throws for node failures.
+   * Stops this Redlock: its listeners leave the clients (which stay yours), sockets this
+   * package opened are closed. Any later call rejects with UsedAfterCloseError.
    */
-  async loadScripts() {
-    const { acquire, release, extend } = scripts();
-    return Promise.all(
-      this.#connections.map(async (connection, node) => {
-        const replies = await Promise.all(
-          [acquire, release, extend].map((script) =>
-            Promise.resolve()
-              .then(() => connection.send(['SCRIPT', 'LOAD', script.text]))
-              .catch(connectionFailed),
-          ),
-        );
-        const failed = replies.find((reply) => reply.type === 'error' || reply.type === 'connection_failed');
-        return failed
-          ? { node, label: this.#labels[node], result: 'error', error: failed.value }
-          : { node, label: this.#labels[node], result: 'success' };
-      }),
-    );
-  }
-
-  /** Closes the connections this package opened (raw sockets); clients stay yours. */
   close() {
-    for (const connection of this.#connections) connection.close?.();
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#driver.close();
   }
 
-  // ---- for Lock ----------------------------------------------------------------
-
-  #late = new Set();
-
-  /** Keeps a command that outlived its operation until it settles or its deadline. */
-  #track = (reply, deadline) => {
-    let timer;
-    const done = Promise.race([
-      reply.then(
-        () => {},
-        () => {},
-      ),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, delayUntil(deadline, Math.ceil));
-      }),
-    ]).then(() => {
-      clearTimeout(timer);
-      this.#late.delete(done);
-    });
-    this.#late.add(done);
-  };
-
-  /** @internal */
-  _drive(op) {
-    return drive(op, this.#connections, nowUs, this.#track);
+  #open() {
+    if (this.#closed) throw new UsedAfterCloseError('this Redlock was closed');
   }
 
-  /** @internal */
-  _run(start) {
+  // ---- for Lock and Keeper -------------------------------------------------------
+
+  /** @internal Runs the operation `start(core, now)` returns; resolves to its outcome. */
+  async _run(start, keepAlive) {
+    this.#open();
     const op = core(() => start(this.#core, nowUs()));
-    return this._drive(op);
+    try {
+      const outcome = await this.#driver.run(op);
+      keepAlive?.handleOutcome(op, nowUs());
+      return outcome;
+    } finally {
+      op.free();
+    }
   }
 
   /** @internal */
@@ -253,9 +274,14 @@ export class Redlock {
     return nodeDetails(results, this.#labels);
   }
 
-  /** @internal */
-  _nextExtension(lease) {
-    return this.#core.nextExtension(lease, nowUs());
+  /** @internal A KeepAlive for `lease` under this Redlock's configuration. */
+  _keepAlive(lease) {
+    const config = this.#core.config;
+    try {
+      return new KeepAlive(config, lease);
+    } finally {
+      config.free();
+    }
   }
 }
 
@@ -264,6 +290,8 @@ export class Lock {
   #redlock;
   #lease;
   #released = false;
+  /** The KeepAlive of `using`, told about every extension. */
+  _keepAlive = undefined;
 
   constructor(redlock, lease, resources, acquired) {
     this.#redlock = redlock;
@@ -318,118 +346,138 @@ export class Lock {
 
   /**
    * Extends the lock by `ttlMs` (default: its own TTL) from now. A missing key is never
-   * re-created. Throws LockLostError when the lock is gone, NodesFailedError (with
-   * `validUntilUs` and `retryAt`) when nodes failed but the lock still holds until then.
+   * re-created. Throws LockLostError when the lock is taken or expired, NotHeldError when
+   * its keys are gone (released), NodesFailingError (with `validUntilUs` and `retryAt`)
+   * when nodes failed but the lock still holds until then.
    */
   async extend(ttlMs) {
-    if (this.#released) throw new RedlockError('the lock was released', 'released');
-    const outcome = await this.#redlock._run((client, now) => client.extend(this.#lease, now, ttlMs));
+    if (this.#redlock.closed) throw new UsedAfterCloseError('this Redlock was closed');
+    if (this.#released) {
+      throw new NotHeldError(`the lock on ${this.resources.join(', ')} was released`, {
+        reason: 'released',
+        resources: this.resources,
+      });
+    }
+    const lease = this.#lease;
+    const outcome = await this.#redlock._run((client, now) => client.extend(lease, now, ttlMs), this._keepAlive);
     this.#lease = outcome.lease;
     if (outcome.kind === 'extended') return this;
-    const detail = {
+    const what = {
+      lock_lost: 'is lost',
+      not_held: 'is not held: its keys are gone',
+      nodes_failing: `could not be extended: ${outcome.reason}; it holds for ${(outcome.validityUs / 1000).toFixed(1)} ms more`,
+    }[outcome.errorClass];
+    throw outcomeError(outcome, `the lock on ${this.resources.join(', ')} ${what}`, {
       reason: outcome.reason,
       nodes: this.#redlock._details(outcome.nodes),
       resources: this.resources,
-    };
-    if (outcome.lost) {
-      throw new LockLostError(`the lock on ${this.resources.join(', ')} is lost`, 'lock_lost', detail);
-    }
-    const error = new NodesFailedError(
-      `could not extend the lock on ${this.resources.join(', ')}: ${outcome.reason}; it holds for ${(outcome.validityUs / 1000).toFixed(1)} ms more`,
-      outcome.reason,
-      detail,
-    );
-    error.validUntilUs = outcome.lease.validUntil;
-    error.retryAt = outcome.retryAt;
-    throw error;
+    });
   }
 
   /**
    * Releases the lock on every node (only keys holding this lock's token are deleted).
-   * Never throws for node failures: the keys expire anyway; the result says how each
-   * node answered.
+   * Resolves once a quorum confirmed the keys are gone; throws NodesFailingError when
+   * fewer than a quorum could (the keys may stay until their TTL), UsedAfterCloseError
+   * when the lock was already released or its Redlock closed.
    */
   async release() {
+    if (this.#redlock.closed) throw new UsedAfterCloseError('this Redlock was closed');
+    if (this.#released) throw new UsedAfterCloseError('the lock was already released');
     this.#released = true;
-    const outcome = await this.#redlock._run((client, now) => client.release(this.#lease, now));
-    return { released: outcome.released, nodes: this.#redlock._details(outcome.nodes) };
+    this._keepAlive?.stop();
+    const lease = this.#lease;
+    const outcome = await this.#redlock._run((client, now) => client.release(lease, now));
+    const nodes = this.#redlock._details(outcome.nodes);
+    if (outcome.kind === 'released') return { released: outcome.released, nodes };
+    throw outcomeError(outcome, `the lock on ${this.resources.join(', ')} was not released on a quorum`, {
+      reason: outcome.kind,
+      nodes,
+      resources: this.resources,
+    });
   }
 
   /** For `await using lock = await redlock.acquire(...)`. */
   async [asyncDispose]() {
-    if (!this.#released) await this.release();
+    if (!this.#released && !this.#redlock.closed) await this.release();
   }
 
-  /** @internal */
-  _nextExtension() {
-    return this.#redlock._nextExtension(this.#lease);
+  /** @internal The lease the KeepAlive settled on. */
+  _setLease(lease) {
+    this.#lease = lease;
   }
 }
 
+const LOST_MESSAGES = {
+  taken: 'was taken by someone else',
+  not_held: 'is gone (its keys expired or were deleted)',
+  expired: 'expired before an extension succeeded',
+  extension_limit: 'expired after the last allowed extension',
+};
+
 /**
- * Keeps a lock alive for `using`: extends it when the core says to, and aborts the
- * signal when the lock is lost: an extension reports it lost, or its validity ends.
+ * Runs the core's KeepAlive for `using`: extends when it says so, and aborts the signal
+ * when it says the lock is lost.
  */
-class KeepAlive {
+class Keeper {
+  #redlock;
   #lock;
   #controller;
-  #extendTimer;
-  #expiryTimer;
+  #keepAlive;
+  #timer;
   #extending = Promise.resolve();
   #stopped = false;
 
-  constructor(lock, controller) {
+  constructor(redlock, lock, controller) {
+    this.#redlock = redlock;
     this.#lock = lock;
     this.#controller = controller;
-    this.#schedule();
+    this.#keepAlive = redlock._keepAlive(lock.lease);
+    lock._keepAlive = this.#keepAlive;
+    this.#step();
   }
 
   async stop() {
     this.#stopped = true;
-    clearTimeout(this.#extendTimer);
-    clearTimeout(this.#expiryTimer);
+    clearTimeout(this.#timer);
+    this.#keepAlive.stop();
     await this.#extending;
+    this.#lock._keepAlive = undefined;
   }
 
-  #schedule() {
-    clearTimeout(this.#expiryTimer);
-    // Rounded down: the signal may fire a little before validUntil, never after it
-    // by our own doing.
-    this.#expiryTimer = setTimeout(
-      () => this.#lose(new LockLostError(`the lock on ${this.#lock.resources.join(', ')} expired`, 'lock_lost', {
-        reason: 'expired',
-        resources: this.#lock.resources,
-      })),
-      delayUntil(this.#lock.validUntilUs, Math.floor),
-    );
-    const at = this.#lock._nextExtension();
-    if (at !== undefined) this.#extendAt(at);
-  }
-
-  #extendAt(at) {
-    clearTimeout(this.#extendTimer);
-    this.#extendTimer = setTimeout(() => {
-      if (this.#stopped) return;
-      this.#extending = this.#lock.extend().then(
-        () => {
-          if (!this.#stopped) this.#schedule();
-        },
-        (error) => {
+  #step() {
+    if (this.#stopped) return;
+    clearTimeout(this.#timer);
+    const action = this.#keepAlive.poll(nowUs());
+    switch (action.type) {
+      case 'extend':
+        this.#extending = this.#lock.extend().then(
+          () => {},
+          (error) => {
+            // An extension that could not run at all (not a node failure: those are
+            // outcomes the KeepAlive already has).
+            if (!(error instanceof Error && 'nodes' in error)) this.#keepAlive.handleFailure(nowUs());
+          },
+        ).then(() => {
           if (this.#stopped) return;
-          if (error instanceof LockLostError) {
-            this.#lose(error);
-          } else if (error instanceof LockError && error.retryAt != null) {
-            this.#extendAt(error.retryAt);
-          }
-          // Otherwise no round fits before validUntil: the expiry timer aborts then.
-        },
-      );
-    }, delayUntil(at, Math.ceil));
-  }
-
-  #lose(error) {
-    clearTimeout(this.#extendTimer);
-    clearTimeout(this.#expiryTimer);
-    if (!this.#controller.signal.aborted) this.#controller.abort(error);
+          this.#lock._setLease(this.#keepAlive.lease);
+          this.#step();
+        });
+        break;
+      case 'wait':
+        this.#timer = setTimeout(() => this.#step(), Math.max(0, Math.floor((action.until - nowUs()) / 1000)));
+        break;
+      case 'lost': {
+        const ErrorClass = action.reason === 'not_held' ? NotHeldError : LockLostError;
+        const error = new ErrorClass(`the lock on ${this.#lock.resources.join(', ')} ${LOST_MESSAGES[action.reason]}`, {
+          reason: action.reason,
+          nodes: this.#redlock._details(this.#keepAlive.lastFailure()),
+          resources: this.#lock.resources,
+        });
+        if (!this.#controller.signal.aborted) this.#controller.abort(error);
+        break;
+      }
+      default:
+        break;
+    }
   }
 }

@@ -1,188 +1,103 @@
-// A connection that speaks RESP over a raw byte stream, through the core's encoder and
-// decoder: for runtimes without a Redis client (edge runtimes), and for Node.js sockets.
-//
-// Commands are pipelined: replies come back in order, so each one goes to the oldest
-// command still waiting. A command the driver stopped waiting for keeps its place, so a
-// late reply never reaches the wrong command.
+// Raw-socket transports: the link's RESP bytes are written as they are, and the bytes
+// received go back to the link, whose core decoder pairs each reply with its write.
+// For runtimes without a Redis client (edge runtimes) and for Node.js sockets.
 
-import { Decoder, encodeCommand, scripts } from '../wasm/redlock_wasm.js';
-
-/**
- * `SCRIPT LOAD` of the core's three scripts. The core falls back to a script's text on
- * NOSCRIPT only while an operation is undecided, so a node that first meets a script
- * after a release decided at a quorum would keep that key until its TTL; connections
- * therefore load the scripts before their first command, and again after reconnecting.
- */
-export function scriptLoads() {
-  const { acquire, release, extend } = scripts();
-  return [acquire, release, extend].map((script) => ['SCRIPT', 'LOAD', script.text]);
-}
+import { linkCause } from './clients.js';
 
 /**
  * Opens byte streams. Called with handlers `{ onData(bytes), onClose(error?) }`, it
- * resolves to `{ write(bytes), close() }` once connected.
+ * resolves to `{ write(bytes), close() }` once connected (TLS and all), or rejects.
  * @typedef {(handlers: { onData(bytes: Uint8Array): void, onClose(error?: unknown): void }) => Promise<{ write(bytes: Uint8Array): void, close(): void }>} StreamOpener
  */
 
-const DEFAULT_MAX_PENDING = 1024;
-
-export class RespConnection {
+/** A node reached over a byte stream: the transport of a link made with `{ resp: true }`. */
+export class StreamTransport {
+  resp = true;
   #open;
   #stream = null;
-  #opening = null;
-  #decoder = null;
-  #pending = [];
-  #maxPending;
+  /** Counts connections: events of an older one are ignored. */
   #generation = 0;
-  #scriptsOnOpen;
 
   /**
    * @param {StreamOpener} open
-   * @param {{ label?: string, maxPending?: number, loadScripts?: boolean }} [options]
-   *   maxPending: commands waiting for replies beyond which the node is considered stuck
-   *   and the stream is closed (a frozen node otherwise accumulates them forever).
-   *   loadScripts (default true): write `scriptLoads()` first on every new stream.
+   * @param {{ label?: string, address?: string }} [options]
    */
-  constructor(open, { label = 'raw socket', maxPending = DEFAULT_MAX_PENDING, loadScripts = true } = {}) {
+  constructor(open, { label = 'raw socket', address = label } = {}) {
     this.#open = open;
     this.label = label;
-    this.#maxPending = maxPending;
-    this.#scriptsOnOpen = loadScripts;
+    this.address = address;
   }
 
-  /** Commands sent and not yet answered. */
-  get pending() {
-    return this.#pending.length;
+  attach(node) {
+    this.node = node;
   }
 
-  /** Sends one command; resolves to the core's reply (never rejects). */
-  send(args) {
-    return new Promise((resolve) => {
-      let bytes;
-      try {
-        bytes = encodeCommand(args);
-      } catch (error) {
-        resolve({ type: 'connection_failed', value: `cannot encode command: ${error.message}` });
-        return;
-      }
-      if (this.#pending.length >= this.#maxPending) {
-        this.#fail(new Error(`${this.#pending.length} commands unanswered; closing the connection`));
-      }
-      const entry = { resolve };
-      this.#pending.push(entry);
-      this.#connected().then(
-        (stream) => {
-          if (entry.done) return;
-          try {
-            stream.write(bytes);
-          } catch (error) {
-            this.#fail(error);
-          }
-        },
-        (error) => {
-          // A stale attempt's failure must not drop a newer connection.
-          if (!entry.done) this.#fail(error);
-        },
-      );
-    });
-  }
-
-  /** Closes the stream; commands still waiting get a connection failure. */
-  close() {
-    this.#fail(new Error('connection closed'));
-  }
-
-  #connected() {
-    if (this.#stream) return Promise.resolve(this.#stream);
-    if (this.#opening) return this.#opening;
+  connect() {
     const generation = ++this.#generation;
-    this.#decoder = new Decoder();
-    this.#opening = this.#open({
-      onData: (bytes) => {
-        if (generation === this.#generation) this.#received(bytes);
-      },
-      onClose: (error) => {
-        if (generation === this.#generation) this.#fail(error ?? new Error('connection closed by the node'));
-      },
-    }).then(
+    const current = () => generation === this.#generation;
+    const node = this.node;
+    let opened;
+    try {
+      opened = this.#open({
+        onData: (bytes) => {
+          if (current()) node.data(bytes);
+        },
+        onClose: (error) => {
+          if (!current()) return;
+          this.#stream = null;
+          this.#generation += 1;
+          node.closed(error ? linkCause(error) : 'closed', error ? String(error.message ?? error) : 'closed by the node');
+        },
+      });
+    } catch (error) {
+      opened = Promise.reject(error);
+    }
+    Promise.resolve(opened).then(
       (stream) => {
-        if (generation !== this.#generation) {
+        if (!current()) {
           stream.close();
-          throw new Error('connection closed');
+          return;
         }
-        this.#opening = null;
         this.#stream = stream;
-        if (this.#scriptsOnOpen) this.#loadScripts(stream);
-        return stream;
+        node.connected();
       },
       (error) => {
-        if (generation === this.#generation) this.#opening = null;
-        throw error;
+        if (!current()) return;
+        this.#generation += 1;
+        node.closed(linkCause(error), String(error?.message ?? error) || 'connection failed');
       },
     );
-    return this.#opening;
   }
 
-  /**
-   * Writes the script loads first on a new stream. Every command waiting in `#pending`
-   * now was queued while the stream opened and is written after this, so the loads'
-   * replies come first and go to the entries put in front of them.
-   */
-  #loadScripts(stream) {
-    const loads = scriptLoads().map((args) => encodeCommand(args));
-    this.#pending.unshift(...loads.map(() => ({ resolve: () => {} })));
+  write({ bytes }) {
     try {
-      for (const bytes of loads) stream.write(bytes);
+      this.#stream.write(bytes);
     } catch (error) {
-      this.#fail(error);
-    }
-  }
-
-  #received(bytes) {
-    this.#decoder.feed(bytes);
-    for (;;) {
-      let reply;
+      const stream = this.#stream;
+      this.#stream = null;
+      this.#generation += 1;
       try {
-        reply = this.#decoder.nextReply();
-      } catch (error) {
-        this.#fail(new Error(`protocol error: ${error.message}`));
-        return;
-      }
-      if (reply === undefined) return;
-      const entry = this.#pending.shift();
-      if (entry === undefined) {
-        this.#fail(new Error('reply without a command'));
-        return;
-      }
-      entry.done = true;
-      entry.resolve(reply);
-    }
-  }
-
-  /** Drops the stream and answers every waiting command with a connection failure. */
-  #fail(error) {
-    this.#generation += 1;
-    const stream = this.#stream;
-    this.#stream = null;
-    this.#opening = null;
-    if (this.#decoder) {
-      this.#decoder.free();
-      this.#decoder = null;
-    }
-    const waiting = this.#pending;
-    this.#pending = [];
-    if (stream) {
-      try {
-        stream.close();
+        stream?.close();
       } catch {
         // Already closed.
       }
+      queueMicrotask(() => this.node.closed('closed', String(error?.message ?? error)));
     }
-    const text = error instanceof Error ? error.message : String(error);
-    for (const entry of waiting) {
-      entry.done = true;
-      entry.resolve({ type: 'connection_failed', value: text || 'connection failed' });
+  }
+
+  close() {
+    this.#generation += 1;
+    const stream = this.#stream;
+    this.#stream = null;
+    try {
+      stream?.close();
+    } catch {
+      // Already closed.
     }
+  }
+
+  detach() {
+    this.close();
   }
 }
 
@@ -220,10 +135,43 @@ export function socketStreams(connect, address) {
   };
 }
 
-/** A raw-socket connection over web-stream sockets (workerd's `connect`). */
-export function rawSocket(connect, { hostname, port, maxPending } = {}) {
-  return new RespConnection(socketStreams(connect, { hostname, port }), {
-    label: `${hostname}:${port}`,
-    maxPending,
-  });
+/**
+ * A node reached over raw sockets: each Redlock given it opens its own connection
+ * (`createTransport()`); `close()` closes every one of them.
+ */
+export class SocketNode {
+  #open;
+  #transports = new Set();
+
+  /**
+   * @param {StreamOpener} open
+   * @param {{ label: string, address?: string }} options
+   */
+  constructor(open, { label, address = label }) {
+    this.#open = open;
+    this.label = label;
+    this.address = address;
+  }
+
+  /** A new transport (one connection at a time) to this node. */
+  createTransport() {
+    const transport = new StreamTransport(this.#open, { label: this.label, address: this.address });
+    const detach = transport.detach.bind(transport);
+    transport.detach = () => {
+      this.#transports.delete(transport);
+      detach();
+    };
+    this.#transports.add(transport);
+    return transport;
+  }
+
+  /** Closes every connection opened through this node. */
+  close() {
+    for (const transport of [...this.#transports]) transport.detach();
+  }
+}
+
+/** A raw-socket node over web-stream sockets (workerd's `connect`). */
+export function rawSocket(connect, { hostname, port } = {}) {
+  return new SocketNode(socketStreams(connect, { hostname, port }), { label: `${hostname}:${port}` });
 }

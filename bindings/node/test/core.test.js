@@ -95,7 +95,8 @@ test('bad replies and times are refused and leave the operation usable', () => {
   let outcome;
   for (let out = op.pollOutput(); out !== undefined; out = op.pollOutput()) if (out.type === 'outcome') outcome = out.outcome;
   assert.equal(outcome.kind, 'acquired');
-  assert.deepEqual(outcome.nodes, [{ error: 'unexpected reply: an integer reply' }, 'success', 'success']);
+  assert.deepEqual(outcome.nodes, [{ error: 'unexpected reply: an integer reply', cause: 'error' }, 'success', 'success']);
+  assert.equal(outcome.errorClass, null);
   const lease = outcome.lease;
   assert.deepEqual(lease.keys, ['r']);
   assert.ok(lease.isValid(1200) && !lease.isValid(lease.validUntil));
@@ -138,4 +139,153 @@ test('RESP codec, scripts, limits and version', () => {
   assert.equal(core.limits().maxNodes, 255);
   assert.equal(core.defaults().driftFixedUs, 2000);
   assert.match(core.version(), /^\d+\.\d+\.\d+/);
+});
+
+const drainLink = (link) => {
+  const outputs = [];
+  for (let out = link.pollOutput(); out !== undefined; out = link.pollOutput()) outputs.push(out);
+  return outputs;
+};
+
+test('Link: connect, scripts first, writes in order, deliveries to the tagged operation', () => {
+  const client = new core.Redlock(new core.Config({ nodes: 1, ttlMs: 10_000, attempts: 1 }), new Uint8Array(32));
+  const op = client.acquire('r', 1000);
+  const link = new core.Link();
+  const send = op.pollOutput();
+  assert.equal(send.type, 'send');
+  link.submit(7, op, 1000);
+  assert.throws(() => link.submit(7, op, 1000), isCode('invalid_argument'), 'one submit per send');
+  assert.deepEqual(drainLink(link), [{ type: 'connect' }]);
+  assert.equal(op.pollOutput().type, 'wait');
+  link.handleConnected(1100);
+  const writes = drainLink(link);
+  assert.deepEqual(
+    writes.map((w) => [w.type, w.id, w.args[0]]),
+    [
+      ['write', 1, 'SCRIPT'],
+      ['write', 2, 'SCRIPT'],
+      ['write', 3, 'SCRIPT'],
+      ['write', 4, 'SET'],
+    ],
+  );
+  assert.equal(link.inFlight, 4);
+  assert.equal(link.isIdle, false);
+  for (const id of [1, 2, 3]) link.handleReply(id, { type: 'bulk', value: 'sha' }, 1200);
+  assert.deepEqual(drainLink(link), [], 'script replies are the link\'s own');
+  link.handleReply(4, { type: 'ok' }, 1300);
+  const [delivery] = drainLink(link);
+  assert.deepEqual(delivery, { type: 'deliver', tag: 7, request: send.requestId, reply: { type: 'ok' } });
+  op.handleReply(delivery.request, delivery.reply, 1300);
+  assert.equal(op.pollOutput().outcome.kind, 'acquired');
+  assert.equal(link.isIdle, true);
+  assert.equal(link.owed, 1);
+  assert.throws(() => link.handleClosed('bogus', 'x', 1400), isCode('invalid_argument'));
+  assert.throws(() => link.handleData(new Uint8Array(1), 1400), isCode('invalid_argument'));
+});
+
+test('Link over RESP: bytes out, bytes in, a protocol error closes; a refused node fails at once', () => {
+  const client = new core.Redlock(new core.Config({ nodes: 1, ttlMs: 10_000, attempts: 1 }), new Uint8Array(32));
+  const link = new core.Link({ resp: true });
+  assert.throws(() => new core.Link({ bogus: true }), isCode('invalid_argument'));
+  const op = client.acquire('r', 1000);
+  op.pollOutput();
+  link.submit(1, op, 1000);
+  assert.deepEqual(drainLink(link), [{ type: 'connect' }]);
+  link.handleConnected(1000);
+  const writes = drainLink(link);
+  assert.equal(writes.length, 4);
+  assert.ok(writes.every((w) => w.bytes instanceof Uint8Array));
+  assert.match(Buffer.from(writes[3].bytes).toString(), /^\*6\r\n\$3\r\nSET\r\n/);
+  const replies = Buffer.from('$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n+OK\r\n');
+  link.handleData(replies.subarray(0, 5), 1100);
+  link.handleData(replies.subarray(5), 1100);
+  assert.deepEqual(drainLink(link), [{ type: 'deliver', tag: 1, request: 1, reply: { type: 'ok' } }]);
+  link.handleData(Buffer.from('?bad\r\n'), 1200);
+  assert.deepEqual(drainLink(link), [{ type: 'close' }]);
+  assert.equal(link.isOpen, false);
+  // A refused connection: what is queued fails with the cause, and so does the next
+  // command until the backoff ends.
+  const refused = new core.Link({ resp: true });
+  const op2 = client.acquire('s', 2000);
+  op2.pollOutput();
+  refused.submit(2, op2, 2000);
+  assert.deepEqual(drainLink(refused), [{ type: 'connect' }]);
+  refused.handleClosed('refused', 'ECONNREFUSED', 2100);
+  const [failed] = drainLink(refused);
+  assert.equal(failed.type, 'deliver');
+  assert.deepEqual(failed.reply, { type: 'connection_failed', value: 'refused: ECONNREFUSED' });
+  op2.handleReply(failed.request, failed.reply, 2100);
+  // The failed attempt's release goes to the link too, which refuses it at once
+  // (reconnecting waits for its backoff); then the outcome comes.
+  let outcome;
+  for (let out = op2.pollOutput(); out !== undefined && !outcome; out = op2.pollOutput()) {
+    if (out.type === 'outcome') outcome = out.outcome;
+    if (out.type !== 'send') continue;
+    refused.submit(2, op2, 2100);
+    for (const d of drainLink(refused)) op2.handleReply(d.request, d.reply, 2100);
+  }
+  assert.equal(outcome.kind, 'not_acquired');
+  assert.equal(outcome.errorClass, 'nodes_failing');
+  assert.equal(outcome.nodes[0].cause, 'refused');
+  assert.ok(refused.pollTimeout() === undefined || refused.pollTimeout() > 2100);
+});
+
+test('abandon releases an acquisition in flight; the one output rule', () => {
+  const client = new core.Redlock(config(), new Uint8Array(32));
+  const op = client.acquire('r', 1000);
+  assert.equal(typeof op.pollTimeout, 'undefined', 'no pollTimeout: wait is the only wake-up');
+  const outputs = [];
+  for (let out = op.pollOutput(); out !== undefined; out = op.pollOutput()) outputs.push(out);
+  assert.deepEqual(outputs.map((o) => o.type), ['send', 'send', 'send', 'wait']);
+  op.abandon(1100);
+  const after = [];
+  for (let out = op.pollOutput(); out !== undefined; out = op.pollOutput()) after.push(out);
+  assert.deepEqual(after.map((o) => [o.type, o.kind]), [['send', 'release'], ['send', 'release'], ['send', 'release']]);
+  assert.ok(after.every((o) => o.args.includes(op.token)));
+  assert.equal(op.isFinished, true);
+});
+
+test('KeepAlive: extend when due, lost when taken', () => {
+  const cfg = new core.Config({ nodes: 1, ttlMs: 3000, attempts: 1 });
+  const client = new core.Redlock(cfg, new Uint8Array(32));
+  const op = client.acquire('r', 0);
+  const send = op.pollOutput();
+  op.handleReply(send.requestId, { type: 'ok' }, 100);
+  let outcome;
+  for (let out = op.pollOutput(); out !== undefined; out = op.pollOutput()) if (out.type === 'outcome') outcome = out.outcome;
+  const keepAlive = new core.KeepAlive(cfg, outcome.lease);
+  const first = keepAlive.poll(200);
+  assert.equal(first.type, 'wait');
+  assert.ok(first.until > 200 && first.until < outcome.lease.validUntil);
+  assert.deepEqual(keepAlive.poll(first.until), { type: 'extend' });
+  assert.equal(keepAlive.isExtending, true);
+  const extend = client.extend(keepAlive.lease, first.until);
+  const ext = extend.pollOutput();
+  extend.handleReply(ext.requestId, { type: 'integer', value: -1 }, first.until + 100);
+  let extOutcome;
+  for (let out = extend.pollOutput(); out !== undefined; out = extend.pollOutput()) if (out.type === 'outcome') extOutcome = out.outcome;
+  assert.equal(extOutcome.errorClass, 'lock_lost');
+  keepAlive.handleOutcome(extend, first.until + 100);
+  assert.deepEqual(keepAlive.poll(first.until + 200), { type: 'lost', reason: 'taken' });
+  assert.equal(keepAlive.lost, 'taken');
+  keepAlive.stop();
+  assert.equal(keepAlive.lost, 'taken', 'a lost lock stays lost');
+});
+
+test('duplicateNode and errorClasses', () => {
+  assert.deepEqual(core.duplicateNode(['redis://a:1', 'localhost:6379', 'redis://user:pw@127.0.0.1/0']), [1, 2]);
+  assert.equal(core.duplicateNode(['a:1', 'a:2']), undefined);
+  const classes = core.errorClasses();
+  assert.deepEqual(
+    classes.map((c) => [c.code, c.number]),
+    [
+      ['held_elsewhere', 1],
+      ['nodes_failing', 2],
+      ['lock_lost', 3],
+      ['not_held', 4],
+      ['invalid_argument', 5],
+      ['used_after_close', 6],
+      ['cancelled', 7],
+    ],
+  );
 });

@@ -12,15 +12,17 @@ function run(...args) {
 
 /** A set of N nodes on ports basePort.. ; stop() is idempotent. */
 export class RedisNodes {
-  constructor(basePort, count = 5) {
+  /** @param {string[]} options more options of `start` (`--tls`, `--requirepass P`) */
+  constructor(basePort, count = 5, options = []) {
     this.basePort = basePort;
     this.count = count;
+    this.options = options;
     this.ports = Array.from({ length: count }, (_, i) => basePort + i);
     this.running = false;
   }
 
   start() {
-    const urls = run('start', '--nodes', String(this.count), '--base-port', String(this.basePort))
+    const urls = run('start', '--nodes', String(this.count), '--base-port', String(this.basePort), ...this.options)
       .trim()
       .split('\n');
     this.running = true;
@@ -52,6 +54,20 @@ export class RedisNodes {
   restart(index) {
     run('restart', String(index), '--base-port', String(this.basePort));
   }
+}
+
+/** `redis-cli -p port args...` on loopback (no TLS, no password). */
+export function redisCli(port, ...args) {
+  return execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** How many NOSCRIPT errors node `port` answered since it started (INFO errorstats). */
+export function noscriptCount(port) {
+  const match = /errorstat_NOSCRIPT:count=(\d+)/.exec(redisCli(port, 'INFO', 'errorstats'));
+  return match ? Number(match[1]) : 0;
 }
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,5 +1,5 @@
-// The integration suite with node-redis clients (the current major version), offline
-// queue off (see ioredis.test.js) and no command timeout.
+// The integration suite with node-redis clients (the current major version) at their
+// default settings.
 
 import { createClient } from 'redis';
 
@@ -8,7 +8,7 @@ import { integrationSuite } from './suite.js';
 integrationSuite('node-redis', 7220, async (urls) => {
   const clients = await Promise.all(
     urls.map((url) => {
-      const client = createClient({ url, disableOfflineQueue: true });
+      const client = createClient({ url });
       client.on('error', () => {}); // refused connections while a node is down
       return client.connect();
     }),

@@ -55,7 +55,34 @@ function configOptions(config) {
   return options;
 }
 
+/** The vectors' per-node form: an error is `{ error }` (its cause is checked apart). */
+function nodesJson(nodes) {
+  return nodes.map((node) => {
+    if (typeof node === 'string') return node;
+    assert.ok(
+      ['refused', 'auth', 'tls', 'timeout', 'stalled', 'connection', 'error'].includes(node.cause),
+      `a failed node names its cause: ${JSON.stringify(node)}`,
+    );
+    return { error: node.error };
+  });
+}
+
+const EXPECTED_CLASS = {
+  acquired: () => null,
+  extended: () => null,
+  released: () => null,
+  not_released: () => 'nodes_failing',
+  not_acquired: (o) => (o.reason === 'conflict' ? 'held_elsewhere' : 'nodes_failing'),
+  not_extended: (o) =>
+    o.reason === 'conflict' ? 'lock_lost' : o.reason === 'not_held' ? 'not_held' : o.validityUs === 0 ? 'lock_lost' : 'nodes_failing',
+};
+
 function outcomeJson(outcome) {
+  assert.equal(outcome.errorClass, EXPECTED_CLASS[outcome.kind](outcome), `error class of ${outcome.kind}`);
+  return outcomeFields({ ...outcome, nodes: nodesJson(outcome.nodes) });
+}
+
+function outcomeFields(outcome) {
   switch (outcome.kind) {
     case 'acquired':
       return {
@@ -93,7 +120,8 @@ function outcomeJson(outcome) {
         nodes: outcome.nodes,
       };
     case 'released':
-      return { kind: 'released', released: outcome.released, nodes: outcome.nodes };
+    case 'not_released':
+      return { kind: outcome.kind, released: outcome.released, nodes: outcome.nodes };
     default:
       throw new Error(`unknown outcome ${outcome.kind}`);
   }
@@ -151,7 +179,9 @@ class Replay {
         const name = (step.extend ?? step.release).lease;
         const lease = this.leases.get(name);
         assert.ok(lease, `no lease named ${name}`);
-        const op = step.extend ? this.client.extend(lease, now) : this.client.release(lease, now);
+        const op = step.extend
+          ? this.client.extend(lease, now, step.extend.ttl_ms)
+          : this.client.release(lease, now);
         this.ops.set(target, op);
         this.last = target;
       } else if (step.lease) {
@@ -164,6 +194,9 @@ class Replay {
       } else if (step.timeout) {
         target = step.op ?? this.last;
         this.ops.get(target).handleTimeout(now);
+      } else if (step.abandon) {
+        target = step.op ?? this.last;
+        this.ops.get(target).abandon(now);
       } else {
         throw new Error(`unknown step ${JSON.stringify(step)}`);
       }

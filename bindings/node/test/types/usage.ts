@@ -8,10 +8,13 @@ import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 
 import {
+  CancelledError,
   LockHeldError,
   LockLostError,
-  NodesFailedError,
+  NodesFailingError,
+  NotHeldError,
   Redlock,
+  UsedAfterCloseError,
   core,
   netSocket,
   type Lock,
@@ -19,7 +22,7 @@ import {
 } from '../../index.js';
 
 export async function run(urls: string[]): Promise<void> {
-  const ioredis = urls.map((url) => new Redis(url, { enableOfflineQueue: false }));
+  const ioredis = urls.map((url) => new Redis(url));
   await Promise.all(ioredis.map((c) => new Promise((resolve) => c.once('ready', resolve))));
   const nodeRedis = await Promise.all(urls.map((url) => createClient({ url }).connect()));
   const raw = urls.map((url) => netSocket(url));
@@ -45,11 +48,24 @@ export async function run(urls: string[]): Promise<void> {
         return 'ok';
       });
       assert.equal(value, 'ok');
-      const errors: Array<typeof LockLostError | typeof NodesFailedError> = [LockLostError, NodesFailedError];
-      assert.equal(errors.length, 2);
+      const errors: Array<typeof LockLostError | typeof NodesFailingError | typeof NotHeldError> = [
+        LockLostError,
+        NodesFailingError,
+        NotHeldError,
+      ];
+      assert.equal(errors.length, 3);
+      const controller = new AbortController();
+      controller.abort();
+      await assert.rejects(redlock.acquire('typed:d', { ttlMs: 1000, signal: controller.signal }), CancelledError);
+      const cause: string | undefined = again.nodes[0].cause;
+      assert.equal(cause, undefined);
+      redlock.close();
+      await assert.rejects(again.extend(), UsedAfterCloseError);
     }
-    const settings: core.ConfigSettings = new Redlock(raw).settings;
+    const settingsRedlock = new Redlock(raw);
+    const settings: core.ConfigSettings = settingsRedlock.settings;
     assert.equal(settings.quorum, 3);
+    settingsRedlock.close();
   } finally {
     ioredis.forEach((c) => c.disconnect());
     await Promise.all(nodeRedis.map((c) => c.quit()));
