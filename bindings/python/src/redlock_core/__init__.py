@@ -28,11 +28,13 @@ from ._errors import (
     LockError,
     LockHeldError,
     LockLostError,
+    LockNotHeldError,
     NodeResult,
     NodesFailedError,
     ProtocolError,
     RedlockError,
     UsageError,
+    UsedAfterCloseError,
 )
 from ._ffi import library_path
 from ._sync import Lock, LockContext, Redlock
@@ -53,6 +55,7 @@ __all__ = [
     "LockError",
     "LockHeldError",
     "LockLostError",
+    "LockNotHeldError",
     "NodeResult",
     "NodesFailedError",
     "ProtocolError",
@@ -60,6 +63,7 @@ __all__ = [
     "RedlockError",
     "ReleaseResult",
     "UsageError",
+    "UsedAfterCloseError",
     "library_path",
     "now_us",
     "version",
