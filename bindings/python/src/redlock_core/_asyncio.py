@@ -266,14 +266,8 @@ class AsyncRedlock(RedlockBase):
         self._wakers[running.tag] = waker
         self._poke_timer()
         try:
-            while running.outcome is None:
-                if running.changed:
-                    engine.step(running)
-                    continue
+            while not engine.advance(running):
                 at = running.wait_until
-                if at is not None and now_us() >= at:
-                    engine.wake(running)
-                    continue
                 waker.clear()
                 delay = None if at is None else max(0.0, (at - now_us()) / 1e6)
                 try:
@@ -287,6 +281,7 @@ class AsyncRedlock(RedlockBase):
             raise
         self._wakers.pop(running.tag, None)
         outcome = running.outcome
+        assert outcome is not None
         engine.finish(running)
         return outcome
 

@@ -253,6 +253,20 @@ class Engine:
             else:
                 return
 
+    def advance(self, running: Running) -> bool:
+        """Does what is due for the operation now (a delivery to poll, its wait come
+        due); True once it decided, False while it waits for a delivery or its wait."""
+        while running.outcome is None:
+            if running.changed:
+                self.step(running)
+                continue
+            at = running.wait_until
+            if at is not None and now_us() >= at:
+                self.wake(running)
+                continue
+            return False
+        return True
+
     def wake(self, running: Running) -> None:
         """The operation's wait came due (or a delivery changed it): hand in the time
         and poll it."""

@@ -142,7 +142,7 @@ class _SocketIO:
         cond = owner._cond
         while True:
             with cond:
-                if (owner._closed and node.link.is_idle) or owner._stopped:
+                if owner._stopped or (owner._closed and node.link.is_idle):
                     self._drop()
                     return
                 node.timeout(now_us())
@@ -187,8 +187,9 @@ class _SocketIO:
                 raise ConnectionError("the client's connection has no socket")
         except BaseException as error:
             with owner._cond:
-                node.failed(generation, error, now_us())
-                owner._engine.pump(node)
+                if not owner._stopped:
+                    node.failed(generation, error, now_us())
+                    owner._engine.pump(node)
             try:
                 connection.disconnect()
             except Exception:
@@ -215,6 +216,8 @@ class _SocketIO:
         else:
             failure = None if data else ConnectionError("the node closed the connection")
         with owner._cond:
+            if owner._stopped:
+                return
             if failure is None and node.data_received(generation, data, now_us()):
                 owner._engine.pump(node)
                 return
@@ -358,18 +361,12 @@ class Redlock(RedlockBase):
 
     def _wait(self, running: Running) -> Outcome:
         engine, cond = self._engine, self._cond
-        while running.outcome is None:
+        while not engine.advance(running):
             if self._stopped:
                 raise UsedAfterCloseError("this Redlock was closed while an operation ran")
-            if running.changed:
-                engine.step(running)
-                continue
-            at = running.wait_until
-            if at is not None and now_us() >= at:
-                engine.wake(running)
-                continue
-            cond.wait(_seconds_until(at))
+            cond.wait(_seconds_until(running.wait_until))
         outcome = running.outcome
+        assert outcome is not None
         engine.finish(running)
         return outcome
 
@@ -390,9 +387,11 @@ class Redlock(RedlockBase):
             for io in self._io:
                 io._drop()
             self._cond.notify_all()
+        # A thread still opening a connection to a frozen node ends within
+        # CONNECT_TIMEOUT; close does not wait that long for it.
         for io in self._io:
             if io.thread is not None:
-                io.thread.join(CONNECT_TIMEOUT + IDLE_POLL)
+                io.thread.join(0.5)
         with self._cond:
             self._engine.close()
         self._close_owned()
