@@ -161,6 +161,14 @@ class Operation(_Handle):
             _ffi.fail(rc, "poll")
         return self._kind.value
 
+    def target(self) -> tuple[int, int, int]:
+        """The current ``OUTPUT_SEND`` output's node, request id and deadline (what a
+        driver needs to hand it to its node's link), without copying its arguments."""
+        rc = lib.redlock_operation_command(self._p(), *self._command_refs)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "command")
+        return self._node.value, self._request.value, self._deadline.value
+
     def command(self) -> Command:
         """The current ``OUTPUT_SEND`` output's command."""
         pointer = self._p()

@@ -239,7 +239,7 @@ class Engine:
         while running.outcome is None:
             kind = op.poll()
             if kind == _ffi.OUTPUT_SEND:
-                node_index, _, deadline, _ = op.command()
+                node_index, _, deadline = op.target()
                 running.last_deadline = max(running.last_deadline, deadline)
                 node = self.nodes[node_index]
                 node.submit(running.tag, op, now_us())
