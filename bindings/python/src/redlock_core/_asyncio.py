@@ -56,12 +56,36 @@ class _StreamIO:
         self._writer: asyncio.StreamWriter | None = None
         self._connection: Any = None
         self._task: asyncio.Task[None] | None = None
+        # A connection opened ahead of the link's first CONNECT (see AsyncRedlock._warm).
+        self._spare: Any = None
+
+    def _new_connection(self) -> Any:
+        pool = self._client.connection_pool
+        settings = dict(pool.connection_kwargs)
+        settings["retry"] = AsyncRetry(NoBackoff(), 0)
+        for name in ("socket_connect_timeout", "socket_timeout"):
+            if settings.get(name) is None:
+                settings[name] = OPEN_TIMEOUT
+        return pool.connection_class(**settings)
+
+    async def warm(self) -> None:
+        connection = self._new_connection()
+        try:
+            await connection.connect()
+        except Exception:  # the link's own CONNECT will try again and say why
+            await _quietly(connection.disconnect())
+            return
+        if self._spare is None and self._task is None and not self._owner._closed:
+            self._spare = connection
+        else:
+            await _quietly(connection.disconnect())
 
     def act(self, actions: list[Action]) -> None:
         for action in actions:
             if action[0] == CONNECT:
                 self._forget()
-                self._task = _spawn(self._serve(self._node.generation))
+                spare, self._spare = self._spare, None
+                self._task = _spawn(self._serve(self._node.generation, spare))
             elif action[0] == WRITE:
                 writer = self._writer
                 if writer is None or writer.is_closing():
@@ -83,17 +107,12 @@ class _StreamIO:
         if task is not None and task is not asyncio.current_task():
             task.cancel()
 
-    async def _serve(self, generation: int) -> None:
+    async def _serve(self, generation: int, spare: Any) -> None:
         node, owner = self._node, self._owner
-        pool = self._client.connection_pool
-        settings = dict(pool.connection_kwargs)
-        settings["retry"] = AsyncRetry(NoBackoff(), 0)
-        for name in ("socket_connect_timeout", "socket_timeout"):
-            if settings.get(name) is None:
-                settings[name] = OPEN_TIMEOUT
-        connection = pool.connection_class(**settings)
+        connection = spare if spare is not None else self._new_connection()
         try:
-            await connection.connect()
+            if spare is None:
+                await connection.connect()
             reader, writer = connection._reader, connection._writer
             if reader is None or writer is None:
                 raise ConnectionError("the client's connection has no streams")
@@ -134,11 +153,19 @@ class _StreamIO:
     async def aclose(self) -> None:
         task = self._task
         self._forget()
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            await _quietly(spare.disconnect())
         if task is not None:
             await asyncio.gather(task, return_exceptions=True)
 
     def is_open(self) -> bool:
         return self._writer is not None
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 async def _quietly(awaitable: Any) -> None:
@@ -158,10 +185,21 @@ class AsyncRedlock(RedlockBase):
         self._streams = [
             _StreamIO(self, node, client) for node, client in zip(self._engine.nodes, node_clients)
         ]
-        self._wakers: dict[int, asyncio.Event] = {}
+        self._wakers: dict[int, asyncio.Future[None]] = {}
         self._engine.on_change = self._changed
         self._timer: asyncio.Task[None] | None = None
         self._timer_poke: asyncio.Event | None = None
+        self._warmed = False
+
+    async def _warm(self) -> None:
+        """Before the first operation is created, opens one connection per node (at
+        most a node timeout's wait), so that the first round does not pay for TCP and
+        the client's handshake within its deadline."""
+        if self._warmed or self._closed:
+            return
+        self._warmed = True
+        tasks = [asyncio.ensure_future(stream.warm()) for stream in self._streams]
+        await asyncio.wait(tasks, timeout=self._config.node_timeout_us / 1e6)
 
     @classmethod
     def from_urls(cls, urls: Sequence[str], **settings: Any) -> AsyncRedlock:
@@ -188,15 +226,16 @@ class AsyncRedlock(RedlockBase):
         self._poke_timer()
 
     def _changed(self, running: Running) -> None:
-        waker = self._wakers.get(running.tag)
-        if waker is not None:
-            waker.set()
+        waker = self._wakers.pop(running.tag, None)
+        if waker is not None and not waker.done():
+            waker.set_result(None)
 
     def _poke_timer(self) -> None:
+        """Makes sure the timer task runs and looks at the links' instants again."""
         if self._timer is None or self._timer.done():
             self._timer_poke = asyncio.Event()
             self._timer = _spawn(self._tick())
-        elif self._timer_poke is not None:
+        elif self._timer_poke is not None and not self._timer_poke.is_set():
             self._timer_poke.set()
 
     async def _tick(self) -> None:
@@ -228,6 +267,7 @@ class AsyncRedlock(RedlockBase):
         Cancelling the task abandons the acquisition: the core's release of its token
         goes out, and the ``CancelledError`` propagates."""
         names = resource_list(resources)
+        await self._warm()
         with self._start_acquire(names, ttl) as op:
             outcome = await self._drive(op)
         lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
@@ -261,19 +301,23 @@ class AsyncRedlock(RedlockBase):
     async def _drive(self, op: Operation) -> Outcome:
         """Awaits ``op``'s outcome; wakes at its wait and at deliveries only."""
         engine = self._engine
-        waker = asyncio.Event()
+        loop = asyncio.get_running_loop()
         running = engine.start(op)
-        self._wakers[running.tag] = waker
         self._poke_timer()
         try:
             while not engine.advance(running):
+                # One future per wait, resolved by a delivery or at the operation's wait.
+                waker: asyncio.Future[None] = loop.create_future()
+                self._wakers[running.tag] = waker
                 at = running.wait_until
-                waker.clear()
-                delay = None if at is None else max(0.0, (at - now_us()) / 1e6)
+                timer = None
+                if at is not None:
+                    timer = loop.call_later(max(0.0, (at - now_us()) / 1e6), _resolve, waker)
                 try:
-                    await asyncio.wait_for(waker.wait(), delay)
-                except asyncio.TimeoutError:
-                    pass
+                    await waker
+                finally:
+                    if timer is not None:
+                        timer.cancel()
         except BaseException:
             self._wakers.pop(running.tag, None)
             engine.abandon(running)
@@ -346,6 +390,7 @@ class AsyncLock(LockState):
     async def extend(self, ttl: Duration | None = None) -> None:
         """Extends the lock (see :meth:`redlock_core.Lock.extend`)."""
         async with self._op_lock:
+            await self._redlock._warm()
             outcome = await self._redlock._drive(self._start_extend(ttl))
             error = self._extended(outcome)
         self._wake.set()
@@ -360,6 +405,7 @@ class AsyncLock(LockState):
         async with self._op_lock:
             if self._released is not None:
                 return self._released
+            await self._redlock._warm()
             return self._released_by(await self._redlock._drive(self._start_release()))
 
     async def __aenter__(self) -> AsyncLock:
