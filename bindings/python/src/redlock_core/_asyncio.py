@@ -23,7 +23,14 @@ import redis.asyncio
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 
-from ._common import Duration, RedlockBase, ReleaseResult, check_clients, shown
+from ._common import (
+    Duration,
+    RedlockBase,
+    ReleaseResult,
+    check_clients,
+    connection_like,
+    shown,
+)
 from ._errors import NodeResult, UsedAfterCloseError
 from ._lock import LockState, OnLost
 from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running
@@ -31,8 +38,6 @@ from .core import Lease, Operation, Outcome, Resources, now_us, resource_list
 
 __all__ = ["AsyncLock", "AsyncLockContext", "AsyncRedlock"]
 
-#: How long opening a connection may take, in seconds.
-OPEN_TIMEOUT = 2.0
 
 # Tasks the package started and must not lose to garbage collection.
 _background: set[asyncio.Task[Any]] = set()
@@ -60,13 +65,7 @@ class _StreamIO:
         self._spare: Any = None
 
     def _new_connection(self) -> Any:
-        pool = self._client.connection_pool
-        settings = dict(pool.connection_kwargs)
-        settings["retry"] = AsyncRetry(NoBackoff(), 0)
-        for name in ("socket_connect_timeout", "socket_timeout"):
-            if settings.get(name) is None:
-                settings[name] = OPEN_TIMEOUT
-        return pool.connection_class(**settings)
+        return connection_like(self._client, AsyncRetry(NoBackoff(), 0))
 
     async def warm(self) -> None:
         connection = self._new_connection()

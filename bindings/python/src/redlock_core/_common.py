@@ -236,6 +236,23 @@ def shown(resources: Resources, names: list[bytes]) -> list[str | bytes]:
     return [item if isinstance(item, (str, bytes)) else bytes(item) for item in resources]
 
 
+#: How long opening a node's connection (TCP, TLS, the client's handshake) may take.
+OPEN_TIMEOUT = 2.0
+
+
+def connection_like(client: Any, retry: Any) -> Any:
+    """A new connection made like the client's own (TLS, password, database), with
+    ``retry`` (none: the core's link decides about reconnecting) and a bounded time to
+    open, whatever the client's settings."""
+    pool = client.connection_pool
+    kwargs = dict(pool.connection_kwargs)
+    kwargs["retry"] = retry
+    for name in ("socket_connect_timeout", "socket_timeout"):
+        if kwargs.get(name) is None:
+            kwargs[name] = OPEN_TIMEOUT
+    return pool.connection_class(**kwargs)
+
+
 def node_address(client: Any, index: int) -> str:
     """A redis-py client's server as an address the core compares (``host:port`` or
     the socket path)."""

@@ -30,6 +30,7 @@ from ._common import (
     RedlockBase,
     ReleaseResult,
     check_clients,
+    connection_like,
     shown,
 )
 from ._errors import NodeResult, UsedAfterCloseError
@@ -39,22 +40,8 @@ from .core import Lease, Operation, Outcome, Resources, now_us, resource_list
 
 __all__ = ["Lock", "LockContext", "Redlock"]
 
-#: How long opening a connection (TCP, TLS, the client's handshake) may take.
-CONNECT_TIMEOUT = 2.0
 #: The longest a node thread sleeps without looking at its link's timers.
 IDLE_POLL = 1.0
-
-
-def _connection_for(client: redis.Redis) -> Any:
-    """A new connection made like the client's own (TLS, password, database), without
-    redis-py's retries: the core's link decides about reconnecting."""
-    pool = client.connection_pool
-    kwargs = dict(pool.connection_kwargs)
-    kwargs["retry"] = Retry(NoBackoff(), 0)
-    for name in ("socket_connect_timeout", "socket_timeout"):
-        if kwargs.get(name) is None:
-            kwargs[name] = CONNECT_TIMEOUT
-    return pool.connection_class(**kwargs)
 
 
 class _SocketIO:
@@ -162,7 +149,7 @@ class _SocketIO:
                 self._read(sock, generation)
 
     def _warm(self) -> None:
-        connection = _connection_for(self._client)
+        connection = connection_like(self._client, Retry(NoBackoff(), 0))
         try:
             connection.connect()
         except Exception:  # the link's own CONNECT will try, and report why
@@ -179,7 +166,7 @@ class _SocketIO:
 
     def _open(self, generation: int) -> None:
         owner, node = self._owner, self._node
-        connection = _connection_for(self._client)
+        connection = connection_like(self._client, Retry(NoBackoff(), 0))
         try:
             connection.connect()
             sock = connection._sock
@@ -388,7 +375,7 @@ class Redlock(RedlockBase):
                 io._drop()
             self._cond.notify_all()
         # A thread still opening a connection to a frozen node ends within
-        # CONNECT_TIMEOUT; close does not wait that long for it.
+        # OPEN_TIMEOUT; close does not wait that long for it.
         for io in self._io:
             if io.thread is not None:
                 io.thread.join(0.5)
