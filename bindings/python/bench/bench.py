@@ -10,9 +10,16 @@
    package's rows use redis-py's defaults as well, to show that its deadlines do not
    depend on them. Threads alive after each row are reported (pottery keeps one per
    call stuck on the frozen node).
+   Two floors run on the same nodes: the same two rounds (SET NX PX on the five nodes,
+   then the release script by EVALSHA) with redis-py alone, each round returning at
+   the quorum (3), once with ``asyncio.gather``-style concurrency (tasks, first
+   completed) and once with a thread pool. The summary gives ours against the floors
+   (target: within 1.2x) and the frozen-node p50 against the healthy one (target:
+   within 1.3x).
 2. The ctypes overhead of one N = 5 decision cycle with no I/O: acquire, five OK
    replies, the outcome and its lease, release, five replies, through this package's
-   ctypes layer (what the drivers pay per lock on top of the network).
+   ctypes layer and the core's node links (what the drivers pay per lock on top of
+   the network).
 
     python bench/bench.py [--cycles N] [--base-port P]
 """
@@ -21,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import os
+import secrets
 import statistics
 import subprocess
 import sys
@@ -37,7 +46,6 @@ from pottery import Redlock as PotteryRedlock
 
 from redlock_core import AsyncRedlock, Redlock, core
 from redlock_core import _ffi as ffi
-from redlock_core._common import Parts, hand_in
 
 REPO = Path(__file__).resolve().parents[3]
 NODES = REPO / "scripts" / "redis-nodes.sh"
@@ -110,6 +118,86 @@ def run_pottery(
     return timed(cycle, cycles, warmup)
 
 
+QUORUM = 3
+
+
+def _release_script(clients: list[redis.Redis]) -> str:
+    text = core.script_text(ffi.SCRIPT_RELEASE)
+    for client in clients:
+        client.script_load(text)
+    return core.script_sha1(ffi.SCRIPT_RELEASE)
+
+
+def run_floor_gather(
+    ports: list[int], name: str, cycles: int, warmup: int, **client: Any
+) -> list[float]:
+    """The two rounds with redis.asyncio alone, concurrently, each done at the quorum."""
+    sha = _release_script([redis.Redis(port=port) for port in ports])
+
+    async def quorum(calls: list[Any], ok: Callable[[Any], bool]) -> None:
+        tasks = [asyncio.ensure_future(call) for call in calls]
+        done_ok = 0
+        pending = set(tasks)
+        while done_ok < QUORUM and pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            done_ok += sum(1 for task in done if not task.exception() and ok(task.result()))
+        if done_ok < QUORUM:
+            raise RuntimeError("the floor did not reach a quorum")
+
+    async def main() -> list[float]:
+        clients = [redis.asyncio.Redis(port=port, **client) for port in ports]
+        samples = []
+        for i in range(warmup + cycles):
+            token = secrets.token_hex(20)
+            started = time.perf_counter()
+            await quorum(
+                [c.set(name, token, nx=True, px=10_000) for c in clients], lambda r: bool(r)
+            )
+            await quorum([c.evalsha(sha, 1, name, token) for c in clients], lambda r: r == 1)
+            if i >= warmup:
+                samples.append(time.perf_counter() - started)
+        await asyncio.sleep(0.01)  # the slower nodes' replies
+        for c in clients:
+            await c.aclose()
+        return samples
+
+    return asyncio.run(main())
+
+
+def run_floor_threads(
+    ports: list[int], name: str, cycles: int, warmup: int, **client: Any
+) -> list[float]:
+    """The two rounds with redis-py alone on a thread pool, each done at the quorum."""
+    clients = [redis.Redis(port=port, **client) for port in ports]
+    sha = _release_script(clients)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=10) as pool:
+
+        def quorum(calls: list[Callable[[], Any]], ok: Callable[[Any], bool]) -> None:
+            pending = {pool.submit(call) for call in calls}
+            done_ok = 0
+            while done_ok < QUORUM and pending:
+                done, pending = concurrent.futures.wait(
+                    pending, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+                done_ok += sum(1 for f in done if not f.exception() and ok(f.result()))
+            if done_ok < QUORUM:
+                raise RuntimeError("the floor did not reach a quorum")
+
+        def cycle(i: int) -> None:
+            token = secrets.token_hex(20)
+            quorum(
+                [lambda c=c: c.set(name, token, nx=True, px=10_000) for c in clients],
+                lambda r: bool(r),
+            )
+            quorum([lambda c=c: c.evalsha(sha, 1, name, token) for c in clients], lambda r: r == 1)
+
+        return timed(cycle, cycles, warmup)
+
+
+def p50(samples: list[float]) -> float:
+    return sorted(samples)[len(samples) // 2] * 1e6
+
+
 def bench_nodes(cycles: int, base_port: int) -> None:
     ports = [base_port + i for i in range(5)]
     print(f"## acquire + release, 5 local nodes (ports {ports[0]}-{ports[-1]}), {cycles} cycles")
@@ -121,10 +209,14 @@ def bench_nodes(cycles: int, base_port: int) -> None:
     healthy = [
         ("redlock-core sync", run_sync, {}),
         ("redlock-core asyncio", run_async, {}),
+        ("floor: redis-py thread pool, quorum", run_floor_threads, {}),
+        ("floor: redis.asyncio tasks (gather), quorum", run_floor_gather, {}),
         ("pottery 3.0.1", run_pottery, {}),
     ]
+    medians: dict[str, float] = {}
     for label, run, client in healthy:
         samples = run(ports, f"bench:{label}", cycles, warmup, **client)
+        medians[label] = p50(samples)
         print(summary(label, samples), flush=True)
     nodes_script("pause", "4", base_port=base_port)
     try:
@@ -137,9 +229,25 @@ def bench_nodes(cycles: int, base_port: int) -> None:
         ]
         for label, run, client in frozen:
             samples = run(ports, f"bench:frozen:{label}", cycles, warmup, **client)
+            medians[label] = p50(samples)
             print(summary(label, samples), flush=True)
     finally:
         nodes_script("resume", "4", base_port=base_port)
+    print()
+    sync_floor = medians["floor: redis-py thread pool, quorum"]
+    async_floor = medians["floor: redis.asyncio tasks (gather), quorum"]
+    print(
+        f"p50 against the floors: sync {medians['redlock-core sync'] / sync_floor:.2f}x the "
+        f"thread pool, asyncio {medians['redlock-core asyncio'] / async_floor:.2f}x the tasks "
+        "(target 1.2x)"
+    )
+    frozen_sync = medians["redlock-core sync, node 4 frozen, redis-py defaults"]
+    frozen_async = medians["redlock-core asyncio, node 4 frozen, redis-py defaults"]
+    print(
+        f"p50 with node 4 frozen against healthy: sync "
+        f"{frozen_sync / medians['redlock-core sync']:.2f}x, asyncio "
+        f"{frozen_async / medians['redlock-core asyncio']:.2f}x (target 1.3x)"
+    )
     print()
 
 
@@ -147,42 +255,60 @@ def _timeout() -> dict[str, Any]:
     return {"socket_timeout": 0.05, "socket_connect_timeout": 0.05}
 
 
-def drive_without_io(op: core.Operation, reply: Parts, now: int) -> core.Outcome:
-    """The drivers' loop with the network taken out: the same calls per command (the
-    RESP bytes, the command's kind and token), every node answering at once."""
-    sent = []
+def drive_without_io(op: core.Operation, links: list[core.Link], reply: int, now: int) -> Any:
+    """The drivers' loop with the network taken out: every command to its node's link,
+    each write answered at once with ``reply`` (OK or the integer 1), each delivery
+    back to the operation; the outcome."""
+    kind, integer = (ffi.REPLY_OK, 0) if reply == 0 else (ffi.REPLY_INTEGER, reply)
     with op:
         while True:
             output = op.poll()
             if output == ffi.OUTPUT_SEND:
-                command = op.packed_command()
-                sent.append((command.request_id, op.command_kind()[0], op.token, command))
-            elif output == ffi.OUTPUT_WAIT:
-                op.wait_until()
-            elif output == ffi.OUTPUT_OUTCOME:
+                links[op.target()[0]].submit(1, op, now)
+                continue
+            if output == ffi.OUTPUT_OUTCOME:
                 return op.take_outcome()
-            else:
-                hand_in(op, sent.pop(0)[0], reply, now)
+            for link in links:
+                while True:
+                    out = link.poll()
+                    if out == ffi.LINK_OUTPUT_NONE:
+                        break
+                    if out == ffi.LINK_OUTPUT_WRITE:
+                        write_id, _ = link.write()
+                        link.handle_reply(write_id, kind, integer, now=now)
+                    elif out == ffi.LINK_OUTPUT_DELIVER:
+                        op.handle_delivery(link, now)
 
 
-def ctypes_cycle(client: core.Client) -> None:
-    """One N = 5 acquire + release decision cycle, no I/O."""
-    with drive_without_io(client.acquire("bench", 1_000), (ffi.REPLY_OK, 0, None), 1_100) as won:
+def ctypes_cycle(client: core.Client, links: list[core.Link]) -> None:
+    """One N = 5 acquire + release decision cycle through the links, no I/O."""
+    with drive_without_io(client.acquire("bench", 1_000), links, 0, 1_100) as won:
         lease = won.lease()
     assert lease is not None
     with lease, client.release(lease, 2_000) as op:
-        drive_without_io(op, (ffi.REPLY_INTEGER, 1, None), 2_100).close()
+        drive_without_io(op, links, 1, 2_100).close()
+
+
+def connected_links() -> list[core.Link]:
+    links = [core.Link() for _ in range(5)]
+    for link in links:
+        link.handle_connected(1)
+        while link.poll() == ffi.LINK_OUTPUT_WRITE:
+            write_id, _ = link.write()
+            link.handle_reply(write_id, ffi.REPLY_BULK, 0, b"sha", now=1)
+    return links
 
 
 def bench_ctypes(repeats: int = 5, cycles: int = 5_000) -> None:
+    links = connected_links()
     with core.Config(5, 10_000) as config, core.Client(config, seed=bytes(32)) as client:
         for _ in range(500):
-            ctypes_cycle(client)
+            ctypes_cycle(client, links)
         per_cycle = []
         for _ in range(repeats):
             started = time.perf_counter()
             for _ in range(cycles):
-                ctypes_cycle(client)
+                ctypes_cycle(client, links)
             per_cycle.append((time.perf_counter() - started) / cycles * 1e6)
         # The cost of one bare call through ctypes, for scale.
         with client.acquire("bench", 0) as op:
@@ -190,7 +316,9 @@ def bench_ctypes(repeats: int = 5, cycles: int = 5_000) -> None:
             for _ in range(100_000):
                 ffi.lib.redlock_operation_is_finished(op._p())
             per_call = (time.perf_counter() - started) / 100_000 * 1e6
-    title = "ctypes overhead, N = 5 acquire + release decision cycle, no I/O"
+    for link in links:
+        link.close()
+    title = "ctypes overhead, N = 5 acquire + release decision cycle through links, no I/O"
     print(f"## {title} ({cycles} cycles x {repeats})")
     print()
     print(

@@ -13,7 +13,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from redlock_core import AsyncRedlock, LockHeldError, LockLostError
+from redlock_core import AsyncRedlock, LockHeldError, LockLostError, UsedAfterCloseError
 
 from .conftest import Nodes
 from .test_sync import run_workers
@@ -188,7 +188,7 @@ def test_bad_arguments(nodes: Nodes) -> None:
                 await redlock.acquire(None)  # type: ignore[arg-type]
             with pytest.raises(ValueError, match="negative"):
                 await redlock.acquire("x", ttl=-1)
-        with pytest.raises(RuntimeError, match="closed"):
+        with pytest.raises(UsedAfterCloseError, match="closed"):
             await redlock.acquire("x")
 
     run(main)

@@ -131,7 +131,8 @@ def test_configuration_errors_carry_the_core_code() -> None:
         (dict(nodes=3, ttl_ms=1000, drift_factor=float("nan")), "drift_factor_invalid"),
         (dict(nodes=3, ttl_ms=1000, node_timeout_us=0), "node_timeout_zero"),
         (dict(nodes=3, ttl_ms=1000, attempts=0), "attempts_zero"),
-        (dict(nodes=3, ttl_ms=1000, retry_delay_us=10, retry_jitter_us=20), "jitter_too_large"),
+        (dict(nodes=3, ttl_ms=1000, retry_delay_us=10, retry_jitter_us=0), "retry_delay_too_short"),
+        (dict(nodes=3, ttl_ms=1000, retry_delay_us=5000, retry_jitter_us=6000), "jitter_too_large"),
         (dict(nodes=3, ttl_ms=1000, token_bytes=8), "token_too_short"),
     ]
     for kwargs, code in cases:

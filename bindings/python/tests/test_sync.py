@@ -18,6 +18,7 @@ from redlock_core import (
     LockHeldError,
     LockLostError,
     Redlock,
+    UsedAfterCloseError,
 )
 
 from .conftest import Nodes
@@ -204,7 +205,7 @@ def test_auto_extension_stops_at_max_extensions_and_signals(nodes: Nodes, resour
         lock = redlock.acquire(resource, auto_extend=True, on_lost=lost.append)
         time.sleep(0.9)
         assert lock.extensions == 1
-        assert lock.lost and lost and lost[0].reason == "expired"
+        assert lock.lost and lost and lost[0].reason == "extension_limit"
         lock.release()
 
 
@@ -299,7 +300,7 @@ def test_bad_arguments_raise_clear_errors(nodes: Nodes) -> None:
             redlock.acquire("")  # the core: empty_resource
         with pytest.raises(TypeError, match="ttl"):
             redlock.acquire("x", ttl="5")  # type: ignore[arg-type]
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(UsedAfterCloseError, match="closed"):
         redlock.acquire("x")
 
 

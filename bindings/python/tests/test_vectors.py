@@ -117,7 +117,7 @@ def outcome_to_json(outcome: core.Outcome) -> dict[str, Any]:
             "retry_at": outcome.retry_at,
             "nodes": nodes,
         }
-    if kind == "released":
+    if kind in ("released", "not_released"):
         return {"kind": kind, "released": outcome.released, "nodes": nodes}
     raise AssertionError(f"unexpected outcome {kind}")
 
@@ -194,7 +194,7 @@ class Replay:
             lease = self.leases[args["lease"]]
             try:
                 if "extend" in step:
-                    op = self.client.extend(lease, now)
+                    op = self.client.extend(lease, now, ttl_ms=args.get("ttl_ms"))
                 else:
                     op = self.client.release(lease, now)
             except CoreError as error:
@@ -241,6 +241,10 @@ class Replay:
             name = name or self.last
             assert name is not None
             self.ops[name].handle_timeout(now)
+        elif "abandon" in step:
+            name = name or self.last
+            assert name is not None
+            self.ops[name].abandon(now)
         else:
             raise AssertionError(f"unknown step {step}")
         return None, self.drain(name)

@@ -30,11 +30,13 @@ from ._errors import (
     LockError,
     LockHeldError,
     LockLostError,
+    LockNotHeldError,
     NodeResult,
     NodesFailedError,
     ProtocolError,
     RedlockError,
     UsageError,
+    UsedAfterCloseError,
 )
 from ._ffi import library_path
 from ._sync import Lock, LockContext, Redlock
@@ -55,6 +57,7 @@ __all__ = [
     "LockError",
     "LockHeldError",
     "LockLostError",
+    "LockNotHeldError",
     "NodeResult",
     "NodesFailedError",
     "ProtocolError",
@@ -62,6 +65,7 @@ __all__ = [
     "RedlockError",
     "ReleaseResult",
     "UsageError",
+    "UsedAfterCloseError",
     "library_path",
     "now_us",
     "synchronized",

@@ -1,13 +1,13 @@
 """The asyncio driver: the core's operations over ``redis.asyncio.Redis`` clients.
 
-The coroutine that calls ``acquire``/``extend``/``release`` drives the operation: it
-queues each command the core emits for its node, replies land in an inbox, and the
-driver waits on it no later than the instant the core names, then hands in the
-timeout. The core's deadlines are enforced here whatever the clients' settings.
-
-Each node has one pump task writing its queued commands, in issue order, to one
-connection and reading the replies; what a node with an overdue command still accepts
-is :class:`~redlock_core._common.NodeQueue`'s rule, as in the synchronous driver.
+The node protocol is :mod:`redlock_core._protocol`'s, shared with the synchronous
+driver; this module only runs it on the event loop. A link's ``CONNECT`` starts a task
+that opens a connection made like the client's own (TLS, ``AUTH``, ``SELECT``), then
+reads the node's bytes into the core's decoder; ``WRITE`` puts the core's RESP bytes on
+the stream at once; one timer task per Redlock hands the links their time. The
+coroutine that acquires, extends or releases awaits a wake-up until its operation
+decides; cancelling it abandons the operation (the core's release of an acquisition's
+token goes to the links) and the ``CancelledError`` propagates.
 """
 
 from __future__ import annotations
@@ -15,52 +15,29 @@ from __future__ import annotations
 import asyncio
 import inspect
 import weakref
-from collections import deque
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
 import redis.asyncio
-from redis.exceptions import ResponseError
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import NoBackoff
 
-from . import _ffi
 from ._common import (
-    PRELOAD,
-    PRELOAD_REPLIES,
     Duration,
-    Job,
-    NodeQueue,
-    Parts,
+    RedlockBase,
     ReleaseResult,
-    acquire_error,
-    build_config,
-    call_on_lost,
     check_clients,
-    extend_error,
-    from_exception,
-    from_response,
-    hand_in,
-    label_of,
-    logger,
-    node_results,
-    release_result,
-    ttl_ms,
+    connection_like,
+    shown,
 )
-from ._errors import CoreError, LockLostError, NodesFailedError
+from ._errors import NodeResult, UsedAfterCloseError
 from ._lock import LockState, OnLost
-from ._sync import _shown
-from .core import (
-    Client,
-    Config,
-    Lease,
-    Operation,
-    Outcome,
-    Resources,
-    now_us,
-    resource_list,
-)
+from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running
+from .core import Lease, Operation, Outcome, Resources, now_us, resource_list
 
 __all__ = ["AsyncLock", "AsyncLockContext", "AsyncRedlock"]
+
 
 # Tasks the package started and must not lose to garbage collection.
 _background: set[asyncio.Task[Any]] = set()
@@ -73,34 +50,116 @@ def _spawn(coroutine: Any) -> asyncio.Task[Any]:
     return task
 
 
-class _Inbox:
-    """Replies of one operation, and a way to wait for the next until an instant."""
+class _StreamIO:
+    """One node's streams: the task that opens and reads its connection, and the
+    writer the link's writes go to."""
 
-    __slots__ = ("_items", "_waiter")
+    def __init__(self, owner: AsyncRedlock, node: NodeProtocol, client: Any) -> None:
+        self._owner = owner
+        self._node = node
+        self._client = client
+        self._writer: asyncio.StreamWriter | None = None
+        self._connection: Any = None
+        self._task: asyncio.Task[None] | None = None
+        # A connection opened ahead of the link's first CONNECT (see AsyncRedlock._warm).
+        self._spare: Any = None
 
-    def __init__(self) -> None:
-        self._items: deque[tuple[int, Parts]] = deque()
-        self._waiter: asyncio.Future[None] | None = None
+    def _new_connection(self) -> Any:
+        return connection_like(self._client, AsyncRetry(NoBackoff(), 0))
 
-    def put(self, item: tuple[int, Parts]) -> None:
-        self._items.append(item)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+    async def warm(self) -> None:
+        connection = self._new_connection()
+        try:
+            await connection.connect()
+        except Exception:  # the link's own CONNECT will try again and say why
+            await _quietly(connection.disconnect())
+            return
+        if self._spare is None and self._task is None and not self._owner._closed:
+            self._spare = connection
+        else:
+            await _quietly(connection.disconnect())
 
-    async def get(self, timeout: float) -> tuple[int, Parts] | None:
-        """The next reply, or ``None`` if none came within ``timeout`` seconds."""
-        if not self._items and timeout > 0:
-            loop = asyncio.get_running_loop()
-            waiter: asyncio.Future[None] = loop.create_future()
-            self._waiter = waiter
-            timer = loop.call_later(timeout, _resolve, waiter)
-            try:
-                await waiter
-            finally:
-                timer.cancel()
-                self._waiter = None
-        return self._items.popleft() if self._items else None
+    def act(self, actions: list[Action]) -> None:
+        for action in actions:
+            if action[0] == CONNECT:
+                self._forget()
+                spare, self._spare = self._spare, None
+                self._task = _spawn(self._serve(self._node.generation, spare))
+            elif action[0] == WRITE:
+                writer = self._writer
+                if writer is None or writer.is_closing():
+                    self._node.failed(
+                        self._node.generation, ConnectionError("not connected"), now_us()
+                    )
+                    self._owner._pump(self._node)
+                    return
+                writer.write(action[1])  # type: ignore[misc]
+            elif action[0] == CLOSE:
+                self._forget()
+
+    def _forget(self) -> None:
+        """Drops the current connection (the link already counts it closed)."""
+        task, self._task = self._task, None
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    async def _serve(self, generation: int, spare: Any) -> None:
+        node, owner = self._node, self._owner
+        connection = spare if spare is not None else self._new_connection()
+        try:
+            if spare is None:
+                await connection.connect()
+            reader, writer = connection._reader, connection._writer
+            if reader is None or writer is None:
+                raise ConnectionError("the client's connection has no streams")
+        except asyncio.CancelledError:
+            await _quietly(connection.disconnect())
+            raise
+        except Exception as error:
+            node.failed(generation, error, now_us())
+            owner._pump(node)
+            await _quietly(connection.disconnect())
+            return
+        if generation != node.generation:
+            await _quietly(connection.disconnect())
+            return
+        self._connection, self._writer = connection, writer
+        node.connected(generation, now_us())
+        owner._pump(node)
+        try:
+            while True:
+                data = await reader.read(65536)
+                if not data:
+                    raise ConnectionError("the node closed the connection")
+                if not node.data_received(generation, data, now_us()):
+                    owner._pump(node)
+                    break
+                owner._pump(node)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            if self._writer is writer:
+                self._writer = None
+                node.failed(generation, error, now_us())
+                owner._pump(node)
+        finally:
+            writer.close()
+            self._connection = None
+
+    async def aclose(self) -> None:
+        task = self._task
+        self._forget()
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            await _quietly(spare.disconnect())
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+
+    def is_open(self) -> bool:
+        return self._writer is not None
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:
@@ -108,168 +167,38 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-class _AsyncNode:
-    """One Redis node: its client, its queue, and the one pump task (started on first
-    use) that writes the queue to one connection and reads the replies."""
-
-    def __init__(self, index: int, client: redis.asyncio.Redis) -> None:
-        self.index = index
-        self.client = client
-        self.label = label_of(client, index)
-        self._queue = NodeQueue()
-        self._wake: asyncio.Event | None = None
-        self._pump: asyncio.Task[None] | None = None
-        self._connection: Any = None
-
-    def submit(self, job: Job) -> None:
-        reply = self._queue.admit(job, now_us())
-        if reply is not None:
-            job.deliver((job.request_id, reply))
-            return
-        pump = self._pump
-        if pump is None or pump.done() or pump.get_loop() is not asyncio.get_running_loop():
-            if pump is not None and not pump.done():
-                self._connection = None  # bound to a loop that no longer runs
-            self._wake = asyncio.Event()
-            self._pump = _spawn(self._run_pump(self._wake))
-        assert self._wake is not None  # set with the pump
-        self._wake.set()
-
-    async def _run_pump(self, wake: asyncio.Event) -> None:
-        try:
-            while True:
-                while not self._queue.jobs:
-                    if self._queue.closed:
-                        return
-                    wake.clear()
-                    await wake.wait()
-                batch = self._queue.take_batch(now_us())
-                if batch:
-                    await self._send(batch)
-        finally:
-            await self._disconnect()
-
-    async def _send(self, batch: list[Job]) -> None:
-        """Writes the batch in one go and hands out each reply as it is read. Each
-        command is sent once: no retry (a retried SET could meet our own write)."""
-        failure: Parts | None = None
-        try:
-            if self._connection is not None and not await self._still_open(self._connection):
-                await self._disconnect()
-            fresh = self._connection is None
-            if fresh:
-                pool: Any = self.client.connection_pool
-                self._connection = await pool.get_connection()
-            connection = self._connection
-            data = b"".join([PRELOAD] * fresh + [job.resp for job in batch])
-            await connection.send_packed_command([data])
-            if fresh:
-                for _ in range(PRELOAD_REPLIES):
-                    try:
-                        await connection.read_response(disable_decoding=True)
-                    except ResponseError:
-                        pass  # scripts not allowed: the core's EVAL fallback still works
-        except Exception as error:
-            failure = from_exception(error)
-        for _ in batch:
-            if failure is None:
-                try:
-                    parts = from_response(await connection.read_response(disable_decoding=True))
-                except ResponseError as error:  # the node's error reply; still in step
-                    parts = from_exception(error)
-                except Exception as error:
-                    failure = from_exception(error)
-            if failure is not None:
-                parts = failure
-            job = self._queue.answered(parts)
-            job.deliver((job.request_id, parts))
-        if failure is not None:
-            await self._disconnect()  # replies may still come: never reuse it out of step
-
-    @staticmethod
-    async def _still_open(connection: Any) -> bool:
-        """Whether a kept connection is still usable (see the synchronous driver)."""
-        try:
-            # redis-py 8 names it can_read; earlier versions can_read_destructive.
-            check = getattr(connection, "can_read", None) or connection.can_read_destructive
-            return not await check()
-        except Exception:
-            return False
-
-    async def _disconnect(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            try:
-                await connection.disconnect(nowait=True)
-            finally:
-                await self.client.connection_pool.release(connection)
-
-    @property
-    def in_flight(self) -> int:
-        return len(self._queue.in_flight) + len(self._queue.jobs)
-
-    async def flush(self, limit: int) -> None:
-        """Waits until every queued command is answered, but no later than their
-        deadlines (nor ``limit``)."""
-        while True:
-            settle_by = self._queue.settle_by()
-            if settle_by is None or min(settle_by, limit) <= now_us():
-                return
-            await asyncio.sleep(0.001)
-
-    async def close(self) -> None:
-        self._queue.closed = True
-        pump = self._pump
-        if pump is None or pump.done():
-            return
-        if pump.get_loop() is not asyncio.get_running_loop():
-            return  # its loop is gone; nothing to wait for
-        # A pump blocked on a frozen node is cancelled (its connection is dropped).
-        pump.cancel()
-        await asyncio.gather(pump, return_exceptions=True)
+async def _quietly(awaitable: Any) -> None:
+    try:
+        await awaitable
+    except Exception:  # closing a connection that failed anyway
+        pass
 
 
-class AsyncRedlock:
+class AsyncRedlock(RedlockBase):
     """A Redlock over independent Redis nodes, one ``redis.asyncio.Redis`` client per
     node. Settings as for :class:`redlock_core.Redlock`."""
 
-    def __init__(
-        self,
-        clients: Sequence[redis.asyncio.Redis],
-        *,
-        ttl: Duration = 10.0,
-        drift_factor: float | None = None,
-        drift_fixed: Duration | None = None,
-        node_timeout: Duration | None = None,
-        min_validity: Duration | None = None,
-        attempts: int | None = None,
-        retry_delay: Duration | None = None,
-        retry_jitter: Duration | None = None,
-        key_prefix: str | bytes | None = None,
-        token_bytes: int | None = None,
-        max_extensions: int | None = None,
-        seed: bytes | None = None,
-    ) -> None:
-        self._owned: list[redis.asyncio.Redis] = []
-        self._closed = False
+    def __init__(self, clients: Sequence[redis.asyncio.Redis], **settings: Any) -> None:
         node_clients = check_clients(clients, redis.asyncio.Redis, "redis.asyncio.Redis")
-        self._config: Config = build_config(
-            len(node_clients),
-            ttl=ttl,
-            drift_factor=drift_factor,
-            drift_fixed=drift_fixed,
-            node_timeout=node_timeout,
-            min_validity=min_validity,
-            attempts=attempts,
-            retry_delay=retry_delay,
-            retry_jitter=retry_jitter,
-            key_prefix=key_prefix,
-            token_bytes=token_bytes,
-            max_extensions=max_extensions,
-        )
-        self._client = Client(self._config, seed=seed)
-        self._nodes = [_AsyncNode(i, c) for i, c in enumerate(node_clients)]
-        self._labels = tuple(node.label for node in self._nodes)
+        super().__init__(node_clients, **settings)
+        self._streams = [
+            _StreamIO(self, node, client) for node, client in zip(self._engine.nodes, node_clients)
+        ]
+        self._wakers: dict[int, asyncio.Future[None]] = {}
+        self._engine.on_change = self._changed
+        self._timer: asyncio.Task[None] | None = None
+        self._timer_poke: asyncio.Event | None = None
+        self._warmed = False
+
+    async def _warm(self) -> None:
+        """Before the first operation is created, opens one connection per node (at
+        most a node timeout's wait), so that the first round does not pay for TCP and
+        the client's handshake within its deadline."""
+        if self._warmed or self._closed:
+            return
+        self._warmed = True
+        tasks = [asyncio.ensure_future(stream.warm()) for stream in self._streams]
+        await asyncio.wait(tasks, timeout=self._config.node_timeout_us / 1e6)
 
     @classmethod
     def from_urls(cls, urls: Sequence[str], **settings: Any) -> AsyncRedlock:
@@ -282,21 +211,46 @@ class AsyncRedlock:
         redlock._owned = clients
         return redlock
 
-    @property
-    def config(self) -> Config:
-        return self._config
-
-    @property
-    def nodes(self) -> tuple[str, ...]:
-        return self._labels
-
-    @property
-    def quorum(self) -> int:
-        return self._config.quorum
-
     def in_flight(self) -> list[int]:
-        """Commands in flight per node (for diagnostics)."""
-        return [node.in_flight for node in self._nodes]
+        """Commands each node's link has written and awaits replies to."""
+        return self._engine.in_flight()
+
+    # ---- the engine's callbacks -----------------------------------------------------
+
+    def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
+        self._streams[node.index].act(actions)
+
+    def _pump(self, node: NodeProtocol) -> None:
+        self._engine.pump(node)
+        self._poke_timer()
+
+    def _changed(self, running: Running) -> None:
+        waker = self._wakers.pop(running.tag, None)
+        if waker is not None and not waker.done():
+            waker.set_result(None)
+
+    def _poke_timer(self) -> None:
+        """Makes sure the timer task runs and looks at the links' instants again."""
+        if self._timer is None or self._timer.done():
+            self._timer_poke = asyncio.Event()
+            self._timer = _spawn(self._tick())
+        elif self._timer_poke is not None and not self._timer_poke.is_set():
+            self._timer_poke.set()
+
+    async def _tick(self) -> None:
+        """Hands the links their time, at the instants they name."""
+        poke = self._timer_poke
+        assert poke is not None
+        while not self._closed or not self._engine.idle():
+            due = self._engine.timers()
+            if due is None and self._engine.idle():
+                return
+            delay = 1.0 if due is None else min(1.0, max(0.0, (due - now_us()) / 1e6))
+            poke.clear()
+            try:
+                await asyncio.wait_for(poke.wait(), delay)
+            except asyncio.TimeoutError:
+                pass
 
     # ---- locking ------------------------------------------------------------------
 
@@ -308,33 +262,17 @@ class AsyncRedlock:
         auto_extend: bool = False,
         on_lost: OnLost | None = None,
     ) -> AsyncLock:
-        """Acquires a lock (see :meth:`redlock_core.Redlock.acquire`). With
-        ``auto_extend`` a task keeps it alive; ``on_lost`` may be a plain function or
-        a coroutine function."""
+        """Acquires a lock on ``resources`` (see :meth:`redlock_core.Redlock.acquire`).
+        Cancelling the task abandons the acquisition: the core's release of its token
+        goes out, and the ``CancelledError`` propagates."""
         names = resource_list(resources)
-        shown = _shown(resources, names)
-        client = self._usable()
-        with client.acquire(names, now_us(), ttl_ms=ttl_ms(ttl)) as op:
-            try:
-                outcome = await self._run(op)
-            except BaseException:
-                # Cancelled mid-attempt: some nodes may hold its token; clean them.
-                await self._release_token(names, op.token)
-                raise
-        with outcome:
-            if outcome.kind != "acquired":
-                raise acquire_error(outcome, shown, self._labels)
-            lease = outcome.lease()
-            assert lease is not None  # an acquired outcome always has a lease
-            return AsyncLock(
-                self,
-                shown,
-                lease,
-                outcome.attempts,
-                node_results(outcome, self._labels),
-                auto_extend=auto_extend,
-                on_lost=on_lost,
-            )
+        await self._warm()
+        with self._start_acquire(names, ttl) as op:
+            outcome = await self._drive(op)
+        lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
+        return AsyncLock(
+            self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost
+        )
 
     def lock(
         self,
@@ -344,17 +282,14 @@ class AsyncRedlock:
         auto_extend: bool = False,
         on_lost: OnLost | None = None,
     ) -> AsyncLockContext:
-        """``async with redlock.lock("name") as lock:`` acquires on entry, releases on
-        exit."""
+        """``async with redlock.lock("name") as lock:``."""
         return AsyncLockContext(self, resources, ttl=ttl, auto_extend=auto_extend, on_lost=on_lost)
 
     def from_token(self, resources: Resources, token: str) -> AsyncLock:
         """A lock rebuilt from a token kept elsewhere, to extend or release it."""
         names = resource_list(resources)
         lease = self._usable().lease(names, token, 0)
-        return AsyncLock(
-            self, _shown(resources, names), lease, None, (), auto_extend=False, on_lost=None
-        )
+        return AsyncLock(self, shown(resources, names), lease, None, (), False, None)
 
     async def extend(self, lock: AsyncLock, ttl: Duration | None = None) -> None:
         await lock.extend(ttl)
@@ -362,83 +297,70 @@ class AsyncRedlock:
     async def release(self, lock: AsyncLock) -> ReleaseResult:
         return await lock.release()
 
-    # ---- the driver loop ----------------------------------------------------------
-
-    def _usable(self) -> Client:
-        if self._closed:
-            raise RuntimeError("this AsyncRedlock is closed")
-        return self._client
-
-    async def _run(self, op: Operation) -> Outcome:
-        """Drives ``op`` to its outcome."""
-        inbox = _Inbox()
-        deliver = inbox.put
-        nodes = self._nodes
-        wait_until: int | None = None
-        while True:
-            kind = op.poll()
-            if kind == _ffi.OUTPUT_SEND:
-                node, request_id, deadline, resp = op.packed_command()
-                job = Job(request_id, deadline, op.command_kind()[0], op.token, resp, deliver)
-                nodes[node].submit(job)
-            elif kind == _ffi.OUTPUT_WAIT:
-                wait_until = op.wait_until()
-            elif kind == _ffi.OUTPUT_OUTCOME:
-                return op.take_outcome()
-            else:
-                if wait_until is None:
-                    wait_until = op.poll_timeout()
-                    if wait_until is None:
-                        raise CoreError(
-                            _ffi.PANIC, "stalled", "the operation neither waits nor ends"
-                        )
-                item = await inbox.get((wait_until - now_us()) / 1e6)
-                if item is None:
-                    op.handle_timeout(now_us())
-                else:
-                    hand_in(op, item[0], item[1], now_us())
-                wait_until = None
-
     async def _drive(self, op: Operation) -> Outcome:
-        """Drives ``op`` to its outcome and frees it."""
-        with op:
-            return await self._run(op)
-
-    async def _release_token(self, names: list[bytes], token: str) -> None:
+        """Awaits ``op``'s outcome; wakes at its wait and at deliveries only."""
+        engine = self._engine
+        loop = asyncio.get_running_loop()
+        running = engine.start(op)
+        self._poke_timer()
         try:
-            with self._client.lease(names, token, 0) as lease:
-                (await self._drive(self._client.release(lease, now_us()))).close()
-        except Exception:
-            logger.exception("cleaning up after an interrupted acquisition failed")
+            while not engine.advance(running):
+                # One future per wait, resolved by a delivery or at the operation's wait.
+                waker: asyncio.Future[None] = loop.create_future()
+                self._wakers[running.tag] = waker
+                at = running.wait_until
+                timer = None
+                if at is not None:
+                    timer = loop.call_later(max(0.0, (at - now_us()) / 1e6), _resolve, waker)
+                try:
+                    await waker
+                finally:
+                    if timer is not None:
+                        timer.cancel()
+        except BaseException:
+            self._wakers.pop(running.tag, None)
+            engine.abandon(running)
+            self._poke_timer()
+            raise
+        self._wakers.pop(running.tag, None)
+        outcome = running.outcome
+        assert outcome is not None
+        engine.finish(running)
+        return outcome
+
+    # ---- closing ------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Flushes, cancels what still waits for a node that does not answer, and
-        closes the clients :meth:`from_urls` made. Locks still held are not released."""
+        """Lets the commands on their way finish (up to their deadlines, at most a
+        second), closes the connections, and closes the clients :meth:`from_urls`
+        made. Locks still held are not released. Later calls raise
+        :class:`UsedAfterCloseError`."""
         if self._closed:
             return
         self._closed = True
         await self.flush()
-        for node in self._nodes:
-            await node.close()
+        for stream in self._streams:
+            await stream.aclose()
+        if self._timer is not None:
+            self._timer.cancel()
+            await asyncio.gather(self._timer, return_exceptions=True)
+        self._engine.close()
         for client in self._owned:
             await client.aclose()
 
     async def flush(self) -> None:
-        """Waits (at most until their deadlines) for the commands still on their way
-        (see :meth:`redlock_core.Redlock.flush`); ``aclose`` calls it."""
+        """Waits (at most until their deadlines, and a second) for the commands still
+        on their way (see :meth:`redlock_core.Redlock.flush`); ``aclose`` calls it."""
         limit = now_us() + 1_000_000
-        for node in self._nodes:
-            await node.flush(limit)
+        while not self._engine.idle() and now_us() < limit:
+            self._poke_timer()
+            await asyncio.sleep(0.005)
 
     async def __aenter__(self) -> AsyncRedlock:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    def __repr__(self) -> str:
-        ttl = self._config.ttl_ms
-        return f"<AsyncRedlock {len(self._nodes)} nodes, quorum {self.quorum}, ttl {ttl} ms>"
 
 
 class AsyncLock(LockState):
@@ -452,81 +374,38 @@ class AsyncLock(LockState):
         resources: Sequence[str | bytes],
         lease: Lease,
         attempts: int | None,
-        nodes: tuple[Any, ...],
-        *,
+        nodes: tuple[NodeResult, ...],
         auto_extend: bool,
         on_lost: OnLost | None,
     ) -> None:
-        super().__init__(resources, lease, attempts, nodes, on_lost, auto_extend)
-        self._redlock = redlock
+        super().__init__(redlock, resources, lease, attempts, nodes, on_lost, auto_extend)
+        self._redlock: AsyncRedlock = redlock
         self._op_lock = asyncio.Lock()
         self._wake = asyncio.Event()
-        self._stopping = False
-        self._signal_owed = False
         self._keeper: asyncio.Task[None] | None = None
         if auto_extend:
             self._keeper = _spawn(_keep_alive(weakref.ref(self), self._wake))
 
     async def extend(self, ttl: Duration | None = None) -> None:
         """Extends the lock (see :meth:`redlock_core.Lock.extend`)."""
-        try:
-            async with self._op_lock:
-                await self._extend_locked(ttl_ms(ttl))
-        finally:
-            await self._deliver_signal()
+        async with self._op_lock:
+            await self._redlock._warm()
+            outcome = await self._redlock._drive(self._start_extend(ttl))
+            error = self._extended(outcome)
         self._wake.set()
-
-    async def _extend_locked(self, ttl: int | None) -> None:
-        if self._lost is not None:
-            raise self._lost
-        if self._released is not None:
-            raise LockLostError(
-                f"lock on {self._describe()} was released",
-                resources=self._resources,
-                reason="released",
-            )
-        redlock = self._redlock
-        op = redlock._usable().extend(self._lease, now_us(), ttl_ms=ttl)
-        with await redlock._drive(op) as outcome:
-            lease = outcome.lease()
-            if lease is not None:
-                self._set_lease(lease)
-            self._nodes = node_results(outcome, redlock._labels)
-            if outcome.kind == "extended":
-                return
-            error = extend_error(outcome, self._resources, redlock._labels)
-        if isinstance(error, LockLostError):
-            self._mark_lost(error)
-        raise error
-
-    def _mark_lost(self, error: LockLostError) -> None:
-        if self._lost is None:
-            self._lost = error
-            self._signal_owed = True
-
-    async def _deliver_signal(self) -> None:
-        owed, self._signal_owed = self._signal_owed, False
-        if owed and self._lost is not None:
-            result = call_on_lost(self._on_lost, self._lost)
-            if inspect.isawaitable(result):
-                try:
-                    await result
-                except Exception:
-                    logger.exception("the on_lost callback raised")
+        await _awaited(self._signal())
+        if error is not None:
+            raise error
 
     async def release(self) -> ReleaseResult:
-        """Releases the lock on every node; never raises for node failures; idempotent."""
-        self._stopping = True
+        """Releases the lock on every node (see :meth:`redlock_core.Lock.release`)."""
+        self._stop_keepalive()
         self._wake.set()
         async with self._op_lock:
             if self._released is not None:
                 return self._released
-            redlock = self._redlock
-            with await redlock._drive(redlock._usable().release(self._lease, now_us())) as outcome:
-                result = release_result(outcome, redlock._labels)
-            self._nodes = result.nodes
-            self._released = result
-            return result
+            await self._redlock._warm()
+            return self._released_by(await self._redlock._drive(self._start_release()))
 
     async def __aenter__(self) -> AsyncLock:
         return self
@@ -543,82 +422,41 @@ class AsyncLock(LockState):
             raise error
 
 
-_UNTIL_END = -1
+async def _awaited(value: Any) -> None:
+    if inspect.isawaitable(value):
+        await value
 
 
 async def _keep_alive(lock_ref: weakref.ref[AsyncLock], wake: asyncio.Event) -> None:
-    """The auto-extension task (the same plan as the synchronous driver's thread)."""
-    retry_at: int | None = None
+    """The auto-extension task: does what the core's keep-alive says."""
     while True:
-        lock = lock_ref()
-        if lock is None or lock._stopping or lock._released is not None or lock._lost is not None:
-            return
-        if retry_at == _UNTIL_END:
-            at: int | None = None
-        elif retry_at is not None:
-            at = retry_at
-        else:
-            at = lock._redlock._client.next_extension(lock._lease, now_us())
-        valid_until = lock._valid_until_us
-        del lock
-        woke = await _sleep(lock_ref, wake, valid_until if at is None else at, valid_until)
-        if woke == "stop":
-            return
-        if woke == "changed":
-            retry_at = None
-            continue
         lock = lock_ref()
         if lock is None:
             return
-        done = False
-        async with lock._op_lock:
-            if lock._stopping or lock._released is not None or lock._lost is not None:
-                return
-            if lock._valid_until_us != valid_until:
-                retry_at = None
-                continue
-            if at is None:
-                lock._mark_lost(lock._expired_error())
-                done = True
-            else:
-                try:
-                    await lock._extend_locked(None)
-                    retry_at = None
-                except LockLostError:
-                    done = True
-                except NodesFailedError as error:
-                    retry_at = _UNTIL_END if error.retry_at_us is None else error.retry_at_us
-                except Exception as error:  # the AsyncRedlock was closed, or a bug
-                    lost = LockLostError(
-                        f"lock on {lock._describe()} could not be kept alive: {error}",
-                        resources=lock._resources,
-                        reason="error",
-                    )
-                    lost.__cause__ = error
-                    lock._mark_lost(lost)
-                    done = True
-        await lock._deliver_signal()
-        del lock
-        if done:
+        plan = lock._keepalive_plan()
+        if plan.done:
+            await _awaited(lock._signal())
             return
-
-
-async def _sleep(
-    lock_ref: weakref.ref[AsyncLock], wake: asyncio.Event, target: int, valid_until: int
-) -> str:
-    while True:
-        lock = lock_ref()
-        if lock is None or lock._stopping:
-            return "stop"
-        if lock._valid_until_us != valid_until:
-            return "changed"
+        if plan.extend:
+            async with lock._op_lock:
+                op = lock._keepalive_extension()
+                if op is not None:
+                    try:
+                        outcome = await lock._redlock._drive(op)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:  # the driver failed: the core decides what it means
+                        lock._keepalive_failed()
+                    else:
+                        lock._extended(outcome, by_keepalive=True)
+            await _awaited(lock._signal())
+            continue
+        until = plan.until
         del lock
-        left = target - now_us()
-        if left <= 0:
-            return "due"
         wake.clear()
+        delay = 1.0 if until is None else min(1.0, max(0.0, (until - now_us()) / 1e6))
         try:
-            await asyncio.wait_for(wake.wait(), left / 1e6)
+            await asyncio.wait_for(wake.wait(), delay)
         except asyncio.TimeoutError:
             pass
 
@@ -645,7 +483,7 @@ class AsyncLockContext:
 
     async def __aenter__(self) -> AsyncLock:
         if self._lock is not None:
-            raise RuntimeError("this lock context is already entered")
+            raise UsedAfterCloseError("this lock context is already entered")
         self._lock = await self._redlock.acquire(
             self._resources, ttl=self._ttl, auto_extend=self._auto_extend, on_lost=self._on_lost
         )

@@ -1,56 +1,60 @@
-"""What the synchronous and asyncio drivers share: settings, replies, outcomes.
+"""What the synchronous and asyncio drivers share: settings, the client and its
+engine, and outcomes turned into results and exceptions.
 
-Nothing here decides anything about the lock: replies are translated into the core's
-reply kinds, outcomes into results and exceptions, settings into a core
-:class:`~redlock_core.core.Config`.
+Nothing here decides anything about the lock: settings become a core
+:class:`~redlock_core.core.Config`, and each failed outcome becomes the one exception
+its core error class maps to (see :mod:`redlock_core._errors`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Callable, NamedTuple, Union
-
-from redis.exceptions import (
-    BusyLoadingError,
-    ExecAbortError,
-    NoPermissionError,
-    NoScriptError,
-    OutOfMemoryError,
-    ReadOnlyError,
-    ResponseError,
-)
+from typing import Any, Callable, Union
 
 from . import _ffi
 from ._errors import (
+    ConfigError,
     LockError,
     LockHeldError,
     LockLostError,
+    LockNotHeldError,
     NodeResult,
     NodesFailedError,
+    UsageError,
+    UsedAfterCloseError,
 )
-from .core import Config, Operation, Outcome, Reply, micros, millis
+from ._protocol import Action, Engine, NodeProtocol
+from .core import (
+    Client,
+    Config,
+    Lease,
+    Operation,
+    Outcome,
+    Resources,
+    duplicate_node,
+    micros,
+    millis,
+    now_us,
+)
 
 logger = logging.getLogger("redlock_core")
 
 #: A duration in seconds: a number or a ``timedelta``.
 Duration = Union[int, float, timedelta]
 
-# A reply as a node worker hands it over: (REPLY_* kind, integer, text or items).
-Parts = tuple[int, int, Any]
-
-NOT_SENT = "not sent: the node has not answered an earlier command within its deadline"
-
 
 @dataclass(frozen=True)
 class ReleaseResult:
-    """How a release went: ``released`` nodes deleted a key holding the lock's token."""
+    """How a release went: ``released`` nodes deleted a key holding the lock's token;
+    ``confirmed`` is false when fewer than a quorum confirmed the keys are gone (the
+    lock may then be held until its keys' TTL)."""
 
     released: int
     nodes: tuple[NodeResult, ...]
+    confirmed: bool = True
 
 
 def build_config(
@@ -118,234 +122,18 @@ def check_clients(clients: Sequence[Any], kind: type, what: str) -> list[Any]:
     return result
 
 
-# ---- replies ----------------------------------------------------------------------
-
-
-def from_response(value: Any) -> Parts:
-    """A redis-py reply (read with ``disable_decoding=True``) as the core's reply.
-
-    redis-py hands status and bulk replies over alike, as bytes: ``b"OK"`` counts as the
-    status ``OK`` (what ``SET`` answers), anything else as a bulk string.
-    """
-    if value is None:
-        return (_ffi.REPLY_NIL, 0, None)
-    if isinstance(value, bool):  # RESP3 boolean
-        return (_ffi.REPLY_INTEGER, int(value), None)
-    if isinstance(value, int):
-        if -(2**63) <= value < 2**63:
-            return (_ffi.REPLY_INTEGER, value, None)
-        return (_ffi.REPLY_BULK, 0, str(value).encode())  # RESP3 big number
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        data = bytes(value)
-        if data == b"OK":
-            return (_ffi.REPLY_OK, 0, None)
-        return (_ffi.REPLY_BULK, 0, data)
-    if isinstance(value, str):
-        if value == "OK":
-            return (_ffi.REPLY_OK, 0, None)
-        return (_ffi.REPLY_BULK, 0, value.encode("utf-8"))
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return (_ffi.REPLY_ARRAY, 0, [from_response(item) for item in value])
-    if isinstance(value, dict):
-        flat: list[Parts] = []
-        for key, item in value.items():
-            flat.append(from_response(key))
-            flat.append(from_response(item))
-        return (_ffi.REPLY_ARRAY, 0, flat)
-    if isinstance(value, ResponseError):
-        return from_exception(value)
-    return (_ffi.REPLY_BULK, 0, str(value).encode("utf-8"))
-
-
-# What redis-py strips from an error line into the exception's class (for versions
-# before 8, whose exceptions have no status_code).
-_PREFIXES = [
-    (NoScriptError, "NOSCRIPT"),
-    (ReadOnlyError, "READONLY"),
-    (ExecAbortError, "EXECABORT"),
-    (BusyLoadingError, "LOADING"),
-    (OutOfMemoryError, "OOM"),
-    (NoPermissionError, "NOPERM"),
-]
-
-
-def error_text(error: ResponseError) -> str:
-    """The node's full error line: redis-py strips known prefixes (``NOSCRIPT``,
-    ``ERR``) into the exception's class and ``status_code``; the core needs them."""
-    message = str(error.args[0]) if error.args else str(error)
-    code = getattr(error, "status_code", None)
-    if code:
-        return f"{code} {message}"
-    for kind, prefix in _PREFIXES:
-        if isinstance(error, kind):
-            return message if message.startswith(prefix) else f"{prefix} {message}"
-    first = message.split(" ", 1)[0]
-    if type(error) is ResponseError and not (first.isupper() and first.isalpha()):
-        return f"ERR {message}"  # the generic prefix, stripped
-    return message
-
-
-def from_exception(error: BaseException) -> Parts:
-    """An exception from a command as the core's reply: an error reply for the node's
-    own errors, a connection failure for everything else."""
-    if isinstance(error, ResponseError):
-        return (_ffi.REPLY_ERROR, 0, error_text(error).encode("utf-8", "replace"))
-    text = str(error) or type(error).__name__
-    return (
-        _ffi.REPLY_CONNECTION_FAILED,
-        0,
-        f"{type(error).__name__}: {text}".encode("utf-8", "replace"),
-    )
-
-
-def not_sent(last_error: str | None) -> Parts:
-    text = NOT_SENT if last_error is None else f"{NOT_SENT} (last error: {last_error})"
-    return (_ffi.REPLY_CONNECTION_FAILED, 0, text.encode("utf-8", "replace"))
-
-
-def closed_reply() -> Parts:
-    return (_ffi.REPLY_CONNECTION_FAILED, 0, b"not sent: the Redlock is closed")
-
-
-# ---- one node's commands ----------------------------------------------------------
-
-#: Releases queued for a node that stopped answering, at most.
-MAX_QUEUED_WHILE_STALLED = 1024
-#: Tokens a node queue remembers having sent an acquisition for, at most.
-MAX_TRACKED_TOKENS = 4096
-
-
-class Job(NamedTuple):
-    """One command for one node: its reply goes to ``deliver(request_id, parts)``."""
-
-    request_id: int
-    deadline: int
-    kind: int  # COMMAND_SET, _ACQUIRE, _RELEASE or _EXTEND, from the core
-    token: str  # the operation's token, from the core
-    resp: bytes  # the command, encoded by the core
-    deliver: Callable[[tuple[int, Parts]], None]
-
-
-def _preload() -> bytes:
-    from .core import script_text
-
-    commands = []
-    for script in (_ffi.SCRIPT_ACQUIRE, _ffi.SCRIPT_RELEASE, _ffi.SCRIPT_EXTEND):
-        text = script_text(script).encode()
-        commands.append(b"*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n$%d\r\n%s\r\n" % (len(text), text))
-    return b"".join(commands)
-
-
-#: Written first on every new connection (three SCRIPT LOAD, in RESP), so that EVALSHA
-#: finds the scripts: the core falls back to EVAL on NOSCRIPT, but not for a reply that
-#: comes after it decided (a release decides at a quorum), which would leave that
-#: node's key to its TTL.
-PRELOAD_REPLIES = 3
-PRELOAD = _preload()
-
-
-class NodeQueue:
-    """The commands of one node, sent on one connection in the order the core issued
-    them, and which commands get in. (No I/O; each driver's worker does that.)
-
-    Order matters: a failed attempt's release must reach a node after that attempt's
-    ``SET``, or the ``SET`` could land last and leave a key behind; one connection per
-    node, written in issue order, guarantees it.
-
-    - An acquisition or extension whose deadline passed before it could be written is
-      dropped: the core already counted it as timed out. A release is always written,
-      however late: it only ever deletes this lock's own keys.
-    - While the node has a command written and unanswered past its deadline (frozen,
-      or its client blocks), new commands fail at once ("not sent"), so nothing piles
-      up behind a node that does not answer; except a release of a token this queue
-      took an acquisition for (and has not released since), which still queues, to
-      clean up after a ``SET`` that may land when the node answers again.
-    """
-
-    def __init__(self) -> None:
-        self.jobs: deque[Job] = deque()
-        self.in_flight: deque[Job] = deque()
-        self.last_error: str | None = None
-        self.closed = False
-        # Tokens of acquisitions taken for this node and not released since; bounded
-        # (oldest forgotten first: a forgotten one's key ends with its TTL).
-        self.acquired: OrderedDict[str, None] = OrderedDict()
-
-    def stalled(self, now: int) -> bool:
-        return any(job.deadline <= now for job in self.in_flight)
-
-    def admit(self, job: Job, now: int) -> Parts | None:
-        """Queues ``job``, or returns the reply it gets at once instead."""
-        if self.closed:
-            return closed_reply()
-        # pop gives the stored None for a tracked token, 0 for another.
-        needed = job.kind == _ffi.COMMAND_RELEASE and self.acquired.pop(job.token, 0) is None
-        if self.in_flight and self.stalled(now):
-            if job.kind != _ffi.COMMAND_RELEASE or not needed:
-                return not_sent(self.last_error)
-            if len(self.jobs) >= MAX_QUEUED_WHILE_STALLED:
-                return not_sent(self.last_error)
-        elif job.kind in (_ffi.COMMAND_SET, _ffi.COMMAND_ACQUIRE):
-            self.acquired[job.token] = None
-            if len(self.acquired) > MAX_TRACKED_TOKENS:
-                self.acquired.popitem(last=False)
-        self.jobs.append(job)
-        return None
-
-    def take_batch(self, now: int) -> list[Job]:
-        """Every queued job still worth writing, moved in flight, in order."""
-        batch = [job for job in self.jobs if job.deadline > now or job.kind == _ffi.COMMAND_RELEASE]
-        self.jobs.clear()
-        self.in_flight.extend(batch)
-        return batch
-
-    def settle_by(self) -> int | None:
-        """The latest deadline of the commands queued or in flight (None: nothing
-        waits). What is still owed an answer past it the core has given up on."""
-        deadlines = [job.deadline for job in self.jobs] + [job.deadline for job in self.in_flight]
-        return max(deadlines) if deadlines else None
-
-    def answered(self, parts: Parts) -> Job:
-        """The oldest job in flight got ``parts``; returns it."""
-        job = self.in_flight.popleft()
-        if parts[0] == _ffi.REPLY_CONNECTION_FAILED:
-            self.last_error = parts[2].decode("utf-8", "replace")
-        else:
-            self.last_error = None
-        return job
-
-
-def _reply_value(parts: Parts) -> Reply:
-    kind, integer, payload = parts
-    if kind == _ffi.REPLY_ARRAY:
-        array = Reply.new(_ffi.REPLY_ARRAY)
-        try:
-            for item in payload:
-                with _reply_value(item) as element:
-                    array.push(element)
-        except BaseException:
-            array.close()
-            raise
-        return array
-    return Reply.new(kind, integer=integer, text=payload)
-
-
-def hand_in(op: Operation, request_id: int, parts: Parts, now: int) -> None:
-    """Hands one reply to the operation."""
-    kind, integer, payload = parts
-    if kind == _ffi.REPLY_ARRAY:
-        with _reply_value(parts) as reply:
-            op.handle_reply_value(request_id, reply, now)
-    else:
-        op._reply(request_id, kind, integer, payload, now)
-
-
 # ---- outcomes ---------------------------------------------------------------------
 
 
 def node_results(outcome: Outcome, labels: Sequence[str]) -> tuple[NodeResult, ...]:
     return tuple(
-        NodeResult(index, labels[index] if index < len(labels) else f"node {index}", status, error)
+        NodeResult(
+            index,
+            labels[index] if index < len(labels) else f"node {index}",
+            status,
+            error,
+            outcome.node_cause(index),
+        )
         for index, (status, error) in enumerate(outcome.nodes())
     )
 
@@ -354,19 +142,24 @@ def _names(resources: Sequence[str | bytes]) -> str:
     return ", ".join(repr(resource) for resource in resources)
 
 
+def _causes(nodes: Sequence[NodeResult]) -> str:
+    causes = sorted({node.cause for node in nodes if node.cause})
+    return f" ({', '.join(causes)})" if causes else ""
+
+
 def acquire_error(
     outcome: Outcome, resources: Sequence[str | bytes], labels: Sequence[str]
 ) -> LockError:
+    """The exception for a failed acquisition, by the core's error class."""
     reason = outcome.reason or "unknown"
     nodes = node_results(outcome, labels)
-    attempts = outcome.attempts
-    if reason == "conflict":
+    if outcome.error_class == _ffi.ERROR_CLASS_HELD_ELSEWHERE:
         return LockHeldError(
             f"could not acquire {_names(resources)}: held by someone else",
             resources=resources,
             reason=reason,
             nodes=nodes,
-            attempts=attempts,
+            attempts=outcome.attempts,
         )
     why = {
         "nodes_failed": "too many nodes failed",
@@ -374,20 +167,29 @@ def acquire_error(
         "validity_too_short": "a quorum agreed too late (validity below the floor)",
     }.get(reason, reason)
     return NodesFailedError(
-        f"could not acquire {_names(resources)}: {why}",
+        f"could not acquire {_names(resources)}: {why}{_causes(nodes)}",
         resources=resources,
         reason=reason,
         nodes=nodes,
-        attempts=attempts,
+        attempts=outcome.attempts,
     )
 
 
 def extend_error(
     outcome: Outcome, resources: Sequence[str | bytes], labels: Sequence[str]
 ) -> LockError:
+    """The exception for a failed extension, by the core's error class."""
     reason = outcome.reason or "unknown"
     nodes = node_results(outcome, labels)
-    if outcome.is_lost:
+    error_class = outcome.error_class
+    if error_class == _ffi.ERROR_CLASS_NOT_HELD:
+        return LockNotHeldError(
+            f"lock on {_names(resources)} is not held: its keys are gone",
+            resources=resources,
+            reason=reason,
+            nodes=nodes,
+        )
+    if error_class == _ffi.ERROR_CLASS_LOCK_LOST:
         why = "another token holds it" if reason == "conflict" else "its lease ran out"
         return LockLostError(
             f"lock on {_names(resources)} is lost: {why}",
@@ -395,20 +197,23 @@ def extend_error(
             reason=reason,
             nodes=nodes,
         )
-    valid_until = outcome.valid_until
-    retry_at = outcome.retry_at
     return NodesFailedError(
-        f"could not extend {_names(resources)} ({reason}); still held on the old lease",
+        f"could not extend {_names(resources)}: {reason}{_causes(nodes)}; still held on the "
+        "old lease",
         resources=resources,
         reason=reason,
         nodes=nodes,
-        valid_until_us=valid_until,
-        retry_at_us=retry_at,
+        valid_until_us=outcome.valid_until,
+        retry_at_us=outcome.retry_at,
     )
 
 
 def release_result(outcome: Outcome, labels: Sequence[str]) -> ReleaseResult:
-    return ReleaseResult(outcome.released or 0, node_results(outcome, labels))
+    return ReleaseResult(
+        outcome.released or 0,
+        node_results(outcome, labels),
+        confirmed=outcome.error_class == 0,
+    )
 
 
 def call_on_lost(callback: Callable[[LockLostError], Any] | None, error: LockLostError) -> Any:
@@ -420,3 +225,165 @@ def call_on_lost(callback: Callable[[LockLostError], Any] | None, error: LockLos
     except Exception:  # a failing callback must not stop the signal
         logger.exception("the on_lost callback raised")
         return None
+
+
+def shown(resources: Resources, names: list[bytes]) -> list[str | bytes]:
+    """The resources as the caller named them, for messages and ``lock.resources``."""
+    if isinstance(resources, (str, bytes)):
+        return [resources]
+    if isinstance(resources, (bytearray, memoryview)):
+        return [bytes(resources)]
+    return [item if isinstance(item, (str, bytes)) else bytes(item) for item in resources]
+
+
+#: How long opening a node's connection (TCP, TLS, the client's handshake) may take.
+OPEN_TIMEOUT = 2.0
+
+
+def connection_like(client: Any, retry: Any) -> Any:
+    """A new connection made like the client's own (TLS, password, database), with
+    ``retry`` (none: the core's link decides about reconnecting) and a bounded time to
+    open, whatever the client's settings."""
+    pool = client.connection_pool
+    kwargs = dict(pool.connection_kwargs)
+    kwargs["retry"] = retry
+    for name in ("socket_connect_timeout", "socket_timeout"):
+        if kwargs.get(name) is None:
+            kwargs[name] = OPEN_TIMEOUT
+    return pool.connection_class(**kwargs)
+
+
+def node_address(client: Any, index: int) -> str:
+    """A redis-py client's server as an address the core compares (``host:port`` or
+    the socket path)."""
+    try:
+        kwargs = client.connection_pool.connection_kwargs
+    except AttributeError:
+        return f"unknown-{index}"
+    if "path" in kwargs:
+        return f"unix:{kwargs['path']}"
+    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+
+
+# ---- the part of a Redlock both drivers share -----------------------------------------
+
+
+class RedlockBase:
+    """Settings, the core client, the engine (links and operations), and turning
+    outcomes into locks and exceptions. The drivers add waiting and I/O."""
+
+    _closed = False
+
+    def __init__(
+        self,
+        clients: list[Any],
+        *,
+        ttl: Duration = 10.0,
+        drift_factor: float | None = None,
+        drift_fixed: Duration | None = None,
+        node_timeout: Duration | None = None,
+        min_validity: Duration | None = None,
+        attempts: int | None = None,
+        retry_delay: Duration | None = None,
+        retry_jitter: Duration | None = None,
+        key_prefix: str | bytes | None = None,
+        token_bytes: int | None = None,
+        max_extensions: int | None = None,
+        seed: bytes | None = None,
+    ) -> None:
+        self._owned: list[Any] = []
+        pair = duplicate_node([node_address(c, i) for i, c in enumerate(clients)])
+        if pair is not None:
+            raise ConfigError(
+                _ffi.INVALID_INPUT,
+                "duplicate_node",
+                f"clients {pair[0]} and {pair[1]} are the same Redis server; Redlock needs "
+                "independent nodes",
+            )
+        self._config: Config = build_config(
+            len(clients),
+            ttl=ttl,
+            drift_factor=drift_factor,
+            drift_fixed=drift_fixed,
+            node_timeout=node_timeout,
+            min_validity=min_validity,
+            attempts=attempts,
+            retry_delay=retry_delay,
+            retry_jitter=retry_jitter,
+            key_prefix=key_prefix,
+            token_bytes=token_bytes,
+            max_extensions=max_extensions,
+        )
+        self._client = Client(self._config, seed=seed)
+        self._labels = tuple(label_of(client, i) for i, client in enumerate(clients))
+        self._engine = Engine(self._client, self._labels, self._act)
+
+    def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
+        raise NotImplementedError
+
+    @property
+    def config(self) -> Config:
+        """The core's configuration (read its settings; do not close it)."""
+        return self._config
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """Each node's label (``host:port``), as per-node detail names it."""
+        return self._labels
+
+    @property
+    def quorum(self) -> int:
+        return self._config.quorum
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _usable(self) -> Client:
+        if self._closed:
+            raise UsedAfterCloseError(f"this {type(self).__name__} is closed")
+        return self._client
+
+    def _check_ttl(self, ttl: Duration | None) -> int | None:
+        """The per-call TTL in ms, refused with the rule it breaks."""
+        value = ttl_ms(ttl)
+        if value is not None:
+            try:
+                self._client.check_ttl(value)
+            except ConfigError as error:
+                raise UsageError(
+                    error.result,
+                    "invalid_ttl",
+                    f"a TTL of {value} ms does not fit this configuration: {error.message}",
+                ) from None
+        return value
+
+    def _start_acquire(self, names: list[bytes], ttl: Duration | None) -> Operation:
+        client = self._usable()
+        return client.acquire(names, now_us(), ttl_ms=self._check_ttl(ttl))
+
+    def _acquired(
+        self, outcome: Outcome, resources: Sequence[str | bytes]
+    ) -> tuple[Lease, int | None, tuple[NodeResult, ...]]:
+        """The lease, attempts and per-node detail of an acquired outcome, or the
+        exception its error class says."""
+        with outcome:
+            if outcome.kind != "acquired":
+                raise acquire_error(outcome, resources, self._labels)
+            lease = outcome.lease()
+            assert lease is not None  # an acquired outcome always has a lease
+            return lease, outcome.attempts, node_results(outcome, self._labels)
+
+    def _close_owned(self) -> None:
+        for client in self._owned:
+            close = getattr(client, "close", None)
+            if close is not None:
+                result = close()
+                if hasattr(result, "close"):  # an un-awaited coroutine: drop it quietly
+                    result.close()
+
+    def __repr__(self) -> str:
+        ttl = self._config.ttl_ms
+        return (
+            f"<{type(self).__name__} {len(self._labels)} nodes, quorum {self.quorum}, ttl {ttl} ms>"
+        )

@@ -1,11 +1,27 @@
 """The package's exceptions.
 
-Two families: :class:`CoreError` for a call into the core that failed (bad
-configuration, misuse, a RESP protocol error), carrying the core's stable code name and
-sentence; and :class:`LockError` for a lock operation that did not succeed, carrying
-why (``reason``) and how every node answered (``nodes``). Holding code usually wants to
-tell :class:`LockHeldError` (someone else has it) from :class:`NodesFailedError` (the
-nodes are failing) and to react to :class:`LockLostError`.
+The core decides what kind of failure each one is (its error classes); each class maps
+to exactly one exception here, and nothing outside this hierarchy is raised for a
+documented failure or misuse:
+
+============================  =====================================================
+core error class              exception
+============================  =====================================================
+``held_elsewhere``            :class:`LockHeldError`
+``nodes_failing``             :class:`NodesFailedError` (each node's ``cause``)
+``lock_lost``                 :class:`LockLostError`
+``not_held``                  :class:`LockNotHeldError` (a :class:`LockLostError`)
+``invalid_argument``          :class:`InvalidArgumentError` (:class:`ConfigError`,
+                              :class:`UsageError` for the core's codes)
+``used_after_close``          :class:`UsedAfterCloseError`
+``cancelled``                 the caller's own ``asyncio.CancelledError`` or
+                              ``KeyboardInterrupt``, re-raised after the core's
+                              cleanup (Python's convention)
+============================  =====================================================
+
+:class:`CoreError` carries the core's stable code name and sentence for a call into
+the core that failed; :class:`LockError` carries why a lock operation did not succeed
+(``reason``) and how every node answered (``nodes``).
 """
 
 from __future__ import annotations
@@ -21,11 +37,13 @@ __all__ = [
     "LockError",
     "LockHeldError",
     "LockLostError",
+    "LockNotHeldError",
     "NodeResult",
     "NodesFailedError",
     "ProtocolError",
     "RedlockError",
     "UsageError",
+    "UsedAfterCloseError",
 ]
 
 
@@ -58,16 +76,25 @@ class CoreError(RedlockError):
 
 
 class InvalidArgumentError(CoreError, ValueError):
-    """The core refused an argument: NULL, out of range, or not acceptable."""
+    """The core refused an argument (its class ``invalid_argument``): out of range, not
+    acceptable, a configuration or usage rule broken. ``code`` names the rule."""
 
 
-class UsageError(CoreError, ValueError):
-    """Misuse of the core (a reply for an unknown request, a duplicate resource, ...);
-    the operation or client is unchanged."""
+class UsageError(InvalidArgumentError):
+    """Misuse of the core (a reply for an unknown request, a duplicate resource, a TTL
+    the configuration does not allow, ...); the operation or client is unchanged."""
 
 
-class ConfigError(CoreError, ValueError):
-    """A configuration the core does not accept (``ttl_zero``, ``no_nodes``, ...)."""
+class ConfigError(InvalidArgumentError):
+    """A configuration the core does not accept (``ttl_zero``, ``no_nodes``, the same
+    node given twice, ...)."""
+
+
+class UsedAfterCloseError(RedlockError, ValueError):
+    """A call on a Redlock, lock or core object after it was closed (the core's class
+    ``used_after_close``)."""
+
+    code = "used_after_close"
 
 
 class ProtocolError(CoreError):
@@ -79,16 +106,21 @@ class NodeResult:
     """How one node answered the round an outcome reports on.
 
     ``status`` is one of ``"success"``, ``"conflict"``, ``"error"``, ``"timeout"``,
-    ``"pending"``, ``"not_asked"``; ``error`` is the text for ``"error"``.
+    ``"pending"``, ``"not_asked"``; ``error`` is the text for ``"error"``; ``cause``
+    is why it failed, as the core classifies it (``"refused"``, ``"auth"``, ``"tls"``,
+    ``"timeout"``, ``"stalled"``, ``"connection"``, ``"error"``), ``None`` otherwise.
     """
 
     index: int
     label: str
     status: str
     error: str | None = None
+    cause: str | None = None
 
     def __str__(self) -> str:
         detail = f"{self.status}: {self.error}" if self.error else self.status
+        if self.cause and self.cause != self.status:
+            detail = f"{self.cause} ({detail})"
         return f"node {self.index} ({self.label}) {detail}"
 
 
@@ -170,3 +202,10 @@ class LockLostError(LockError):
     could be extended, or it was released."""
 
     code = "lock_lost"
+
+
+class LockNotHeldError(LockLostError):
+    """The lock's keys are gone (expired, released, or the node restarted empty) and
+    nobody else holds them: it is not held, and not held by someone else either."""
+
+    code = "not_held"

@@ -78,11 +78,13 @@ OUTCOME_NOT_ACQUIRED = 2
 OUTCOME_EXTENDED = 3
 OUTCOME_NOT_EXTENDED = 4
 OUTCOME_RELEASED = 5
+OUTCOME_NOT_RELEASED = 6
 
 REASON_CONFLICT = 1
 REASON_NODES_FAILED = 2
 REASON_MIXED = 3
 REASON_VALIDITY_TOO_SHORT = 4
+REASON_NOT_HELD = 5
 
 NODE_NOT_ASKED = 1
 NODE_PENDING = 2
@@ -101,18 +103,48 @@ REPLY_ERROR = 7
 REPLY_TIMEOUT = 8
 REPLY_CONNECTION_FAILED = 9
 
+LINK_OUTPUT_NONE = 0
+LINK_OUTPUT_CONNECT = 1
+LINK_OUTPUT_WRITE = 2
+LINK_OUTPUT_CLOSE = 3
+LINK_OUTPUT_DELIVER = 4
+
+LINK_CAUSE_REFUSED = 1
+LINK_CAUSE_AUTH = 2
+LINK_CAUSE_TLS = 3
+LINK_CAUSE_TIMEOUT = 4
+LINK_CAUSE_CLOSED = 5
+
+LINK_MAX_IN_FLIGHT = 64
+LINK_MAX_QUEUED = 1024
+
+KEEPALIVE_EXTEND = 1
+KEEPALIVE_WAIT = 2
+KEEPALIVE_LOST = 3
+KEEPALIVE_STOPPED = 4
+
+ERROR_CLASS_HELD_ELSEWHERE = 1
+ERROR_CLASS_NODES_FAILING = 2
+ERROR_CLASS_LOCK_LOST = 3
+ERROR_CLASS_NOT_HELD = 4
+ERROR_CLASS_INVALID_ARGUMENT = 5
+ERROR_CLASS_USED_AFTER_CLOSE = 6
+ERROR_CLASS_CANCELLED = 7
+
 OUTCOME_NAMES = {
     OUTCOME_ACQUIRED: "acquired",
     OUTCOME_NOT_ACQUIRED: "not_acquired",
     OUTCOME_EXTENDED: "extended",
     OUTCOME_NOT_EXTENDED: "not_extended",
     OUTCOME_RELEASED: "released",
+    OUTCOME_NOT_RELEASED: "not_released",
 }
 REASON_NAMES = {
     REASON_CONFLICT: "conflict",
     REASON_NODES_FAILED: "nodes_failed",
     REASON_MIXED: "mixed",
     REASON_VALIDITY_TOO_SHORT: "validity_too_short",
+    REASON_NOT_HELD: "not_held",
 }
 NODE_NAMES = {
     NODE_NOT_ASKED: "not_asked",
@@ -190,6 +222,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_lease_is_valid": (c_bool, [HANDLE, c_uint64]),
     "redlock_lease_ttl_ms": (c_uint64, [HANDLE]),
     "redlock_lease_extensions": (c_uint32, [HANDLE]),
+    "redlock_lease_key_ttl_ms": (RESULT, [HANDLE, OUT_U64]),
     "redlock_config_builder_new": (RESULT, [c_size_t, c_uint64, OUT_HANDLE]),
     "redlock_config_builder_free": (None, [HANDLE]),
     "redlock_config_builder_set_ttl_ms": (RESULT, [HANDLE, c_uint64]),
@@ -241,7 +274,8 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_operation_command_kind": (RESULT, [HANDLE, OUT_U32, OUT_BOOL]),
     "redlock_operation_wait_until": (RESULT, [HANDLE, OUT_U64]),
     "redlock_operation_take_outcome": (RESULT, [HANDLE, OUT_HANDLE]),
-    "redlock_operation_poll_timeout": (RESULT, [HANDLE, OUT_BOOL, OUT_U64]),
+    "redlock_operation_abandon": (RESULT, [HANDLE, c_uint64]),
+    "redlock_operation_handle_delivery": (RESULT, [HANDLE, HANDLE, c_uint64]),
     "redlock_operation_kind": (c_uint32, [HANDLE]),
     "redlock_operation_is_finished": (c_bool, [HANDLE]),
     "redlock_operation_attempt": (c_uint32, [HANDLE]),
@@ -263,6 +297,8 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_outcome_lease": (RESULT, [HANDLE, OUT_HANDLE]),
     "redlock_outcome_node_count": (c_size_t, [HANDLE]),
     "redlock_outcome_node": (RESULT, [HANDLE, c_size_t, OUT_U32, OUT_PTR, OUT_SIZE]),
+    "redlock_outcome_error_class": (c_uint32, [HANDLE]),
+    "redlock_outcome_node_cause": (RESULT, [HANDLE, c_size_t, OUT_U32]),
     "redlock_reply_new": (RESULT, [c_uint32, c_int64, BYTES, c_size_t, OUT_HANDLE]),
     "redlock_reply_array_push": (RESULT, [HANDLE, HANDLE]),
     "redlock_reply_free": (None, [HANDLE]),
@@ -280,6 +316,51 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_decoder_feed": (RESULT, [HANDLE, BYTES, c_size_t]),
     "redlock_decoder_next_reply": (RESULT, [HANDLE, OUT_HANDLE]),
     "redlock_decoder_buffered": (c_size_t, [HANDLE]),
+    "redlock_error_class_name": (c_char_p, [c_uint32]),
+    "redlock_node_cause_name": (c_char_p, [c_uint32]),
+    "redlock_result_error_class": (c_uint32, [c_uint32]),
+    "redlock_duplicate_node": (
+        RESULT,
+        [BYTES_ARRAY, SIZES, c_size_t, OUT_BOOL, OUT_SIZE, OUT_SIZE],
+    ),
+    "redlock_link_new": (RESULT, [OUT_HANDLE]),
+    "redlock_link_free": (None, [HANDLE]),
+    "redlock_link_submit_current": (RESULT, [HANDLE, c_uint64, HANDLE, c_uint64]),
+    "redlock_link_handle_connected": (RESULT, [HANDLE, c_uint64]),
+    "redlock_link_handle_closed": (RESULT, [HANDLE, c_uint32, BYTES, c_size_t, c_uint64]),
+    "redlock_link_handle_reply": (
+        RESULT,
+        [HANDLE, c_uint64, c_uint32, c_int64, BYTES, c_size_t, c_uint64],
+    ),
+    "redlock_link_handle_reply_value": (RESULT, [HANDLE, c_uint64, HANDLE, c_uint64]),
+    "redlock_link_handle_timeout": (RESULT, [HANDLE, c_uint64]),
+    "redlock_link_poll_output": (RESULT, [HANDLE, OUT_U32]),
+    "redlock_link_write": (RESULT, [HANDLE, OUT_U64, OUT_SIZE]),
+    "redlock_link_write_arg": (RESULT, [HANDLE, c_size_t, OUT_PTR, OUT_SIZE]),
+    "redlock_link_write_args": (RESULT, [HANDLE, OUT_PTR, SIZES, c_size_t, OUT_SIZE]),
+    "redlock_link_write_resp": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
+    "redlock_link_delivery": (
+        RESULT,
+        [HANDLE, OUT_U64, OUT_U64, OUT_U32, OUT_I64, OUT_PTR, OUT_SIZE],
+    ),
+    "redlock_link_delivery_reply": (RESULT, [HANDLE, OUT_HANDLE]),
+    "redlock_link_poll_timeout": (RESULT, [HANDLE, OUT_BOOL, OUT_U64]),
+    "redlock_link_is_idle": (c_bool, [HANDLE]),
+    "redlock_link_is_stalled": (c_bool, [HANDLE, c_uint64]),
+    "redlock_link_is_open": (c_bool, [HANDLE]),
+    "redlock_link_in_flight": (c_size_t, [HANDLE]),
+    "redlock_link_queued": (c_size_t, [HANDLE]),
+    "redlock_link_owed": (c_size_t, [HANDLE]),
+    "redlock_keepalive_new": (RESULT, [HANDLE, HANDLE, OUT_HANDLE]),
+    "redlock_keepalive_free": (None, [HANDLE]),
+    "redlock_keepalive_poll": (RESULT, [HANDLE, c_uint64, OUT_U32, OUT_U64, OUT_U32]),
+    "redlock_keepalive_handle_outcome": (RESULT, [HANDLE, HANDLE, c_uint64]),
+    "redlock_keepalive_handle_failure": (RESULT, [HANDLE, c_uint64]),
+    "redlock_keepalive_stop": (RESULT, [HANDLE]),
+    "redlock_keepalive_lease": (RESULT, [HANDLE, OUT_HANDLE]),
+    "redlock_keepalive_lost_reason": (c_uint32, [HANDLE]),
+    "redlock_keepalive_is_extending": (c_bool, [HANDLE]),
+    "redlock_lost_reason_name": (c_char_p, [c_uint32]),
 }
 
 # ---- loading ----------------------------------------------------------------------

@@ -1,15 +1,43 @@
-"""The state of a held lock, shared by the synchronous and asyncio locks."""
+"""A held lock, shared by the synchronous and asyncio locks: its state, and every step
+of extending, releasing and keeping it alive that does not wait. The drivers add the
+waiting (a thread, a task).
+
+Keep-alive is the core's :class:`~redlock_core.core.KeepAlive`: when to extend, when to
+retry, and when the lock is lost are its decisions; a driver error during an extension
+is :meth:`KeepAlive.handle_failure` (retried while a round fits), never "lost at once".
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
-from ._common import ReleaseResult
-from ._errors import LockLostError, NodeResult
-from .core import Lease, now_us
+from . import _ffi
+from ._common import ReleaseResult, call_on_lost, extend_error, node_results, release_result
+from ._errors import LockError, LockLostError, LockNotHeldError, NodeResult
+from .core import KeepAlive, Lease, Operation, Outcome, now_us
+
+if TYPE_CHECKING:
+    from ._common import Duration, RedlockBase
 
 OnLost = Callable[[LockLostError], Any]
+
+
+class KeepAlivePlan(NamedTuple):
+    """What the keep-alive task does next: extend now, sleep until ``until``, or stop
+    (``done``)."""
+
+    extend: bool
+    until: int | None
+    done: bool
+
+
+_LOST_WHY = {
+    "taken": "another token holds it",
+    "not_held": "its keys are gone",
+    "expired": "its lease ran out before it was extended",
+    "extension_limit": "its lease ran out after the bound on extensions",
+}
 
 
 class LockState:
@@ -18,6 +46,7 @@ class LockState:
 
     def __init__(
         self,
+        redlock: RedlockBase,
         resources: Sequence[str | bytes],
         lease: Lease,
         attempts: int | None,
@@ -25,15 +54,118 @@ class LockState:
         on_lost: OnLost | None,
         auto_extend: bool,
     ) -> None:
+        self._owner = redlock
         self._resources = tuple(resources)
         self._attempts = attempts
         self._nodes = nodes
         self._on_lost = on_lost
         self._auto_extend = auto_extend
         self._lost: LockLostError | None = None
+        self._signal_owed = False
         self._released: ReleaseResult | None = None
         self._token = lease.token
         self._set_lease(lease)
+        self._keepalive: KeepAlive | None = (
+            KeepAlive(redlock._client, lease) if auto_extend else None
+        )
+
+    # ---- steps that do not wait ---------------------------------------------------
+
+    def _start_extend(self, ttl: Duration | None) -> Operation:
+        if self._lost is not None:
+            raise self._lost
+        if self._released is not None:
+            raise LockNotHeldError(
+                f"lock on {self._describe()} was released: it is not held",
+                resources=self._resources,
+                reason="released",
+            )
+        return self._owner._usable().extend(
+            self._lease, now_us(), ttl_ms=self._owner._check_ttl(ttl)
+        )
+
+    def _extended(self, outcome: Outcome, by_keepalive: bool = False) -> LockError | None:
+        """Takes an extension's outcome: the new lease, or the error to raise (a loss is
+        recorded, and signalled once by :meth:`_signal`)."""
+        with outcome:
+            if self._keepalive is not None:
+                self._keepalive.handle_outcome(outcome, now_us())
+            lease = outcome.lease()
+            if lease is not None:
+                self._set_lease(lease)
+            self._nodes = node_results(outcome, self._owner._labels)
+            if outcome.kind == "extended":
+                return None
+            error = extend_error(outcome, self._resources, self._owner._labels)
+        if isinstance(error, LockLostError):
+            self._mark_lost(error)
+        return None if by_keepalive and not isinstance(error, LockLostError) else error
+
+    def _start_release(self) -> Operation:
+        return self._owner._usable().release(self._lease, now_us())
+
+    def _released_by(self, outcome: Outcome) -> ReleaseResult:
+        with outcome:
+            result = release_result(outcome, self._owner._labels)
+        self._nodes = result.nodes
+        self._released = result
+        return result
+
+    def _stop_keepalive(self) -> None:
+        if self._keepalive is not None:
+            self._keepalive.stop()
+
+    def _keepalive_plan(self) -> KeepAlivePlan:
+        """Asks the core's keep-alive what to do now."""
+        keepalive = self._keepalive
+        if keepalive is None or keepalive.closed or self._released is not None:
+            return KeepAlivePlan(False, None, True)
+        action = keepalive.poll(now_us())
+        if action.action == _ffi.KEEPALIVE_EXTEND:
+            return KeepAlivePlan(True, None, False)
+        if action.action == _ffi.KEEPALIVE_WAIT:
+            return KeepAlivePlan(False, action.until, False)
+        if action.action == _ffi.KEEPALIVE_LOST:
+            reason = action.lost or "expired"
+            kind = LockNotHeldError if reason == "not_held" else LockLostError
+            self._mark_lost(
+                kind(
+                    f"lock on {self._describe()} is lost: {_LOST_WHY.get(reason, reason)}",
+                    resources=self._resources,
+                    reason=reason,
+                    nodes=self._nodes,
+                )
+            )
+        return KeepAlivePlan(False, None, True)
+
+    def _keepalive_extension(self) -> Operation | None:
+        """The extension the keep-alive asked for, or None when the lock is done with."""
+        keepalive = self._keepalive
+        if keepalive is None or self._released is not None or self._lost is not None:
+            return None
+        try:
+            with keepalive.lease() as lease:
+                return self._owner._usable().extend(lease, now_us())
+        except Exception:  # a closed Redlock: the core's failure policy applies
+            keepalive.handle_failure(now_us())
+            return None
+
+    def _keepalive_failed(self) -> None:
+        if self._keepalive is not None:
+            self._keepalive.handle_failure(now_us())
+
+    def _mark_lost(self, error: LockLostError) -> None:
+        """Records the loss; the callback runs later (:meth:`_signal`), outside the
+        lock's operation lock, so that it may call ``release``."""
+        if self._lost is None:
+            self._lost = error
+            self._signal_owed = True
+
+    def _signal(self) -> Any:
+        owed, self._signal_owed = self._signal_owed, False
+        if owed and self._lost is not None:
+            return call_on_lost(self._on_lost, self._lost)
+        return None
 
     def _set_lease(self, lease: Lease) -> None:
         self._lease = lease
@@ -116,7 +248,7 @@ class LockState:
         if self._lost is not None:
             raise self._lost
         if self._released is not None:
-            raise LockLostError(
+            raise LockNotHeldError(
                 f"lock on {self._describe()} was released",
                 resources=self._resources,
                 reason="released",

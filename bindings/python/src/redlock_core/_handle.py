@@ -1,0 +1,244 @@
+"""What every wrapper of the core shares: argument checks, module functions, and
+the handle base class that frees its library handle exactly once."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import time
+from collections.abc import Sequence
+from ctypes import byref, c_bool, c_char_p, c_size_t, c_void_p
+from typing import Any, Union
+
+from . import _ffi
+from ._errors import UsedAfterCloseError
+from ._ffi import lib
+
+Resource = Union[str, bytes]
+Resources = Union[Resource, Sequence[Resource]]
+
+_U32_MAX = 2**32 - 1
+_U64_MAX = 2**64 - 1
+_I64_MIN = -(2**63)
+_I64_MAX = 2**63 - 1
+_SIZE_MAX = 2 ** (8 * ctypes.sizeof(c_size_t)) - 1
+
+
+def now_us() -> int:
+    """The package's clock: ``time.monotonic_ns() // 1000``, microseconds from the
+    monotonic clock's own origin, the same in every thread of the process."""
+    return time.monotonic_ns() // 1000
+
+
+# ---- argument checks --------------------------------------------------------------
+
+
+def _unsigned(value: object, name: str, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < 0 or value > maximum:
+        raise ValueError(f"{name} must be from 0 to {maximum}, got {value}")
+    return value
+
+
+def _u32(value: object, name: str) -> int:
+    return _unsigned(value, name, _U32_MAX)
+
+
+def _u64(value: object, name: str) -> int:
+    return _unsigned(value, name, _U64_MAX)
+
+
+def _size(value: object, name: str) -> int:
+    return _unsigned(value, name, _SIZE_MAX)
+
+
+def _i64(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not _I64_MIN <= value <= _I64_MAX:
+        raise ValueError(f"{name} must fit in 64 signed bits, got {value}")
+    return value
+
+
+def _bytes(value: object, name: str) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"{name} must be str or bytes, not {type(value).__name__}")
+
+
+def resource_list(resources: object) -> list[bytes]:
+    """``resources`` as a list of byte strings: one name (``str``, sent as UTF-8, or
+    ``bytes``) or a sequence of names."""
+    if isinstance(resources, (str, bytes, bytearray, memoryview)):
+        return [_bytes(resources, "resource")]
+    try:
+        items = list(resources)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(
+            f"resources must be a str, bytes, or a sequence of them, not {type(resources).__name__}"
+        ) from None
+    return [_bytes(item, "resource") for item in items]
+
+
+def _byte_strings(items: Sequence[bytes]) -> tuple[Any, Any, int]:
+    count = len(items)
+    pointers = (c_char_p * max(count, 1))(*items)
+    lengths = (c_size_t * max(count, 1))(*(len(item) for item in items))
+    return pointers, lengths, count
+
+
+# ---- module functions -------------------------------------------------------------
+
+
+def version() -> str:
+    """The library's version."""
+    return bytes(lib.redlock_version()).decode("ascii")
+
+
+def max_ttl_ms() -> int:
+    """The largest TTL a configuration accepts, in milliseconds."""
+    return int(lib.redlock_max_ttl_ms())
+
+
+def script_text(script: int) -> str:
+    """The Lua text of ``SCRIPT_ACQUIRE``, ``SCRIPT_RELEASE`` or ``SCRIPT_EXTEND``."""
+    text = lib.redlock_script_text(_u32(script, "script"))
+    if text is None:
+        raise ValueError(f"no script {script} (use 1 acquire, 2 release, 3 extend)")
+    return bytes(text).decode("utf-8")
+
+
+def script_sha1(script: int) -> str:
+    """The SHA-1 of a script in lowercase hex, as ``EVALSHA`` sends it."""
+    sha = lib.redlock_script_sha1(_u32(script, "script"))
+    if sha is None:
+        raise ValueError(f"no script {script} (use 1 acquire, 2 release, 3 extend)")
+    return bytes(sha).decode("ascii")
+
+
+def token_from_random_bytes(random: bytes) -> str:
+    """The token the core makes of ``random`` (16 to 64 bytes): their lowercase hex."""
+    data = _bytes(random, "random")
+    buffer = ctypes.create_string_buffer(2 * _ffi.MAX_TOKEN_BYTES)
+    length = c_size_t()
+    _ffi.check(
+        lib.redlock_token_from_random_bytes(data, len(data), buffer, len(buffer), byref(length)),
+        "token_from_random_bytes",
+    )
+    return buffer.raw[: length.value].decode("ascii")
+
+
+def duplicate_node(addresses: Sequence[str]) -> tuple[int, int] | None:
+    """The first two positions in ``addresses`` that name the same Redis server (host
+    and port, as the core compares them), or ``None``."""
+    items = [
+        _bytes(address.encode("utf-8") if isinstance(address, str) else address, "address")
+        for address in addresses
+    ]
+    pointers, lengths, count = _byte_strings(items)
+    found, first, second = c_bool(), c_size_t(), c_size_t()
+    _ffi.check(
+        lib.redlock_duplicate_node(
+            pointers, lengths, count, byref(found), byref(first), byref(second)
+        ),
+        "duplicate_node",
+    )
+    return (int(first.value), int(second.value)) if found.value else None
+
+
+def error_class_name(error_class: int) -> str | None:
+    """The stable name of an ``ERROR_CLASS_*`` number (``"held_elsewhere"``, ...)."""
+    name = lib.redlock_error_class_name(_u32(error_class, "error_class"))
+    return name.decode("ascii") if name else None
+
+
+def lost_reason_name(reason: int) -> str | None:
+    """The stable name of a keep-alive's lost reason (``"taken"``, ``"not_held"``,
+    ``"expired"``, ``"extension_limit"``)."""
+    name = lib.redlock_lost_reason_name(_u32(reason, "reason"))
+    return name.decode("ascii") if name else None
+
+
+# ---- handles ----------------------------------------------------------------------
+
+
+class _Handle:
+    """Owns one library handle; frees it once."""
+
+    __slots__ = ("_ptr",)
+    _free_name = ""
+
+    def __init__(self, pointer: int | None) -> None:
+        self._ptr: int | None = pointer
+
+    def _p(self) -> int:
+        pointer = self._ptr
+        if pointer is None:
+            raise UsedAfterCloseError(f"this {type(self).__name__} is closed")
+        return pointer
+
+    @property
+    def closed(self) -> bool:
+        return self._ptr is None
+
+    def close(self) -> None:
+        """Frees the handle; later calls raise ``ValueError``. Idempotent."""
+        pointer, self._ptr = self._ptr, None
+        if pointer is not None:
+            getattr(lib, self._free_name)(pointer)
+
+    def __enter__(self: Any) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may already be gone
+            pass
+
+
+def _new_handle() -> c_void_p:
+    return c_void_p()
+
+
+def micros(seconds: object, name: str) -> int:
+    """A non-negative duration in seconds (``int``, ``float`` or ``timedelta``) as whole
+    microseconds."""
+    total = _seconds(seconds, name)
+    return round(total * 1_000_000)
+
+
+def millis(seconds: object, name: str) -> int:
+    """A duration in seconds that must be a whole number of milliseconds, in ms."""
+    total = _seconds(seconds, name)
+    value = total * 1000
+    whole = round(value)
+    if abs(value - whole) > 1e-6 * max(1.0, abs(value)):
+        raise ValueError(f"{name} must be a whole number of milliseconds, got {seconds!r} s")
+    return whole
+
+
+def _seconds(value: object, name: str) -> float:
+    from datetime import timedelta
+
+    if isinstance(value, timedelta):
+        total = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"{name} must be a number of seconds or a timedelta, not {type(value).__name__}"
+        )
+    else:
+        total = float(value)
+    if math.isnan(total) or math.isinf(total):
+        raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
+    if total < 0:
+        raise ValueError(f"{name} must not be negative, got {value!r}")
+    if total > 2**63 / 1_000_000:
+        raise ValueError(f"{name} is too large: {value!r} s")
+    return total

@@ -1,0 +1,495 @@
+"""Operations, their outcomes, and leases (``redlock_operation``, ``redlock_outcome``,
+``redlock_lease``)."""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import byref, c_bool, c_size_t, c_uint32, c_uint64, c_void_p
+from typing import Any, NamedTuple
+
+from . import _ffi
+from ._ffi import lib
+from ._handle import (
+    _bytes,
+    _Handle,
+    _i64,
+    _new_handle,
+    _size,
+    _u32,
+    _u64,
+)
+from ._reply import Reply
+
+
+class Command(NamedTuple):
+    """A command to send: to node ``node``, under ``request_id``, waiting for its reply
+    no later than ``deadline`` (microseconds); ``argv[0]`` is the command's name."""
+
+    node: int
+    request_id: int
+    deadline: int
+    argv: tuple[bytes, ...]
+
+
+class PackedCommand(NamedTuple):
+    """A command to send, as RESP bytes (see :class:`Command`)."""
+
+    node: int
+    request_id: int
+    deadline: int
+    resp: bytes
+
+
+_ARGV_CAPACITY = 80  # EVALSHA sha1 numkeys + up to 64 keys + token + ttl, with room
+
+
+class Operation(_Handle):
+    """One acquisition, extension or release (``redlock_operation``).
+
+    After it is created and after every input (:meth:`handle_reply`,
+    :meth:`handle_timeout`, :meth:`abandon`), call :meth:`poll` until it returns
+    ``OUTPUT_WAIT``, ``OUTPUT_OUTCOME`` or ``OUTPUT_NONE``, acting on each output:
+    ``OUTPUT_SEND`` (:meth:`command`, or hand it to its node's :class:`Link`),
+    ``OUTPUT_WAIT`` (:meth:`wait_until`: the only wake-up), ``OUTPUT_OUTCOME``
+    (:meth:`take_outcome`).
+    """
+
+    __slots__ = (
+        "_argc",
+        "_args",
+        "_capacity",
+        "_command_kind",
+        "_command_kind_refs",
+        "_command_refs",
+        "_deadline",
+        "_kind",
+        "_kind_ref",
+        "_lens",
+        "_node",
+        "_request",
+        "_resp",
+        "_resp_length",
+        "_resp_refs",
+    )
+    _free_name = "redlock_operation_free"
+
+    def __init__(self, pointer: int | None) -> None:
+        super().__init__(pointer)
+        # Output slots, and references to them, made once per operation.
+        self._kind = c_uint32()
+        self._kind_ref = byref(self._kind)
+        self._node = c_size_t()
+        self._request = c_uint64()
+        self._deadline = c_uint64()
+        self._argc = c_size_t()
+        self._command_refs = (
+            byref(self._node),
+            byref(self._request),
+            byref(self._deadline),
+            byref(self._argc),
+        )
+        self._resp = c_void_p()
+        self._resp_length = c_size_t()
+        self._resp_refs = (byref(self._resp), byref(self._resp_length))
+        self._command_kind = (c_uint32(), c_bool())
+        self._command_kind_refs = (byref(self._command_kind[0]), byref(self._command_kind[1]))
+        self._capacity = 0
+        self._args: Any = None
+        self._lens: Any = None
+
+    # inputs
+
+    def handle_reply(
+        self,
+        request_id: int,
+        kind: int,
+        now: int,
+        *,
+        integer: int = 0,
+        text: bytes | None = None,
+    ) -> None:
+        """Hands in the reply to ``request_id``: a ``REPLY_*`` kind other than
+        ``REPLY_ARRAY`` with its integer or text."""
+        data = b"" if text is None else _bytes(text, "text")
+        _ffi.check(
+            lib.redlock_operation_handle_reply(
+                self._p(),
+                _u64(request_id, "request_id"),
+                _u32(kind, "kind"),
+                _i64(integer, "integer"),
+                data,
+                len(data),
+                _u64(now, "now"),
+            ),
+            "handle_reply",
+        )
+
+    def _reply(
+        self, request_id: int, kind: int, integer: int, text: bytes | None, now: int
+    ) -> None:
+        """:meth:`handle_reply` for the drivers, whose arguments need no checking."""
+        rc = lib.redlock_operation_handle_reply(
+            self._p(), request_id, kind, integer, text, len(text) if text else 0, now
+        )
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "handle_reply")
+
+    def handle_reply_value(self, request_id: int, reply: Reply, now: int) -> None:
+        """Hands in the reply to ``request_id`` as a :class:`Reply` (arrays included)."""
+        if not isinstance(reply, Reply):
+            raise TypeError(f"reply must be a Reply, not {type(reply).__name__}")
+        _ffi.check(
+            lib.redlock_operation_handle_reply_value(
+                self._p(), _u64(request_id, "request_id"), reply._p(), _u64(now, "now")
+            ),
+            "handle_reply",
+        )
+
+    def handle_timeout(self, now: int) -> None:
+        """Time has reached ``now``: requests past their deadline time out, a due retry
+        starts. Calling it early is harmless."""
+        _ffi.check(
+            lib.redlock_operation_handle_timeout(self._p(), _u64(now, "now")), "handle_timeout"
+        )
+
+    # outputs
+
+    def poll(self) -> int:
+        """The next output's kind: ``OUTPUT_NONE``, ``_SEND``, ``_WAIT`` or ``_OUTCOME``."""
+        rc = lib.redlock_operation_poll_output(self._p(), self._kind_ref)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "poll")
+        return self._kind.value
+
+    def target(self) -> tuple[int, int, int]:
+        """The current ``OUTPUT_SEND`` output's node, request id and deadline (what a
+        driver needs to hand it to its node's link), without copying its arguments."""
+        rc = lib.redlock_operation_command(self._p(), *self._command_refs)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "command")
+        return self._node.value, self._request.value, self._deadline.value
+
+    def command(self) -> Command:
+        """The current ``OUTPUT_SEND`` output's command."""
+        pointer = self._p()
+        rc = lib.redlock_operation_command(pointer, *self._command_refs)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "command")
+        argc = self._argc.value
+        if argc > self._capacity:
+            self._capacity = max(argc, _ARGV_CAPACITY)
+            self._args = (c_void_p * self._capacity)()
+            self._lens = (c_size_t * self._capacity)()
+        rc = lib.redlock_operation_command_args(
+            pointer, self._args, self._lens, self._capacity, byref(self._argc)
+        )
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "command")
+        string_at = ctypes.string_at
+        args, lens = self._args, self._lens
+        return Command(
+            self._node.value,
+            self._request.value,
+            self._deadline.value,
+            # The library lends argc (pointer, length) pairs, none of them NULL.
+            tuple([string_at(args[i], lens[i]) for i in range(argc)]),
+        )
+
+    def packed_command(self) -> PackedCommand:
+        """The current ``OUTPUT_SEND`` output's command, encoded in RESP by the core
+        (what the drivers write to the socket: byte-identical in every binding)."""
+        pointer = self._p()
+        rc = lib.redlock_operation_command(pointer, *self._command_refs)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "command")
+        rc = lib.redlock_operation_command_resp(pointer, *self._resp_refs)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "command_resp")
+        return PackedCommand(
+            self._node.value,
+            self._request.value,
+            self._deadline.value,
+            # Lent by the library: never NULL for a command.
+            ctypes.string_at(self._resp.value, self._resp_length.value),  # type: ignore[arg-type]
+        )
+
+    def command_arg(self, index: int) -> bytes:
+        """Argument ``index`` of the current command."""
+        pointer, length = c_void_p(), c_size_t()
+        _ffi.check(
+            lib.redlock_operation_command_arg(
+                self._p(), _size(index, "index"), byref(pointer), byref(length)
+            ),
+            "command_arg",
+        )
+        return _ffi.borrowed(pointer.value, length.value)
+
+    def command_resp(self) -> bytes:
+        """The current command encoded in RESP, ready for a socket."""
+        pointer, length = c_void_p(), c_size_t()
+        _ffi.check(
+            lib.redlock_operation_command_resp(self._p(), byref(pointer), byref(length)),
+            "command_resp",
+        )
+        return _ffi.borrowed(pointer.value, length.value)
+
+    def command_kind(self) -> tuple[int, bool]:
+        """What the current command does (a ``COMMAND_*`` value) and whether it is an
+        ``EVAL`` carrying the script's text."""
+        rc = lib.redlock_operation_command_kind(self._p(), *self._command_kind_refs)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "command_kind")
+        kind, is_eval = self._command_kind
+        return kind.value, is_eval.value
+
+    def wait_until(self) -> int:
+        """The instant of the current ``OUTPUT_WAIT`` output."""
+        until = c_uint64()
+        _ffi.check(lib.redlock_operation_wait_until(self._p(), byref(until)), "wait_until")
+        return int(until.value)
+
+    def take_outcome(self) -> Outcome:
+        """Takes the current ``OUTPUT_OUTCOME`` output's outcome."""
+        out = _new_handle()
+        _ffi.check(lib.redlock_operation_take_outcome(self._p(), byref(out)), "take_outcome")
+        return Outcome(out.value)
+
+    def abandon(self, now: int) -> None:
+        """The caller cancelled the operation at ``now``: poll afterwards as after any
+        input; an acquisition whose commands are out gives the sends of a release of
+        its token, then ``OUTPUT_NONE``. No outcome follows."""
+        _ffi.check(lib.redlock_operation_abandon(self._p(), _u64(now, "now")), "abandon")
+
+    def handle_delivery(self, link: Any, now: int) -> None:
+        """Hands ``link``'s current delivery (its reply, any kind) to this operation."""
+        rc = lib.redlock_operation_handle_delivery(self._p(), link._p(), now)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "handle_delivery")
+
+    # getters
+
+    @property
+    def kind(self) -> int:
+        """``OPERATION_ACQUIRE``, ``_EXTEND`` or ``_RELEASE``."""
+        return int(lib.redlock_operation_kind(self._p()))
+
+    @property
+    def is_finished(self) -> bool:
+        return bool(lib.redlock_operation_is_finished(self._p()))
+
+    @property
+    def attempt(self) -> int:
+        return int(lib.redlock_operation_attempt(self._p()))
+
+    @property
+    def token(self) -> str:
+        """The current attempt's token (for an extension or release, the lease's)."""
+        rc = lib.redlock_operation_token(self._p(), *self._resp_refs)
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "token")
+        return _ffi.borrowed(self._resp.value, self._resp_length.value).decode("ascii")
+
+    @property
+    def node_count(self) -> int:
+        return int(lib.redlock_operation_node_count(self._p()))
+
+    def node(self, index: int) -> tuple[str, str | None]:
+        """The live view of node ``index``: its status name and error text."""
+        kind, pointer, length = c_uint32(), c_void_p(), c_size_t()
+        _ffi.check(
+            lib.redlock_operation_node(
+                self._p(), _size(index, "index"), byref(kind), byref(pointer), byref(length)
+            ),
+            "node",
+        )
+        return _node_parts(kind.value, pointer.value, length.value)
+
+
+def _node_parts(kind: int, pointer: int | None, length: int) -> tuple[str, str | None]:
+    status = _ffi.NODE_NAMES.get(kind, f"unknown_{kind}")
+    if kind == _ffi.NODE_ERROR:
+        return status, _ffi.borrowed(pointer, length).decode("utf-8", "replace")
+    return status, None
+
+
+class Outcome(_Handle):
+    """A finished operation's outcome (``redlock_outcome``). Getters return ``None``
+    for values this kind of outcome does not have."""
+
+    __slots__ = ()
+    _free_name = "redlock_outcome_free"
+
+    def _optional(self, function: str, out: Any) -> Any | None:
+        rc = getattr(lib, function)(self._p(), byref(out))
+        if rc == _ffi.NO_VALUE:
+            return None
+        _ffi.check(rc, function)
+        return out.value
+
+    @property
+    def kind(self) -> str:
+        """``"acquired"``, ``"not_acquired"``, ``"extended"``, ``"not_extended"`` or
+        ``"released"``."""
+        kind = int(lib.redlock_outcome_kind(self._p()))
+        return _ffi.OUTCOME_NAMES.get(kind, f"unknown_{kind}")
+
+    @property
+    def is_success(self) -> bool:
+        return bool(lib.redlock_outcome_is_success(self._p()))
+
+    @property
+    def reason(self) -> str | None:
+        reason = self._optional("redlock_outcome_reason", c_uint32())
+        return None if reason is None else _ffi.REASON_NAMES.get(reason, f"unknown_{reason}")
+
+    @property
+    def token(self) -> str | None:
+        pointer, length = c_void_p(), c_size_t()
+        rc = lib.redlock_outcome_token(self._p(), byref(pointer), byref(length))
+        if rc == _ffi.NO_VALUE:
+            return None
+        _ffi.check(rc, "token")
+        return _ffi.borrowed(pointer.value, length.value).decode("ascii")
+
+    @property
+    def valid_until(self) -> int | None:
+        return self._optional("redlock_outcome_valid_until", c_uint64())
+
+    @property
+    def validity(self) -> int | None:
+        return self._optional("redlock_outcome_validity", c_uint64())
+
+    @property
+    def attempts(self) -> int | None:
+        return self._optional("redlock_outcome_attempts", c_uint32())
+
+    @property
+    def extensions(self) -> int | None:
+        return self._optional("redlock_outcome_extensions", c_uint32())
+
+    @property
+    def retry_at(self) -> int | None:
+        """For not extended: when to try again, or ``None`` (no time left, lost, or
+        another kind of outcome)."""
+        due, at = c_bool(), c_uint64()
+        rc = lib.redlock_outcome_retry_at(self._p(), byref(due), byref(at))
+        if rc == _ffi.NO_VALUE:
+            return None
+        _ffi.check(rc, "retry_at")
+        return int(at.value) if due.value else None
+
+    @property
+    def is_lost(self) -> bool | None:
+        lost = self._optional("redlock_outcome_is_lost", c_bool())
+        return None if lost is None else bool(lost)
+
+    @property
+    def released(self) -> int | None:
+        return self._optional("redlock_outcome_released", c_size_t())
+
+    def lease(self) -> Lease | None:
+        """A copy of the lease (acquired, extended, not extended), else ``None``."""
+        out = _new_handle()
+        rc = lib.redlock_outcome_lease(self._p(), byref(out))
+        if rc == _ffi.NO_VALUE:
+            return None
+        _ffi.check(rc, "lease")
+        return Lease(out.value)
+
+    @property
+    def node_count(self) -> int:
+        return int(lib.redlock_outcome_node_count(self._p()))
+
+    @property
+    def error_class(self) -> int:
+        """The core's error class of a failed outcome (``ERROR_CLASS_*``), 0 for a
+        success."""
+        return int(lib.redlock_outcome_error_class(self._p()))
+
+    def node_cause(self, index: int) -> str | None:
+        """Why node ``index`` failed (``"refused"``, ``"auth"``, ``"timeout"``, ...), or
+        ``None`` when it did not."""
+        cause = c_uint32()
+        _ffi.check(
+            lib.redlock_outcome_node_cause(self._p(), _size(index, "index"), byref(cause)),
+            "node_cause",
+        )
+        if not cause.value:
+            return None
+        name = lib.redlock_node_cause_name(cause.value)
+        return name.decode("ascii") if name else "error"
+
+    def node(self, index: int) -> tuple[str, str | None]:
+        """How node ``index`` answered: its status name and error text."""
+        kind, pointer, length = c_uint32(), c_void_p(), c_size_t()
+        _ffi.check(
+            lib.redlock_outcome_node(
+                self._p(), _size(index, "index"), byref(kind), byref(pointer), byref(length)
+            ),
+            "node",
+        )
+        return _node_parts(kind.value, pointer.value, length.value)
+
+    def nodes(self) -> list[tuple[str, str | None]]:
+        return [self.node(index) for index in range(self.node_count)]
+
+
+class Lease(_Handle):
+    """A held lock's keys, token, ``valid_until`` and TTL (``redlock_lease``)."""
+
+    __slots__ = ()
+    _free_name = "redlock_lease_free"
+
+    def clone(self) -> Lease:
+        out = _new_handle()
+        _ffi.check(lib.redlock_lease_clone(self._p(), byref(out)), "lease_clone")
+        return Lease(out.value)
+
+    @property
+    def token(self) -> str:
+        pointer, length = c_void_p(), c_size_t()
+        _ffi.check(lib.redlock_lease_token(self._p(), byref(pointer), byref(length)), "lease_token")
+        return _ffi.borrowed(pointer.value, length.value).decode("ascii")
+
+    @property
+    def keys(self) -> list[bytes]:
+        pointer = self._p()
+        keys = []
+        for index in range(int(lib.redlock_lease_key_count(pointer))):
+            key, length = c_void_p(), c_size_t()
+            _ffi.check(
+                lib.redlock_lease_key(pointer, index, byref(key), byref(length)), "lease_key"
+            )
+            keys.append(_ffi.borrowed(key.value, length.value))
+        return keys
+
+    @property
+    def valid_until(self) -> int:
+        """The instant (our clock) until which the lock is held."""
+        return int(lib.redlock_lease_valid_until(self._p()))
+
+    def validity(self, now: int) -> int:
+        """Microseconds of validity left at ``now`` (0 once expired)."""
+        return int(lib.redlock_lease_validity(self._p(), _u64(now, "now")))
+
+    def is_valid(self, now: int) -> bool:
+        return bool(lib.redlock_lease_is_valid(self._p(), _u64(now, "now")))
+
+    @property
+    def ttl_ms(self) -> int:
+        return int(lib.redlock_lease_ttl_ms(self._p()))
+
+    @property
+    def extensions(self) -> int:
+        return int(lib.redlock_lease_extensions(self._p()))
+
+    @property
+    def key_ttl_ms(self) -> int | None:
+        """The longest TTL any of the lock's keys may carry (``None`` for a lease
+        rebuilt from its parts)."""
+        out = c_uint64()
+        rc = lib.redlock_lease_key_ttl_ms(self._p(), byref(out))
+        if rc == _ffi.NO_VALUE:
+            return None
+        _ffi.check(rc, "key_ttl_ms")
+        return int(out.value)

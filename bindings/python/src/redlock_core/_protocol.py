@@ -1,0 +1,322 @@
+"""The one node protocol both drivers share, in the manner of h11: objects that consume
+events and bytes and say what to do, with no I/O of their own.
+
+- :class:`NodeProtocol` is one node: the core's :class:`~redlock_core.core.Link` (which
+  decides everything about the node's commands: order, the bound in flight, what a
+  stalled node still gets, what is written again after a reconnection, when to
+  reconnect), the core's RESP decoder for what the node sends, and the write ids
+  awaiting replies in order. Its :meth:`NodeProtocol.pump` returns the I/O to do:
+  ``CONNECT``, ``WRITE`` (RESP bytes from the core), ``CLOSE``.
+- :class:`Engine` is every node plus the operations under way, tagged: it starts
+  operations, hands their commands to the links, delivers the links' replies to the
+  operation they belong to, cancels (``abandon``), and says when each wants waking.
+
+The synchronous driver runs this on threads and sockets, the asyncio driver on asyncio
+streams; neither decides anything about the lock.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import socket
+import ssl
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Union
+
+from redis.exceptions import AuthenticationError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from . import _ffi
+from .core import Client, Decoder, Link, Operation, Outcome, now_us
+
+#: What :meth:`NodeProtocol.pump` asks the I/O to do.
+CONNECT = "connect"
+WRITE = "write"
+CLOSE = "close"
+
+Action = Union[tuple[str], tuple[str, bytes]]
+
+
+def cause_of(error: BaseException) -> int:
+    """The core's ``LINK_CAUSE_*`` for a failed connection, from the exception and the
+    ones it was raised from (client libraries wrap the socket's error)."""
+    seen: BaseException | None = error
+    depth = 0
+    while seen is not None and depth < 8:
+        if isinstance(seen, ConnectionRefusedError) or getattr(seen, "errno", None) == (
+            errno.ECONNREFUSED
+        ):
+            return _ffi.LINK_CAUSE_REFUSED
+        if isinstance(seen, AuthenticationError):
+            return _ffi.LINK_CAUSE_AUTH
+        if isinstance(seen, ResponseError) and str(seen).split(" ", 1)[0] in (
+            "NOAUTH",
+            "WRONGPASS",
+            "invalid",
+        ):
+            return _ffi.LINK_CAUSE_AUTH
+        if isinstance(seen, ssl.SSLError):
+            return _ffi.LINK_CAUSE_TLS
+        if isinstance(seen, (socket.timeout, TimeoutError, RedisTimeoutError)):
+            return _ffi.LINK_CAUSE_TIMEOUT
+        text = str(seen)
+        if "Connection refused" in text:
+            return _ffi.LINK_CAUSE_REFUSED
+        if "SSL" in text or "certificate" in text:
+            return _ffi.LINK_CAUSE_TLS
+        if "AUTH" in text or "WRONGPASS" in text or "password" in text:
+            return _ffi.LINK_CAUSE_AUTH
+        seen = seen.__cause__ or seen.__context__
+        depth += 1
+    return _ffi.LINK_CAUSE_CLOSED
+
+
+def describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+class NodeProtocol:
+    """One node's protocol state: its link, its decoder, the writes awaiting replies.
+
+    ``generation`` numbers the connections: an event an I/O adapter reports for an
+    older connection (one the link already closed) is ignored.
+    """
+
+    def __init__(self, index: int, label: str, deliver: Callable[[Link, int], None]) -> None:
+        self.index = index
+        self.label = label
+        self.link = Link()
+        self._deliver = deliver
+        self._decoder = Decoder()
+        self._written: deque[int] = deque()
+        self.generation = 0
+
+    # ---- inputs -------------------------------------------------------------------
+
+    def submit(self, tag: int, operation: Operation, now: int) -> None:
+        self.link.submit(tag, operation, now)
+
+    def connected(self, generation: int, now: int) -> None:
+        if generation == self.generation:
+            self.link.handle_connected(now)
+
+    def failed(self, generation: int, error: BaseException, now: int) -> None:
+        """The connection ``generation`` failed, or could not be opened."""
+        if generation != self.generation:
+            return
+        self._reset()
+        self.link.handle_closed(cause_of(error), describe(error), now)
+
+    def data_received(self, generation: int, data: bytes, now: int) -> bool:
+        """Bytes the node sent on connection ``generation``: each complete reply goes
+        to its write. False when the stream is out of step (the connection failed)."""
+        if generation != self.generation:
+            return True
+        try:
+            self._decoder.feed(data)
+            while True:
+                reply = self._decoder.next_reply()
+                if reply is None:
+                    return True
+                with reply:
+                    if not self._written:
+                        raise ValueError("a reply nobody asked for")
+                    self.link.handle_reply_value(self._written.popleft(), reply, now)
+        except Exception as error:  # a protocol error: never read this stream again
+            self.failed(generation, error, now)
+            return False
+
+    def timeout(self, now: int) -> None:
+        due = self.link.poll_timeout()
+        if due is not None and due <= now:
+            self.link.handle_timeout(now)
+
+    # ---- outputs ------------------------------------------------------------------
+
+    def pump(self) -> list[Action]:
+        """Does what the link outputs: deliveries go to their operations at once; the
+        I/O to do comes back in order."""
+        actions: list[Action] = []
+        link = self.link
+        while True:
+            kind = link.poll()
+            if kind == _ffi.LINK_OUTPUT_NONE:
+                return actions
+            if kind == _ffi.LINK_OUTPUT_WRITE:
+                write_id, resp = link.write()
+                self._written.append(write_id)
+                actions.append((WRITE, resp))
+            elif kind == _ffi.LINK_OUTPUT_DELIVER:
+                self._deliver(link, link.delivery().tag)
+            elif kind == _ffi.LINK_OUTPUT_CONNECT:
+                self._reset()
+                actions.append((CONNECT,))
+            elif kind == _ffi.LINK_OUTPUT_CLOSE:
+                self._reset()
+                actions.append((CLOSE,))
+
+    def _reset(self) -> None:
+        """A new connection starts (or the last one ended): nothing is owed on it."""
+        self.generation += 1
+        self._written.clear()
+        self._decoder.close()
+        self._decoder = Decoder()
+
+    @property
+    def next_timeout(self) -> int | None:
+        return self.link.poll_timeout()
+
+    def close(self) -> None:
+        self.link.close()
+        self._decoder.close()
+
+
+class Running:
+    """One operation under way: its tag, when it wants waking, and whether a delivery
+    came since it was last polled."""
+
+    __slots__ = ("changed", "last_deadline", "operation", "outcome", "tag", "wait_until")
+
+    def __init__(self, operation: Operation, tag: int) -> None:
+        self.operation = operation
+        self.tag = tag
+        self.wait_until: int | None = None
+        self.changed = False
+        self.outcome: Outcome | None = None
+        self.last_deadline = 0
+
+
+class Engine:
+    """Every node of one Redlock and the operations under way. Not thread-safe: the
+    synchronous driver calls it under one lock, the asyncio driver from its loop.
+
+    ``io`` is called with each node's actions as they arise: the driver's I/O adapter.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        labels: Sequence[str],
+        io: Callable[[NodeProtocol, list[Action]], None],
+    ) -> None:
+        self.client = client
+        self.nodes = [NodeProtocol(i, label, self._deliver) for i, label in enumerate(labels)]
+        self.running: dict[int, Running] = {}
+        self._io = io
+        self._tags = itertools.count(1)
+        #: Called with each operation a delivery changed (the driver wakes its waiter).
+        self.on_change: Callable[[Running], None] = lambda running: None
+
+    def _deliver(self, link: Link, tag: int) -> None:
+        running = self.running.get(tag)
+        if running is None or running.outcome is not None:
+            return  # a late reply to an operation that already decided
+        try:
+            running.operation.handle_delivery(link, now_us())
+        except Exception:  # a duplicate: the core refused it and changed nothing
+            return
+        running.changed = True
+        self.on_change(running)
+
+    def pump(self, node: NodeProtocol) -> None:
+        actions = node.pump()
+        if actions:
+            self._io(node, actions)
+
+    def start(self, operation: Operation) -> Running:
+        running = Running(operation, next(self._tags))
+        self.running[running.tag] = running
+        self.step(running)
+        return running
+
+    def step(self, running: Running) -> None:
+        """Polls the operation until it waits or decides, handing its commands to the
+        links (the one output rule: ``WAIT`` is its only wake-up)."""
+        op = running.operation
+        running.changed = False
+        while running.outcome is None:
+            kind = op.poll()
+            if kind == _ffi.OUTPUT_SEND:
+                node_index, _, deadline = op.target()
+                running.last_deadline = max(running.last_deadline, deadline)
+                node = self.nodes[node_index]
+                node.submit(running.tag, op, now_us())
+                self.pump(node)
+            elif kind == _ffi.OUTPUT_WAIT:
+                running.wait_until = op.wait_until()
+                return
+            elif kind == _ffi.OUTPUT_OUTCOME:
+                running.outcome = op.take_outcome()
+                running.wait_until = None
+            else:
+                return
+
+    def advance(self, running: Running) -> bool:
+        """Does what is due for the operation now (a delivery to poll, its wait come
+        due); True once it decided, False while it waits for a delivery or its wait."""
+        while running.outcome is None:
+            if running.changed:
+                self.step(running)
+                continue
+            at = running.wait_until
+            if at is not None and now_us() >= at:
+                self.wake(running)
+                continue
+            return False
+        return True
+
+    def wake(self, running: Running) -> None:
+        """The operation's wait came due (or a delivery changed it): hand in the time
+        and poll it."""
+        now = now_us()
+        if running.wait_until is not None and now >= running.wait_until:
+            running.wait_until = None
+            running.operation.handle_timeout(now)
+        self.step(running)
+
+    def abandon(self, running: Running) -> None:
+        """The caller cancelled: the core says what must still be sent (the release of
+        an acquisition's token), the links send it; the operation is then forgotten."""
+        if running.outcome is None:
+            running.operation.abandon(now_us())
+            self.step(running)
+        self.finish(running)
+
+    def finish(self, running: Running) -> None:
+        self.running.pop(running.tag, None)
+        running.operation.close()
+
+    def timers(self) -> int | None:
+        """Hands the due links their timeouts; returns the next link instant."""
+        now = now_us()
+        earliest: int | None = None
+        for node in self.nodes:
+            due = node.next_timeout
+            if due is not None and due <= now:
+                node.link.handle_timeout(now)
+                self.pump(node)
+                due = node.next_timeout
+            if due is not None and (earliest is None or due < earliest):
+                earliest = due
+        return earliest
+
+    def idle(self) -> bool:
+        return all(node.link.is_idle for node in self.nodes)
+
+    def in_flight(self) -> list[int]:
+        return [node.link.in_flight for node in self.nodes]
+
+    def close(self) -> None:
+        for running in list(self.running.values()):
+            self.finish(running)
+        for node in self.nodes:
+            node.close()
+
+
+def wake_at(running: Running, engine: Engine) -> int | None:
+    """When the driver must next act for ``running``: its wait, or a link's timer."""
+    links = [n.next_timeout for n in engine.nodes]
+    candidates = [t for t in [running.wait_until, *links] if t is not None]
+    return min(candidates) if candidates else None

@@ -1,0 +1,219 @@
+"""The lock's whole life as the core decides it, on real nodes with redis-py's default
+client settings: node links, keep-alive, cancellation, and error classes. Each test
+names the defect it guards against."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+import redis.asyncio
+
+from redlock_core import (
+    AsyncRedlock,
+    ConfigError,
+    LockLostError,
+    LockNotHeldError,
+    NodesFailedError,
+    Redlock,
+    UsageError,
+    UsedAfterCloseError,
+)
+from redlock_core import _ffi as ffi
+from redlock_core.core import now_us
+
+from .conftest import Nodes
+
+
+def _threads() -> int:
+    return sum(1 for thread in threading.enumerate() if thread.name.startswith("redlock-"))
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _eventually(check: object, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check() and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.05)
+    assert check()  # type: ignore[operator]
+
+
+def test_a_node_restarted_empty_does_not_lose_the_lock(fault_nodes: Nodes, resource: str) -> None:
+    """Defect 1: one node restarted empty answers the extension "key missing"; with the
+    other four extending, the lock is not lost (not even for one TTL)."""
+    with Redlock(fault_nodes.clients(), ttl=0.6) as redlock:
+        lock = redlock.acquire(resource, auto_extend=True)
+        fault_nodes.restart(1)
+        time.sleep(2.0)  # more than three TTLs
+        assert not lock.lost, lock.lost_error
+        assert lock.extensions >= 3
+        assert lock.check() > 0
+        lock.release()
+
+
+def test_a_frozen_node_bounds_what_is_in_flight(fault_nodes: Nodes, resource: str) -> None:
+    """Defect 2: a frozen node does not pile commands up: once a command is past its
+    deadline the link writes nothing new to it, so what is out stays within the
+    core's bound however many cycles run."""
+    with Redlock(fault_nodes.clients()) as redlock:
+        with redlock.lock(f"{resource}:warm"):
+            pass
+        fault_nodes.pause(3)
+        seen = []
+        for i in range(300):
+            with redlock.lock(f"{resource}:{i}") as lock:
+                assert lock.nodes[3].status != "success"
+            if i % 50 == 49:
+                seen.append(redlock.in_flight()[3])
+        assert max(seen) <= ffi.LINK_MAX_IN_FLIGHT, seen
+        assert seen[-1] <= seen[0], seen  # not growing with the cycles
+        link = redlock._engine.nodes[3].link
+        assert link.is_stalled(now_us())
+        # Queued: only releases owed for SETs the node may still apply.
+        assert link.queued <= seen[0], (link.queued, seen)
+
+
+def test_a_redlock_per_use_with_a_frozen_node_leaks_nothing(
+    fault_nodes: Nodes, resource: str
+) -> None:
+    """Defect 3: Redlocks made and closed per use while a node is frozen leave no
+    thread and no file descriptor behind."""
+    threads, fds = _threads(), _fds()
+    fault_nodes.pause(4)
+    for i in range(4):
+        with Redlock(fault_nodes.clients()) as redlock:
+            with redlock.lock(f"{resource}:{i}"):
+                pass
+    fault_nodes.resume(4)
+    _eventually(lambda: _threads() <= threads)
+    _eventually(lambda: _fds() <= fds + 2)
+
+
+def test_use_after_close_raises_used_after_close(nodes: Nodes, resource: str) -> None:
+    """Defect 4: use after close is an error of the hierarchy, not a RuntimeError."""
+    redlock = Redlock(nodes.clients())
+    lock = redlock.acquire(resource)
+    lock.release()
+    redlock.close()
+    with pytest.raises(UsedAfterCloseError):
+        redlock.acquire(resource)
+    with pytest.raises(UsedAfterCloseError):
+        redlock.from_token(resource, "token")
+    config = redlock.config
+    assert not isinstance(UsedAfterCloseError("x"), RuntimeError)
+    assert config.nodes == 5
+
+    async def run() -> None:
+        async_redlock = AsyncRedlock([redis.asyncio.Redis(port=port) for port in nodes.ports])
+        await async_redlock.aclose()
+        with pytest.raises(UsedAfterCloseError):
+            await async_redlock.acquire(resource)
+
+    asyncio.run(run())
+
+
+def test_extend_after_release_is_not_held(nodes: Nodes, resource: str) -> None:
+    """Defect 5: extending a released lock says "not held", not "held by someone
+    else": from the lock itself, and from the core for a lock rebuilt from its token."""
+    with Redlock(nodes.clients()) as redlock:
+        lock = redlock.acquire(resource)
+        token = lock.token
+        lock.release()
+        with pytest.raises(LockNotHeldError):
+            lock.extend()
+        rebuilt = redlock.from_token(resource, token)
+        with pytest.raises(LockNotHeldError) as raised:
+            rebuilt.extend()
+        assert raised.value.reason == "not_held"
+        assert isinstance(raised.value, LockLostError)
+        assert "someone else" not in str(raised.value)
+
+
+def test_the_same_node_twice_is_refused(nodes: Nodes) -> None:
+    """Defect 6: the same server given twice (by another name) is refused by the core."""
+    port = nodes.ports[0]
+    clients = [redis.Redis(port=port), redis.Redis(host="LOCALHOST", port=port)]
+    clients += [redis.Redis(port=p) for p in nodes.ports[1:3]]
+    with pytest.raises(ConfigError) as raised:
+        Redlock(clients)
+    assert raised.value.code == "duplicate_node"
+    assert "0 and 1" in str(raised.value)
+
+
+def test_errors_name_each_nodes_cause(fault_nodes: Nodes, resource: str) -> None:
+    """Defect 7: a failure names why each node failed: refused, timeout."""
+    fault_nodes.kill(0)
+    fault_nodes.kill(1)
+    fault_nodes.pause(2)
+    with Redlock(fault_nodes.clients(), attempts=1) as redlock:
+        with pytest.raises(NodesFailedError) as raised:
+            redlock.acquire(resource)
+    causes = [node.cause for node in raised.value.nodes]
+    assert causes[0] == causes[1] == "refused", raised.value
+    assert causes[2] in ("timeout", "stalled"), raised.value
+    assert causes[3] is None and causes[4] is None
+    assert "refused" in str(raised.value)
+
+
+@pytest.fixture(scope="module")
+def password_node() -> Iterator[Nodes]:
+    """Three nodes with a password (base port 7310)."""
+    set_ = Nodes(7310, 3)
+    set_._script("start", "--nodes", "3", "--requirepass", "secret")
+    try:
+        yield set_
+    finally:
+        set_.stop()
+
+
+def test_a_wrong_password_is_an_auth_failure(password_node: Nodes, resource: str) -> None:
+    """Defect 7: authentication failures are named as such."""
+    clients = [redis.Redis(port=port, password="wrong") for port in password_node.ports]
+    with Redlock(clients, attempts=1) as redlock:
+        with pytest.raises(NodesFailedError) as raised:
+            redlock.acquire(resource)
+    causes = [node.cause for node in raised.value.nodes]
+    assert causes.count("auth") >= 2 and set(causes) <= {"auth", None}, raised.value
+    good = [redis.Redis(port=port, password="secret") for port in password_node.ports]
+    with Redlock(good) as redlock, redlock.lock(resource) as lock:
+        assert lock.check() > 0
+
+
+def test_a_refused_ttl_names_the_rule_not_a_function(nodes: Nodes, resource: str) -> None:
+    """Defect 8: a TTL the configuration does not allow is refused with the rule."""
+    with Redlock(nodes.clients(), ttl=10) as redlock:
+        with pytest.raises(UsageError) as raised:
+            redlock.acquire(resource, ttl=0)
+        message = str(raised.value)
+        assert "redlock_" not in message and "check_ttl" not in message
+        assert raised.value.code == "invalid_ttl"
+        assert "TTL" in message
+
+
+def test_cancelling_a_task_abandons_and_leaves_no_key(fault_nodes: Nodes, resource: str) -> None:
+    """A cancelled acquisition's SETs are released through the links."""
+    for port in fault_nodes.ports[:2]:
+        redis.Redis(port=port).set(resource, "someone", px=10_000)
+    fault_nodes.pause(4)
+
+    async def run() -> None:
+        clients = [redis.asyncio.Redis(port=port) for port in fault_nodes.ports]
+        async with AsyncRedlock(clients, node_timeout=1.0, attempts=1) as redlock:
+            task = asyncio.ensure_future(redlock.acquire(resource))
+            await asyncio.sleep(0.2)  # two conflicts, two SETs; node 4 never answers
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        for client in clients:
+            await client.aclose()
+
+    asyncio.run(run())
+    fault_nodes.resume(4)
+    fault_nodes.settle(resource, [b"someone", b"someone", None, None, None])
