@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use redlock_core::{Config, Lease, Operation, Outcome, Output, Redlock, Reply, RequestId, Time};
+use redlock_core::{AcquireOptions, Config, Lease, Operation, Outcome, Output, Redlock, Reply, RequestId, Time};
 
 fn reply(u: &mut Unstructured<'_>, depth: u32) -> Result<Reply> {
     let text = |u: &mut Unstructured<'_>| -> Result<String> { Ok(u.arbitrary::<&str>()?.to_string()) };
@@ -37,7 +37,8 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
         .retry_delay(Duration::from_micros(u.int_in_range(0..=300_000)?))
         .retry_jitter(Duration::from_micros(u.int_in_range(0..=100_000)?))
         .min_validity(Duration::from_micros(u.int_in_range(0..=50_000)?))
-        .key_prefix(u.arbitrary::<Vec<u8>>()?);
+        .key_prefix(u.arbitrary::<Vec<u8>>()?)
+        .fencing(u.arbitrary()?);
     let config = if u.arbitrary()? {
         config.node_timeout(Duration::from_micros(u.int_in_range(0..=100_000)?))
     } else {
@@ -46,6 +47,7 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let Ok(config) = config.build() else { return Ok(()) };
     let lease_us = (config.ttl() - config.drift()).as_micros();
     let mut client = Redlock::with_seed(config.clone(), u.arbitrary()?);
+    // Each operation with the instant of its last Wait output (its only wake-up).
     let mut ops: Vec<(Operation, u64)> = Vec::new();
     let mut leases: Vec<Lease> = Vec::new();
     let mut now: u64 = u.arbitrary::<u32>()?.into();
@@ -53,13 +55,16 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     while !u.is_empty() && ops.len() < 16 {
         now = now.saturating_add(u.int_in_range(0..=40_000)?);
         let at = Time::from_micros(now);
-        match u.int_in_range(0..=7)? {
+        match u.int_in_range(0..=9)? {
             0 => {
                 let resources: Vec<Vec<u8>> = u.arbitrary()?;
-                let started = if u.arbitrary()? {
-                    client.acquire(&resources, at)
-                } else {
-                    client.acquire_with_random(&resources, u.arbitrary()?, at)
+                let started = match u.int_in_range(0..=2)? {
+                    0 => client.acquire(&resources, at),
+                    1 => {
+                        let wait = Duration::from_micros(u.int_in_range(0..=2_000_000)?);
+                        client.acquire_with(&resources, &AcquireOptions::new().wait(wait), at)
+                    }
+                    _ => client.acquire_with_random(&resources, u.arbitrary()?, at),
                 };
                 if let Ok(op) = started {
                     ops.push((op, 1));
@@ -95,17 +100,30 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             }
             6 if !ops.is_empty() => {
                 let index = u.choose_index(ops.len())?;
-                let (op, _) = &mut ops[index];
-                let at = match op.poll_timeout() {
-                    Some(until) if u.arbitrary()? => until.max(at),
-                    _ => at,
+                let (op, wait) = &mut ops[index];
+                let at = if u.arbitrary()? {
+                    Time::from_micros(*wait).max(at)
+                } else {
+                    at
                 };
                 op.handle_timeout(at);
             }
+            7 if !ops.is_empty() => {
+                let index = u.choose_index(ops.len())?;
+                ops[index].0.abandon(at);
+            }
+            8 if !ops.is_empty() => {
+                let index = u.choose_index(ops.len())?;
+                let node = u.int_in_range(0..=8)?;
+                let _ = ops[index].0.handle_notice(node, at);
+            }
             _ => {}
         }
-        for (op, _) in &mut ops {
+        for (op, wait) in &mut ops {
             while let Some(output) = op.poll_output() {
+                if let Output::Wait(until) = output {
+                    *wait = until.as_micros();
+                }
                 if let Output::Outcome(outcome) = output {
                     if let Outcome::Acquired(acquired) = &outcome {
                         assert!(acquired.validity.as_micros() <= lease_us);
