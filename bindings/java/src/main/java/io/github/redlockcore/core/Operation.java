@@ -1,0 +1,79 @@
+package io.github.redlockcore.core;
+
+import io.github.redlockcore.internal.Native;
+import io.github.redlockcore.internal.NativeHandle;
+
+/**
+ * One acquisition, extension or release, as the core's state machine. After creating it
+ * and after every input ({@link #handleReply}, {@link #handleTimeout}), call {@link #poll()}
+ * until it returns null: send each command, arm a timer for a {@link Output.Wait}, stop at
+ * the {@link Output.Finished} outcome. Calls are serialised on this object.
+ */
+public final class Operation extends NativeHandle {
+  /** What {@link #poll(boolean, boolean)} fetches for each command. */
+  private final long[] out = new long[5];
+
+  Operation(long handle) {
+    super(handle, Native::operationFree, "operation");
+  }
+
+  /** The next output (commands with RESP bytes and argv), or null when there is none. */
+  public Output poll() {
+    return poll(true, true);
+  }
+
+  /**
+   * The next output, or null. {@code resp} and {@code args} choose what each command
+   * carries (a raw-socket driver needs only RESP, a client library only the argv).
+   */
+  public synchronized Output poll(boolean resp, boolean args) {
+    long h = handle();
+    int kind = Native.operationPoll(h, out);
+    switch (kind) {
+      case 0:
+        return null;
+      case 1:
+        return new Output.Send(
+            new Command(
+                (int) out[0],
+                out[1],
+                out[2],
+                Command.Kind.of(out[3]),
+                out[4] != 0,
+                resp ? Native.operationCommandResp(h) : null,
+                args ? Native.operationCommandArgs(h) : null));
+      case 2:
+        return new Output.Wait(out[0]);
+      case 3:
+        return new Output.Finished(Outcome.fromNative(Native.operationOutcome(h)));
+      default:
+        throw new io.github.redlockcore.RedlockStateException(
+            "unsupported_output", "unknown output " + kind);
+    }
+  }
+
+  /** Hands in the reply to {@code request}, received at {@code now}. */
+  public synchronized void handleReply(long request, Reply reply, long now) {
+    long h = handle();
+    if (reply.type() == Reply.Type.ARRAY) {
+      Native.operationHandleReplyResp(h, request, reply.toResp(), now);
+    } else {
+      Native.operationHandleReply(h, request, reply.type().ordinal(), reply.integer(),
+          reply.data(), now);
+    }
+  }
+
+  /** Hands in a reply the core's decoder produced (consumed: do not use it again). */
+  public synchronized void handleReply(long request, RespDecoder.Decoded reply, long now) {
+    Native.operationHandleReplyHandle(handle(), request, reply.handle0(), now);
+  }
+
+  /** Hands in the passing of time (every pending command past its deadline times out). */
+  public synchronized void handleTimeout(long now) {
+    Native.operationHandleTimeout(handle(), now);
+  }
+
+  public synchronized boolean isFinished() {
+    return Native.operationIsFinished(handle());
+  }
+}
