@@ -189,7 +189,7 @@ pub(crate) fn reply_to_java<'local>(
     Ok(object)
 }
 
-fn node_code(result: &NodeResult) -> jint {
+pub(crate) fn node_code(result: &NodeResult) -> jint {
     match result {
         NodeResult::NotAsked => 0,
         NodeResult::Pending => 1,

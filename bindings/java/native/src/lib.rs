@@ -469,6 +469,19 @@ export!(Java_io_github_redlockcore_internal_Native_operationIsFinished(env, oper
     Ok(jboolean::from(operation.operation.is_finished()))
 });
 
+export!(Java_io_github_redlockcore_internal_Native_operationNodeCodes(env, operation: jlong) -> jni::sys::jintArray = std::ptr::null_mut(), {
+    let operation: &mut OperationBox = handle(operation, "operation")?;
+    let codes: Vec<jint> = operation
+        .operation
+        .node_results()
+        .iter()
+        .map(convert::node_code)
+        .collect();
+    let array = env.new_int_array(codes.len() as i32)?;
+    env.set_int_array_region(&array, 0, &codes)?;
+    Ok(array.into_raw())
+});
+
 // ---- lease --------------------------------------------------------------------------
 
 export!(Java_io_github_redlockcore_internal_Native_leaseFree(env, lease: jlong) -> () = (), {

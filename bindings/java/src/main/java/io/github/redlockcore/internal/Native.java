@@ -101,6 +101,9 @@ public final class Native {
 
   public static native boolean operationIsFinished(long operation);
 
+  /** Per node, the current round's result code (0 not asked, 1 pending, 2 success, ...). */
+  public static native int[] operationNodeCodes(long operation);
+
   public static native void leaseFree(long lease);
 
   /** {String token, long[] {validUntil, extensions, ttlMs}, byte[][] keys}. */
