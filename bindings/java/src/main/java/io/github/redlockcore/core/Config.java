@@ -16,31 +16,31 @@ public final class Config extends NativeHandle {
   private final Builder settings;
 
   private Config(Builder b) {
-    super(
-        Native.configNew(
-            b.nodes,
-            b.ttl.toMillis(),
-            b.driftFactor,
-            micros(b.driftFixed),
-            b.nodeTimeout == null ? -1 : micros(b.nodeTimeout),
-            micros(b.minValidity),
-            b.attempts,
-            micros(b.retryDelay),
-            micros(b.retryJitter),
-            b.keyPrefix == null ? null : Native.utf8(b.keyPrefix),
-            b.tokenBytes,
-            b.maxExtensions == null ? -1 : b.maxExtensions),
-        Native::configFree,
-        "configuration");
-    if (b.ttl.toNanos() % 1_000_000 != 0) {
-      close();
-      throw new io.github.redlockcore.RedlockArgumentException(
-          "ttl_not_whole_milliseconds", "the TTL must be a whole number of milliseconds");
-    }
+    super(create(b), Native::configFree, "configuration");
     this.settings = b.copy();
     synchronized (this) {
       this.info = Native.configInfo(handle());
     }
+  }
+
+  private static long create(Builder b) {
+    if (b.ttl.isNegative() || b.ttl.toNanos() % 1_000_000 != 0) {
+      throw new io.github.redlockcore.RedlockArgumentException(
+          "ttl_not_whole_milliseconds", "the TTL must be a whole number of milliseconds");
+    }
+    return Native.configNew(
+        b.nodes,
+        b.ttl.toMillis(),
+        b.driftFactor,
+        micros(b.driftFixed),
+        b.nodeTimeout == null ? -1 : micros(b.nodeTimeout),
+        micros(b.minValidity),
+        b.attempts,
+        micros(b.retryDelay),
+        micros(b.retryJitter),
+        b.keyPrefix == null ? null : Native.utf8(b.keyPrefix),
+        b.tokenBytes,
+        b.maxExtensions == null ? -1 : b.maxExtensions);
   }
 
   private static long micros(Duration d) {

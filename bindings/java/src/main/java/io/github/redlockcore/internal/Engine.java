@@ -59,7 +59,7 @@ public final class Engine implements LoopContext, AutoCloseable {
   private final ArrayDeque<InterimLink.Deliver> deliveries = new ArrayDeque<>();
   private long nextTag = 1;
   private long timerSeq;
-  private boolean closing;
+  private volatile boolean closing;
 
   private static final class Op {
     final long tag;
@@ -178,6 +178,11 @@ public final class Engine implements LoopContext, AutoCloseable {
    */
   public CompletableFuture<Outcome> run(LongFunction<Operation> start, long giveUpAt) {
     CompletableFuture<Outcome> future = new CompletableFuture<>();
+    if (closing || !running) {
+      future.completeExceptionally(
+          new RedlockStateException("used_after_close", "the Redlock client was closed"));
+      return future;
+    }
     execute(() -> {
       if (closing) {
         future.completeExceptionally(
@@ -451,10 +456,8 @@ public final class Engine implements LoopContext, AutoCloseable {
       throw new RedlockStateException("invalid_call", "close the client from outside its loop");
     }
     CompletableFuture<Void> drained = new CompletableFuture<>();
-    execute(() -> {
-      closing = true;
-      awaitIdle(drained);
-    });
+    closing = true;
+    execute(() -> awaitIdle(drained));
     try {
       drained.get(30, TimeUnit.SECONDS);
     } catch (Exception e) {
