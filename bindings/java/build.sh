@@ -70,7 +70,11 @@ case "${1:-}" in
   test)
     build_lib
     shift
-    (cd "$here" && mvn "${mvn_args[@]}" verify "$@")
+    # The interop tests run the Rust CLI against the same nodes.
+    (cd "$repo" && cargo build -q --release -p redlock-client --bin redlock)
+    cli="$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
+      sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/release/redlock"
+    (cd "$here" && mvn "${mvn_args[@]}" verify "-Dredlock.cli=$cli" "$@")
     ;;
   install)
     build_lib

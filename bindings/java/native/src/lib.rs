@@ -193,7 +193,7 @@ export!(Java_io_github_redlockcore_internal_Native_configNextExtension(env, conf
     let config: &mut Config = handle(config, "configuration")?;
     let lease: &mut Lease = handle(lease, "lease")?;
     let at = config.next_extension(lease, time(now)?);
-    Ok(at.map_or(-1, |t| convert::time_to_java(t)))
+    Ok(at.map_or(-1, convert::time_to_java))
 });
 
 // ---- client -------------------------------------------------------------------------
