@@ -42,6 +42,9 @@ python_worker="\"$REDLOCK_CACHE/venv-python/bin/python\" bindings/python/example
 echo "==> building the WASM core and the Node.js package (bindings/node)"
 bindings/node/build.sh install >/dev/null
 node_worker="node bindings/node/examples/demo-worker.js"
+echo "==> building the JNI library and the Java package (bindings/java)"
+bindings/java/build.sh install >/dev/null
+java_worker="java -cp \"\$(cat '$repo/bindings/java/target/run-classpath.txt')\" bindings/java/examples/DemoWorker.java"
 
 echo "==> starting 5 Redis nodes on ports $base_port-$((base_port + 4))"
 scripts/redis-nodes.sh start --base-port "$base_port" >/dev/null
@@ -72,6 +75,8 @@ WORKERS=(
   "python-asyncio|$python_worker --asyncio --tasks 2"
   "node-ioredis|$node_worker ioredis"
   "node-raw-socket|$node_worker raw"
+  "java-nio|$java_worker nio 2"
+  "java-jedis|$java_worker jedis"
 )
 
 echo 0 >"$DEMO_COUNTER"

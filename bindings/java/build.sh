@@ -8,8 +8,9 @@
 #                                   package the jar with the library inside, and run the
 #                                   JUnit 5 tests through Surefire (vectors, JNI boundary,
 #                                   both drivers against local Redis nodes, base ports 7400-7460)
-#   bindings/java/build.sh install  lib, then the jar into the local Maven repository
-#                                   (what `make demo` runs the Java workers from)
+#   bindings/java/build.sh install  lib, then the jar into the local Maven repository, and
+#                                   target/run-classpath.txt (the jar and Jedis) for the
+#                                   examples (what `make demo` runs the Java workers with)
 #   bindings/java/build.sh bench    lib, then the JMH benchmarks (bench/run.sh)
 #
 # Maven downloads from Maven Central into its local repository (~/.m2 by default, outside
@@ -27,7 +28,7 @@ need_tools() {
   [ "${version:-0}" -ge 17 ] || die "javac 17 or newer is needed, found: $(javac -version 2>&1)"
 }
 
-mvn_args=(-q -B)
+mvn_args=(-q -B -Dstyle.color=never)
 [ -n "${MAVEN_REPO_LOCAL:-}" ] && mvn_args+=("-Dmaven.repo.local=$MAVEN_REPO_LOCAL")
 
 os_arch() {
@@ -78,7 +79,12 @@ case "${1:-}" in
     ;;
   install)
     build_lib
-    (cd "$here" && mvn "${mvn_args[@]}" -DskipTests install)
+    (cd "$here" && mvn "${mvn_args[@]}" -DskipTests install &&
+      mvn "${mvn_args[@]}" dependency:build-classpath -DincludeScope=runtime \
+        -Dmdep.outputFile=target/classpath.txt)
+    # What examples/ run with: java -cp "$(cat target/run-classpath.txt)" examples/X.java
+    printf '%s:%s\n' "$here/target/redlock-0.1.0.jar" "$(cat "$here/target/classpath.txt")" \
+      >"$here/target/run-classpath.txt"
     ;;
   bench)
     build_lib

@@ -19,11 +19,18 @@ public final class RedLock implements AutoCloseable {
   private Lease lease;
   private boolean released;
   private KeepAlive keepAlive;
+  private final int attempts;
 
-  RedLock(RedlockClient owner, String resource, Lease lease) {
+  RedLock(RedlockClient owner, String resource, Lease lease, int attempts) {
     this.owner = owner;
     this.resource = resource;
     this.lease = lease;
+    this.attempts = attempts;
+  }
+
+  /** Attempts the acquisition took (1 when the first one succeeded). */
+  public int attempts() {
+    return attempts;
   }
 
   /** The locked resource (several joined with commas). */

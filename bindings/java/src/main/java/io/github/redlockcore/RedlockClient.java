@@ -92,7 +92,7 @@ public final class RedlockClient implements AutoCloseable {
     Outcome outcome = await(engine.run(now -> client.acquire(resources, ttl, now), -1));
     String name = String.join(",", resources);
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
-      return new RedLock(this, name, outcome.lease().orElseThrow());
+      return new RedLock(this, name, outcome.lease().orElseThrow(), outcome.attempts());
     }
     throw ErrorClasses.notAcquired(name, outcome);
   }
@@ -117,7 +117,8 @@ public final class RedlockClient implements AutoCloseable {
       return Optional.empty();
     }
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
-      return Optional.of(new RedLock(this, resource, outcome.lease().orElseThrow()));
+      return Optional.of(
+          new RedLock(this, resource, outcome.lease().orElseThrow(), outcome.attempts()));
     }
     if (outcome.reason().orElse(null) == Outcome.Reason.CONFLICT) {
       return Optional.empty();
