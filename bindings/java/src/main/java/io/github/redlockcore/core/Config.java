@@ -24,7 +24,11 @@ public final class Config extends NativeHandle {
   }
 
   private static long create(Builder b) {
-    if (b.ttl.isNegative() || b.ttl.toNanos() % 1_000_000 != 0) {
+    if (b.ttl.isNegative()) {
+      throw new io.github.redlockcore.RedlockArgumentException(
+          "ttl_zero", "the TTL must be positive");
+    }
+    if (b.ttl.toNanos() % 1_000_000 != 0) {
       throw new io.github.redlockcore.RedlockArgumentException(
           "ttl_not_whole_milliseconds", "the TTL must be a whole number of milliseconds");
     }
