@@ -13,6 +13,7 @@ use redlock_core::{
 };
 
 use crate::boundary::{into_handle, is_null, Failure, Result, NATIVE, PROTOCOL};
+use crate::classes::{class, classes};
 
 /// Reply type codes (`Reply.Type` in Java, in this order).
 pub(crate) const REPLY_OK: jint = 0;
@@ -261,22 +262,30 @@ pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<
         numbers[9] = jlong::try_from(lease.ttl_ms()).unwrap_or(jlong::MAX);
         token = Some(lease.token().as_str().to_owned());
     }
+    let classes = classes(env)?;
     let nodes = outcome.nodes();
     let codes: Vec<jint> = nodes.iter().map(node_code).collect();
-    let texts = env.new_object_array(nodes.len() as i32, "java/lang/String", JObject::null())?;
-    for (i, node) in nodes.iter().enumerate() {
-        if let NodeResult::Error(text) = node {
-            let text = env.new_string(text)?;
-            env.set_object_array_element(&texts, i as i32, text)?;
+    // Error texts only when some node has one (the common outcomes have none).
+    let texts = if nodes.iter().any(|n| matches!(n, NodeResult::Error(_))) {
+        let texts =
+            env.new_object_array(nodes.len() as i32, class(&classes.string), JObject::null())?;
+        for (i, node) in nodes.iter().enumerate() {
+            if let NodeResult::Error(text) = node {
+                let text = env.new_string(text)?;
+                env.set_object_array_element(&texts, i as i32, text)?;
+            }
         }
-    }
+        JObject::from(texts)
+    } else {
+        JObject::null()
+    };
     let code_array = env.new_int_array(codes.len() as i32)?;
     env.set_int_array_region(&code_array, 0, &codes)?;
     let token = match token {
         Some(token) => JObject::from(env.new_string(token)?),
         None => JObject::null(),
     };
-    let result = env.new_object_array(4, "java/lang/Object", JObject::null())?;
+    let result = env.new_object_array(4, class(&classes.object), JObject::null())?;
     // The lease handle is made last, once nothing else can fail, so it cannot leak.
     if let Some(lease) = lease {
         numbers[8] = into_handle(lease);
@@ -300,12 +309,17 @@ pub(crate) fn lease_info(env: &mut JNIEnv<'_>, lease: &Lease) -> Result<jobjectA
     ];
     let number_array = env.new_long_array(numbers.len() as i32)?;
     env.set_long_array_region(&number_array, 0, &numbers)?;
-    let keys = env.new_object_array(lease.keys().len() as i32, "[B", JObject::null())?;
+    let classes = classes(env)?;
+    let keys = env.new_object_array(
+        lease.keys().len() as i32,
+        class(&classes.bytes),
+        JObject::null(),
+    )?;
     for (i, key) in lease.keys().iter().enumerate() {
         let bytes = env.byte_array_from_slice(key)?;
         env.set_object_array_element(&keys, i as i32, bytes)?;
     }
-    let result = env.new_object_array(3, "java/lang/Object", JObject::null())?;
+    let result = env.new_object_array(3, class(&classes.object), JObject::null())?;
     env.set_object_array_element(&result, 0, token)?;
     env.set_object_array_element(&result, 1, number_array)?;
     env.set_object_array_element(&result, 2, keys)?;

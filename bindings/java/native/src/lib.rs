@@ -16,6 +16,7 @@
 //! - optional numbers use a negative value for "not given".
 
 mod boundary;
+mod classes;
 mod convert;
 
 use std::time::Duration;
@@ -79,7 +80,8 @@ export!(Java_io_github_redlockcore_internal_Native_scripts(env) -> jobjectArray 
         redlock_core::RELEASE_SHA1,
         redlock_core::EXTEND_SHA1,
     ];
-    let array = env.new_object_array(texts.len() as i32, "java/lang/String", JObject::null())?;
+    let string = classes::class(&classes::classes(env)?.string);
+    let array = env.new_object_array(texts.len() as i32, string, JObject::null())?;
     for (i, text) in texts.iter().enumerate() {
         let string = env.new_string(text)?;
         env.set_object_array_element(&array, i as i32, string)?;
@@ -381,6 +383,46 @@ export!(Java_io_github_redlockcore_internal_Native_operationHandleTimeout(env, o
     Ok(())
 });
 
+/// Polls one output into `out` (at least 5 slots): the code (0 for none, 1 for a command,
+/// 2 for a wait, 3 for the outcome) and its numbers (see `operationPoll`).
+fn poll_into(env: &mut JNIEnv<'_>, operation: jlong, out: &JLongArray<'_>) -> Result<jint> {
+    let operation: &mut OperationBox = handle(operation, "operation")?;
+    if is_null(out) || env.get_array_length(out)? < 6 {
+        return Err(Failure::argument(
+            "invalid_argument",
+            "the output array needs 6 slots",
+        ));
+    }
+    let (code, values) = match operation.operation.poll_output() {
+        None => (0, [0; 5]),
+        Some(Output::Send(command)) => {
+            let values = [
+                command.node() as jlong,
+                command.request_id().0 as jlong,
+                convert::time_to_java(command.deadline()),
+                convert::command_kind(command.kind()),
+                jlong::from(command.is_eval()),
+            ];
+            operation.command = Some(command);
+            (1, values)
+        }
+        Some(Output::Wait(until)) => (2, [convert::time_to_java(until), 0, 0, 0, 0]),
+        Some(Output::Outcome(outcome)) => {
+            operation.outcome = Some(outcome);
+            (3, [0; 5])
+        }
+        Some(_) => {
+            return Err(Failure::state(
+                "unsupported_output",
+                "the core produced an output this binding does not know",
+            ))
+        }
+    };
+    env.set_long_array_region(out, 0, &values)?;
+    env.set_long_array_region(out, 5, &[jlong::from(code)])?;
+    Ok(code)
+}
+
 /// Polls one output. Returns 0 for none, 1 for a command (`out` = node, request id,
 /// deadline, kind, eval; read it with `operationCommand*`), 2 for a wait (`out[0]` = the
 /// instant), 3 for the outcome (read it with `operationOutcome`).
@@ -391,41 +433,26 @@ pub extern "system" fn Java_io_github_redlockcore_internal_Native_operationPoll<
     operation: jlong,
     out: JLongArray<'local>,
 ) -> jint {
-    guard(&mut env, -1, |env| {
-        let operation: &mut OperationBox = handle(operation, "operation")?;
-        if is_null(&out) || env.get_array_length(&out)? < 5 {
-            return Err(Failure::argument(
-                "invalid_argument",
-                "the output array needs 5 slots",
-            ));
+    guard(&mut env, -1, |env| poll_into(env, operation, &out))
+}
+
+/// Like `operationPoll` (the code goes to `out[5]`), and for a command returns its RESP
+/// bytes in the same call (null otherwise): one crossing per command for raw sockets.
+#[no_mangle]
+pub extern "system" fn Java_io_github_redlockcore_internal_Native_operationPollResp<'local>(
+    mut env: JNIEnv<'local>,
+    _class: JClass<'local>,
+    operation: jlong,
+    out: JLongArray<'local>,
+) -> jbyteArray {
+    guard(&mut env, std::ptr::null_mut(), |env| {
+        if poll_into(env, operation, &out)? != 1 {
+            return Ok(std::ptr::null_mut());
         }
-        let (code, values) = match operation.operation.poll_output() {
-            None => (0, [0; 5]),
-            Some(Output::Send(command)) => {
-                let values = [
-                    command.node() as jlong,
-                    command.request_id().0 as jlong,
-                    convert::time_to_java(command.deadline()),
-                    convert::command_kind(command.kind()),
-                    jlong::from(command.is_eval()),
-                ];
-                operation.command = Some(command);
-                (1, values)
-            }
-            Some(Output::Wait(until)) => (2, [convert::time_to_java(until), 0, 0, 0, 0]),
-            Some(Output::Outcome(outcome)) => {
-                operation.outcome = Some(outcome);
-                (3, [0; 5])
-            }
-            Some(_) => {
-                return Err(Failure::state(
-                    "unsupported_output",
-                    "the core produced an output this binding does not know",
-                ))
-            }
-        };
-        env.set_long_array_region(&out, 0, &values)?;
-        Ok(code)
+        let command = last_command(operation)?;
+        let mut bytes = Vec::with_capacity(128);
+        command.encode_resp(&mut bytes);
+        Ok(env.byte_array_from_slice(&bytes)?.into_raw())
     })
 }
 
@@ -446,7 +473,8 @@ export!(Java_io_github_redlockcore_internal_Native_operationCommandResp(env, ope
 
 export!(Java_io_github_redlockcore_internal_Native_operationCommandArgs(env, operation: jlong) -> jobjectArray = std::ptr::null_mut(), {
     let command = last_command(operation)?;
-    let array = env.new_object_array(command.arg_count() as i32, "[B", JObject::null())?;
+    let bytes = classes::class(&classes::classes(env)?.bytes);
+    let array = env.new_object_array(command.arg_count() as i32, bytes, JObject::null())?;
     for (i, arg) in command.args().enumerate() {
         let bytes = env.byte_array_from_slice(arg)?;
         env.set_object_array_element(&array, i as i32, bytes)?;

@@ -338,7 +338,8 @@ abstract class DriverContract {
         "the Rust CLI (-Dredlock.cli) is needed: " + cli);
     String urls = String.join(",", nodes.urls());
     // The CLI holds it: Java is refused.
-    Process acquire = new ProcessBuilder(cli, "--nodes", urls, "acquire", resource, "--ttl", "10000")
+    Process acquire = new ProcessBuilder(cli, "--nodes", urls, "--quiet", "acquire", resource,
+        "--ttl", "10000")
         .redirectError(ProcessBuilder.Redirect.INHERIT).start();
     String token = new String(acquire.getInputStream().readAllBytes()).trim();
     assertEquals(0, acquire.waitFor());

@@ -32,7 +32,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 2, time = 2)
-@Measurement(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
 @Fork(1)
 public class CycleBench {
   private Config config;

@@ -13,7 +13,7 @@ public final class Lease extends NativeHandle {
   private final long validUntil;
   private final int extensions;
   private final long ttlMillis;
-  private final List<String> keys;
+  private List<String> keys;
 
   Lease(long handle) {
     super(handle, Native::leaseFree, "lease");
@@ -23,11 +23,24 @@ public final class Lease extends NativeHandle {
     this.validUntil = numbers[0];
     this.extensions = (int) numbers[1];
     this.ttlMillis = numbers[2];
+    this.keys = decodeKeys((byte[][]) info[2]);
+  }
+
+  /** A lease whose numbers came with its outcome (keys are read when first asked for). */
+  Lease(long handle, String token, long validUntil, int extensions, long ttlMillis) {
+    super(handle, Native::leaseFree, "lease");
+    this.token = token;
+    this.validUntil = validUntil;
+    this.extensions = extensions;
+    this.ttlMillis = ttlMillis;
+  }
+
+  private static List<String> decodeKeys(byte[][] raw) {
     List<String> k = new ArrayList<>();
-    for (byte[] key : (byte[][]) info[2]) {
+    for (byte[] key : raw) {
       k.add(new String(key, StandardCharsets.UTF_8));
     }
-    this.keys = Collections.unmodifiableList(k);
+    return Collections.unmodifiableList(k);
   }
 
   long handle0() {
@@ -62,13 +75,16 @@ public final class Lease extends NativeHandle {
   }
 
   /** The locked keys (key prefix included). */
-  public List<String> keys() {
+  public synchronized List<String> keys() {
+    if (keys == null) {
+      keys = decodeKeys((byte[][]) Native.leaseInfo(handle())[2]);
+    }
     return keys;
   }
 
   @Override
   public String toString() {
-    return "Lease{keys=" + keys + ", validUntil=" + validUntil + "us, extensions=" + extensions
+    return "Lease{keys=" + keys() + ", validUntil=" + validUntil + "us, extensions=" + extensions
         + "}";
   }
 }

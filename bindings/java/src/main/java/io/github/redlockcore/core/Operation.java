@@ -11,7 +11,7 @@ import io.github.redlockcore.internal.NativeHandle;
  */
 public final class Operation extends NativeHandle {
   /** What {@link #poll(boolean, boolean)} fetches for each command. */
-  private final long[] out = new long[5];
+  private final long[] out = new long[6];
 
   Operation(long handle) {
     super(handle, Native::operationFree, "operation");
@@ -28,7 +28,18 @@ public final class Operation extends NativeHandle {
    */
   public synchronized Output poll(boolean resp, boolean args) {
     long h = handle();
-    int kind = Native.operationPoll(h, out);
+    byte[] bytes = null;
+    int kind;
+    if (resp && !args) {
+      // One crossing per command for raw-socket drivers.
+      bytes = Native.operationPollResp(h, out);
+      kind = (int) out[5];
+    } else {
+      kind = Native.operationPoll(h, out);
+      if (kind == 1 && resp) {
+        bytes = Native.operationCommandResp(h);
+      }
+    }
     switch (kind) {
       case 0:
         return null;
@@ -40,7 +51,7 @@ public final class Operation extends NativeHandle {
                 out[2],
                 Command.Kind.of(out[3]),
                 out[4] != 0,
-                resp ? Native.operationCommandResp(h) : null,
+                bytes,
                 args ? Native.operationCommandArgs(h) : null));
       case 2:
         return new Output.Wait(out[0]);

@@ -75,7 +75,7 @@ public final class Outcome {
     String token = (String) parts[1];
     int[] codes = (int[]) parts[2];
     String[] texts = (String[]) parts[3];
-    Lease lease = n[8] != 0 ? new Lease(n[8]) : null;
+    Lease lease = n[8] != 0 ? new Lease(n[8], token, n[3], (int) n[7], n[9]) : null;
     List<NodeResult> nodes = new ArrayList<>(codes.length);
     NodeResult.Kind[] kinds = NodeResult.Kind.values();
     for (int i = 0; i < codes.length; i++) {
@@ -83,7 +83,7 @@ public final class Outcome {
         throw new io.github.redlockcore.RedlockStateException(
             "unsupported_output", "unknown node result " + codes[i]);
       }
-      nodes.add(new NodeResult(kinds[codes[i]], texts[i]));
+      nodes.add(new NodeResult(kinds[codes[i]], texts == null ? null : texts[i]));
     }
     return new Outcome(
         Kind.values()[(int) n[0]],

@@ -92,6 +92,9 @@ public final class Native {
   /** 0 none, 1 send (out: node, request, deadline, kind, eval), 2 wait (out[0]), 3 outcome. */
   public static native int operationPoll(long operation, long[] out);
 
+  /** Like operationPoll (code in out[5]); a command's RESP bytes are returned at once. */
+  public static native byte[] operationPollResp(long operation, long[] out);
+
   public static native byte[] operationCommandResp(long operation);
 
   public static native byte[][] operationCommandArgs(long operation);
