@@ -202,3 +202,10 @@ pub(crate) fn free<T>(handle: jlong) {
 pub(crate) fn is_null(object: &JObject<'_>) -> bool {
     object.as_raw().is_null()
 }
+
+/// A local reference this crate made during the current native call, as an object again.
+pub(crate) fn local_object<'local>(raw: jni::sys::jobject) -> JObject<'local> {
+    // SAFETY: callers pass only a live local reference returned by this crate's own
+    // conversions in the same native call, so it is valid for this frame.
+    unsafe { JObject::from_raw(raw) }
+}

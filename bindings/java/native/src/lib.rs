@@ -38,6 +38,8 @@ pub(crate) struct OperationBox {
     operation: Operation,
     command: Option<Command>,
     outcome: Option<Outcome>,
+    /// Outputs polled from the core that `operationDrainInto` has not handed over yet.
+    pending: std::collections::VecDeque<Output>,
 }
 
 fn time(now: jlong) -> Result<Time> {
@@ -225,6 +227,7 @@ fn operation_handle(operation: Operation) -> jlong {
         operation,
         command: None,
         outcome: None,
+        pending: std::collections::VecDeque::new(),
     })
 }
 
@@ -393,7 +396,11 @@ fn poll_into(env: &mut JNIEnv<'_>, operation: jlong, out: &JLongArray<'_>) -> Re
             "the output array needs 6 slots",
         ));
     }
-    let (code, values) = match operation.operation.poll_output() {
+    let next = match operation.pending.pop_front() {
+        Some(output) => Some(output),
+        None => operation.operation.poll_output(),
+    };
+    let (code, values) = match next {
         None => (0, [0; 5]),
         Some(Output::Send(command)) => {
             let values = [
@@ -453,6 +460,172 @@ pub extern "system" fn Java_io_github_redlockcore_internal_Native_operationPollR
         let mut bytes = Vec::with_capacity(128);
         command.encode_resp(&mut bytes);
         Ok(env.byte_array_from_slice(&bytes)?.into_raw())
+    })
+}
+
+/// Polls until there is no output and returns them all in one crossing:
+/// `Object[] { long[] records, byte[][] resp, Object[] outcome }`, six numbers per output
+/// (the code, then as `operationPoll` gives them), each command's RESP bytes at its index
+/// (when `resp`), and the outcome's parts (see `operationOutcome`) or null.
+#[no_mangle]
+pub extern "system" fn Java_io_github_redlockcore_internal_Native_operationDrain<'local>(
+    mut env: JNIEnv<'local>,
+    _class: JClass<'local>,
+    operation: jlong,
+    resp: jboolean,
+) -> jobjectArray {
+    guard(&mut env, std::ptr::null_mut(), |env| {
+        let op: &mut OperationBox = handle(operation, "operation")?;
+        let mut records: Vec<jlong> = Vec::with_capacity(48);
+        let mut commands: Vec<Option<Vec<u8>>> = Vec::with_capacity(8);
+        let mut outcome = None;
+        // The core's outputs after one input are finite; the bound only guards a bug.
+        for _ in 0..1_000_000 {
+            match op.operation.poll_output() {
+                None => break,
+                Some(Output::Send(command)) => {
+                    records.extend_from_slice(&[
+                        1,
+                        command.node() as jlong,
+                        command.request_id().0 as jlong,
+                        convert::time_to_java(command.deadline()),
+                        convert::command_kind(command.kind()),
+                        jlong::from(command.is_eval()),
+                    ]);
+                    if resp != 0 {
+                        let mut bytes = Vec::with_capacity(128);
+                        command.encode_resp(&mut bytes);
+                        commands.push(Some(bytes));
+                    } else {
+                        commands.push(None);
+                    }
+                }
+                Some(Output::Wait(until)) => {
+                    records.extend_from_slice(&[2, convert::time_to_java(until), 0, 0, 0, 0]);
+                    commands.push(None);
+                }
+                Some(Output::Outcome(o)) => {
+                    records.extend_from_slice(&[3, 0, 0, 0, 0, 0]);
+                    commands.push(None);
+                    outcome = Some(o);
+                }
+                Some(_) => {
+                    return Err(Failure::state(
+                        "unsupported_output",
+                        "the core produced an output this binding does not know",
+                    ))
+                }
+            }
+        }
+        let classes = classes::classes(env)?;
+        let record_array = env.new_long_array(records.len() as i32)?;
+        env.set_long_array_region(&record_array, 0, &records)?;
+        let resp_array = if resp != 0 {
+            let array = env.new_object_array(
+                commands.len() as i32,
+                classes::class(&classes.bytes),
+                JObject::null(),
+            )?;
+            for (i, bytes) in commands.iter().enumerate() {
+                if let Some(bytes) = bytes {
+                    let bytes = env.byte_array_from_slice(bytes)?;
+                    env.set_object_array_element(&array, i as i32, bytes)?;
+                }
+            }
+            JObject::from(array)
+        } else {
+            JObject::null()
+        };
+        let outcome_parts = match outcome {
+            Some(o) => boundary::local_object(outcome_to_java(env, o)?),
+            None => JObject::null(),
+        };
+        let result = env.new_object_array(3, classes::class(&classes.object), JObject::null())?;
+        env.set_object_array_element(&result, 0, record_array)?;
+        env.set_object_array_element(&result, 1, resp_array)?;
+        env.set_object_array_element(&result, 2, outcome_parts)?;
+        Ok(result.into_raw())
+    })
+}
+
+/// Polls every output and writes as many as fit into the caller's buffers, without
+/// creating a Java object: seven numbers per output in `records` (code 1 send, 2 wait,
+/// 3 outcome; then node, request id, deadline, kind, eval, RESP length for a send, or the
+/// instant for a wait), each command's RESP bytes one after another in `resp`. Returns the
+/// number written; outputs that did not fit stay for the next call, and if the first one
+/// does not fit, returns minus the `resp` size it needs. An outcome is read with
+/// `operationOutcome`.
+#[no_mangle]
+pub extern "system" fn Java_io_github_redlockcore_internal_Native_operationDrainInto<'local>(
+    mut env: JNIEnv<'local>,
+    _class: JClass<'local>,
+    operation: jlong,
+    records: JLongArray<'local>,
+    resp: JByteArray<'local>,
+) -> jint {
+    guard(&mut env, 0, |env| {
+        let op: &mut OperationBox = handle(operation, "operation")?;
+        if is_null(&records) || is_null(&resp) {
+            return Err(Failure::argument(
+                "invalid_argument",
+                "the buffers must not be null",
+            ));
+        }
+        let record_room = (env.get_array_length(&records)? / 7) as usize;
+        let resp_room = env.get_array_length(&resp)? as usize;
+        while let Some(output) = op.operation.poll_output() {
+            op.pending.push_back(output);
+        }
+        let mut numbers: Vec<jlong> = Vec::with_capacity(record_room.min(16) * 7);
+        let mut bytes: Vec<u8> = Vec::with_capacity(resp_room.min(4096));
+        let mut written = 0usize;
+        while written < record_room {
+            let Some(output) = op.pending.front() else {
+                break;
+            };
+            match output {
+                Output::Send(command) => {
+                    let start = bytes.len();
+                    command.encode_resp(&mut bytes);
+                    let length = bytes.len() - start;
+                    if bytes.len() > resp_room {
+                        bytes.truncate(start);
+                        if written == 0 {
+                            return Ok(-(length.min(i32::MAX as usize) as jint));
+                        }
+                        break;
+                    }
+                    numbers.extend_from_slice(&[
+                        1,
+                        command.node() as jlong,
+                        command.request_id().0 as jlong,
+                        convert::time_to_java(command.deadline()),
+                        convert::command_kind(command.kind()),
+                        jlong::from(command.is_eval()),
+                        length as jlong,
+                    ]);
+                }
+                Output::Wait(until) => {
+                    numbers.extend_from_slice(&[2, convert::time_to_java(*until), 0, 0, 0, 0, 0]);
+                }
+                Output::Outcome(_) => numbers.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0]),
+                _ => {
+                    return Err(Failure::state(
+                        "unsupported_output",
+                        "the core produced an output this binding does not know",
+                    ))
+                }
+            }
+            if let Some(Output::Outcome(outcome)) = op.pending.pop_front() {
+                op.outcome = Some(outcome);
+            }
+            written += 1;
+        }
+        env.set_long_array_region(&records, 0, &numbers)?;
+        // u8 -> i8 is a bit-for-bit reinterpretation.
+        let signed: Vec<i8> = bytes.iter().map(|&b| b as i8).collect();
+        env.set_byte_array_region(&resp, 0, &signed)?;
+        Ok(written as jint)
     })
 }
 

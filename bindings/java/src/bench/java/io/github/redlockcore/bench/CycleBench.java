@@ -56,8 +56,7 @@ public class CycleBench {
 
   private Outcome drain(Operation op, boolean resp) {
     Outcome outcome = null;
-    Output out;
-    while ((out = op.poll(resp, false)) != null) {
+    for (Output out : op.drain(resp)) {
       if (out instanceof Output.Send) {
         sends.add(((Output.Send) out).command());
       } else if (out instanceof Output.Finished) {
@@ -98,7 +97,7 @@ public class CycleBench {
     return released;
   }
 
-  /** What the nio driver does: each command's RESP bytes copied out of the core. */
+  /** What the nio driver does: each input's outputs in one call, commands as RESP bytes. */
   @Benchmark
   public int acquireReleaseN5WithResp() {
     return cycle(true);

@@ -2,6 +2,9 @@ package io.github.redlockcore.core;
 
 import io.github.redlockcore.internal.Native;
 import io.github.redlockcore.internal.NativeHandle;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 
 /**
  * One acquisition, extension or release, as the core's state machine. After creating it
@@ -12,6 +15,9 @@ import io.github.redlockcore.internal.NativeHandle;
 public final class Operation extends NativeHandle {
   /** What {@link #poll(boolean, boolean)} fetches for each command. */
   private final long[] out = new long[6];
+  /** Buffers {@link #drain} reuses: 7 numbers per output, and the commands' RESP bytes. */
+  private final long[] records = new long[7 * 16];
+  private byte[] respBuffer = new byte[4096];
 
   Operation(long handle) {
     super(handle, Native::operationFree, "operation");
@@ -60,6 +66,48 @@ public final class Operation extends NativeHandle {
       default:
         throw new io.github.redlockcore.RedlockStateException(
             "unsupported_output", "unknown output " + kind);
+    }
+  }
+
+  /**
+   * Every output until there is none, polled in one native call: what {@link #poll()}
+   * would return one by one. Commands carry their RESP bytes when {@code resp}, never argv.
+   */
+  public synchronized List<Output> drain(boolean resp) {
+    long h = handle();
+    List<Output> outputs = new ArrayList<>(8);
+    while (true) {
+      int n = Native.operationDrainInto(h, records, respBuffer);
+      if (n < 0) {
+        respBuffer = new byte[Math.max(respBuffer.length * 2, -n)];
+        continue;
+      }
+      int offset = 0;
+      for (int i = 0; i < n; i++) {
+        int at = i * 7;
+        switch ((int) records[at]) {
+          case 1:
+            int length = (int) records[at + 6];
+            byte[] bytes = resp ? Arrays.copyOfRange(respBuffer, offset, offset + length) : null;
+            offset += length;
+            outputs.add(new Output.Send(new Command((int) records[at + 1], records[at + 2],
+                records[at + 3], Command.Kind.of(records[at + 4]), records[at + 5] != 0, bytes,
+                null)));
+            break;
+          case 2:
+            outputs.add(new Output.Wait(records[at + 1]));
+            break;
+          case 3:
+            outputs.add(new Output.Finished(Outcome.fromNative(Native.operationOutcome(h))));
+            break;
+          default:
+            throw new io.github.redlockcore.RedlockStateException(
+                "unsupported_output", "unknown output " + records[at]);
+        }
+      }
+      if (n < records.length / 7) {
+        return outputs;
+      }
     }
   }
 

@@ -213,24 +213,20 @@ public final class Engine implements LoopContext, AutoCloseable {
   }
 
   private void drain(Op op, long now) {
-    Output out;
     try {
-      while ((out = op.operation.poll(!wantsArgs, wantsArgs)) != null) {
-        if (out instanceof Output.Send) {
-          Command c = ((Output.Send) out).command();
-          InterimLink link = links[c.node()];
-          link.submit(op.tag, c, now);
-          pump(link);
-        } else if (out instanceof Output.Wait) {
-          long until = ((Output.Wait) out).until();
-          op.waitUntil = until;
-          if (op.giveUpAt >= 0 && until > op.giveUpAt && op.operation.isSettled()) {
-            finish(op, null);
+      if (wantsArgs) {
+        Output out;
+        while ((out = op.operation.poll(false, true)) != null) {
+          if (handle(op, out, now)) {
             return;
           }
-        } else {
-          finish(op, ((Output.Finished) out).outcome());
-          return;
+        }
+      } else {
+        // Raw sockets: every output of this input in one native call.
+        for (Output out : op.operation.drain(true)) {
+          if (handle(op, out, now)) {
+            return;
+          }
         }
       }
     } catch (RuntimeException e) {
@@ -238,6 +234,28 @@ public final class Engine implements LoopContext, AutoCloseable {
       op.operation.close();
       op.future.completeExceptionally(e);
     }
+  }
+
+  /** Acts on one output; true once the operation is finished (or given up). */
+  private boolean handle(Op op, Output out, long now) {
+    if (out instanceof Output.Send) {
+      Command c = ((Output.Send) out).command();
+      InterimLink link = links[c.node()];
+      link.submit(op.tag, c, now);
+      pump(link);
+      return false;
+    }
+    if (out instanceof Output.Wait) {
+      long until = ((Output.Wait) out).until();
+      op.waitUntil = until;
+      if (op.giveUpAt >= 0 && until > op.giveUpAt && op.operation.isSettled()) {
+        finish(op, null);
+        return true;
+      }
+      return false;
+    }
+    finish(op, ((Output.Finished) out).outcome());
+    return true;
   }
 
   private void finish(Op op, Outcome outcome) {

@@ -97,6 +97,15 @@ public final class Native {
 
   public static native byte[] operationCommandResp(long operation);
 
+  /**
+   * Every output, written into the buffers without creating objects: 7 numbers per output
+   * in records, RESP bytes in resp; returns the count, or minus the resp size needed.
+   */
+  public static native int operationDrainInto(long operation, long[] records, byte[] resp);
+
+  /** Every output until none, in one call: {long[] records (6 each), byte[][] resp, Object[] outcome}. */
+  public static native Object[] operationDrain(long operation, boolean resp);
+
   public static native byte[][] operationCommandArgs(long operation);
 
   /** {long[] numbers, String token, int[] nodeCodes, String[] nodeTexts}. */
