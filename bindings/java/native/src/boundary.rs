@@ -20,6 +20,7 @@
 
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Once;
 
 use jni::objects::{JObject, JThrowable, JValue};
@@ -166,8 +167,17 @@ fn throw_typed(
     env.throw(JThrowable::from(exception))
 }
 
+/// Handles made and not yet freed, over every type (the leak tests read it).
+static LIVE: AtomicI64 = AtomicI64::new(0);
+
+/// The number of live handles.
+pub(crate) fn live_handles() -> i64 {
+    LIVE.load(Ordering::Relaxed)
+}
+
 /// Moves `value` to the heap and returns its handle.
 pub(crate) fn into_handle<T>(value: T) -> jlong {
+    LIVE.fetch_add(1, Ordering::Relaxed);
     Box::into_raw(Box::new(value)) as jlong
 }
 
@@ -195,6 +205,7 @@ pub(crate) fn free<T>(handle: jlong) {
         // SAFETY: a non-zero handle is a live `Box<T>` made by `into_handle`, and its
         // Java owner frees it exactly once (module documentation).
         drop(unsafe { Box::from_raw(ptr) });
+        LIVE.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

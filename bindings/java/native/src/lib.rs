@@ -91,6 +91,11 @@ export!(Java_io_github_redlockcore_internal_Native_scripts(env) -> jobjectArray 
     Ok(array.into_raw())
 });
 
+export!(Java_io_github_redlockcore_internal_Native_liveHandles(env) -> jlong = -1, {
+    let _ = env;
+    Ok(boundary::live_handles())
+});
+
 export!(Java_io_github_redlockcore_internal_Native_panicForTest(env) -> jlong = 0, {
     let _ = env;
     // Proves the panic boundary from Java (the tests call it); the core itself never

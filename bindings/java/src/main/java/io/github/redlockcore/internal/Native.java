@@ -32,6 +32,9 @@ public final class Native {
 
   public static native void panicForTest();
 
+  /** Native objects made and not yet freed (every handle type together). */
+  public static native long liveHandles();
+
   public static native byte[] encodeCommand(byte[][] args);
 
   public static native long configNew(
