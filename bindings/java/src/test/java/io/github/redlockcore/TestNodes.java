@@ -40,10 +40,13 @@ final class TestNodes implements AutoCloseable {
     }
   }
 
-  TestNodes(int basePort, int count) {
+  TestNodes(int basePort, int count, String... options) {
     this.basePort = basePort;
     this.count = count;
-    script("start", "--base-port", Integer.toString(basePort), "--nodes", Integer.toString(count));
+    List<String> args = new ArrayList<>(List.of(
+        "start", "--base-port", Integer.toString(basePort), "--nodes", Integer.toString(count)));
+    args.addAll(List.of(options));
+    script(args.toArray(new String[0]));
   }
 
   List<String> urls() {
