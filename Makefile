@@ -8,9 +8,9 @@ CARGO ?= cargo
 export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 
 # Every test target; `make test` runs them all, in this order.
-TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-lab test-rust test-python test-node test-php test-dist test-docs
+TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-lab test-rust test-python test-node test-java test-php test-dist test-docs
 
-.PHONY: all setup test demo dist bench bench-rust bench-ffi bench-python bench-node bench-php fuzz lint safety-report safety-pictures $(TEST_TARGETS)
+.PHONY: all setup test demo dist bench bench-rust bench-ffi bench-python bench-node bench-java bench-php fuzz lint safety-report safety-pictures $(TEST_TARGETS)
 
 all: test
 
@@ -95,6 +95,12 @@ test-dist:
 test-docs:
 	scripts/test-docs.sh
 
+# The Java binding (JNI over the core, Maven, JDK 17): builds the JNI library into the jar,
+# then `mvn -q verify` runs the JUnit 5 tests (vectors through JNI, error paths, the nio and
+# Jedis drivers against local Redis nodes on base ports 7400-7460, interop with the CLI).
+test-java:
+	bindings/java/build.sh test
+
 # The scenario x strategy safety table (the one in docs/safety.md).
 safety-report:
 	$(CARGO) run -p redlock-sim --release -- report
@@ -106,7 +112,7 @@ safety-pictures:
 fuzz:
 	scripts/fuzz.sh $${FUZZ_SECONDS:-120}
 
-bench: bench-ffi bench-rust bench-python bench-node bench-php
+bench: bench-ffi bench-rust bench-python bench-node bench-java bench-php
 	$(CARGO) bench -p redlock-core --bench cycle
 
 # The Rust driver against five local nodes (base port 7185): Criterion means next to the
@@ -129,6 +135,12 @@ bench-node:
 # RedisStores on five local nodes (base port 7540), healthy and with one node frozen.
 bench-php:
 	bindings/php/build.sh bench
+
+# JMH: the N = 5 decision cycle through JNI, and acquire + release p50/p99 of the nio and
+# Jedis drivers next to Redisson's RedissonRedLock and RLock on five local nodes (base port
+# 7450), healthy and with one node frozen.
+bench-java:
+	bindings/java/build.sh bench
 
 # Per-call overhead of the C ABI against the core, N = 5 acquire + release.
 bench-ffi:

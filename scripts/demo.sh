@@ -45,6 +45,9 @@ node_worker="node bindings/node/examples/demo-worker.js"
 echo "==> building the PHP package (bindings/php: libredlock, Composer's autoloader)"
 bindings/php/build.sh install >/dev/null
 php_worker="php bindings/php/examples/worker.php"
+echo "==> building the JNI library and the Java package (bindings/java)"
+bindings/java/build.sh install >/dev/null
+java_worker="java -cp \"\$(cat '$repo/bindings/java/target/run-classpath.txt')\" bindings/java/examples/DemoWorker.java"
 
 echo "==> starting 5 Redis nodes on ports $base_port-$((base_port + 4))"
 scripts/redis-nodes.sh start --base-port "$base_port" >/dev/null
@@ -77,6 +80,8 @@ WORKERS=(
   "node-raw-socket|$node_worker raw"
   "php-stream|$php_worker stream"
   "php-phpredis|$php_worker phpredis"
+  "java-nio|$java_worker nio 2"
+  "java-jedis|$java_worker jedis"
 )
 
 echo 0 >"$DEMO_COUNTER"

@@ -19,6 +19,8 @@ need_apt php-cgi:php-cgi phpunit:phpunit composer:composer phpcs:php-codesniffer
 # the one command it puts on the PATH) on Java, and an etcd member with etcdctl.
 need_apt rsvg-convert:librsvg2-bin java:default-jre-headless zooinspector:zookeeper \
   etcd:etcd-server etcdctl:etcd-client
+# The Java binding: JDK 17 and Maven (its dependencies come from Maven Central into ~/.m2).
+need_apt javac:openjdk-17-jdk-headless mvn:maven
 
 mkdir -p "$REDLOCK_CACHE"
 echo "setup: ok (cache: $REDLOCK_CACHE)"

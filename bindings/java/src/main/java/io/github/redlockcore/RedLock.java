@@ -1,0 +1,206 @@
+package io.github.redlockcore;
+
+import io.github.redlockcore.core.Lease;
+import io.github.redlockcore.core.Outcome;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A held lock. {@link #close()} releases it (on every node), so {@code try}-with-resources
+ * holds it for a block. The lock is valid until {@link #validUntil()} unless extended; with
+ * {@link #keepAlive(LockListener)} the core's schedule extends it and {@link #lost()}
+ * completes the moment it is lost.
+ */
+public final class RedLock implements AutoCloseable {
+  private final RedlockClient owner;
+  private final String resource;
+  private final Object leaseLock = new Object();
+  private final CompletableFuture<LockLostException> lost = new CompletableFuture<>();
+  private Lease lease;
+  private boolean released;
+  private KeepAlive keepAlive;
+  private final int attempts;
+
+  RedLock(RedlockClient owner, String resource, Lease lease, int attempts) {
+    this.owner = owner;
+    this.resource = resource;
+    this.lease = lease;
+    this.attempts = attempts;
+  }
+
+  /** Attempts the acquisition took (1 when the first one succeeded). */
+  public int attempts() {
+    return attempts;
+  }
+
+  /** The locked resource (several joined with commas). */
+  public String resource() {
+    return resource;
+  }
+
+  /** The token stored under the key, unique to this acquisition. */
+  public String token() {
+    return lease().token();
+  }
+
+  /** Until when the lock is held, in microseconds on {@link RedlockClient#now()}'s clock. */
+  public long validUntil() {
+    return lease().validUntil();
+  }
+
+  /** Validity left now (zero once expired or lost). */
+  public Duration remaining() {
+    return Duration.ofNanos(lease().validityMicros(owner.now()) * 1000);
+  }
+
+  /** True while the lock is held: not released, not lost, not expired. */
+  public boolean isValid() {
+    synchronized (leaseLock) {
+      if (released || lost.isDone()) {
+        return false;
+      }
+    }
+    return lease().isValid(owner.now());
+  }
+
+  /** Successful extensions so far. */
+  public int extensions() {
+    return lease().extensions();
+  }
+
+  /** The current lease (the core's view of the lock). */
+  Lease lease() {
+    synchronized (leaseLock) {
+      return lease;
+    }
+  }
+
+  /** Replaces the lease after an extension's outcome (the old one is freed). */
+  void replaceLease(Lease next) {
+    Lease old;
+    synchronized (leaseLock) {
+      old = lease;
+      lease = next;
+    }
+    if (old != next) {
+      old.close();
+    }
+  }
+
+  RedlockClient owner() {
+    return owner;
+  }
+
+  /** Extends the lock by its TTL, measured from now; see {@link #extend(Duration)}. */
+  public void extend() {
+    extend(null);
+  }
+
+  /**
+   * Extends the lock by {@code ttl} (null: its TTL) from now, on a quorum of nodes. It never
+   * re-creates a key that is gone.
+   *
+   * @throws LockLostException when the lock is already lost (its validity is then zero)
+   * @throws NodesFailingException when too many nodes failed; the lock stays held until
+   *     {@link #validUntil()}
+   */
+  public void extend(Duration ttl) {
+    Lease current;
+    synchronized (leaseLock) {
+      if (released) {
+        throw new RedlockStateException("used_after_close", "the lock was released");
+      }
+      current = lease;
+    }
+    Outcome outcome = RedlockClient.await(
+        owner.engine().run(now -> owner.core().extend(current, ttl, now), -1));
+    outcome.lease().ifPresent(this::replaceLease);
+    if (outcome.kind() != Outcome.Kind.EXTENDED) {
+      LockException e = ErrorClasses.notExtended(resource, outcome);
+      if (e instanceof LockLostException) {
+        markLost((LockLostException) e);
+      }
+      throw e;
+    }
+  }
+
+  /** Keeps the lock alive until released or lost; see {@link #keepAlive(LockListener)}. */
+  public CompletableFuture<LockLostException> keepAlive() {
+    return keepAlive(new LockListener() {});
+  }
+
+  /**
+   * Extends the lock automatically, when the core says to ({@code next_extension}), retrying
+   * failed extensions when it says to ({@code retry_at}), until released or lost. The
+   * returned future (also {@link #lost()}) completes the moment the lock is lost, and is
+   * cancelled when the lock is released.
+   */
+  public CompletableFuture<LockLostException> keepAlive(LockListener listener) {
+    synchronized (leaseLock) {
+      if (released) {
+        throw new RedlockStateException("used_after_close", "the lock was released");
+      }
+      if (keepAlive == null) {
+        keepAlive = new KeepAlive(this, listener);
+        keepAlive.start();
+      }
+    }
+    return lost;
+  }
+
+  /**
+   * Completes with the cause the moment the lock is known lost (by keep-alive or a failed
+   * extension); cancelled when the lock is released.
+   */
+  public CompletableFuture<LockLostException> lost() {
+    return lost;
+  }
+
+  void markLost(LockLostException cause) {
+    lost.complete(cause);
+  }
+
+  /**
+   * Releases the lock on every node (never deleting a key that holds another token) and
+   * returns the core's release outcome. Idempotent: later calls return null.
+   */
+  public Outcome release() {
+    Lease current;
+    KeepAlive running;
+    synchronized (leaseLock) {
+      if (released) {
+        return null;
+      }
+      released = true;
+      current = lease;
+      running = keepAlive;
+    }
+    if (running != null) {
+      running.stop();
+    }
+    lost.cancel(false);
+    try {
+      return RedlockClient.await(owner.engine().run(now -> owner.core().release(current, now), -1));
+    } finally {
+      current.close();
+    }
+  }
+
+  /**
+   * Releases the lock. A release the nodes could not confirm is not an error here: the keys
+   * expire with their TTL; call {@link #release()} to see the outcome.
+   */
+  @Override
+  public void close() {
+    try {
+      release();
+    } catch (RedlockStateException e) {
+      // The client was closed first; its keys expire with their TTL.
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "RedLock{" + resource + ", validUntil=" + validUntil() + "us}";
+  }
+}

@@ -1,0 +1,236 @@
+package io.github.redlockcore;
+
+import io.github.redlockcore.core.Client;
+import io.github.redlockcore.core.Config;
+import io.github.redlockcore.core.Outcome;
+import io.github.redlockcore.internal.Engine;
+import io.github.redlockcore.spi.Driver;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * A Redlock client over N independent Redis nodes. Thread-safe; one per application and
+ * set of nodes. Every decision (quorum, validity, retries, release, extension) comes from
+ * the core; the client's loop thread moves bytes between it and the nodes.
+ *
+ * <pre>{@code
+ * try (RedlockClient redlock = RedlockClient.builder(NioDriver.of(urls)).build();
+ *      RedLock lock = redlock.acquire("orders:42", Duration.ofSeconds(10))) {
+ *   // ... work while lock.isValid()
+ * }
+ * }</pre>
+ */
+public final class RedlockClient implements AutoCloseable {
+  /** The core's largest attempt count, for waits bounded by time rather than attempts. */
+  private static final int WAIT_ATTEMPTS = 1_000_000;
+
+  private final Config config;
+  private final Client client;
+  private final Engine engine;
+  private final Driver driver;
+  private Config waitConfig;
+  private Client waitClient;
+
+  private RedlockClient(Driver driver, Config config) {
+    this.driver = driver;
+    this.config = config;
+    this.client = new Client(config);
+    this.engine = new Engine(driver);
+  }
+
+  /** A builder for a client over {@code driver}'s nodes. */
+  public static Builder builder(Driver driver) {
+    return new Builder(driver);
+  }
+
+  public Config config() {
+    return config;
+  }
+
+  /** The driver's name ("nio", "jedis"). */
+  public String driverName() {
+    return driver.name();
+  }
+
+  /** Now on the client's monotonic clock, in microseconds (what validUntil is measured on). */
+  public long now() {
+    return engine.now();
+  }
+
+  Engine engine() {
+    return engine;
+  }
+
+  Client core() {
+    return client;
+  }
+
+  /** Acquires {@code resource} with the configured TTL; see {@link #acquire(List, Duration)}. */
+  public RedLock acquire(String resource) {
+    return acquire(List.of(resource), null);
+  }
+
+  /** Acquires {@code resource} for {@code ttl}; see {@link #acquire(List, Duration)}. */
+  public RedLock acquire(String resource, Duration ttl) {
+    return acquire(List.of(resource), ttl);
+  }
+
+  /**
+   * Acquires every resource in {@code resources} as one lock, for {@code ttl} (null: the
+   * configured TTL), with the configured attempts and retry delays.
+   *
+   * @throws LockHeldElsewhereException when someone else holds it
+   * @throws NodesFailingException when too many nodes fail
+   * @throws RedlockArgumentException for an invalid resource or TTL
+   */
+  public RedLock acquire(List<String> resources, Duration ttl) {
+    Objects.requireNonNull(resources, "resources");
+    Outcome outcome = await(engine.run(now -> client.acquire(resources, ttl, now), -1));
+    String name = String.join(",", resources);
+    if (outcome.kind() == Outcome.Kind.ACQUIRED) {
+      return new RedLock(this, name, outcome.lease().orElseThrow(), outcome.attempts());
+    }
+    throw ErrorClasses.notAcquired(name, outcome);
+  }
+
+  /**
+   * Tries to acquire {@code resource} for {@code ttl}, retrying (with the core's delays)
+   * until it is acquired or {@code wait} has passed; empty if it was not acquired in time.
+   * An attempt already started when {@code wait} passes is finished (and released if it
+   * failed) first.
+   */
+  public Optional<RedLock> tryAcquire(String resource, Duration ttl, Duration wait) {
+    Objects.requireNonNull(resource, "resource");
+    Objects.requireNonNull(wait, "wait");
+    if (wait.isNegative()) {
+      throw new RedlockArgumentException("invalid_argument", "the wait must not be negative");
+    }
+    Client waiting = waitClient();
+    long giveUpAt = engine.now() + Math.min(wait.toNanos() / 1000, Long.MAX_VALUE / 4);
+    List<String> resources = List.of(resource);
+    Outcome outcome = await(engine.run(now -> waiting.acquire(resources, ttl, now), giveUpAt));
+    if (outcome == null) {
+      return Optional.empty();
+    }
+    if (outcome.kind() == Outcome.Kind.ACQUIRED) {
+      return Optional.of(
+          new RedLock(this, resource, outcome.lease().orElseThrow(), outcome.attempts()));
+    }
+    if (outcome.reason().orElse(null) == Outcome.Reason.CONFLICT) {
+      return Optional.empty();
+    }
+    throw ErrorClasses.notAcquired(resource, outcome);
+  }
+
+  private synchronized Client waitClient() {
+    if (waitClient == null) {
+      waitConfig = config.toBuilder().attempts(WAIT_ATTEMPTS).build();
+      waitClient = new Client(waitConfig);
+    }
+    return waitClient;
+  }
+
+  static <T> T await(CompletableFuture<T> future) {
+    try {
+      return future.join();
+    } catch (CompletionException e) {
+      if (e.getCause() instanceof RuntimeException) {
+        throw (RuntimeException) e.getCause();
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Stops taking operations, lets commands still out finish (up to their deadlines),
+   * closes the connections, the driver and the native objects.
+   */
+  @Override
+  public void close() {
+    engine.close();
+    client.close();
+    synchronized (this) {
+      if (waitClient != null) {
+        waitClient.close();
+        waitConfig.close();
+      }
+    }
+    config.close();
+  }
+
+  /** Settings; defaults are the core's (TTL 10 s unless set). */
+  public static final class Builder {
+    private final Driver driver;
+    private Config.Builder config;
+
+    private Builder(Driver driver) {
+      this.driver = Objects.requireNonNull(driver, "driver");
+      this.config = Config.builder(driver.nodes(), Duration.ofSeconds(10));
+    }
+
+    public Builder ttl(Duration ttl) {
+      config.ttl(ttl);
+      return this;
+    }
+
+    public Builder nodeTimeout(Duration timeout) {
+      config.nodeTimeout(timeout);
+      return this;
+    }
+
+    public Builder attempts(int attempts) {
+      config.attempts(attempts);
+      return this;
+    }
+
+    public Builder retryDelay(Duration delay) {
+      config.retryDelay(delay);
+      return this;
+    }
+
+    public Builder retryJitter(Duration jitter) {
+      config.retryJitter(jitter);
+      return this;
+    }
+
+    public Builder driftFactor(double factor) {
+      config.driftFactor(factor);
+      return this;
+    }
+
+    public Builder driftFixed(Duration drift) {
+      config.driftFixed(drift);
+      return this;
+    }
+
+    public Builder minValidity(Duration floor) {
+      config.minValidity(floor);
+      return this;
+    }
+
+    public Builder keyPrefix(String prefix) {
+      config.keyPrefix(prefix);
+      return this;
+    }
+
+    public Builder maxExtensions(Integer max) {
+      config.maxExtensions(max);
+      return this;
+    }
+
+    /** Checks the settings (the core's rules) and starts the client's loop. */
+    public RedlockClient build() {
+      Config checked = config.build();
+      try {
+        return new RedlockClient(driver, checked);
+      } catch (RuntimeException e) {
+        checked.close();
+        throw e;
+      }
+    }
+  }
+}

@@ -1,0 +1,106 @@
+package io.github.redlockcore.core;
+
+import io.github.redlockcore.internal.Native;
+import io.github.redlockcore.internal.NativeHandle;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The core's Redlock client: starts acquisitions, extensions and releases as {@link
+ * Operation}s. Thread-safe (calls are serialised); operations are independent of it.
+ */
+public final class Client extends NativeHandle {
+  private final Config config;
+
+  /** A client whose tokens come from the operating system's CSPRNG. */
+  public Client(Config config) {
+    this(config, null);
+  }
+
+  /**
+   * A client whose tokens come from a ChaCha20 stream seeded with {@code seed} (32 bytes),
+   * for tests and simulations; null means the OS source.
+   */
+  public Client(Config config, byte[] seed) {
+    super(create(config, seed), Native::clientFree, "client");
+    this.config = config;
+  }
+
+  private static long create(Config config, byte[] seed) {
+    synchronized (config) {
+      return Native.clientNew(config.handle0(), seed);
+    }
+  }
+
+  public Config config() {
+    return config;
+  }
+
+  static byte[][] names(List<String> resources) {
+    if (resources == null) {
+      throw new io.github.redlockcore.RedlockArgumentException(
+          "no_resources", "a lock needs at least one resource");
+    }
+    byte[][] out = new byte[resources.size()][];
+    for (int i = 0; i < out.length; i++) {
+      String r = resources.get(i);
+      if (r == null) {
+        throw new io.github.redlockcore.RedlockArgumentException(
+            "empty_resource", "a resource name must not be null");
+      }
+      out[i] = Native.utf8(r);
+    }
+    return out;
+  }
+
+  /** Starts acquiring {@code resources} with the configured TTL. */
+  public Operation acquire(List<String> resources, long now) {
+    return acquire(resources, null, now);
+  }
+
+  /** Starts acquiring with a TTL for this lock only (null: the configured one). */
+  public synchronized Operation acquire(List<String> resources, Duration ttl, long now) {
+    byte[][] names = names(resources);
+    return new Operation(
+        Native.clientAcquire(handle(), names, ttl == null ? -1 : ttlMillis(ttl), null, now));
+  }
+
+  /** Starts acquiring with tokens and jitter drawn from {@code random} (tests, vectors). */
+  public synchronized Operation acquireWithRandom(List<String> resources, byte[] random, long now) {
+    byte[][] names = names(resources);
+    if (random == null) {
+      throw new io.github.redlockcore.RedlockArgumentException(
+          "not_enough_random_bytes", "random bytes must not be null");
+    }
+    return new Operation(Native.clientAcquire(handle(), names, -1, random, now));
+  }
+
+  /** Starts extending {@code lease} by its own TTL (or {@code ttl}, when not null). */
+  public synchronized Operation extend(Lease lease, Duration ttl, long now) {
+    synchronized (lease) {
+      return new Operation(
+          Native.clientExtend(handle(), lease.handle0(), ttl == null ? -1 : ttlMillis(ttl), now));
+    }
+  }
+
+  /** Starts releasing {@code lease} on every node. */
+  public synchronized Operation release(Lease lease, long now) {
+    synchronized (lease) {
+      return new Operation(Native.clientRelease(handle(), lease.handle0(), now));
+    }
+  }
+
+  /** A lease rebuilt from its parts (a token kept elsewhere); validUntil 0 if unknown. */
+  public synchronized Lease lease(List<String> resources, String token, long validUntil) {
+    byte[][] names = names(resources);
+    return new Lease(Native.clientLease(handle(), names, token, validUntil));
+  }
+
+  private static long ttlMillis(Duration ttl) {
+    if (ttl.isNegative() || ttl.toNanos() % 1_000_000 != 0) {
+      throw new io.github.redlockcore.RedlockArgumentException(
+          "invalid_ttl", "a TTL must be a positive whole number of milliseconds");
+    }
+    return ttl.toMillis();
+  }
+}

@@ -1,0 +1,60 @@
+package io.github.redlockcore.core;
+
+import java.util.Objects;
+
+/** How one node answered the round an outcome reports on. */
+public final class NodeResult {
+  /** The kinds, with the core's codes. */
+  public enum Kind {
+    NOT_ASKED("not_asked"),
+    PENDING("pending"),
+    SUCCESS("success"),
+    CONFLICT("conflict"),
+    ERROR("error"),
+    TIMEOUT("timeout");
+
+    private final String code;
+
+    Kind(String code) {
+      this.code = code;
+    }
+
+    public String code() {
+      return code;
+    }
+  }
+
+  private final Kind kind;
+  private final String error;
+
+  NodeResult(Kind kind, String error) {
+    this.kind = kind;
+    this.error = error;
+  }
+
+  public Kind kind() {
+    return kind;
+  }
+
+  /** The error text for {@link Kind#ERROR}, else null. */
+  public String error() {
+    return error;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof NodeResult
+        && ((NodeResult) o).kind == kind
+        && Objects.equals(((NodeResult) o).error, error);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(kind, error);
+  }
+
+  @Override
+  public String toString() {
+    return kind == Kind.ERROR ? "error(" + error + ")" : kind.code();
+  }
+}

@@ -1,0 +1,32 @@
+package io.github.redlockcore.core;
+
+import io.github.redlockcore.internal.Native;
+import java.util.List;
+
+/** The three Lua scripts the core's commands run, and their SHA-1s. */
+public final class Scripts {
+  private static final String[] TEXTS = Native.scripts();
+
+  /** The acquire, release and extend scripts' texts, in this order. */
+  public static final List<String> ALL = List.of(TEXTS[0], TEXTS[1], TEXTS[2]);
+
+  public static final String ACQUIRE = TEXTS[0];
+  public static final String RELEASE = TEXTS[1];
+  public static final String EXTEND = TEXTS[2];
+  public static final String ACQUIRE_SHA1 = TEXTS[3];
+  public static final String RELEASE_SHA1 = TEXTS[4];
+  public static final String EXTEND_SHA1 = TEXTS[5];
+
+  private Scripts() {}
+
+  /** {@code SCRIPT LOAD <script>} in RESP. */
+  public static byte[] loadCommand(String script) {
+    return Native.encodeCommand(
+        new byte[][] {Native.utf8("SCRIPT"), Native.utf8("LOAD"), Native.utf8(script)});
+  }
+
+  /** The core's version. */
+  public static String coreVersion() {
+    return Native.version();
+  }
+}

@@ -1,0 +1,141 @@
+package io.github.redlockcore.internal;
+
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The JNI functions of the native library ({@code bindings/java/native}). Not part of the
+ * public API: the {@code io.github.redlockcore.core} types wrap these with ownership and
+ * checks. Handles are {@code long}s; 0 is refused with {@code used_after_close}. Times are
+ * microseconds on the caller's monotonic clock; a negative optional number means "not
+ * given".
+ */
+public final class Native {
+  private Native() {}
+
+  static {
+    NativeLibrary.load();
+  }
+
+  /** Makes sure the library is loaded (throws if it cannot be). */
+  public static void ensureLoaded() {
+    // The static initialiser did the work.
+  }
+
+  public static byte[] utf8(String text) {
+    return text.getBytes(StandardCharsets.UTF_8);
+  }
+
+  public static native String version();
+
+  /** ACQUIRE, RELEASE, EXTEND script texts, then their SHA-1s. */
+  public static native String[] scripts();
+
+  public static native void panicForTest();
+
+  /** Native objects made and not yet freed (every handle type together). */
+  public static native long liveHandles();
+
+  public static native byte[] encodeCommand(byte[][] args);
+
+  public static native long configNew(
+      int nodes,
+      long ttlMs,
+      double driftFactor,
+      long driftFixedUs,
+      long nodeTimeoutUs,
+      long minValidityUs,
+      int attempts,
+      long retryDelayUs,
+      long retryJitterUs,
+      byte[] keyPrefix,
+      int tokenBytes,
+      long maxExtensions);
+
+  public static native void configFree(long config);
+
+  /**
+   * nodes, quorum, ttlMs, driftUs, nodeTimeoutUs, minValidityUs, attempts, retryDelayUs,
+   * retryJitterUs, tokenBytes, maxExtensions (-1 none), driftFixedUs.
+   */
+  public static native long[] configInfo(long config);
+
+  public static native double configDriftFactor(long config);
+
+  public static native byte[] configKeyPrefix(long config);
+
+  public static native long configNextExtension(long config, long lease, long now);
+
+  public static native long clientNew(long config, byte[] seed);
+
+  public static native void clientFree(long client);
+
+  public static native long clientAcquire(
+      long client, byte[][] resources, long ttlMs, byte[] random, long now);
+
+  public static native long clientExtend(long client, long lease, long ttlMs, long now);
+
+  public static native long clientRelease(long client, long lease, long now);
+
+  public static native long clientLease(
+      long client, byte[][] resources, String token, long validUntil);
+
+  public static native void operationFree(long operation);
+
+  public static native void operationHandleReply(
+      long operation, long request, int type, long integer, byte[] data, long now);
+
+  public static native void operationHandleReplyResp(
+      long operation, long request, byte[] resp, long now);
+
+  public static native void operationHandleReplyHandle(
+      long operation, long request, long reply, long now);
+
+  public static native void operationHandleTimeout(long operation, long now);
+
+  /** 0 none, 1 send (out: node, request, deadline, kind, eval), 2 wait (out[0]), 3 outcome. */
+  public static native int operationPoll(long operation, long[] out);
+
+  /** Like operationPoll (code in out[5]); a command's RESP bytes are returned at once. */
+  public static native byte[] operationPollResp(long operation, long[] out);
+
+  public static native byte[] operationCommandResp(long operation);
+
+  /**
+   * Every output, written into the buffers without creating objects: 7 numbers per output
+   * in records, RESP bytes in resp; returns the count, or minus the resp size needed.
+   */
+  public static native int operationDrainInto(long operation, long[] records, byte[] resp);
+
+  /** Every output until none, in one call: {long[] records (6 each), byte[][] resp, Object[] outcome}. */
+  public static native Object[] operationDrain(long operation, boolean resp);
+
+  public static native byte[][] operationCommandArgs(long operation);
+
+  /** {long[] numbers, String token, int[] nodeCodes, String[] nodeTexts}. */
+  public static native Object[] operationOutcome(long operation);
+
+  public static native boolean operationIsFinished(long operation);
+
+  /** Per node, the current round's result code (0 not asked, 1 pending, 2 success, ...). */
+  public static native int[] operationNodeCodes(long operation);
+
+  public static native void leaseFree(long lease);
+
+  /** {String token, long[] {validUntil, extensions, ttlMs}, byte[][] keys}. */
+  public static native Object[] leaseInfo(long lease);
+
+  public static native long decoderNew();
+
+  public static native void decoderFree(long decoder);
+
+  public static native void decoderFeed(long decoder, byte[] bytes, int offset, int length);
+
+  /** A reply handle, or 0 when more bytes are needed. */
+  public static native long decoderNext(long decoder);
+
+  public static native void replyFree(long reply);
+
+  public static native int replyType(long reply);
+
+  public static native Object replyToJava(long reply);
+}

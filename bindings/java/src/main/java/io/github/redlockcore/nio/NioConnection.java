@@ -1,0 +1,217 @@
+package io.github.redlockcore.nio;
+
+import io.github.redlockcore.RedlockProtocolException;
+import io.github.redlockcore.core.Command;
+import io.github.redlockcore.core.Reply;
+import io.github.redlockcore.core.RespDecoder;
+import io.github.redlockcore.internal.Native;
+import io.github.redlockcore.spi.CloseCause;
+import io.github.redlockcore.spi.LoopContext;
+import io.github.redlockcore.spi.NodeConnection;
+import io.github.redlockcore.spi.NodeEvents;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayDeque;
+
+/**
+ * One node's socket on the loop's selector. Writes go out in order (buffered while the
+ * socket is full); each decoded reply answers the oldest write still waiting, as Redis
+ * answers in order on one connection. Every method runs on the loop thread.
+ */
+final class NioConnection implements NodeConnection {
+  private static final long AUTH_WRITE = -1;
+
+  private final NioDriver.Node node;
+  private final LoopContext loop;
+  private final NodeEvents events;
+  private final ByteBuffer readBuffer = ByteBuffer.allocate(64 * 1024);
+  private final ArrayDeque<ByteBuffer> output = new ArrayDeque<>();
+  private final ArrayDeque<Long> waiting = new ArrayDeque<>();
+  private SocketChannel channel;
+  private SelectionKey key;
+  private RespDecoder decoder;
+  private boolean ready;
+
+  NioConnection(NioDriver.Node node, LoopContext loop, NodeEvents events) {
+    this.node = node;
+    this.loop = loop;
+    this.events = events;
+  }
+
+  @Override
+  public void connect() {
+    if (channel != null) {
+      return;
+    }
+    try {
+      channel = SocketChannel.open();
+      channel.configureBlocking(false);
+      channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+      decoder = new RespDecoder();
+      InetSocketAddress address =
+          new InetSocketAddress(node.address.getHostString(), node.address.getPort());
+      if (address.isUnresolved()) {
+        fail(CloseCause.OTHER, "cannot resolve " + node.address.getHostString());
+        return;
+      }
+      key = loop.register(channel, SelectionKey.OP_CONNECT, this::onReady);
+      if (channel.connect(address)) {
+        onConnected();
+      }
+    } catch (IOException e) {
+      fail(cause(e), String.valueOf(e.getMessage()));
+    }
+  }
+
+  private static CloseCause cause(IOException e) {
+    return e instanceof ConnectException ? CloseCause.REFUSED : CloseCause.OTHER;
+  }
+
+  private void onConnected() throws IOException {
+    key.interestOps(SelectionKey.OP_READ);
+    if (node.password != null) {
+      // AUTH is answered before the connection counts as open.
+      waiting.add(AUTH_WRITE);
+      enqueue(Native.encodeCommand(
+          new byte[][] {Native.utf8("AUTH"), Native.utf8(node.password)}));
+    } else {
+      ready = true;
+      events.connected();
+    }
+  }
+
+  private void onReady(SelectionKey k) {
+    try {
+      if (k.isConnectable()) {
+        if (channel.finishConnect()) {
+          onConnected();
+        }
+        return;
+      }
+      if (k.isWritable()) {
+        flush();
+      }
+      if (k.isReadable()) {
+        read();
+      }
+    } catch (IOException e) {
+      fail(cause(e), String.valueOf(e.getMessage()));
+    } catch (RedlockProtocolException e) {
+      fail(CloseCause.OTHER, e.getMessage());
+    }
+  }
+
+  private void read() throws IOException {
+    while (channel != null) {
+      readBuffer.clear();
+      int n = channel.read(readBuffer);
+      if (n < 0) {
+        fail(CloseCause.OTHER, "the node closed the connection");
+        return;
+      }
+      if (n == 0) {
+        return;
+      }
+      decoder.feed(readBuffer.array(), 0, n);
+      RespDecoder.Decoded reply;
+      while (decoder != null && (reply = decoder.next()) != null) {
+        Long writeId = waiting.poll();
+        if (writeId == null) {
+          reply.close();
+          fail(CloseCause.OTHER, "a reply to no command");
+          return;
+        }
+        if (writeId == AUTH_WRITE) {
+          Reply r = reply.toReply();
+          reply.close();
+          if (r.type() == Reply.Type.ERROR) {
+            fail(CloseCause.AUTH, r.text());
+            return;
+          }
+          ready = true;
+          events.connected();
+        } else {
+          events.reply(writeId, reply);
+        }
+      }
+      if (n < readBuffer.capacity()) {
+        return;
+      }
+    }
+  }
+
+  @Override
+  public void write(long writeId, Command command, byte[] resp, byte[][] args) {
+    if (channel == null || !ready) {
+      // The link writes only on an open connection; report rather than lose the write.
+      events.reply(writeId, Reply.connectionFailed("not connected"));
+      return;
+    }
+    waiting.add(writeId);
+    enqueue(resp);
+  }
+
+  private void enqueue(byte[] bytes) {
+    output.add(ByteBuffer.wrap(bytes));
+    try {
+      flush();
+    } catch (IOException e) {
+      fail(cause(e), String.valueOf(e.getMessage()));
+    }
+  }
+
+  private void flush() throws IOException {
+    while (channel != null && !output.isEmpty()) {
+      ByteBuffer head = output.peek();
+      channel.write(head);
+      if (head.hasRemaining()) {
+        key.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
+        return;
+      }
+      output.poll();
+    }
+    if (key != null && key.isValid()) {
+      key.interestOps(SelectionKey.OP_READ);
+    }
+  }
+
+  private void fail(CloseCause cause, String text) {
+    boolean wasOpen = channel != null;
+    shut();
+    if (wasOpen) {
+      events.closed(cause, text);
+    }
+  }
+
+  private void shut() {
+    if (key != null) {
+      key.cancel();
+      key = null;
+    }
+    if (channel != null) {
+      try {
+        channel.close();
+      } catch (IOException e) {
+        // Closing anyway.
+      }
+      channel = null;
+    }
+    if (decoder != null) {
+      decoder.close();
+      decoder = null;
+    }
+    output.clear();
+    waiting.clear();
+    ready = false;
+  }
+
+  @Override
+  public void close() {
+    fail(CloseCause.OTHER, "closed by the client");
+  }
+}

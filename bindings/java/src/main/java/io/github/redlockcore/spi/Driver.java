@@ -1,0 +1,21 @@
+package io.github.redlockcore.spi;
+
+/**
+ * Per-node I/O for a Redlock client: the {@link io.github.redlockcore.nio.NioDriver} over
+ * {@code java.nio} channels, the {@link io.github.redlockcore.jedis.JedisDriver} over Jedis,
+ * or your own.
+ */
+public interface Driver extends AutoCloseable {
+  /** Number of nodes, N. */
+  int nodes();
+
+  /** Node {@code index}'s connection, reporting to {@code events}. Called once per node. */
+  NodeConnection open(int index, LoopContext loop, NodeEvents events);
+
+  /** A short name for messages ("nio", "jedis"). */
+  String name();
+
+  /** Releases what the driver holds (threads); the loop has closed every connection. */
+  @Override
+  void close();
+}

@@ -1,0 +1,26 @@
+package io.github.redlockcore.spi;
+
+import io.github.redlockcore.core.Command;
+
+/**
+ * One node's I/O, as a driver provides it. The client's loop calls these on its own thread,
+ * and only in the order the node's link asks for: {@link #connect()} when no connection is
+ * open, {@link #write} for each command in order, {@link #close()} when the connection is
+ * stuck or the client shuts down. Every call returns at once; results come back through
+ * the node's {@link NodeEvents}. A connection never reorders, resends or drops writes on
+ * its own, and applies no timeouts of its own that the loop relies on.
+ */
+public interface NodeConnection {
+  /** Opens a connection; report {@link NodeEvents#connected()} or {@link NodeEvents#closed}. */
+  void connect();
+
+  /**
+   * Writes one command now, after every earlier write; report its reply under {@code
+   * writeId} ({@link NodeEvents#reply}). {@code command} is null for a script load, whose
+   * RESP bytes are {@code resp}.
+   */
+  void write(long writeId, Command command, byte[] resp, byte[][] args);
+
+  /** Closes the connection; writes without a reply are reported failed by the loop. */
+  void close();
+}

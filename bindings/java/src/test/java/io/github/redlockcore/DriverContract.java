@@ -1,0 +1,363 @@
+package io.github.redlockcore;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.redlockcore.core.NodeResult;
+import io.github.redlockcore.core.Outcome;
+import io.github.redlockcore.spi.Driver;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.TestInstance;
+import redis.clients.jedis.Jedis;
+
+/**
+ * The same scenarios against five real local nodes for every driver: contention, nodes down,
+ * a frozen node, a node restarted empty, extension, the lost-lock signal, release never
+ * deleting another token, and interop with the Rust CLI.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class DriverContract {
+  TestNodes nodes;
+  RedlockClient redlock;
+  String resource;
+
+  abstract int basePort();
+
+  abstract Driver driver(List<String> urls);
+
+  @BeforeAll
+  void startNodes() {
+    nodes = new TestNodes(basePort(), 5);
+  }
+
+  @AfterAll
+  void stopNodes() {
+    nodes.close();
+  }
+
+  @BeforeEach
+  void client(TestInfo info) {
+    redlock = RedlockClient.builder(driver(nodes.urls())).ttl(Duration.ofSeconds(10)).build();
+    resource = "java:" + getClass().getSimpleName() + ":" + info.getDisplayName();
+  }
+
+  @AfterEach
+  void closeClient() {
+    redlock.close();
+    // Every node back up and answering, for the next test.
+    for (int i = 0; i < 5; i++) {
+      try {
+        nodes.resume(i);
+      } catch (IllegalStateException notRunning) {
+        nodes.restart(i);
+      }
+    }
+  }
+
+  Jedis node(int i) {
+    return new Jedis("127.0.0.1", nodes.port(i));
+  }
+
+  String get(int i, String key) {
+    try (Jedis j = node(i)) {
+      return j.get(key);
+    }
+  }
+
+  void set(int i, String key, String value) {
+    try (Jedis j = node(i)) {
+      j.set(key, value);
+    }
+  }
+
+  static long count(List<NodeResult> results, NodeResult.Kind kind) {
+    return results.stream().filter(r -> r.kind() == kind).count();
+  }
+
+  @Test
+  void acquireWritesTheTokenOnEveryNodeAndCloseReleasesIt() {
+    String token;
+    try (RedLock lock = redlock.acquire(resource, Duration.ofSeconds(5))) {
+      token = lock.token();
+      assertTrue(lock.isValid());
+      assertTrue(lock.remaining().toMillis() > 4000 && lock.remaining().toMillis() <= 5000,
+          "remaining " + lock.remaining());
+      // The quorum decides; the two slowest nodes may still be setting the key.
+      long holding = 0;
+      for (int i = 0; i < 5; i++) {
+        holding += token.equals(get(i, resource)) ? 1 : 0;
+      }
+      assertTrue(holding >= 3, "token on " + holding + " nodes");
+      try (Jedis j = node(0)) {
+        long pttl = j.pttl(resource);
+        assertTrue(pttl > 4000 && pttl <= 5000, "PTTL " + pttl);
+      }
+    }
+    // The release decides at a quorum too; give the last nodes their round trip.
+    waitUntil(() -> {
+      for (int i = 0; i < 5; i++) {
+        if (get(i, resource) != null) {
+          return false;
+        }
+      }
+      return true;
+    });
+  }
+
+  static void waitUntil(java.util.function.BooleanSupplier condition) {
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        throw new AssertionError("condition not met within 5 s");
+      }
+      try {
+        Thread.sleep(5);
+      } catch (InterruptedException e) {
+        throw new AssertionError(e);
+      }
+    }
+  }
+
+  @Test
+  void threadsContendingNeverOverlap() throws Exception {
+    int threads = 6;
+    int rounds = 8;
+    AtomicInteger inside = new AtomicInteger();
+    AtomicInteger overlaps = new AtomicInteger();
+    int[] counter = {0};
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    CountDownLatch start = new CountDownLatch(1);
+    List<Future<?>> futures = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      futures.add(pool.submit(() -> {
+        start.await();
+        for (int r = 0; r < rounds; r++) {
+          Optional<RedLock> got =
+              redlock.tryAcquire(resource, Duration.ofSeconds(2), Duration.ofSeconds(20));
+          try (RedLock lock = got.orElseThrow(() -> new AssertionError("not acquired in 20 s"))) {
+            if (inside.incrementAndGet() != 1) {
+              overlaps.incrementAndGet();
+            }
+            int read = counter[0];
+            Thread.sleep(2);
+            counter[0] = read + 1;
+            assertTrue(lock.isValid());
+            inside.decrementAndGet();
+          }
+        }
+        return null;
+      }));
+    }
+    start.countDown();
+    for (Future<?> f : futures) {
+      f.get(60, TimeUnit.SECONDS);
+    }
+    pool.shutdown();
+    assertEquals(0, overlaps.get());
+    assertEquals(threads * rounds, counter[0]);
+  }
+
+  @Test
+  void heldElsewhereIsItsOwnException() {
+    try (RedlockClient other = RedlockClient.builder(driver(nodes.urls())).attempts(2)
+            .retryDelay(Duration.ofMillis(20)).retryJitter(Duration.ofMillis(5)).build();
+        RedLock held = redlock.acquire(resource)) {
+      LockHeldElsewhereException e =
+          assertThrows(LockHeldElsewhereException.class, () -> other.acquire(resource));
+      assertEquals("held_elsewhere", e.code());
+      assertEquals(2, e.attempts());
+      assertEquals(5, e.nodes().size());
+      assertTrue(count(e.nodes(), NodeResult.Kind.CONFLICT) >= 3, e.nodes().toString());
+      assertTrue(other.tryAcquire(resource, null, Duration.ZERO).isEmpty());
+      assertTrue(held.isValid());
+    }
+    // The failed attempts left nothing behind: the next acquisition succeeds at once.
+    try (RedLock again = redlock.acquire(resource)) {
+      assertTrue(again.isValid());
+    }
+  }
+
+  @Test
+  void twoNodesDownStillLocksAndThreeDownIsNodesFailing() {
+    nodes.kill(0);
+    nodes.kill(1);
+    try (RedLock lock = redlock.acquire(resource)) {
+      assertTrue(lock.isValid());
+    }
+    nodes.kill(2);
+    NodesFailingException e =
+        assertThrows(NodesFailingException.class, () -> redlock.acquire(resource));
+    assertEquals("nodes_failing", e.code());
+    for (int i = 0; i < 3; i++) {
+      NodeResult r = e.nodes().get(i);
+      assertEquals(NodeResult.Kind.ERROR, r.kind(), e.nodes().toString());
+      assertTrue(r.error().contains("refused"), r.error());
+    }
+    for (int i = 0; i < 3; i++) {
+      nodes.restart(i);
+    }
+    try (RedLock lock = redlock.acquire(resource)) {
+      assertTrue(lock.isValid());
+    }
+  }
+
+  @Test
+  void aFrozenNodeIsNeverAwaited() {
+    nodes.pause(4);
+    long[] micros = new long[7];
+    for (int i = 0; i < micros.length; i++) {
+      long start = System.nanoTime();
+      try (RedLock lock = redlock.acquire(resource + i)) {
+        assertTrue(lock.isValid());
+      }
+      micros[i] = (System.nanoTime() - start) / 1000;
+    }
+    java.util.Arrays.sort(micros);
+    // Both rounds decide at the quorum of the four live nodes: a driver that waited for the
+    // frozen node would take at least the node timeout (50 ms) per round.
+    assertTrue(micros[micros.length / 2] < 40_000,
+        "median acquire + release " + micros[micros.length / 2] + " us");
+    nodes.resume(4);
+  }
+
+  @Test
+  void aNodeRestartedEmptyKeepsTheQuorumAndExtensionDoesNotRecreate() {
+    try (RedLock lock = redlock.acquire(resource, Duration.ofSeconds(5))) {
+      waitUntil(() -> lock.token().equals(get(0, resource)));
+      nodes.restart(0);
+      assertNull(get(0, resource));
+      try (RedlockClient other = RedlockClient.builder(driver(nodes.urls())).attempts(1).build()) {
+        LockHeldElsewhereException e =
+            assertThrows(LockHeldElsewhereException.class, () -> other.acquire(resource));
+        assertTrue(count(e.nodes(), NodeResult.Kind.CONFLICT) >= 3);
+      }
+      lock.extend(Duration.ofSeconds(5));
+      assertTrue(lock.isValid());
+      // Extension never re-creates a key that is gone.
+      assertNull(get(0, resource));
+    }
+  }
+
+  @Test
+  void extensionMovesValidUntil() throws InterruptedException {
+    try (RedLock lock = redlock.acquire(resource, Duration.ofMillis(1000))) {
+      long before = lock.validUntil();
+      Thread.sleep(50);
+      lock.extend(Duration.ofMillis(3000));
+      assertTrue(lock.validUntil() > before + 1_900_000, lock.validUntil() - before + " us");
+      assertEquals(1, lock.extensions());
+      try (Jedis j = node(1)) {
+        assertTrue(j.pttl(resource) > 2000);
+      }
+    }
+  }
+
+  @Test
+  void keepAliveExtendsOnTheCoreSchedule() throws Exception {
+    try (RedLock lock = redlock.acquire(resource, Duration.ofMillis(600))) {
+      AtomicInteger extended = new AtomicInteger();
+      var lost = lock.keepAlive(new LockListener() {
+        @Override
+        public void extended(RedLock l, long validUntil) {
+          extended.incrementAndGet();
+        }
+      });
+      Thread.sleep(1500);
+      assertTrue(lock.isValid());
+      assertTrue(extended.get() >= 2, "extensions " + extended.get());
+      assertEquals(extended.get(), lock.extensions());
+      assertFalse(lost.isDone());
+      assertTrue(lock.token().equals(get(2, resource)));
+    }
+  }
+
+  @Test
+  void theLostSignalFiresWhenTheKeyIsTaken() throws Exception {
+    RedLock lock = redlock.acquire(resource, Duration.ofMillis(900));
+    var lost = lock.keepAlive();
+    for (int i = 0; i < 5; i++) {
+      set(i, resource, "someone-else");
+    }
+    LockLostException cause = lost.get(3, TimeUnit.SECONDS);
+    assertEquals("lock_lost", cause.code());
+    assertEquals("taken", cause.reason());
+    assertFalse(lock.isValid());
+    assertThrows(LockLostException.class, () -> lock.extend());
+    Outcome released = lock.release();
+    // Release never deletes a key that holds another token.
+    assertEquals(0, released.released());
+    for (int i = 0; i < 5; i++) {
+      assertEquals("someone-else", get(i, resource));
+    }
+  }
+
+  @Test
+  void releaseNeverDeletesAnotherToken() {
+    RedLock lock = redlock.acquire(resource, Duration.ofSeconds(5));
+    waitUntil(() -> {
+      for (int i = 0; i < 5; i++) {
+        if (!lock.token().equals(get(i, resource))) {
+          return false;
+        }
+      }
+      return true;
+    });
+    set(0, resource, "other-token");
+    set(1, resource, "other-token");
+    Outcome outcome = lock.release();
+    assertEquals(Outcome.Kind.RELEASED, outcome.kind());
+    assertNull(lock.release(), "a second release does nothing");
+    waitUntil(() -> get(4, resource) == null && get(3, resource) == null && get(2, resource) == null);
+    assertEquals("other-token", get(0, resource));
+    assertEquals("other-token", get(1, resource));
+  }
+
+  @Test
+  void interopWithTheRustCli() throws Exception {
+    String cli = System.getProperty("redlock.cli");
+    assertTrue(cli != null && new java.io.File(cli).canExecute(),
+        "the Rust CLI (-Dredlock.cli) is needed: " + cli);
+    String urls = String.join(",", nodes.urls());
+    // The CLI holds it: Java is refused.
+    Process acquire = new ProcessBuilder(cli, "--nodes", urls, "--quiet", "acquire", resource,
+        "--ttl", "10000")
+        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    String token = new String(acquire.getInputStream().readAllBytes()).trim();
+    assertEquals(0, acquire.waitFor());
+    assertFalse(token.isEmpty());
+    try (RedlockClient once = RedlockClient.builder(driver(nodes.urls())).attempts(1).build()) {
+      assertThrows(LockHeldElsewhereException.class, () -> once.acquire(resource));
+    }
+    Process release = new ProcessBuilder(cli, "--nodes", urls, "release", resource, token)
+        .redirectErrorStream(true).start();
+    release.getInputStream().readAllBytes();
+    assertEquals(0, release.waitFor());
+    // Java holds it: the CLI is refused (exit 75).
+    try (RedLock lock = redlock.acquire(resource)) {
+      Process refused = new ProcessBuilder(cli, "--nodes", urls, "--quiet", "acquire", resource,
+          "--ttl", "10000", "--retry", "0").redirectErrorStream(true).start();
+      String out = new String(refused.getInputStream().readAllBytes());
+      assertEquals(75, refused.waitFor(), out);
+      assertNotEquals(token, lock.token());
+    }
+  }
+}

@@ -1,0 +1,269 @@
+package io.github.redlockcore;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.redlockcore.core.Client;
+import io.github.redlockcore.core.Config;
+import io.github.redlockcore.core.Lease;
+import io.github.redlockcore.core.Operation;
+import io.github.redlockcore.core.Output;
+import io.github.redlockcore.core.Reply;
+import io.github.redlockcore.core.RespDecoder;
+import io.github.redlockcore.internal.Native;
+import io.github.redlockcore.internal.NativeLibrary;
+import io.github.redlockcore.nio.NioDriver;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+/** Invalid arguments, closed handles, misuse, panics and a missing library: clear exceptions. */
+class ErrorPathsTest {
+  static String code(Class<? extends RuntimeException> type, Executable call) {
+    RuntimeException e = assertThrows(type, call);
+    if (e instanceof RedlockArgumentException) {
+      return ((RedlockArgumentException) e).code();
+    }
+    if (e instanceof RedlockStateException) {
+      return ((RedlockStateException) e).code();
+    }
+    if (e instanceof RedlockNativeException) {
+      return ((RedlockNativeException) e).code();
+    }
+    if (e instanceof RedlockProtocolException) {
+      return ((RedlockProtocolException) e).code();
+    }
+    return e.getClass().getSimpleName();
+  }
+
+  static Config config() {
+    return Config.builder(3, Duration.ofSeconds(10)).build();
+  }
+
+  @Test
+  void invalidConfigurationsNameTheRuleBroken() {
+    assertEquals("ttl_zero", code(RedlockArgumentException.class,
+        () -> Config.builder(3, Duration.ZERO).build()));
+    assertEquals("no_nodes", code(RedlockArgumentException.class,
+        () -> Config.builder(0, Duration.ofSeconds(1)).build()));
+    assertEquals("drift_factor_invalid", code(RedlockArgumentException.class,
+        () -> Config.builder(3, Duration.ofSeconds(1)).driftFactor(Double.NaN).build()));
+    assertEquals("attempts_zero", code(RedlockArgumentException.class,
+        () -> Config.builder(3, Duration.ofSeconds(1)).attempts(0).build()));
+    assertEquals("node_timeout_too_large", code(RedlockArgumentException.class,
+        () -> Config.builder(3, Duration.ofSeconds(1)).nodeTimeout(Duration.ofSeconds(2)).build()));
+    assertEquals("invalid_argument", code(RedlockArgumentException.class,
+        () -> Config.builder(3, Duration.ofSeconds(1)).retryDelay(Duration.ofMillis(-1)).build()));
+    assertEquals("ttl_not_whole_milliseconds", code(RedlockArgumentException.class,
+        () -> Config.builder(3, Duration.ofNanos(1_500_000)).build()));
+    assertEquals("no_nodes", code(RedlockArgumentException.class, () -> NioDriver.of(List.of())));
+    assertEquals("invalid_node", code(RedlockArgumentException.class,
+        () -> NioDriver.of(List.of("http://127.0.0.1:1"))));
+    assertEquals("ttl_zero", code(RedlockArgumentException.class,
+        () -> RedlockClient.builder(NioDriver.of(List.of("127.0.0.1:1"))).ttl(Duration.ZERO).build()));
+  }
+
+  @Test
+  void invalidResourcesTokensAndTtlsAreRefusedBeforeAnythingIsSent() {
+    try (Config config = config(); Client client = new Client(config)) {
+      assertEquals("empty_resource", code(RedlockArgumentException.class,
+          () -> client.acquire(List.of(""), 1)));
+      assertEquals("no_resources", code(RedlockArgumentException.class,
+          () -> client.acquire(List.of(), 1)));
+      assertEquals("duplicate_resource", code(RedlockArgumentException.class,
+          () -> client.acquire(List.of("a", "a"), 1)));
+      assertEquals("invalid_time", code(RedlockArgumentException.class,
+          () -> client.acquire(List.of("a"), -5)));
+      assertEquals("invalid_ttl", code(RedlockArgumentException.class,
+          () -> client.acquire(List.of("a"), Duration.ofMillis(1), 1)));
+      assertEquals("invalid_token", code(RedlockArgumentException.class,
+          () -> client.lease(List.of("a"), "has space", 0)));
+      assertEquals("not_enough_random_bytes", code(RedlockArgumentException.class,
+          () -> client.acquireWithRandom(List.of("a"), new byte[3], 1)));
+      List<String> many = new ArrayList<>();
+      for (int i = 0; i < 65; i++) {
+        many.add("r" + i);
+      }
+      assertEquals("too_many_resources", code(RedlockArgumentException.class,
+          () -> client.acquire(many, 1)));
+    }
+  }
+
+  @Test
+  void misuseOfAnOperationIsAStateErrorAndChangesNothing() {
+    try (Config config = config(); Client client = new Client(config, new byte[32]);
+        Operation op = client.acquire(List.of("r"), 1000)) {
+      Output first = op.poll();
+      assertTrue(first instanceof Output.Send);
+      assertEquals("unknown_request", code(RedlockStateException.class,
+          () -> op.handleReply(99, Reply.ok(), 1100)));
+      op.handleReply(1, Reply.ok(), 1100);
+      assertEquals("duplicate_reply", code(RedlockStateException.class,
+          () -> op.handleReply(1, Reply.ok(), 1200)));
+      assertEquals("invalid_argument", code(RedlockArgumentException.class,
+          () -> op.handleReply(2, Reply.array(List.of(Reply.timeout())), 1200)));
+    }
+  }
+
+  @Test
+  void closedHandlesRefuseEveryCall() {
+    Config config = config();
+    Client client = new Client(config);
+    Operation op = client.acquire(List.of("r"), 1);
+    Lease lease = client.lease(List.of("r"), "tok", 0);
+    op.close();
+    op.close();
+    assertEquals("used_after_close", code(RedlockStateException.class, op::poll));
+    lease.close();
+    assertEquals("used_after_close", code(RedlockStateException.class,
+        () -> client.extend(lease, null, 1)));
+    client.close();
+    assertEquals("used_after_close", code(RedlockStateException.class,
+        () -> client.acquire(List.of("r"), 1)));
+    config.close();
+    assertEquals("used_after_close", code(RedlockStateException.class, () -> new Client(config)));
+    RespDecoder decoder = new RespDecoder();
+    decoder.close();
+    assertEquals("used_after_close", code(RedlockStateException.class,
+        () -> decoder.feed(new byte[1], 0, 1)));
+  }
+
+  @Test
+  void aClosedClientRefusesNewLocks() {
+    RedlockClient redlock = RedlockClient.builder(NioDriver.of(List.of("127.0.0.1:1"))).build();
+    redlock.close();
+    assertEquals("used_after_close", code(RedlockStateException.class,
+        () -> redlock.acquire("r")));
+  }
+
+  @Test
+  void badRespIsAProtocolErrorThatSticks() {
+    try (RespDecoder d = new RespDecoder()) {
+      byte[] bad = "?what\r\n".getBytes(StandardCharsets.US_ASCII);
+      d.feed(bad, 0, bad.length);
+      assertEquals("unknown_type", code(RedlockProtocolException.class, d::next));
+      assertEquals("unknown_type", code(RedlockProtocolException.class, d::next));
+      assertEquals("invalid_argument", code(RedlockArgumentException.class,
+          () -> d.feed(bad, 5, 10)));
+    }
+  }
+
+  @Test
+  void aPanicBecomesAnExceptionAndTheJvmCarriesOn() {
+    RedlockNativeException e = assertThrows(RedlockNativeException.class, Native::panicForTest);
+    assertEquals("panic", e.code());
+    assertTrue(e.getMessage().contains("deliberate panic"), e.getMessage());
+    try (Config config = config()) {
+      assertEquals(2, config.quorum());
+    }
+  }
+
+  // ---- in a child JVM: loading ---------------------------------------------------------
+
+  static String probe(String... extra) throws Exception {
+    Path testClasses = Paths.get(NativeProbe.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    Path mainClasses = Paths.get(Native.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+    String classPath = null;
+    List<String> args = new ArrayList<>();
+    for (String e : extra) {
+      if (e.startsWith("-cp=")) {
+        classPath = e.substring(4);
+      } else if (e.startsWith("-D")) {
+        cmd.add(e);
+      } else {
+        args.add(e);
+      }
+    }
+    cmd.add("-cp");
+    cmd.add((classPath != null ? classPath : mainClasses.toString()) + java.io.File.pathSeparator + testClasses);
+    cmd.add(NativeProbe.class.getName());
+    cmd.addAll(args);
+    Process p = new ProcessBuilder(cmd).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+    assertEquals(0, p.exitValue(), out + err);
+    return out + (err.isEmpty() ? "" : "STDERR:" + err);
+  }
+
+  @Test
+  void theLibraryLoadsFromTheJarResourcePath() throws Exception {
+    assertEquals("redlock/native/linux/amd64/libredlock_jni.so", NativeLibrary.resourcePath());
+    assertEquals("loaded quorum=2\n", probe());
+  }
+
+  @Test
+  void aMissingLibraryGivenByThePropertyIsAClearError() throws Exception {
+    String out = probe("-D" + NativeLibrary.PATH_PROPERTY + "=/nonexistent/libredlock_jni.so");
+    assertTrue(out.startsWith("failed library_missing"), out);
+    assertTrue(out.contains("/nonexistent/libredlock_jni.so"), out);
+  }
+
+  @Test
+  void theSystemPropertyLoadsTheLibraryFromElsewhere() throws Exception {
+    Path mainClasses = Paths.get(Native.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    Path lib = mainClasses.resolve(NativeLibrary.resourcePath());
+    Path copy = Files.createTempFile("redlock-probe-", ".so");
+    try {
+      Files.copy(lib, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+      assertEquals("loaded quorum=2\n", probe("-D" + NativeLibrary.PATH_PROPERTY + "=" + copy));
+    } finally {
+      Files.deleteIfExists(copy);
+    }
+  }
+
+  @Test
+  void aJarWithoutTheLibraryIsAClearError() throws Exception {
+    Path mainClasses = Paths.get(Native.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    Path classesOnly = Files.createTempDirectory("redlock-classes-");
+    try {
+      copyTree(mainClasses.resolve("io"), classesOnly.resolve("io"));
+      String out = probe("-cp=" + classesOnly);
+      assertTrue(out.startsWith("failed library_missing"), out);
+      assertTrue(out.contains("build.sh"), out);
+    } finally {
+      deleteTree(classesOnly);
+    }
+  }
+
+  @Test
+  void aPanicPrintsNothingOnStderr() throws Exception {
+    String out = probe("panic");
+    assertEquals("caught panic\nloaded quorum=2\n", out);
+    assertFalse(out.contains("STDERR"), out);
+  }
+
+  static void copyTree(Path from, Path to) throws IOException {
+    try (Stream<Path> s = Files.walk(from)) {
+      for (Path p : (Iterable<Path>) s::iterator) {
+        Path target = to.resolve(from.relativize(p).toString());
+        if (Files.isDirectory(p)) {
+          Files.createDirectories(target);
+        } else {
+          Files.copy(p, target);
+        }
+      }
+    }
+  }
+
+  static void deleteTree(Path root) throws IOException {
+    try (Stream<Path> s = Files.walk(root)) {
+      s.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
+    assertNull(null);
+  }
+}

@@ -1,0 +1,447 @@
+package io.github.redlockcore;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
+import io.github.redlockcore.core.Client;
+import io.github.redlockcore.core.Command;
+import io.github.redlockcore.core.Config;
+import io.github.redlockcore.core.Lease;
+import io.github.redlockcore.core.NodeResult;
+import io.github.redlockcore.core.Operation;
+import io.github.redlockcore.core.Outcome;
+import io.github.redlockcore.core.Output;
+import io.github.redlockcore.core.Reply;
+import io.github.redlockcore.core.RespDecoder;
+import io.github.redlockcore.core.Scripts;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
+
+/** Every conformance vector of tests/vectors, replayed through JNI (rules in its README). */
+class VectorsTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final JsonNodeFactory F = JsonNodeFactory.instance;
+
+  static Path vectorsDir() {
+    return TestNodes.repo().resolve("tests/vectors");
+  }
+
+  static List<Path> files(Path dir) throws IOException {
+    try (Stream<Path> s = Files.list(dir)) {
+      return s.filter(p -> p.toString().endsWith(".json")).sorted().collect(Collectors.toList());
+    }
+  }
+
+  @TestFactory
+  Stream<DynamicTest> everyConformanceVector() throws IOException {
+    List<Path> files = files(vectorsDir());
+    assertTrue(files.size() >= 90, "expected the whole set of vectors, found " + files.size());
+    return files.stream()
+        .map(p -> DynamicTest.dynamicTest(p.getFileName().toString(), () -> runVector(p, false)));
+  }
+
+  /** The same vectors through {@code Operation.drain} (what the nio driver uses). */
+  @TestFactory
+  Stream<DynamicTest> everyConformanceVectorDrained() throws IOException {
+    return files(vectorsDir()).stream()
+        .map(p -> DynamicTest.dynamicTest(p.getFileName().toString(), () -> runVector(p, true)));
+  }
+
+  @TestFactory
+  Stream<DynamicTest> everyRespVector() throws IOException {
+    List<Path> files = files(vectorsDir().resolve("resp"));
+    assertTrue(files.size() >= 25, "expected the RESP vectors, found " + files.size());
+    return files.stream()
+        .map(p -> DynamicTest.dynamicTest(p.getFileName().toString(), () -> runRespVector(p)));
+  }
+
+  @Test
+  void scriptsComeFromTheCore() {
+    assertEquals("8e71672c5cb315a6f66438f72df1e4fafa4c6ab4", Scripts.RELEASE_SHA1);
+    assertTrue(Scripts.RELEASE.contains("redis.call('DEL', key)"));
+    assertEquals(3, Scripts.ALL.size());
+  }
+
+  // ---- conformance vectors ---------------------------------------------------------
+
+  static Config config(JsonNode c) {
+    Config.Builder b = Config.builder(c.get("nodes").asInt(), Duration.ofMillis(c.get("ttl_ms").asLong()));
+    if (c.has("drift_factor")) {
+      b.driftFactor(c.get("drift_factor").asDouble());
+    }
+    if (c.has("drift_fixed_us")) {
+      b.driftFixed(Duration.ofNanos(c.get("drift_fixed_us").asLong() * 1000));
+    }
+    if (c.has("node_timeout_us")) {
+      b.nodeTimeout(Duration.ofNanos(c.get("node_timeout_us").asLong() * 1000));
+    }
+    if (c.has("min_validity_us")) {
+      b.minValidity(Duration.ofNanos(c.get("min_validity_us").asLong() * 1000));
+    }
+    if (c.has("attempts")) {
+      b.attempts(c.get("attempts").asInt());
+    }
+    if (c.has("retry_delay_us")) {
+      b.retryDelay(Duration.ofNanos(c.get("retry_delay_us").asLong() * 1000));
+    }
+    if (c.has("retry_jitter_us")) {
+      b.retryJitter(Duration.ofNanos(c.get("retry_jitter_us").asLong() * 1000));
+    }
+    if (c.has("key_prefix")) {
+      b.keyPrefix(c.get("key_prefix").asText());
+    }
+    if (c.has("token_bytes")) {
+      b.tokenBytes(c.get("token_bytes").asInt());
+    }
+    return b.build();
+  }
+
+  static Reply reply(JsonNode v) {
+    switch (v.get("type").asText()) {
+      case "ok":
+        return Reply.ok();
+      case "status":
+        return Reply.status(v.get("value").asText());
+      case "nil":
+        return Reply.nil();
+      case "integer":
+        return Reply.integer(v.get("value").asLong());
+      case "bulk":
+        return Reply.bulk(v.get("value").asText().getBytes(StandardCharsets.UTF_8));
+      case "array":
+        List<Reply> items = new ArrayList<>();
+        v.get("value").forEach(e -> items.add(reply(e)));
+        return Reply.array(items);
+      case "error":
+        return Reply.error(v.get("value").asText());
+      case "timeout":
+        return Reply.timeout();
+      case "connection_failed":
+        return Reply.connectionFailed(v.get("value").asText());
+      default:
+        throw new AssertionError("unknown reply type " + v);
+    }
+  }
+
+  static JsonNode replyToJson(Reply r) {
+    ObjectNode o = F.objectNode();
+    o.put("type", r.type() == Reply.Type.CONNECTION_FAILED ? "connection_failed"
+        : r.type().name().toLowerCase(java.util.Locale.ROOT));
+    switch (r.type()) {
+      case STATUS:
+      case ERROR:
+      case BULK:
+      case CONNECTION_FAILED:
+        o.put("value", r.text());
+        break;
+      case INTEGER:
+        o.put("value", r.integer());
+        break;
+      case ARRAY:
+        ArrayNode a = o.putArray("value");
+        r.elements().forEach(e -> a.add(replyToJson(e)));
+        break;
+      default:
+        break;
+    }
+    return o;
+  }
+
+  static JsonNode nodes(List<NodeResult> nodes) {
+    ArrayNode a = F.arrayNode();
+    for (NodeResult n : nodes) {
+      if (n.kind() == NodeResult.Kind.ERROR) {
+        a.add(F.objectNode().put("error", n.error()));
+      } else {
+        a.add(n.kind().code());
+      }
+    }
+    return a;
+  }
+
+  static JsonNode outcome(Outcome o) {
+    ObjectNode j = F.objectNode();
+    j.put("kind", o.kind().code());
+    Lease lease = o.lease().orElse(null);
+    switch (o.kind()) {
+      case ACQUIRED:
+        j.put("token", lease.token());
+        j.put("valid_until", lease.validUntil());
+        j.put("validity", o.validityMicros());
+        j.put("attempts", o.attempts());
+        break;
+      case NOT_ACQUIRED:
+        j.put("reason", o.reason().orElseThrow().code());
+        j.put("attempts", o.attempts());
+        j.put("token", o.token());
+        break;
+      case EXTENDED:
+        j.put("token", lease.token());
+        j.put("valid_until", lease.validUntil());
+        j.put("validity", o.validityMicros());
+        j.put("extensions", lease.extensions());
+        break;
+      case NOT_EXTENDED:
+        j.put("reason", o.reason().orElseThrow().code());
+        j.put("valid_until", lease.validUntil());
+        j.put("validity", o.validityMicros());
+        if (o.retryAt().isPresent()) {
+          j.put("retry_at", o.retryAt().get());
+        } else {
+          j.putNull("retry_at");
+        }
+        break;
+      case RELEASED:
+        j.put("released", o.released());
+        break;
+      default:
+        throw new AssertionError(o.kind());
+    }
+    j.set("nodes", nodes(o.nodes()));
+    return j;
+  }
+
+  static JsonNode expand(JsonNode v) {
+    if (v.isTextual()) {
+      switch (v.asText()) {
+        case "{{ACQUIRE_SCRIPT}}":
+          return TextNode.valueOf(Scripts.ACQUIRE);
+        case "{{RELEASE_SCRIPT}}":
+          return TextNode.valueOf(Scripts.RELEASE);
+        case "{{EXTEND_SCRIPT}}":
+          return TextNode.valueOf(Scripts.EXTEND);
+        default:
+          return v;
+      }
+    }
+    if (v.isArray()) {
+      ArrayNode a = F.arrayNode();
+      v.forEach(e -> a.add(expand(e)));
+      return a;
+    }
+    if (v.isObject()) {
+      ObjectNode o = F.objectNode();
+      v.fields().forEachRemaining(e -> o.set(e.getKey(), expand(e.getValue())));
+      return o;
+    }
+    return v;
+  }
+
+  static byte[] hex(String s) {
+    byte[] out = new byte[s.length() / 2];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
+    }
+    return out;
+  }
+
+  static List<String> strings(JsonNode a) {
+    List<String> out = new ArrayList<>();
+    a.forEach(e -> out.add(e.asText()));
+    return out;
+  }
+
+  /** One vector's state: operations and leases by name. */
+  static final class Replay implements AutoCloseable {
+    final Client client;
+    final Map<String, Operation> ops = new HashMap<>();
+    final Map<String, Lease> leases = new HashMap<>();
+    String last;
+    final boolean drained;
+
+    Replay(Config config, boolean drained) {
+      this.drained = drained;
+      client = new Client(config, new byte[32]);
+    }
+
+    ArrayNode drain(String name) {
+      ArrayNode outputs = F.arrayNode();
+      Operation op = ops.get(name);
+      List<Output> all = new ArrayList<>();
+      if (drained) {
+        all.addAll(op.drain(true));
+      } else {
+        Output next;
+        while ((next = op.poll()) != null) {
+          all.add(next);
+        }
+      }
+      for (Output out : all) {
+        if (out instanceof Output.Send) {
+          Command c = ((Output.Send) out).command();
+          ObjectNode s = F.objectNode();
+          s.put("node", c.node());
+          s.put("request", c.requestId());
+          s.put("deadline", c.deadline());
+          ArrayNode argv = s.putArray("argv");
+          if (drained) {
+            // Drained commands carry only RESP: decode it with the core's decoder.
+            try (RespDecoder d = new RespDecoder()) {
+              d.feed(c.resp(), 0, c.resp().length);
+              for (Reply a : d.nextReply().elements()) {
+                argv.add(a.text());
+              }
+            }
+          } else {
+            for (byte[] a : c.args()) {
+              argv.add(new String(a, StandardCharsets.UTF_8));
+            }
+            // The RESP form the raw-socket driver writes is the argv, encoded by the core.
+            assertEquals(
+                new String(io.github.redlockcore.internal.Native.encodeCommand(c.args()),
+                    StandardCharsets.UTF_8),
+                new String(c.resp(), StandardCharsets.UTF_8));
+          }
+          outputs.add(F.objectNode().set("send", s));
+        } else if (out instanceof Output.Wait) {
+          outputs.add(F.objectNode().put("wait", ((Output.Wait) out).until()));
+        } else {
+          Outcome o = ((Output.Finished) out).outcome();
+          outputs.add(F.objectNode().set("outcome", outcome(o)));
+          o.lease().ifPresent(l -> {
+            Lease old = leases.put(name, l);
+            if (old != null) {
+              old.close();
+            }
+          });
+        }
+        assertTrue(outputs.size() < 10_000, "outputs never end");
+      }
+      return outputs;
+    }
+
+    /** Runs a step; returns the usage error code (or null) and the outputs. */
+    Object[] step(JsonNode step) {
+      long now = step.has("now") ? step.get("now").asLong() : 0;
+      String opName = step.has("op") ? step.get("op").asText() : null;
+      String target;
+      try {
+        if (step.has("acquire")) {
+          JsonNode a = step.get("acquire");
+          target = opName;
+          Operation op = client.acquireWithRandom(strings(a.get("resources")), hex(a.get("random").asText()), now);
+          ops.put(target, op);
+          last = target;
+        } else if (step.has("extend") || step.has("release")) {
+          target = opName;
+          boolean extend = step.has("extend");
+          String leaseName = step.get(extend ? "extend" : "release").get("lease").asText();
+          Lease lease = leases.get(leaseName);
+          assertNotNull(lease, "no lease named " + leaseName);
+          ops.put(target, extend ? client.extend(lease, null, now) : client.release(lease, now));
+          last = target;
+        } else if (step.has("lease")) {
+          JsonNode a = step.get("lease");
+          Lease l = client.lease(strings(a.get("resources")), a.get("token").asText(),
+              a.has("valid_until") ? a.get("valid_until").asLong() : 0);
+          leases.put(step.get("name").asText(), l);
+          return new Object[] {null, F.arrayNode()};
+        } else if (step.has("reply")) {
+          target = opName != null ? opName : last;
+          JsonNode a = step.get("reply");
+          ops.get(target).handleReply(a.get("request").asLong(), reply(a.get("value")), now);
+        } else if (step.has("timeout")) {
+          target = opName != null ? opName : last;
+          ops.get(target).handleTimeout(now);
+        } else {
+          throw new AssertionError("unknown step " + step);
+        }
+      } catch (RedlockArgumentException e) {
+        return new Object[] {e.code(), F.arrayNode()};
+      } catch (RedlockStateException e) {
+        if (step.has("reply")) {
+          String t = opName != null ? opName : last;
+          return new Object[] {e.code(), drain(t)};
+        }
+        return new Object[] {e.code(), F.arrayNode()};
+      }
+      return new Object[] {null, drain(target)};
+    }
+
+    @Override
+    public void close() {
+      ops.values().forEach(Operation::close);
+      leases.values().forEach(Lease::close);
+      client.close();
+    }
+  }
+
+  /** The same tree with numbers typed as the parser types them (Jackson's equality is typed). */
+  static JsonNode normal(JsonNode node) throws IOException {
+    return JSON.readTree(JSON.writeValueAsString(node));
+  }
+
+  static void runVector(Path path, boolean drained) throws IOException {
+    JsonNode v = JSON.readTree(path.toFile());
+    String stem = path.getFileName().toString().replaceAll("\\.json$", "");
+    assertEquals(stem, v.get("name").asText());
+    if (v.has("config_error")) {
+      try (Config c = config(v.get("config"))) {
+        fail("config accepted, expected " + v.get("config_error").asText() + ": " + c);
+      } catch (RedlockArgumentException e) {
+        assertEquals(v.get("config_error").asText(), e.code());
+      }
+      return;
+    }
+    try (Config config = config(v.get("config")); Replay replay = new Replay(config, drained)) {
+      int i = 0;
+      for (JsonNode step : v.get("steps")) {
+        Object[] r = replay.step(step);
+        String expectedError = step.has("error") ? step.get("error").asText() : null;
+        assertEquals(expectedError, r[0], "step " + i + ": usage error");
+        if (!step.has("lease")) {
+          assertEquals(expand(step.get("expect")), normal((JsonNode) r[1]), "step " + i + ": outputs");
+        }
+        i++;
+      }
+    }
+  }
+
+  static void runRespVector(Path path) throws IOException {
+    JsonNode v = JSON.readTree(path.toFile());
+    ArrayNode replies = F.arrayNode();
+    String error = null;
+    try (RespDecoder decoder = new RespDecoder()) {
+      outer:
+      for (JsonNode chunk : v.get("chunks")) {
+        byte[] bytes = hex(chunk.asText());
+        decoder.feed(bytes, 0, bytes.length);
+        while (true) {
+          try {
+            Reply r = decoder.nextReply();
+            if (r == null) {
+              break;
+            }
+            replies.add(replyToJson(r));
+          } catch (RedlockProtocolException e) {
+            error = e.code();
+            break outer;
+          }
+        }
+      }
+    }
+    assertEquals(v.get("replies"), normal(replies));
+    JsonNode expected = v.get("error");
+    assertEquals(expected == null || expected.isNull() ? null : expected.asText(), error);
+  }
+}
