@@ -6,7 +6,7 @@
 #      under valgrind (no leaks, no invalid accesses): every conformance vector
 #      replayed through the C ABI, and every error path;
 #   3. the C example, built through pkg-config from an installed prefix, acquiring and
-#      releasing a lock on five real Redis nodes (ports 7400-7404), under valgrind;
+#      releasing a lock on five real Redis nodes (ports 7170-7174), under valgrind;
 #   4. PHP's FFI::cdef loading the PHP header and driving an acquisition.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -57,7 +57,7 @@ if require "pkg-config (Debian package pkg-config)" command -v pkg-config; then
   gcc "${cflags[@]}" $(pkg-config --cflags redlock) -o "$out/acquire" ffi/examples/acquire.c \
     $(pkg-config --libs redlock) -Wl,-rpath,"$prefix/lib"
   if require "redis-server (Debian package redis-server)" command -v redis-server; then
-    base_port=7400
+    base_port=7170
     trap 'scripts/redis-nodes.sh stop --base-port "$base_port" >/dev/null 2>&1 || true' EXIT
     mapfile -t urls < <(scripts/redis-nodes.sh start --nodes 5 --base-port "$base_port")
     [ "${#urls[@]}" -eq 5 ] || die "expected 5 node URLs, got: ${urls[*]}"
