@@ -17,9 +17,8 @@
 //!   them still works through the `EVAL` fallback).
 //! - **A bound in flight.** At most [`MAX_IN_FLIGHT`] writes await their replies; more
 //!   wait in the link's queue, at most [`MAX_QUEUED`]; past that a command fails at once.
-//! - **Stalled nodes.** A node with a written command unanswered past its deadline (as
-//!   [`Link::handle_timeout`] found it: a driver whose loop was blocked may still have
-//!   the replies unread) is *stalled* (frozen, or its connection silently dead). It gets nothing new: an
+//! - **Stalled nodes.** A node with a written command unanswered past its deadline is
+//!   *stalled* (frozen, or its connection silently dead). It gets nothing new: an
 //!   acquisition, extension or release submitted meanwhile fails at once (`stalled`),
 //!   so nothing piles up behind it and operations decide without waiting for it. The
 //!   exception is a release of a token whose `SET` this link wrote (an *owed* release):
@@ -237,10 +236,6 @@ pub struct Link {
     outputs: VecDeque<LinkOutput>,
     next_write: u64,
     latest: Time,
-    /// The latest instant `handle_timeout` ran: a node counts as stalled only once a
-    /// timeout found a deadline passed, never from a submission's time alone (a driver
-    /// whose loop was blocked may have the late replies in its buffer, unread).
-    checked: Time,
     /// Failed connection attempts in a row.
     failures: u32,
     reconnect_at: Option<Time>,
@@ -272,7 +267,6 @@ impl Link {
             outputs: VecDeque::new(),
             next_write: 1,
             latest: Time::ZERO,
-            checked: Time::ZERO,
             failures: 0,
             reconnect_at: None,
             last_error: None,
@@ -400,7 +394,6 @@ impl Link {
     /// too long, reconnects when due. Calling it early is harmless.
     pub fn handle_timeout(&mut self, now: Time) {
         let now = self.observe(now);
-        self.checked = now;
         self.owed.retain(|_, until| *until > now);
         if self.state == State::Open {
             if let Some(since) = self.stalled_since() {
@@ -456,8 +449,7 @@ impl Link {
 
     // ---- getters ------------------------------------------------------------------
 
-    /// True while a written command is unanswered past its deadline, as of the last
-    /// [`Link::handle_timeout`] (at most `now`).
+    /// True while a written command is unanswered past its deadline.
     pub fn is_stalled(&self, now: Time) -> bool {
         self.stalled_since().is_some_and(|since| since <= now)
     }
@@ -509,11 +501,11 @@ impl Link {
             .min()
     }
 
-    /// The earliest deadline among written, unanswered commands, if it had passed when
-    /// `handle_timeout` last ran.
+    /// The earliest deadline among written, unanswered commands, if it has passed
+    /// (relative to the latest time seen).
     fn stalled_since(&self) -> Option<Time> {
         self.oldest_command_deadline()
-            .filter(|deadline| *deadline <= self.checked)
+            .filter(|deadline| *deadline <= self.latest)
     }
 
     fn deliver_failure(&mut self, entry: Entry, text: String) {

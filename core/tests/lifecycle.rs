@@ -537,24 +537,3 @@ fn stop_is_final() {
     keep.stop();
     assert_eq!(keep.poll(at(1)), KeepAliveAction::Stopped);
 }
-
-#[test]
-fn a_node_is_stalled_only_once_a_timeout_saw_its_deadline_pass() {
-    // A driver whose loop was blocked past a deadline may have the reply in its buffer,
-    // unread: a submission alone, however late, does not declare the node stalled.
-    let mut link = open_link(0);
-    let mut redlock = client(1);
-    let mut op = redlock.acquire(&["r"], at(0)).unwrap();
-    let set = sends(&mut op).remove(0);
-    let late = set.deadline().as_micros() + 5_000;
-    link.submit(1, set, at(0));
-    let _ = drain(&mut link);
-    let mut next = redlock.acquire(&["s"], at(late)).unwrap();
-    link.submit(2, sends(&mut next).remove(0), at(late));
-    let d = drain(&mut link);
-    assert!(d.deliveries.is_empty(), "not refused: {:?}", d.deliveries);
-    assert_eq!(d.writes.len(), 1);
-    // Once a timeout has seen the deadline pass, the node is stalled.
-    link.handle_timeout(at(late));
-    assert!(link.is_stalled(at(late)));
-}
