@@ -79,7 +79,7 @@ def test_an_exception_still_releases(redlock: Redlock, nodes: Nodes, resource: s
 def test_coroutine_functions_need_an_async_redlock(nodes: Nodes, resource: str) -> None:
     async def main() -> None:
         clients = [redis.asyncio.Redis(port=port) for port in nodes.ports]
-        async with AsyncRedlock(clients, attempts=1, node_timeout=0.25) as redlock:
+        async with AsyncRedlock(clients, attempts=1, node_timeout=0.1) as redlock:
 
             @synchronized(redlock, resource, auto_extend=True, ttl=0.3)
             async def work() -> list[bytes | None]:
