@@ -9,6 +9,8 @@ use Redlock\Clock;
 use Redlock\Exception\LockHeldException;
 use Redlock\Exception\LockLostException;
 use Redlock\Exception\NodesFailedException;
+use Redlock\Exception\NotHeldException;
+use Redlock\Exception\UsedAfterCloseException;
 use Redlock\Lock;
 use Redlock\NodeResult;
 use Redlock\Options;
@@ -157,6 +159,7 @@ abstract class DriverScenarios extends TestCase
             foreach ([2, 3, 4] as $index) {
                 $this->assertSame(NodeResult::ERROR, $e->nodes[$index]->status, (string) $e->nodes[$index]);
                 $this->assertStringContainsString('connection failed', (string) $e->nodes[$index]->error);
+                $this->assertContains($e->nodes[$index]->cause, ['refused', 'connection'], (string) $e->nodes[$index]);
             }
         }
         $redlock->flush();
@@ -220,6 +223,60 @@ abstract class DriverScenarios extends TestCase
         // The scripts were loaded on the new connection before any EVALSHA.
         $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', '77ca464c5e5c04fb844d50b9a72b30052642d9cd');
         $this->assertSame([1], $exists);
+    }
+
+    public function testARestartedEmptyNodeIsUsedAgainAtOnceAndReleasesDeleteItsKey(): void
+    {
+        $redlock = $this->redlock(new Options(attempts: 3, retryDelayMs: 20, retryJitterMs: 1));
+        $redlock->acquire($this->resource() . ':warm', 5_000)->release();
+        Nodes::restart(static::basePort(), 0);
+        // Not lost for a TTL: within a few acquisitions the link has reconnected, reloaded
+        // the scripts and node 0 holds our key again.
+        $held = false;
+        for ($i = 0; $i < 5 && !$held; $i++) {
+            $lock = $redlock->acquire($this->resource(), 30_000);
+            $redlock->flush();
+            $held = Nodes::values(static::basePort(), $this->resource())[0] === $lock->token();
+            $lock->release();
+            $redlock->flush();
+            $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()), "round $i");
+        }
+        $this->assertTrue($held, 'node 0 was not used again after its restart');
+    }
+
+    public function testExtendAfterReleaseIsNotHeld(): void
+    {
+        $redlock = $this->redlock();
+        $lock = $redlock->acquire($this->resource(), 5_000);
+        $lock->release();
+        try {
+            $lock->extend();
+            $this->fail('extended a released lock');
+        } catch (NotHeldException $e) {
+            $this->assertSame('not_held', $e->reason);
+        }
+    }
+
+    public function testKeepAliveExtendsWhenDueAndSaysWhenTheLockWasTaken(): void
+    {
+        $redlock = $this->redlock(new Options(ttlMs: 600, nodeTimeoutMs: 50));
+        $lock = $redlock->acquire($this->resource(), 600, true);
+        $until = Clock::nowUs() + 1_500_000;
+        while (Clock::nowUs() < $until) {
+            $next = $lock->keepAlive();
+            $this->assertTrue($lock->isValid());
+            usleep(max(1_000, min(50_000, $next - Clock::nowUs())));
+        }
+        $this->assertGreaterThanOrEqual(2, $lock->extensions(), 'extended by the core\'s schedule');
+        for ($i = 0; $i < 5; $i++) {
+            Nodes::redis(static::basePort(), $i)->set($this->resource(), 'someone-else');
+        }
+        $this->expectException(LockLostException::class);
+        $until = Clock::nowUs() + 2_000_000;
+        while (Clock::nowUs() < $until) {
+            $next = $lock->keepAlive();
+            usleep(max(1_000, min(50_000, $next - Clock::nowUs())));
+        }
     }
 
     public function testExtensionAndLossAfterAnotherTokenTookTheKeys(): void
@@ -306,14 +363,30 @@ abstract class DriverScenarios extends TestCase
         $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
     }
 
-    public function testALockOutlivingItsClosedClientIsStillReleased(): void
+    public function testCloseReleasesItsLocksAndLaterUseIsUsedAfterClose(): void
     {
         $redlock = $this->redlock();
         $lock = $redlock->acquire($this->resource(), 30_000);
         $redlock->close();
-        $this->assertTrue($lock->isValid());
-        unset($lock);
         $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+        $this->assertFalse($lock->isValid());
+        foreach (
+            [
+                'release' => static fn () => $lock->release(),
+                'extend' => static fn () => $lock->extend(),
+                'acquire' => fn () => $redlock->acquire($this->resource()),
+                'lockFromToken' => fn () => $redlock->lockFromToken($this->resource(), 'x'),
+            ] as $what => $call
+        ) {
+            try {
+                $call();
+                $this->fail("$what after close() succeeded");
+            } catch (UsedAfterCloseException $e) {
+                $this->assertSame('used_after_close', $e->codeName, $what);
+            }
+        }
+        $redlock->close();
+        unset($lock);
     }
 
     public function testAScriptThatExitsHoldingALockReleasesIt(): void
