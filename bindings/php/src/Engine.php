@@ -269,7 +269,8 @@ final class Engine
                 $this->linkTimeouts($now);
                 continue;
             }
-            $this->driver->wait($due ?? $now + 1_000, $this->events);
+            // A write has its deadline as the link's due time; a connection, a bounded wait.
+            $this->driver->wait($due ?? $now + 100_000, $this->events);
             if (!$this->driver->hasPendingIo()) {
                 $this->pump();
             }

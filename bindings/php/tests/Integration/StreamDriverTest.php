@@ -83,8 +83,8 @@ final class StreamDriverTest extends DriverScenarios
 
     public function testARefusedPortNamesItsCauseWithoutWaiting(): void
     {
-        // Ports 7530-7534: nothing listens there.
-        $urls = array_map(static fn (int $p): string => "redis://127.0.0.1:$p", range(7530, 7534));
+        // Ports 7505-7509: nothing listens there (this class's nodes are 7500-7504).
+        $urls = array_map(static fn (int $p): string => "redis://127.0.0.1:$p", range(7505, 7509));
         $redlock = Redlock::create($urls, new Options(nodeTimeoutMs: 500, attempts: 1));
         $started = Clock::nowUs();
         try {
