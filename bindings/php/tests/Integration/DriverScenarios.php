@@ -11,6 +11,7 @@ use Redlock\Exception\LockLostException;
 use Redlock\Exception\NodesFailedException;
 use Redlock\Exception\NotHeldException;
 use Redlock\Exception\UsedAfterCloseException;
+use Redlock\Ffi\Constants;
 use Redlock\Lock;
 use Redlock\NodeResult;
 use Redlock\Options;
@@ -277,6 +278,41 @@ abstract class DriverScenarios extends TestCase
             $next = $lock->keepAlive();
             usleep(max(1_000, min(50_000, $next - Clock::nowUs())));
         }
+    }
+
+    public function testAFrozenNodeDoesNotPileUpCommandsAndCostsNoTime(): void
+    {
+        $redlock = $this->redlock(new Options(ttlMs: 10_000, nodeTimeoutMs: 50, attempts: 3, retryDelayMs: 5, retryJitterMs: 1));
+        $healthy = $this->cycles($redlock, 100);
+        Nodes::pause(static::basePort(), 2);
+        try {
+            $frozen = $this->cycles($redlock, 300);
+            $state = $redlock->linkState()[2];
+            $this->assertLessThanOrEqual(Constants::LINK_MAX_IN_FLIGHT, $state['in_flight'], json_encode($state));
+            $this->assertLessThanOrEqual(Constants::LINK_MAX_IN_FLIGHT, $state['queued'], json_encode($state));
+        } finally {
+            Nodes::resume(static::basePort(), 2);
+        }
+        // Decided at the quorum, and the frozen node gets nothing new while stalled.
+        $this->assertLessThan(max(3 * $healthy, $healthy + 5.0), $frozen, "p50 ms: healthy $healthy, frozen $frozen");
+        usleep(100_000);
+        $redlock->flush();
+        $redlock->acquire('php-test:probe')->release();
+        $redlock->flush();
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), 'php-test:pile-up'));
+    }
+
+    /** The median of `$count` acquire + release cycles, in ms. */
+    private function cycles(Redlock $redlock, int $count): float
+    {
+        $took = [];
+        for ($i = 0; $i < $count; $i++) {
+            $started = Clock::nowUs();
+            $redlock->acquire('php-test:pile-up')->release();
+            $took[] = (Clock::nowUs() - $started) / 1000;
+        }
+        sort($took);
+        return $took[intdiv($count, 2)];
     }
 
     public function testExtensionAndLossAfterAnotherTokenTookTheKeys(): void
