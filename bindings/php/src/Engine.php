@@ -66,6 +66,7 @@ final class Engine
             // again is no longer stalled.
             $this->driver->poll($this->events);
             $this->pump();
+            $this->linkTimeouts(Clock::nowUs());
             $this->state = $this->drain();
             while (!$this->state instanceof Outcome) {
                 if ($limitUs !== null && Clock::nowUs() >= $limitUs) {

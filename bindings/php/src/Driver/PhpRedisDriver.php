@@ -126,12 +126,7 @@ final class PhpRedisDriver implements Driver
 
     public function hasPendingIo(): bool
     {
-        foreach ($this->pending as [$node]) {
-            if (empty($this->slow[$node])) {
-                return true;
-            }
-        }
-        return false;
+        return $this->pending !== [];
     }
 
     public function wait(int $untilUs, Events $events): void
@@ -169,6 +164,12 @@ final class PhpRedisDriver implements Driver
     /** Opens (or checks) node `$node`'s connection within `$budgetUs`. */
     private function open(int $node, int $budgetUs, Events $events): void
     {
+        // Opening takes at most the object's own connect timeout (what its owner chose
+        // for connecting), whatever the loop waits for.
+        $timeout = $this->endpoints[$node][2] ?? 0.0;
+        if ($timeout > 0) {
+            $budgetUs = min($budgetUs, (int) ($timeout * 1e6));
+        }
         $deadline = Clock::nowUs() + $budgetUs;
         if (!empty($this->broken[$node]) || !$this->nodes[$node]->isConnected()) {
             $failure = $this->reopen($node, $budgetUs);

@@ -78,6 +78,7 @@ final class Constants
     public const LINK_CAUSE_CLOSED = 5;
 
     public const LINK_MAX_IN_FLIGHT = 64;
+    public const LINK_MAX_QUEUED = 1024;
 
     public const NODE_NOT_ASKED = 1;
     public const NODE_PENDING = 2;
