@@ -97,7 +97,7 @@ case "${1:-}" in
     install
     lint
     # The interop test runs the project's redlock CLI (the debug build `make test-rust` makes).
-    (cd "$repo" && cargo build -q -p redlock-client --bin redlock)
+    (cd "$repo" && cargo build -q -p redlock-client --features cli --bin redlock)
     export REDLOCK_CLI
     REDLOCK_CLI="$(target_dir)/debug/redlock"
     export REDLOCK_LIBRARY="$here/lib/libredlock.so"

@@ -6,7 +6,9 @@ namespace Redlock;
 
 use Redlock\Exception\LockLostException;
 use Redlock\Exception\NodesFailedException;
+use Redlock\Exception\NotHeldException;
 use Redlock\Ffi\Constants;
+use Redlock\Ffi\KeepAlive;
 use Redlock\Ffi\Lease;
 
 /**
@@ -32,6 +34,7 @@ final class Lock
         private readonly array $resources,
         private Lease $lease,
         int $attempts = 0,
+        private ?KeepAlive $keepAlive = null,
     ) {
         $this->attempts = $attempts;
     }
@@ -96,58 +99,112 @@ final class Lock
     }
 
     /**
-     * Extends the lock by `$ttlMs` (default: its TTL) from now, on a quorum.
+     * Extends the lock by `$ttlMs` (default: its TTL) from now. On NodesFailedException
+     * the lock is still held until its old validity ends (`validUntilUs`).
      *
-     * @throws LockLostException the lock is lost (another token holds a key) or was released
-     * @throws NodesFailedException nodes failed; the lock is still held until `validUntilUs`
+     * @throws LockLostException another token holds a key, or no validity was left (lock_lost)
+     * @throws NotHeldException the keys are gone: expired, or the lock was released (not_held)
+     * @throws NodesFailedException nodes failed (nodes_failing)
      */
     public function extend(?int $ttlMs = null): void
     {
-        if ($this->released) {
-            throw new LockLostException('the lock was released', $this->resources, 'released');
-        }
         $redlock = $this->redlock;
-        $outcome = $redlock->run($redlock->client()->extend($this->lease, $ttlMs, Clock::nowUs()));
-        if ($outcome->kind === Constants::OUTCOME_EXTENDED && $outcome->lease() !== null) {
-            $this->lease = $outcome->lease();
+        $client = $redlock->client();
+        $outcome = $redlock->run($client->extend($this->lease, $ttlMs, Clock::nowUs()));
+        $this->keepAlive?->handleOutcome($outcome, Clock::nowUs());
+        $lease = $outcome->lease();
+        if ($lease !== null) {
+            $this->lease = $lease;
+        }
+        if ($outcome->kind === Constants::OUTCOME_EXTENDED) {
             return;
         }
-        if ($outcome->lease() !== null) {
-            $this->lease = $outcome->lease();
-        }
-        $nodes = $redlock->nodeResults($outcome);
-        $reason = $outcome->reasonName() ?? 'unknown';
-        $shown = implode(', ', $this->resources);
-        if ($outcome->lost() === true) {
-            $why = $outcome->reason() === Constants::REASON_CONFLICT ? 'another token holds it' : 'it expired';
-            throw new LockLostException("the lock on '$shown' is lost: $why", $this->resources, $reason, $nodes);
-        }
-        throw new NodesFailedException(
-            "could not extend the lock on '$shown' ($reason); it is held until its old validity ends",
-            $this->resources,
-            $reason,
-            $nodes,
-            null,
-            $outcome->validUntilUs(),
-            $outcome->retryAtUs(),
-        );
+        throw $redlock->error($this->resources, $outcome, 'could not extend the lock on');
     }
 
     /**
-     * Releases the lock on every node (never deleting a key that holds another token).
-     * Returns how many nodes deleted a key of ours when the release was decided.
-     * Releasing twice returns 0 the second time.
+     * Keep-alive, where PHP can run it: asks the core's KeepAlive what to do now and
+     * does it (extends when due, retries a failed extension while a round fits). Call
+     * it from your work as often as you can (at least every third of the TTL); it
+     * returns at once when nothing is due. Returns the instant (Clock::nowUs()) it
+     * wants to be called again by.
+     *
+     * @throws LockLostException the core counts the lock lost (taken, expired, extension limit)
+     * @throws NotHeldException an extension found the keys gone
+     */
+    public function keepAlive(): int
+    {
+        $keepAlive = $this->keepAlive ??= KeepAlive::create($this->redlock->client(), $this->lease);
+        while (true) {
+            [$action, $until, $lost] = $keepAlive->poll(Clock::nowUs());
+            if ($action === Constants::KEEPALIVE_WAIT) {
+                return $until;
+            }
+            if ($action === Constants::KEEPALIVE_LOST) {
+                throw $this->lostError($lost);
+            }
+            if ($action === Constants::KEEPALIVE_STOPPED) {
+                return PHP_INT_MAX;
+            }
+            $redlock = $this->redlock;
+            try {
+                $outcome = $redlock->run($redlock->client()->extend($this->lease, null, Clock::nowUs()));
+            } catch (\Redlock\Exception\UsedAfterCloseException $e) {
+                throw $e;
+            } catch (\Throwable) {
+                $keepAlive->handleFailure(Clock::nowUs());
+                continue;
+            }
+            $keepAlive->handleOutcome($outcome, Clock::nowUs());
+            $this->lease = $keepAlive->lease();
+        }
+    }
+
+    /**
+     * Throws if the core counts the lock lost now (its KeepAlive's verdict; without
+     * one, whether its validity ran out).
+     *
+     * @internal used by Redlock::synchronized()
+     */
+    public function checkNotLost(): void
+    {
+        if ($this->keepAlive === null) {
+            if (!$this->lease->isValid(Clock::nowUs())) {
+                throw $this->lostError(Constants::LOST_EXPIRED);
+            }
+            return;
+        }
+        [$action, , $lost] = $this->keepAlive->poll(Clock::nowUs());
+        if ($action === Constants::KEEPALIVE_LOST) {
+            throw $this->lostError($lost);
+        }
+    }
+
+    /**
+     * Releases the lock on every node; returns how many nodes deleted a key of ours.
+     * Releasing twice does nothing the second time.
+     *
+     * @throws NodesFailedException fewer than a quorum confirmed (nodes_failing)
+     * @throws \Redlock\Exception\UsedAfterCloseException the client was closed
      */
     public function release(): int
     {
+        $redlock = $this->redlock;
+        $client = $redlock->client();
         if ($this->released) {
             return 0;
         }
         $this->released = true;
-        return $this->redlock->releaseLease($this->lease)->released() ?? 0;
+        $redlock->forget($this);
+        $this->keepAlive?->stop();
+        $outcome = $redlock->run($client->release($this->lease, Clock::nowUs()));
+        if ($outcome->kind === Constants::OUTCOME_RELEASED) {
+            return $outcome->released() ?? 0;
+        }
+        throw $redlock->error($this->resources, $outcome, 'could not release the lock on');
     }
 
-    /** release(), swallowing errors: for cleanup paths that must not throw. */
+    /** release(), ignoring failures (the keys then expire with their TTL). */
     public function releaseQuietly(): void
     {
         try {
@@ -157,9 +214,19 @@ final class Lock
         }
     }
 
+    private function lostError(int $reason): \Throwable
+    {
+        $name = KeepAlive::lostReasonName($this->redlock->native, $reason);
+        $shown = implode(', ', $this->resources);
+        if ($reason === Constants::LOST_NOT_HELD) {
+            return new NotHeldException("the lock on '$shown' is lost: its keys are gone", $this->resources, $name);
+        }
+        return new LockLostException("the lock on '$shown' is lost ($name)", $this->resources, $name);
+    }
+
     public function __destruct()
     {
-        if (!$this->released && $this->lease->isValid(Clock::nowUs())) {
+        if (!$this->released && !$this->redlock->isClosed() && $this->lease->isValid(Clock::nowUs())) {
             $this->releaseQuietly();
         }
     }

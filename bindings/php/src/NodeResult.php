@@ -24,6 +24,7 @@ final class NodeResult
         public readonly string $label,
         public readonly string $status,
         public readonly ?string $error = null,
+        public readonly ?string $cause = null,
     ) {
     }
 
@@ -36,6 +37,9 @@ final class NodeResult
     public function __toString(): string
     {
         $detail = $this->error !== null ? "{$this->status}: {$this->error}" : $this->status;
+        if ($this->cause !== null) {
+            $detail .= " [{$this->cause}]";
+        }
         return "node {$this->index} ({$this->label}) $detail";
     }
 }

@@ -7,15 +7,18 @@ namespace Redlock;
 use Redlock\Driver\Driver;
 use Redlock\Driver\PhpRedisDriver;
 use Redlock\Driver\StreamDriver;
+use Redlock\Exception\CancelledException;
 use Redlock\Exception\CoreException;
 use Redlock\Exception\InvalidArgumentException;
-use Redlock\Exception\LockException;
 use Redlock\Exception\LockHeldException;
 use Redlock\Exception\LockLostException;
 use Redlock\Exception\NodesFailedException;
+use Redlock\Exception\NotHeldException;
+use Redlock\Exception\UsedAfterCloseException;
 use Redlock\Ffi\Client;
 use Redlock\Ffi\Config;
 use Redlock\Ffi\Constants;
+use Redlock\Ffi\KeepAlive;
 use Redlock\Ffi\Lease;
 use Redlock\Ffi\Native;
 use Redlock\Ffi\Operation;
@@ -23,8 +26,10 @@ use Redlock\Ffi\Outcome;
 
 /**
  * A Redlock client over N independent Redis nodes. Every decision (quorum, validity,
- * retries, what to release, whether an extension worked) is the core's; this class runs
- * the loop that carries the core's commands to a Driver and the replies back:
+ * retries, what to release, whether an extension worked, what each node's connection
+ * carries, which error to raise) is the core's; this class starts operations, runs
+ * them through the Engine (the loop over one core Link per node) and gives the outcome
+ * its PHP shape:
  *
  *     $redlock = Redlock::create(['redis://10.0.0.1:6379', 'redis://10.0.0.2:6379', ...]);
  *     $redlock->synchronized('orders:42', 10_000, function (Lock $lock) { ... });
@@ -37,9 +42,12 @@ final class Redlock
     public readonly Native $native;
     private readonly Config $config;
     private readonly Client $client;
+    private readonly Engine $engine;
     /** @var list<string> */
     private readonly array $labels;
     private bool $closed = false;
+    /** @var \WeakMap<Lock, true> locks handed out and not yet released, for close() */
+    private \WeakMap $held;
 
     public function __construct(
         private readonly Driver $driver,
@@ -48,8 +56,11 @@ final class Redlock
     ) {
         $this->native = $native ?? Native::get();
         $this->labels = $driver->labels();
+        self::refuseDuplicates($this->native, $driver->addresses(), $this->labels);
         $this->config = Config::build($this->native, count($this->labels), $options->ttlMs, $options->coreSettings());
         $this->client = Client::create($this->config);
+        $this->engine = new Engine($this->native, $driver, count($this->labels));
+        $this->held = new \WeakMap();
     }
 
     /**
@@ -99,34 +110,48 @@ final class Redlock
 
     /**
      * Acquires a lock on `$resources` (one name or several, all or nothing) for `$ttlMs`
-     * (default: the configured TTL), with the configured attempts.
+     * (default: the configured TTL), with the configured attempts. With `$keepAlive`
+     * the lock carries the core's KeepAlive: call Lock::keepAlive() from your work.
+     * With `$timeLimitMs` the acquisition is given up at that time (CancelledException),
+     * and what it may have set is released.
      *
      * @param string|list<string> $resources
-     * @throws LockHeldException someone else holds it
-     * @throws NodesFailedException nodes failed (errors, timeouts), or the quorum came too late
+     * @throws LockHeldException someone else holds it (held_elsewhere)
+     * @throws NodesFailedException nodes failed (nodes_failing), each node's cause in `nodes`
+     * @throws CancelledException the time limit passed first (cancelled)
      */
-    public function acquire(string|array $resources, ?int $ttlMs = null): Lock
+    public function acquire(string|array $resources, ?int $ttlMs = null, bool $keepAlive = false, ?int $timeLimitMs = null): Lock
     {
         $names = self::names($resources);
-        $outcome = $this->run($this->usable()->acquire($names, $ttlMs, Clock::nowUs()));
-        if ($outcome->kind === Constants::OUTCOME_ACQUIRED && $outcome->lease() !== null) {
-            return new Lock($this, $names, $outcome->lease(), $outcome->attempts() ?? 1);
+        $client = $this->usable();
+        $limitUs = null;
+        if ($timeLimitMs !== null) {
+            if ($timeLimitMs < 0) {
+                throw new InvalidArgumentException("the time limit must not be negative, got $timeLimitMs");
+            }
+            $limitUs = Clock::nowUs() + $timeLimitMs * 1000;
         }
-        throw $this->acquireError($names, $outcome);
+        $outcome = $this->engine->run($client->acquire($names, $ttlMs, Clock::nowUs()), $limitUs, $names);
+        $lease = $outcome->lease();
+        if ($outcome->kind === Constants::OUTCOME_ACQUIRED && $lease !== null) {
+            $lock = new Lock($this, $names, $lease, $outcome->attempts() ?? 1, $keepAlive ? KeepAlive::create($client, $lease) : null);
+            $this->held[$lock] = true;
+            return $lock;
+        }
+        throw $this->error($names, $outcome, 'could not lock');
     }
 
     /**
      * Like acquire(), but a lock held by someone else gives null instead of an
-     * exception. Failing nodes still throw NodesFailedException. The attempts are the
-     * configured ones (a wait limit decided by the core is not part of this version).
+     * exception. Failing nodes still throw NodesFailedException.
      *
      * @param string|list<string> $resources
      * @throws NodesFailedException
      */
-    public function tryAcquire(string|array $resources, ?int $ttlMs = null): ?Lock
+    public function tryAcquire(string|array $resources, ?int $ttlMs = null, bool $keepAlive = false, ?int $timeLimitMs = null): ?Lock
     {
         try {
-            return $this->acquire($resources, $ttlMs);
+            return $this->acquire($resources, $ttlMs, $keepAlive, $timeLimitMs);
         } catch (LockHeldException) {
             return null;
         }
@@ -134,9 +159,11 @@ final class Redlock
 
     /**
      * Runs `$callback` holding the lock, and releases it afterwards whatever happens.
-     * Returns what the callback returns. If the lock's validity ran out while the
-     * callback ran, LockLostException is thrown after it (the work was not protected
-     * to the end): extend() inside long callbacks.
+     * Returns what the callback returns. The lock carries the core's KeepAlive: call
+     * `$lock->keepAlive()` from long callbacks (PHP cannot extend behind your back). If
+     * the core counts the lock lost when the callback returns (expired, taken),
+     * LockLostException (or NotHeldException) is thrown after it: the work was not
+     * protected to the end.
      *
      * @template T
      * @param string|list<string> $resources
@@ -145,28 +172,24 @@ final class Redlock
      */
     public function synchronized(string|array $resources, int $ttlMs, callable $callback): mixed
     {
-        $lock = $this->acquire($resources, $ttlMs);
+        $lock = $this->acquire($resources, $ttlMs, true);
         try {
             $result = $callback($lock);
         } catch (\Throwable $e) {
             $lock->releaseQuietly();
             throw $e;
         }
-        $valid = $lock->isValid();
-        $lock->release();
-        if (!$valid) {
-            throw new LockLostException('the lock expired before the callback returned', $lock->resources(), 'expired');
+        try {
+            $lock->checkNotLost();
+        } catch (\Throwable $e) {
+            $lock->releaseQuietly();
+            throw $e;
         }
+        $lock->release();
         return $result;
     }
 
-    /**
-     * Extends `$lock` by `$ttlMs` (default: its TTL) from now. On failure the lock is
-     * still held until its old validity ends unless LockLostException says otherwise.
-     *
-     * @throws LockLostException another token holds a key, or the lock expired or was released
-     * @throws NodesFailedException nodes failed; `validUntilUs` and `retryAtUs` say what is left
-     */
+    /** Extends `$lock`: see Lock::extend(). */
     public function extend(Lock $lock, ?int $ttlMs = null): void
     {
         $lock->extend($ttlMs);
@@ -188,24 +211,60 @@ final class Redlock
     public function lockFromToken(string|array $resources, string $token): Lock
     {
         $names = self::names($resources);
-        return new Lock($this, $names, $this->usable()->lease($names, $token, 0));
+        $lock = new Lock($this, $names, $this->usable()->lease($names, $token, 0));
+        $this->held[$lock] = true;
+        return $lock;
     }
 
     /** Lets commands still in flight finish, up to their deadlines. */
     public function flush(): void
     {
         if (!$this->closed) {
-            $this->driver->flush();
+            $this->engine->flush();
         }
     }
 
-    /** Flushes, then closes the driver's connections. Idempotent. */
+    /**
+     * Releases every lock of this client still held, lets commands in flight finish,
+     * then closes the connections. Idempotent; the client and its locks are unusable
+     * afterwards (UsedAfterCloseException).
+     */
     public function close(): void
     {
-        if (!$this->closed) {
-            $this->closed = true;
-            $this->driver->close();
+        if ($this->closed) {
+            return;
         }
+        try {
+            $locks = [];
+            foreach ($this->held as $lock => $isHeld) {
+                if ($isHeld && !$lock->isReleased()) {
+                    $locks[] = $lock;
+                }
+            }
+            foreach ($locks as $lock) {
+                $lock->releaseQuietly();
+            }
+            $this->engine->flush();
+        } finally {
+            $this->closed = true;
+            $this->driver->shutdown();
+        }
+    }
+
+    public function isClosed(): bool
+    {
+        return $this->closed;
+    }
+
+    /**
+     * Per node, what its link holds: writes awaiting replies (script loads included),
+     * commands queued, releases owed (diagnostics).
+     *
+     * @return list<array{in_flight: int, queued: int, owed: int}>
+     */
+    public function linkState(): array
+    {
+        return $this->engine->linkState();
     }
 
     public function __destruct()
@@ -225,51 +284,16 @@ final class Redlock
         return $this->usable();
     }
 
-    /**
-     * Releases a lease even after close() (a Lock destroyed after its client, at the
-     * end of a script): the driver reopens what it needs, and the release's commands
-     * are let finish before returning, as no later call will.
-     *
-     * @internal
-     */
-    public function releaseLease(Lease $lease): Outcome
-    {
-        $outcome = $this->run($this->client->release($lease, Clock::nowUs()));
-        if ($this->closed) {
-            $this->driver->close();
-        }
-        return $outcome;
-    }
-
-    /**
-     * Drives one operation to its outcome: send what the core emits, wait until the
-     * instant it names or the next reply, hand in replies and timeouts, poll again.
-     *
-     * @internal
-     */
+    /** @internal */
     public function run(Operation $op): Outcome
     {
-        $driver = $this->driver;
-        while (true) {
-            $kind = $op->poll();
-            if ($kind === Constants::OUTPUT_SEND) {
-                [$node, $requestId, $deadline, $argc] = $op->command();
-                $driver->submit($op, $node, $requestId, $deadline, $argc);
-            } elseif ($kind === Constants::OUTPUT_WAIT) {
-                $until = $op->waitUntil();
-                $driver->wait($op, $until);
-                $now = Clock::nowUs();
-                if ($now >= $until) {
-                    $op->handleTimeout($now);
-                }
-            } elseif ($kind === Constants::OUTPUT_OUTCOME) {
-                $outcome = $op->takeOutcome();
-                $driver->settle();
-                return $outcome;
-            } else {
-                throw new CoreException("the operation produced output $kind where a wait or an outcome was due", 'unexpected_output', 0);
-            }
-        }
+        return $this->engine->run($op);
+    }
+
+    /** @internal a lock was released: close() no longer needs to */
+    public function forget(Lock $lock): void
+    {
+        unset($this->held[$lock]);
     }
 
     /**
@@ -279,34 +303,106 @@ final class Redlock
     public function nodeResults(Outcome $outcome): array
     {
         $results = [];
+        $causes = $outcome->nodeCauses();
         foreach ($outcome->nodes() as $index => [$kind, $text]) {
             $status = Constants::NODE_STATUSES[$kind] ?? 'error';
-            $results[] = new NodeResult($index, $this->labels[$index] ?? "node $index", $status, $status === NodeResult::ERROR ? $text : null);
+            $results[] = new NodeResult(
+                $index,
+                $this->labels[$index] ?? "node $index",
+                $status,
+                $status === NodeResult::ERROR ? $text : null,
+                $causes[$index] ?? null,
+            );
         }
         return $results;
     }
 
-    /** @param list<string> $names */
-    private function acquireError(array $names, Outcome $outcome): LockException
+    /**
+     * The exception of a failed outcome: one per core error class.
+     *
+     * @internal
+     * @param list<string> $names
+     */
+    public function error(array $names, Outcome $outcome, string $doing): \Throwable
     {
         $reason = $outcome->reasonName() ?? 'unknown';
         $nodes = $this->nodeResults($outcome);
         $shown = implode(', ', $names);
-        if ($outcome->reason() === Constants::REASON_CONFLICT) {
-            return new LockHeldException("'$shown' is held by someone else", $names, $reason, $nodes, $outcome->attempts());
-        }
-        $why = $outcome->reason() === Constants::REASON_VALIDITY_TOO_SHORT
-            ? 'a quorum agreed too late to leave the least validity'
-            : 'nodes are failing';
-        return new NodesFailedException("could not lock '$shown': $why ($reason)", $names, $reason, $nodes, $outcome->attempts());
+        $attempts = $outcome->kind === Constants::OUTCOME_NOT_ACQUIRED ? $outcome->attempts() : null;
+        $class = $outcome->errorClass();
+        return match ($class) {
+            Constants::ERROR_CLASS_HELD_ELSEWHERE => new LockHeldException(
+                "$doing '$shown': held by someone else",
+                $names,
+                $reason,
+                $nodes,
+                $attempts,
+            ),
+            Constants::ERROR_CLASS_LOCK_LOST => new LockLostException(
+                "$doing '$shown': the lock is lost ("
+                    . ($outcome->reason() === Constants::REASON_CONFLICT ? 'another token holds it' : 'no validity left') . ')',
+                $names,
+                $reason,
+                $nodes,
+            ),
+            Constants::ERROR_CLASS_NOT_HELD => new NotHeldException(
+                "$doing '$shown': the keys are gone (expired or released)",
+                $names,
+                $reason,
+                $nodes,
+            ),
+            Constants::ERROR_CLASS_NODES_FAILING => new NodesFailedException(
+                "$doing '$shown': nodes are failing ($reason)",
+                $names,
+                $reason,
+                $nodes,
+                $attempts,
+                $outcome->kind === Constants::OUTCOME_NOT_EXTENDED ? $outcome->validUntilUs() : null,
+                $outcome->kind === Constants::OUTCOME_NOT_EXTENDED ? $outcome->retryAtUs() : null,
+            ),
+            default => new CoreException("$doing '$shown': outcome of error class $class", 'unexpected_outcome', 0),
+        };
     }
 
     private function usable(): Client
     {
         if ($this->closed) {
-            throw new InvalidArgumentException('this Redlock is closed', 'used_after_close');
+            throw new UsedAfterCloseException('this Redlock is closed');
         }
         return $this->client;
+    }
+
+    /**
+     * Redlock's safety rests on independent nodes: the same server twice is refused
+     * (the core's duplicate_node, on host and port).
+     *
+     * @param list<string> $addresses
+     * @param list<string> $labels
+     */
+    private static function refuseDuplicates(Native $native, array $addresses, array $labels): void
+    {
+        if (count($addresses) < 2) {
+            return;
+        }
+        [$pointers, $lengths, $keep] = $native->resourceArrays($addresses);
+        $rc = $native->ffi->redlock_duplicate_node(
+            $pointers,
+            $lengths,
+            count($addresses),
+            \FFI::addr($native->flag),
+            \FFI::addr($native->size),
+            \FFI::addr($native->size2),
+        );
+        unset($keep);
+        $native->check($rc, 'node addresses');
+        if ($native->flag->cdata) {
+            $i = $native->size->cdata;
+            $j = $native->size2->cdata;
+            throw new InvalidArgumentException(
+                "nodes $i and $j are the same server ({$labels[$j]}): Redlock needs independent nodes",
+                'duplicate_node',
+            );
+        }
     }
 
     /**

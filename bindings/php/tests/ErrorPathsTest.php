@@ -9,6 +9,7 @@ use Redlock\Driver\PhpRedisDriver;
 use Redlock\Driver\StreamDriver;
 use Redlock\Exception\ConfigurationException;
 use Redlock\Exception\InvalidArgumentException;
+use Redlock\Exception\UsedAfterCloseException;
 use Redlock\Exception\RedlockException;
 use Redlock\Options;
 use Redlock\Redlock;
@@ -119,7 +120,7 @@ final class ErrorPathsTest extends TestCase
         try {
             $redlock->acquire('a');
             $this->fail('a closed client acquired');
-        } catch (InvalidArgumentException $e) {
+        } catch (UsedAfterCloseException $e) {
             $this->assertSame('used_after_close', $e->codeName);
         }
     }

@@ -77,7 +77,8 @@ final class VectorsTest extends TestCase
                     $ops[$step['op']] = $op;
                     $last = $step['op'];
                 } elseif (isset($step['extend'])) {
-                    $op = $client->extend($leases[$step['extend']['lease']] ?? $this->fail("$where: no lease"), null, $step['now']);
+                    $lease = $leases[$step['extend']['lease']] ?? $this->fail("$where: no lease");
+                    $op = $client->extend($lease, $step['extend']['ttl_ms'] ?? null, $step['now']);
                     $ops[$step['op']] = $op;
                     $last = $step['op'];
                 } elseif (isset($step['release'])) {
@@ -91,6 +92,9 @@ final class VectorsTest extends TestCase
                 } elseif (isset($step['timeout'])) {
                     $op = $ops[$name];
                     $op->handleTimeout($step['now']);
+                } elseif (isset($step['abandon'])) {
+                    $op = $ops[$name];
+                    $op->abandon($step['now']);
                 } else {
                     $this->fail("$where: unknown step " . json_encode($step));
                 }

@@ -8,7 +8,7 @@ use Redlock\Ffi\Reply;
 
 /**
  * The events a node's transport reports: the per-node contract between the I/O
- * (StreamConnection) and what decides about commands (today StreamLink).
+ * (StreamConnection) and what decides about commands (StreamDriver's per-node channel, which reports them to the core's link).
  */
 interface ConnectionListener
 {

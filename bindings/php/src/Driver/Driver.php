@@ -4,15 +4,14 @@ declare(strict_types=1);
 
 namespace Redlock\Driver;
 
-use Redlock\Ffi\Operation;
+use Redlock\Ffi\Link;
 
 /**
- * Moves the core's commands to the nodes and the nodes' replies back. The loop
- * (Redlock::run) polls the operation; for every send it calls submit(), for every
- * wait it calls wait(), and after the outcome settle(). A driver hands replies to the
- * operation a command came from (Operation::handleReply), never decides anything about
- * the lock, and stops waiting at the instant it is given: the core then times out
- * whatever is still pending.
+ * Per-node I/O for the loop (Redlock\Engine), which owns one core Link per node and
+ * does what the links output: open a node's connection (connect), write a command
+ * (write), close a connection (close). A driver reports what happened through Events
+ * (connected, closed with a cause, the reply to a write id) and decides nothing about
+ * commands, order, deadlines or nodes: that is the links' and the operations'.
  */
 interface Driver
 {
@@ -24,27 +23,36 @@ interface Driver
     public function labels(): array;
 
     /**
-     * Takes the operation's current send output (node, request id, deadline, argc are
-     * what Operation::command() returned; read the bytes or arguments from `$op`
-     * before returning: they are valid until the next poll).
+     * Each node's address as `host:port`, for the core's duplicate-node check.
+     *
+     * @return list<string>
      */
-    public function submit(Operation $op, int $node, int $requestId, int $deadlineUs, int $argc): void;
+    public function addresses(): array;
+
+    /** Opens node `$node`'s connection (TLS, AUTH, SELECT included); events follow. */
+    public function connect(int $node, Events $events): void;
+
+    /** Writes the link's current write (`$writeId`, `$argc` arguments) on `$node`. */
+    public function write(int $node, int $writeId, int $argc, Link $link): void;
+
+    /** Closes node `$node`'s connection; nothing more is reported for it. */
+    public function close(int $node): void;
 
     /**
-     * Does I/O until at least one reply was handed to `$op`, or until `$untilUs` (on
-     * Clock::nowUs()).
+     * Does I/O until at least one event was reported or `$untilUs` (Clock::nowUs())
+     * is reached.
      */
-    public function wait(Operation $op, int $untilUs): void;
+    public function wait(int $untilUs, Events $events): void;
 
-    /** Called after an operation's outcome: the driver may finish what it left. */
-    public function settle(): void;
+    /** Reports what already arrived, without waiting (nothing for a blocking client). */
+    public function poll(Events $events): void;
 
     /**
-     * Lets commands still in flight finish, up to their deadlines (an early decision
-     * leaves the slower nodes' commands out; for a release those clean the rest).
+     * Whether writes or connections were accepted but not yet carried out (a
+     * sequential driver does its I/O in wait()).
      */
-    public function flush(): void;
+    public function hasPendingIo(): bool;
 
-    /** flush(), then closes the connections this driver opened. */
-    public function close(): void;
+    /** Closes every connection (the client is closing). */
+    public function shutdown(): void;
 }

@@ -65,6 +65,12 @@ final class NodeAddress
     }
 
     /** The address without credentials, for messages and per-node results. */
+    /** `host:port`, for the core's duplicate-node check. */
+    public function hostPort(): string
+    {
+        return str_contains($this->host, ':') ? "[{$this->host}]:{$this->port}" : "{$this->host}:{$this->port}";
+    }
+
     public function label(): string
     {
         $host = str_contains($this->host, ':') ? "[{$this->host}]" : $this->host;

@@ -5,56 +5,48 @@ declare(strict_types=1);
 namespace Redlock\Driver;
 
 use Redlock\Clock;
-use Redlock\Exception\CoreException;
 use Redlock\Exception\InvalidArgumentException;
 use Redlock\Ffi\Constants;
+use Redlock\Ffi\Link;
 use Redlock\Ffi\Native;
-use Redlock\Ffi\Operation;
 use Redlock\Ffi\Reply;
 
 /**
  * A driver over your own connected phpredis `Redis` objects, one per node.
  *
- * phpredis has no non-blocking API, so this driver is sequential: it sends one
- * command, reads its reply, hands it to the core, and moves on; the core still
- * decides at the quorum, so an acquisition stops asking once the answer is known.
- * Each command's read timeout is set to what is left until the core's deadline for it
- * (a command with less than a quarter of its time left is not sent and counts as a
- * timeout; a release always gets at least half of its time, as it cleans what an
- * attempt may have set), so a frozen node costs about one node timeout per round. Nodes that keep failing
- * are asked after the others (order across nodes is free; order on one node is kept).
+ * phpredis has no non-blocking API, so this driver is sequential: it accepts what the
+ * links emit (connect, write) and carries it out one at a time in wait(), each read
+ * bounded by the instant the loop is waiting for (the operation's deadline or a link's
+ * wake-up), and reports the result as an event. It decides nothing about commands:
+ * the core's links decide what is written, when a node is stalled and what is written
+ * again.
  *
- * phpredis cannot drop a reply that arrives after its timeout (the next command would
- * read it), so after a timeout or a connection error the connection is closed at once
- * and the next command to that node reopens it, within that command's time: by
- * `$reconnect($node, $redis)` if given, else with connect() to the same host, port and
- * timeout, then AUTH and SELECT as before. The first command on the new connection is
- * `CLIENT KILL ID` of the old one, so a command still unread there cannot run after
- * the new connection's (where the server refuses CLIENT KILL, such a late SET can
- * outlive its release until its TTL). The three SCRIPT LOADs go first on every
- * connection this driver uses or reopens.
+ * Transport only, kept here because phpredis needs it:
+ * - phpredis cannot drop a reply that arrives after its timeout (the next command
+ *   would read it), so a read that times out closes the connection and is reported as
+ *   a closed connection; the link re-opens it when it has something to write. The
+ *   first command on a re-opened connection is `CLIENT KILL ID` of the old one, so a
+ *   command still unread there cannot run after the new connection's.
+ * - Across nodes the I/O order is free (the links keep each node's own order): a node
+ *   whose last read timed out is served after the others, so one frozen node does not
+ *   hold the others' commands behind its timeout.
  *
- * phpredis reports every status reply as `true`, so any status counts as `OK`. The
- * driver changes each object's read timeout while it runs a command and restores it.
+ * Reconnecting uses `$reconnect($node, $redis)` if given, else connect() to the same
+ * host, port and timeout, then AUTH and SELECT as before. phpredis reports every status
+ * reply as `true`, so any status counts as `OK`. The driver changes each object's read
+ * timeout while it runs a command and restores it.
  */
 final class PhpRedisDriver implements Driver
 {
-    /**
-     * Commands not yet sent, per node, oldest first: operation, request id, deadline,
-     * arguments, whether it is a release, the time the core gave it.
-     *
-     * @var array<int, list<array{Operation, int, int, list<string>, bool, int}>>
-     */
-    private array $queues = [];
-    /** @var array<int, bool> nodes whose scripts are loaded on the current connection */
-    private array $scriptsLoaded = [];
-    /** @var array<int, int> per node, commands that timed out or failed since its last answer */
-    private array $failures = [];
-    /** @var array<int, bool> nodes whose connection was closed after a failure */
+    /** @var list<array{int, int, list<string>|null}> node, write id, arguments (null: connect) */
+    private array $pending = [];
+    /** @var array<int, bool> nodes whose last read timed out */
+    private array $slow = [];
+    /** @var array<int, bool> nodes whose connection was closed */
     private array $broken = [];
     /** @var array<int, int> the server's id of each node's current connection (CLIENT ID) */
     private array $clientIds = [];
-    /** @var array<int, int> the id of the connection a failure closed, to kill first on the next */
+    /** @var array<int, int> the id of a closed connection, to kill first on the next */
     private array $closedIds = [];
     /** @var array<int, array{string, int, float, mixed, int}> host, port, timeout, auth, db */
     private array $endpoints = [];
@@ -62,8 +54,6 @@ final class PhpRedisDriver implements Driver
     private array $nodes;
     /** @var list<string> */
     private array $labels;
-    /** @var list<string> */
-    private readonly array $scripts;
     private readonly Native $native;
     private readonly ?\Closure $reconnect;
 
@@ -90,15 +80,9 @@ final class PhpRedisDriver implements Driver
             $host = $redis->isConnected() ? (string) $redis->getHost() : '?';
             $port = $redis->isConnected() ? (int) $redis->getPort() : 0;
             $this->labels[] = str_contains($host, '/') ? $host : "redis://$host:$port";
-            $this->queues[$i] = [];
         }
         $this->native = $native ?? Native::get();
         $this->reconnect = $reconnect === null ? null : \Closure::fromCallable($reconnect);
-        $scripts = [];
-        foreach ([Constants::SCRIPT_ACQUIRE, Constants::SCRIPT_RELEASE, Constants::SCRIPT_EXTEND] as $script) {
-            $scripts[] = (string) $this->native->ffi->redlock_script_text($script);
-        }
-        $this->scripts = $scripts;
     }
 
     public function labels(): array
@@ -106,148 +90,193 @@ final class PhpRedisDriver implements Driver
         return $this->labels;
     }
 
-    public function submit(Operation $op, int $node, int $requestId, int $deadlineUs, int $argc): void
+    public function addresses(): array
     {
-        if (!isset($this->queues[$node])) {
-            throw new CoreException("the core named node $node of " . count($this->nodes), 'out_of_range', 9005);
+        $out = [];
+        foreach ($this->labels as $i => $label) {
+            $endpoint = $this->endpoints[$i] ?? null;
+            // A node not connected at construction has no address to compare: its label
+            // names it uniquely.
+            $out[] = $endpoint === null ? "unknown-$i" : "{$endpoint[0]}:{$endpoint[1]}";
+            unset($label);
         }
-        [$kind] = $op->commandKind();
-        $budget = max(1, $deadlineUs - Clock::nowUs());
-        $this->queues[$node][] = [$op, $requestId, $deadlineUs, $op->commandArgs($argc), $kind === Constants::COMMAND_RELEASE, $budget];
+        return $out;
     }
 
-    public function wait(Operation $op, int $untilUs): void
+    public function connect(int $node, Events $events): void
     {
-        // One command per call: the loop polls the core after every reply.
-        while (($node = $this->nextNode()) !== null) {
-            $entry = array_shift($this->queues[$node]);
-            if ($this->run($node, $entry) && $entry[0] === $op) {
-                return;
-            }
-            if (Clock::nowUs() >= $untilUs) {
-                return;
+        $this->pending[] = [$node, 0, null];
+    }
+
+    public function write(int $node, int $writeId, int $argc, Link $link): void
+    {
+        $this->pending[] = [$node, $writeId, $link->writeArgs($argc)];
+    }
+
+    public function close(int $node): void
+    {
+        $this->drop($node);
+        $this->closeConnection($node);
+    }
+
+    public function poll(Events $events): void
+    {
+        // phpredis only reads when asked, in wait().
+    }
+
+    public function hasPendingIo(): bool
+    {
+        return $this->pending !== [];
+    }
+
+    public function wait(int $untilUs, Events $events): void
+    {
+        $pick = null;
+        foreach ($this->pending as $i => [$node]) {
+            if (empty($this->slow[$node])) {
+                $pick = $i;
+                break;
             }
         }
+        $pick ??= array_key_first($this->pending);
         $now = Clock::nowUs();
-        if ($now < $untilUs) {
-            // Nothing left to send: the core waits for a retry delay.
-            usleep($untilUs - $now);
-        }
-    }
-
-    public function settle(): void
-    {
-        // What the core emitted still goes out, up to each command's deadline: an
-        // acquisition is then held on every node that answers, not only on the first
-        // quorum, and a release cleans every node.
-        $this->flush();
-    }
-
-    public function flush(): void
-    {
-        while (($node = $this->nextNode()) !== null) {
-            $this->run($node, array_shift($this->queues[$node]));
-        }
-    }
-
-    public function close(): void
-    {
-        $this->flush();
-    }
-
-    /**
-     * The next node to serve: of those with work, the one with the fewest failures
-     * since it last answered (a frozen node keeps failing and drifts to the end, a
-     * node that merely ran out of time once comes back at once), then the lowest index.
-     */
-    private function nextNode(): ?int
-    {
-        $best = null;
-        foreach ($this->queues as $node => $queue) {
-            if ($queue !== [] && ($best === null || ($this->failures[$node] ?? 0) < ($this->failures[$best] ?? 0))) {
-                $best = $node;
+        if ($pick === null) {
+            if ($untilUs > $now) {
+                usleep($untilUs - $now);
             }
+            return;
         }
-        return $best;
+        [$node, $writeId, $args] = $this->pending[$pick];
+        array_splice($this->pending, $pick, 1);
+        $budgetUs = max(1_000, $untilUs - $now);
+        if ($args === null) {
+            $this->open($node, $budgetUs, $events);
+        } else {
+            $this->run($node, $writeId, $args, $budgetUs, $events);
+        }
     }
 
-    /**
-     * Sends one command and hands its reply (or timeout, or failure) to its operation.
-     *
-     * @param array{Operation, int, int, list<string>, bool, int} $entry
-     * @return bool whether a reply was handed in
-     */
-    private function run(int $node, array $entry): bool
+    public function shutdown(): void
     {
-        [$op, $requestId, $deadline, $args, $isRelease, $budget] = $entry;
-        $now = Clock::nowUs();
-        $remaining = $deadline - $now;
-        if ($isRelease && $remaining < intdiv($budget, 2)) {
-            // A release cleans what an attempt may have set here, whatever its deadline:
-            // it gets at least half the time the core gave it (its reply is then late).
-            $remaining = intdiv($budget, 2);
-            $deadline = $now + $remaining;
-        } elseif (!$isRelease && $remaining < intdiv($budget, 4)) {
-            // Too little time left to be answered: a command never sent cannot leave a
-            // key behind, one sent and abandoned can. It counts as a timeout.
-            return $this->hand($op, $requestId, Constants::REPLY_TIMEOUT, 0, '');
+        $this->pending = [];
+    }
+
+    /** Opens (or checks) node `$node`'s connection within `$budgetUs`. */
+    private function open(int $node, int $budgetUs, Events $events): void
+    {
+        // Opening takes at most the object's own connect timeout (what its owner chose
+        // for connecting), whatever the loop waits for.
+        $timeout = $this->endpoints[$node][2] ?? 0.0;
+        if ($timeout > 0) {
+            $budgetUs = min($budgetUs, (int) ($timeout * 1e6));
         }
-        if (!empty($this->broken[$node])) {
-            $failure = $this->reopen($node, $remaining);
+        $deadline = Clock::nowUs() + $budgetUs;
+        if (!empty($this->broken[$node]) || !$this->nodes[$node]->isConnected()) {
+            $failure = $this->reopen($node, $budgetUs);
             if ($failure !== null) {
-                $this->failures[$node] = ($this->failures[$node] ?? 0) + 1;
-                return $this->hand($op, $requestId, Constants::REPLY_CONNECTION_FAILED, 0, $failure);
-            }
-            $remaining = $deadline - Clock::nowUs();
-            if ($remaining <= 0) {
-                return $this->hand($op, $requestId, Constants::REPLY_TIMEOUT, 0, '');
+                $this->broken[$node] = true;
+                $events->closed($node, $failure[0], $failure[1]);
+                return;
             }
         }
         $redis = $this->nodes[$node];
-        $previous = null;
         try {
             $previous = $redis->getOption(\Redis::OPT_READ_TIMEOUT);
-            if (empty($this->scriptsLoaded[$node])) {
-                $redis->setOption(\Redis::OPT_READ_TIMEOUT, $remaining / 1e6);
-                $this->prepareConnection($node, $redis);
-                $this->scriptsLoaded[$node] = true;
-                $remaining = $deadline - Clock::nowUs();
-                if ($remaining <= 0) {
-                    return $this->hand($op, $requestId, Constants::REPLY_TIMEOUT, 0, '');
-                }
+            $redis->setOption(\Redis::OPT_READ_TIMEOUT, max(1_000, $deadline - Clock::nowUs()) / 1e6);
+            if (isset($this->closedIds[$node])) {
+                // An error reply (already gone, or CLIENT not allowed) changes nothing here.
+                $redis->rawCommand('CLIENT', 'KILL', 'ID', (string) $this->closedIds[$node]);
+                unset($this->closedIds[$node]);
             }
-            $redis->setOption(\Redis::OPT_READ_TIMEOUT, $remaining / 1e6);
+            $id = $redis->rawCommand('CLIENT', 'ID');
+            if (is_int($id)) {
+                $this->clientIds[$node] = $id;
+            }
+            $redis->setOption(\Redis::OPT_READ_TIMEOUT, is_numeric($previous) ? (float) $previous : 0.0);
+        } catch (\RedisException $e) {
+            $this->failed($node, $e, $deadline, $events);
+            return;
+        }
+        $events->connected($node);
+    }
+
+    /**
+     * Runs one command within `$budgetUs` and reports its reply, or the connection's
+     * failure.
+     *
+     * @param list<string> $args
+     */
+    private function run(int $node, int $writeId, array $args, int $budgetUs, Events $events): void
+    {
+        $redis = $this->nodes[$node];
+        $deadline = Clock::nowUs() + $budgetUs;
+        try {
+            $previous = $redis->getOption(\Redis::OPT_READ_TIMEOUT);
+            $redis->setOption(\Redis::OPT_READ_TIMEOUT, $budgetUs / 1e6);
             $redis->clearLastError();
             $result = $redis->rawCommand(...$args);
             $error = $result === false ? $redis->getLastError() : null;
             $redis->setOption(\Redis::OPT_READ_TIMEOUT, is_numeric($previous) ? (float) $previous : 0.0);
         } catch (\RedisException $e) {
-            // phpredis times out a read a little before the instant asked for.
-            $timedOut = Clock::nowUs() + 1_000 >= $deadline;
-            $this->markBroken($node);
-            return $this->hand(
-                $op,
-                $requestId,
-                $timedOut ? Constants::REPLY_TIMEOUT : Constants::REPLY_CONNECTION_FAILED,
-                0,
-                $timedOut ? '' : $e->getMessage(),
-            );
+            $this->failed($node, $e, $deadline, $events);
+            return;
         }
-        $this->failures[$node] = 0;
+        $this->slow[$node] = false;
         if ($error !== null) {
-            return $this->hand($op, $requestId, Constants::REPLY_ERROR, 0, $error);
+            $events->reply($node, $writeId, [Constants::REPLY_ERROR, 0, $error]);
+        } elseif (is_array($result)) {
+            $events->reply($node, $writeId, $this->toReply($result));
+        } else {
+            $events->reply($node, $writeId, self::simple($result));
         }
-        return $this->handValue($op, $requestId, $result);
     }
 
-    private function handValue(Operation $op, int $requestId, mixed $result): bool
+    /** A read or write failed: the connection is closed (a late reply must never be read). */
+    private function failed(int $node, \RedisException $e, int $deadline, Events $events): void
     {
-        if (is_array($result)) {
-            $reply = $this->toReply($result);
-            return $this->check($op, $requestId, $op->handleReply($requestId, $reply, Clock::nowUs()));
+        // phpredis times out a read a little before the instant asked for.
+        $timedOut = Clock::nowUs() + 1_000 >= $deadline;
+        $this->slow[$node] = $timedOut;
+        $this->drop($node);
+        $this->closeConnection($node);
+        $message = $e->getMessage();
+        $events->closed($node, $timedOut ? 'other' : self::cause($message), $timedOut ? "read timed out: $message" : $message);
+    }
+
+    /** Forgets what was accepted for `$node` and not yet carried out. */
+    private function drop(int $node): void
+    {
+        $this->pending = array_values(array_filter($this->pending, static fn (array $p): bool => $p[0] !== $node));
+    }
+
+    private function closeConnection(int $node): void
+    {
+        if (!empty($this->broken[$node])) {
+            return;
         }
-        [$kind, $integer, $text] = self::simple($result);
-        return $this->hand($op, $requestId, $kind, $integer, $text);
+        $this->broken[$node] = true;
+        if (isset($this->clientIds[$node])) {
+            $this->closedIds[$node] = $this->clientIds[$node];
+            unset($this->clientIds[$node]);
+        }
+        $redis = $this->nodes[$node];
+        $this->remember($node, $redis);
+        try {
+            $redis->close();
+        } catch (\RedisException) {
+            // Already closed.
+        }
+    }
+
+    private static function cause(string $message): string
+    {
+        return match (true) {
+            stripos($message, 'refused') !== false => 'refused',
+            stripos($message, 'NOAUTH') !== false, stripos($message, 'WRONGPASS') !== false, stripos($message, 'AUTH') !== false => 'auth',
+            stripos($message, 'SSL') !== false, stripos($message, 'TLS') !== false => 'tls',
+            stripos($message, 'timed out') !== false => 'timeout',
+            default => 'other',
+        };
     }
 
     /** @return array{int, int, string} */
@@ -279,64 +308,6 @@ final class PhpRedisDriver implements Driver
         return Reply::array($this->native, $built);
     }
 
-    private function hand(Operation $op, int $requestId, int $kind, int $integer, string $text): bool
-    {
-        return $this->check($op, $requestId, $op->handleSimpleReply($requestId, $kind, $integer, $text, Clock::nowUs()));
-    }
-
-    private function check(Operation $op, int $requestId, int $rc): bool
-    {
-        if ($rc !== Constants::OK) {
-            throw $op->native->error($rc, "reply to request $requestId");
-        }
-        return true;
-    }
-
-    /**
-     * The first commands on every connection: if a failure closed the previous one,
-     * CLIENT KILL it, so a command still unread in it can no longer run after what
-     * this connection sends (it ran before, or never); then the connection's own id
-     * (kept for the same purpose) and the three SCRIPT LOADs.
-     */
-    private function prepareConnection(int $node, \Redis $redis): void
-    {
-        if (isset($this->closedIds[$node])) {
-            // An error reply (already gone, or CLIENT not allowed) changes nothing here.
-            $redis->rawCommand('CLIENT', 'KILL', 'ID', (string) $this->closedIds[$node]);
-            unset($this->closedIds[$node]);
-        }
-        $id = $redis->rawCommand('CLIENT', 'ID');
-        if (is_int($id)) {
-            $this->clientIds[$node] = $id;
-        }
-        foreach ($this->scripts as $script) {
-            $redis->rawCommand('SCRIPT', 'LOAD', $script);
-        }
-    }
-
-    /**
-     * After a timeout or an error the connection is closed at once: a late reply
-     * must never be read as another command's. The node is asked last until it
-     * answers again; the next command to it reopens the connection.
-     */
-    private function markBroken(int $node): void
-    {
-        $this->failures[$node] = ($this->failures[$node] ?? 0) + 1;
-        $this->scriptsLoaded[$node] = false;
-        $this->broken[$node] = true;
-        if (isset($this->clientIds[$node])) {
-            $this->closedIds[$node] = $this->clientIds[$node];
-            unset($this->clientIds[$node]);
-        }
-        $redis = $this->nodes[$node];
-        $this->remember($node, $redis);
-        try {
-            $redis->close();
-        } catch (\RedisException) {
-            // Already closed.
-        }
-    }
-
     /** Where node `$node` is, while its object still knows (it forgets once closed). */
     private function remember(int $node, \Redis $redis): void
     {
@@ -362,10 +333,12 @@ final class PhpRedisDriver implements Driver
     }
 
     /**
-     * Reopens node `$node`'s connection within `$remainingUs`; null on success, else
-     * why it failed.
+     * Reopens node `$node`'s connection within `$budgetUs`; null on success, else the
+     * cause and text of the failure.
+     *
+     * @return array{string, string}|null
      */
-    private function reopen(int $node, int $remainingUs): ?string
+    private function reopen(int $node, int $budgetUs): ?array
     {
         try {
             if ($this->reconnect !== null) {
@@ -373,10 +346,10 @@ final class PhpRedisDriver implements Driver
             } else {
                 $endpoint = $this->endpoints[$node] ?? null;
                 if ($endpoint === null) {
-                    return 'not connected, and the address is unknown (give PhpRedisDriver a $reconnect callable)';
+                    return ['other', 'not connected, and the address is unknown (give PhpRedisDriver a $reconnect callable)'];
                 }
                 [$host, $port, $timeout, $auth, $db] = $endpoint;
-                $limit = $remainingUs / 1e6;
+                $limit = $budgetUs / 1e6;
                 $this->nodes[$node]->connect($host, $port, $timeout > 0 ? min($timeout, $limit) : $limit);
                 if ($auth !== null) {
                     $this->nodes[$node]->auth($auth);
@@ -386,7 +359,7 @@ final class PhpRedisDriver implements Driver
                 }
             }
         } catch (\RedisException $e) {
-            return 'reconnect failed: ' . $e->getMessage();
+            return [self::cause($e->getMessage()), 'reconnect failed: ' . $e->getMessage()];
         }
         $this->broken[$node] = false;
         return null;

@@ -9,7 +9,7 @@ namespace Redlock\Exception;
  * node URL, a TTL the configuration does not allow, a token that is not printable.
  * `$codeName` is the core's name for the rule when the core refused it.
  */
-final class InvalidArgumentException extends \InvalidArgumentException implements RedlockException
+class InvalidArgumentException extends \InvalidArgumentException implements RedlockException
 {
     public function __construct(
         string $message,

@@ -5,8 +5,8 @@ declare(strict_types=1);
 namespace Redlock\Exception;
 
 /**
- * The lock is no longer ours: another token holds a key (`conflict`), its validity ran
- * out (`expired`), or it was released (`released`).
+ * Error class `lock_lost`: the lock is no longer ours: another token holds a key
+ * (`conflict`), or its validity ran out (`expired`, `extension_limit`).
  */
 final class LockLostException extends LockException
 {

@@ -31,11 +31,54 @@ final class Constants
     public const OUTCOME_EXTENDED = 3;
     public const OUTCOME_NOT_EXTENDED = 4;
     public const OUTCOME_RELEASED = 5;
+    public const OUTCOME_NOT_RELEASED = 6;
 
     public const REASON_CONFLICT = 1;
     public const REASON_NODES_FAILED = 2;
     public const REASON_MIXED = 3;
     public const REASON_VALIDITY_TOO_SHORT = 4;
+    public const REASON_NOT_HELD = 5;
+
+    public const ERROR_CLASS_HELD_ELSEWHERE = 1;
+    public const ERROR_CLASS_NODES_FAILING = 2;
+    public const ERROR_CLASS_LOCK_LOST = 3;
+    public const ERROR_CLASS_NOT_HELD = 4;
+    public const ERROR_CLASS_INVALID_ARGUMENT = 5;
+    public const ERROR_CLASS_USED_AFTER_CLOSE = 6;
+    public const ERROR_CLASS_CANCELLED = 7;
+
+    public const NODE_CAUSE_REFUSED = 1;
+    public const NODE_CAUSE_AUTH = 2;
+    public const NODE_CAUSE_TLS = 3;
+    public const NODE_CAUSE_TIMEOUT = 4;
+    public const NODE_CAUSE_STALLED = 5;
+    public const NODE_CAUSE_CONNECTION = 6;
+    public const NODE_CAUSE_ERROR = 7;
+
+    public const KEEPALIVE_EXTEND = 1;
+    public const KEEPALIVE_WAIT = 2;
+    public const KEEPALIVE_LOST = 3;
+    public const KEEPALIVE_STOPPED = 4;
+
+    public const LOST_TAKEN = 1;
+    public const LOST_NOT_HELD = 2;
+    public const LOST_EXPIRED = 3;
+    public const LOST_EXTENSION_LIMIT = 4;
+
+    public const LINK_OUTPUT_NONE = 0;
+    public const LINK_OUTPUT_CONNECT = 1;
+    public const LINK_OUTPUT_WRITE = 2;
+    public const LINK_OUTPUT_CLOSE = 3;
+    public const LINK_OUTPUT_DELIVER = 4;
+
+    public const LINK_CAUSE_REFUSED = 1;
+    public const LINK_CAUSE_AUTH = 2;
+    public const LINK_CAUSE_TLS = 3;
+    public const LINK_CAUSE_TIMEOUT = 4;
+    public const LINK_CAUSE_CLOSED = 5;
+
+    public const LINK_MAX_IN_FLIGHT = 64;
+    public const LINK_MAX_QUEUED = 1024;
 
     public const NODE_NOT_ASKED = 1;
     public const NODE_PENDING = 2;
@@ -63,6 +106,16 @@ final class Constants
         self::REASON_NODES_FAILED => 'nodes_failed',
         self::REASON_MIXED => 'mixed',
         self::REASON_VALIDITY_TOO_SHORT => 'validity_too_short',
+        self::REASON_NOT_HELD => 'not_held',
+    ];
+
+    /** The transport's cause words (StreamConnection, PhpRedisDriver) as LinkCause values. */
+    public const LINK_CAUSES = [
+        'refused' => self::LINK_CAUSE_REFUSED,
+        'auth' => self::LINK_CAUSE_AUTH,
+        'tls' => self::LINK_CAUSE_TLS,
+        'timeout' => self::LINK_CAUSE_TIMEOUT,
+        'other' => self::LINK_CAUSE_CLOSED,
     ];
 
     public const NODE_STATUSES = [
@@ -80,5 +133,6 @@ final class Constants
         self::OUTCOME_EXTENDED => 'extended',
         self::OUTCOME_NOT_EXTENDED => 'not_extended',
         self::OUTCOME_RELEASED => 'released',
+        self::OUTCOME_NOT_RELEASED => 'not_released',
     ];
 }

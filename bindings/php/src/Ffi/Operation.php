@@ -151,6 +151,18 @@ final class Operation
         );
     }
 
+    /** Hands in the link's current delivery (any reply kind); returns the result code. */
+    public function handleDelivery(Link $link, int $nowUs): int
+    {
+        return $this->ffi->redlock_operation_handle_delivery($this->handle, $link->handle, $nowUs);
+    }
+
+    /** Cancels the operation (poll afterwards: an acquisition emits its release). */
+    public function abandon(int $nowUs): void
+    {
+        $this->native->check($this->ffi->redlock_operation_abandon($this->handle, $nowUs), 'abandon');
+    }
+
     public function handleTimeout(int $nowUs): void
     {
         $this->native->check($this->ffi->redlock_operation_handle_timeout($this->handle, $nowUs), 'timeout');

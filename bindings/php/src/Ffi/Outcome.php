@@ -124,6 +124,39 @@ final class Outcome
         });
     }
 
+    /** The error class: a `Constants::ERROR_CLASS_*` value, 0 for a success. */
+    public function errorClass(): int
+    {
+        return $this->native->ffi->redlock_outcome_error_class($this->handle);
+    }
+
+    /**
+     * Per node, why it failed: a `REDLOCK_NODE_CAUSE_*` name (`refused`, `auth`, `tls`,
+     * `timeout`, `stalled`, `connection`, `error`), or null when it did not fail.
+     *
+     * @return list<?string>
+     */
+    public function nodeCauses(): array
+    {
+        return $this->memo('causes', function (Native $n): array {
+            $causes = [];
+            $count = $n->ffi->redlock_outcome_node_count($this->handle);
+            for ($i = 0; $i < $count; $i++) {
+                $n->check($n->ffi->redlock_outcome_node_cause($this->handle, $i, FFI::addr($n->u32)), 'outcome node');
+                $cause = $n->u32->cdata;
+                $name = $cause === 0 ? null : $n->ffi->redlock_node_cause_name($cause);
+                $causes[] = is_string($name) ? $name : null;
+            }
+            return $causes;
+        });
+    }
+
+    /** @internal the handle, for KeepAlive::handleOutcome */
+    public function handle(): CData
+    {
+        return $this->handle;
+    }
+
     /** The lease (acquired, extended, not extended) as a handle of its own, else null. */
     public function lease(): ?Lease
     {

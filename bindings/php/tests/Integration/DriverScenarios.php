@@ -9,6 +9,9 @@ use Redlock\Clock;
 use Redlock\Exception\LockHeldException;
 use Redlock\Exception\LockLostException;
 use Redlock\Exception\NodesFailedException;
+use Redlock\Exception\NotHeldException;
+use Redlock\Exception\UsedAfterCloseException;
+use Redlock\Ffi\Constants;
 use Redlock\Lock;
 use Redlock\NodeResult;
 use Redlock\Options;
@@ -157,6 +160,7 @@ abstract class DriverScenarios extends TestCase
             foreach ([2, 3, 4] as $index) {
                 $this->assertSame(NodeResult::ERROR, $e->nodes[$index]->status, (string) $e->nodes[$index]);
                 $this->assertStringContainsString('connection failed', (string) $e->nodes[$index]->error);
+                $this->assertContains($e->nodes[$index]->cause, ['refused', 'connection'], (string) $e->nodes[$index]);
             }
         }
         $redlock->flush();
@@ -220,6 +224,113 @@ abstract class DriverScenarios extends TestCase
         // The scripts were loaded on the new connection before any EVALSHA.
         $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', '77ca464c5e5c04fb844d50b9a72b30052642d9cd');
         $this->assertSame([1], $exists);
+    }
+
+    public function testARestartedEmptyNodeIsUsedAgainAtOnceAndReleasesDeleteItsKey(): void
+    {
+        $redlock = $this->redlock(new Options(attempts: 3, retryDelayMs: 20, retryJitterMs: 1));
+        $redlock->acquire($this->resource() . ':warm', 5_000)->release();
+        Nodes::restart(static::basePort(), 0);
+        // Not lost for a TTL: within a few acquisitions the link has reconnected, reloaded
+        // the scripts and node 0 holds our key again.
+        $held = false;
+        for ($i = 0; $i < 5 && !$held; $i++) {
+            $lock = $redlock->acquire($this->resource(), 30_000);
+            $redlock->flush();
+            $held = Nodes::values(static::basePort(), $this->resource())[0] === $lock->token();
+            $lock->release();
+            $redlock->flush();
+            $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()), "round $i");
+        }
+        $this->assertTrue($held, 'node 0 was not used again after its restart');
+    }
+
+    public function testAReleaseFewerThanAQuorumConfirmedIsNodesFailing(): void
+    {
+        // A short TTL: the links owe the killed nodes the release until it has passed.
+        $redlock = $this->redlock(new Options(ttlMs: 1_000, attempts: 1));
+        $lock = $redlock->acquire($this->resource(), 1_000);
+        foreach ([2, 3, 4] as $i) {
+            Nodes::kill(static::basePort(), $i);
+        }
+        try {
+            $lock->release();
+            $this->fail('a release two nodes confirmed counted as a success');
+        } catch (NodesFailedException $e) {
+            $this->assertGreaterThanOrEqual(3, count($e->failedNodes()), $e->getMessage());
+        }
+        $redlock->flush();
+        $this->assertSame([false, false], Nodes::values(static::basePort(), $this->resource(), 2));
+    }
+
+    public function testExtendAfterReleaseIsNotHeld(): void
+    {
+        $redlock = $this->redlock();
+        $lock = $redlock->acquire($this->resource(), 5_000);
+        $lock->release();
+        try {
+            $lock->extend();
+            $this->fail('extended a released lock');
+        } catch (NotHeldException $e) {
+            $this->assertSame('not_held', $e->reason);
+        }
+    }
+
+    public function testKeepAliveExtendsWhenDueAndSaysWhenTheLockWasTaken(): void
+    {
+        $redlock = $this->redlock(new Options(ttlMs: 600, nodeTimeoutMs: 50));
+        $lock = $redlock->acquire($this->resource(), 600, true);
+        $until = Clock::nowUs() + 1_500_000;
+        while (Clock::nowUs() < $until) {
+            $next = $lock->keepAlive();
+            $this->assertTrue($lock->isValid());
+            usleep(max(1_000, min(50_000, $next - Clock::nowUs())));
+        }
+        $this->assertGreaterThanOrEqual(2, $lock->extensions(), 'extended by the core\'s schedule');
+        for ($i = 0; $i < 5; $i++) {
+            Nodes::redis(static::basePort(), $i)->set($this->resource(), 'someone-else');
+        }
+        $this->expectException(LockLostException::class);
+        $until = Clock::nowUs() + 2_000_000;
+        while (Clock::nowUs() < $until) {
+            $next = $lock->keepAlive();
+            usleep(max(1_000, min(50_000, $next - Clock::nowUs())));
+        }
+    }
+
+    public function testAFrozenNodeDoesNotPileUpCommandsAndCostsNoTime(): void
+    {
+        $redlock = $this->redlock(new Options(ttlMs: 10_000, nodeTimeoutMs: 50, attempts: 3, retryDelayMs: 5, retryJitterMs: 1));
+        $healthy = $this->cycles($redlock, 100);
+        Nodes::pause(static::basePort(), 2);
+        try {
+            $frozen = $this->cycles($redlock, 300);
+            $state = $redlock->linkState()[2];
+            $this->assertLessThanOrEqual(Constants::LINK_MAX_IN_FLIGHT, $state['in_flight'], json_encode($state));
+            $this->assertLessThanOrEqual(Constants::LINK_MAX_QUEUED, $state['queued'], json_encode($state));
+        } finally {
+            Nodes::resume(static::basePort(), 2);
+        }
+        // Decided at the quorum, and the frozen node gets nothing new while stalled.
+        $this->assertLessThan(max(3 * $healthy, $healthy + 5.0), $frozen, "p50 ms: healthy $healthy, frozen $frozen");
+        usleep(100_000);
+        $redlock->flush();
+        $redlock->acquire('php-test:probe')->release();
+        $redlock->flush();
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), 'php-test:pile-up'));
+    }
+
+    /** The median of `$count` acquire + release cycles, in ms. */
+    private function cycles(Redlock $redlock, int $count): float
+    {
+        $took = [];
+        for ($i = 0; $i < $count; $i++) {
+            $started = Clock::nowUs();
+            $redlock->acquire('php-test:pile-up')->release();
+            $took[] = (Clock::nowUs() - $started) / 1000;
+        }
+        sort($took);
+        return $took[intdiv($count, 2)];
     }
 
     public function testExtensionAndLossAfterAnotherTokenTookTheKeys(): void
@@ -306,14 +417,30 @@ abstract class DriverScenarios extends TestCase
         $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
     }
 
-    public function testALockOutlivingItsClosedClientIsStillReleased(): void
+    public function testCloseReleasesItsLocksAndLaterUseIsUsedAfterClose(): void
     {
         $redlock = $this->redlock();
         $lock = $redlock->acquire($this->resource(), 30_000);
         $redlock->close();
-        $this->assertTrue($lock->isValid());
-        unset($lock);
         $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+        $this->assertFalse($lock->isValid());
+        foreach (
+            [
+                'release' => static fn () => $lock->release(),
+                'extend' => static fn () => $lock->extend(),
+                'acquire' => fn () => $redlock->acquire($this->resource()),
+                'lockFromToken' => fn () => $redlock->lockFromToken($this->resource(), 'x'),
+            ] as $what => $call
+        ) {
+            try {
+                $call();
+                $this->fail("$what after close() succeeded");
+            } catch (UsedAfterCloseException $e) {
+                $this->assertSame('used_after_close', $e->codeName, $what);
+            }
+        }
+        $redlock->close();
+        unset($lock);
     }
 
     public function testAScriptThatExitsHoldingALockReleasesIt(): void

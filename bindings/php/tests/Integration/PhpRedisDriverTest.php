@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace Redlock\Tests\Integration;
 
+use Redlock\Exception\InvalidArgumentException;
 use Redlock\Options;
 use Redlock\Redlock;
 
@@ -49,6 +50,23 @@ final class PhpRedisDriverTest extends DriverScenarios
         for ($i = 1; $i < 5; $i++) {
             $ttl = Nodes::redis(static::basePort(), $i)->pTTL($key);
             $this->assertTrue($ttl === -2 || ($ttl > 0 && $ttl <= 10_000), "node $i: a key without its TTL ($ttl)");
+        }
+    }
+
+    public function testTheSameNodeTwiceIsRefused(): void
+    {
+        $nodes = [];
+        foreach ([0, 1, 2, 0] as $i) {
+            $redis = new \Redis();
+            $redis->connect($i === 2 ? 'localhost' : '127.0.0.1', static::basePort() + $i, 0.5);
+            $nodes[] = $redis;
+        }
+        try {
+            Redlock::withPhpRedis($nodes);
+            $this->fail('accepted the same node twice');
+        } catch (InvalidArgumentException $e) {
+            $this->assertSame('duplicate_node', $e->codeName);
+            $this->assertStringContainsString('nodes 0 and 3', $e->getMessage());
         }
     }
 }

@@ -4,8 +4,12 @@ declare(strict_types=1);
 
 namespace Redlock\Tests\Integration;
 
+use Redlock\Clock;
 use Redlock\Driver\StreamDriver;
+use Redlock\Exception\CancelledException;
+use Redlock\Exception\InvalidArgumentException;
 use Redlock\Exception\NodesFailedException;
+use Redlock\NodeResult;
 use Redlock\Options;
 use Redlock\Redlock;
 
@@ -49,7 +53,8 @@ final class StreamDriverTest extends DriverScenarios
         try {
             $lock = $redlock->acquire('php-test:frozen-order');
             $lock->release();
-            $this->assertSame(2, $driver->inFlight()[2], 'the SET and the release wait on node 2, in order');
+            $state = $redlock->linkState()[2];
+            $this->assertSame(2, $state['in_flight'] + $state['queued'], 'the SET and the release wait on node 2, in order');
             $redlock->flush();
         } finally {
             Nodes::resume(static::basePort(), 2);
@@ -58,7 +63,73 @@ final class StreamDriverTest extends DriverScenarios
         usleep(50_000);
         $redlock->acquire('php-test:probe')->release();
         $redlock->flush();
-        $this->assertSame(0, $driver->inFlight()[2]);
+        $this->assertSame(0, $redlock->linkState()[2]['in_flight']);
         $this->assertFalse(Nodes::redis(static::basePort(), 2)->get('php-test:frozen-order'));
+    }
+
+    public function testTheSameNodeTwiceIsRefused(): void
+    {
+        $urls = static::$urls;
+        $urls[3] = str_replace('127.0.0.1', 'localhost', $urls[1]);
+        try {
+            Redlock::create($urls);
+            $this->fail('accepted the same node twice');
+        } catch (InvalidArgumentException $e) {
+            $this->assertSame('duplicate_node', $e->codeName);
+            $this->assertStringContainsString('nodes 1 and 3', $e->getMessage());
+        }
+    }
+
+    public function testARefusedPortNamesItsCauseWithoutWaiting(): void
+    {
+        // Ports 7505-7509: nothing listens there (this class's nodes are 7500-7504).
+        $urls = array_map(static fn (int $p): string => "redis://127.0.0.1:$p", range(7505, 7509));
+        $redlock = Redlock::create($urls, new Options(nodeTimeoutMs: 500, attempts: 1));
+        $started = Clock::nowUs();
+        try {
+            $redlock->acquire('php-test:refused');
+            $this->fail('acquired with every node refusing');
+        } catch (NodesFailedException $e) {
+            $this->assertLessThan(200_000, Clock::nowUs() - $started, 'a refused port costs no timeout');
+            $refused = 0;
+            foreach ($e->nodes as $node) {
+                if ($node->status !== NodeResult::PENDING) {
+                    $this->assertSame('refused', $node->cause, (string) $node);
+                    $refused++;
+                }
+            }
+            $this->assertGreaterThanOrEqual(3, $refused, $e->getMessage());
+        }
+    }
+
+    public function testAnAcquisitionGivenUpAtItsTimeLimitLeavesNoKey(): void
+    {
+        $redlock = Redlock::create(static::$urls, new Options(ttlMs: 10_000, nodeTimeoutMs: 300, attempts: 1));
+        $redlock->acquire('php-test:warm')->release();
+        foreach ([0, 1, 2] as $i) {
+            Nodes::pause(static::basePort(), $i);
+        }
+        try {
+            try {
+                $redlock->acquire('php-test:cancel', null, false, 30);
+                $this->fail('acquired with three nodes frozen');
+            } catch (CancelledException $e) {
+                $this->assertSame(['php-test:cancel'], $e->resources);
+            }
+            $redlock->flush();
+            // The two live nodes had set the key: the abandoned acquisition's release cleaned them.
+            foreach ([3, 4] as $i) {
+                $this->assertFalse(Nodes::redis(static::basePort(), $i)->get('php-test:cancel'), "node $i");
+            }
+        } finally {
+            foreach ([0, 1, 2] as $i) {
+                Nodes::resume(static::basePort(), $i);
+            }
+        }
+        // Once resumed, the frozen nodes run the SET, then the release the links owed them.
+        usleep(100_000);
+        $redlock->acquire('php-test:probe')->release();
+        $redlock->flush();
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), 'php-test:cancel'));
     }
 }

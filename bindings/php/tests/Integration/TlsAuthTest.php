@@ -61,7 +61,7 @@ final class TlsAuthTest extends TestCase
             $this->fail('acquired with a wrong password');
         } catch (NodesFailedException $e) {
             $this->assertSame('nodes_failed', $e->reason);
-            $this->assertCausedBy('auth: WRONGPASS', $e);
+            $this->assertCausedBy('auth: WRONGPASS', 'auth', $e);
         }
     }
 
@@ -72,12 +72,12 @@ final class TlsAuthTest extends TestCase
             $redlock->acquire('php-tls:c');
             $this->fail('acquired over TLS without trusting the CA');
         } catch (NodesFailedException $e) {
-            $this->assertCausedBy('tls:', $e);
+            $this->assertCausedBy('tls:', 'tls', $e);
         }
     }
 
     /** At least a quorum's worth of nodes failed with `$cause`; the rest had not answered yet. */
-    private function assertCausedBy(string $cause, NodesFailedException $e): void
+    private function assertCausedBy(string $cause, string $causeName, NodesFailedException $e): void
     {
         $failed = 0;
         foreach ($e->nodes as $node) {
@@ -86,6 +86,7 @@ final class TlsAuthTest extends TestCase
             }
             $this->assertSame(NodeResult::ERROR, $node->status, (string) $node);
             $this->assertStringContainsString($cause, (string) $node->error);
+            $this->assertSame($causeName, $node->cause, (string) $node);
             $failed++;
         }
         $this->assertGreaterThanOrEqual(3, $failed, $e->getMessage());

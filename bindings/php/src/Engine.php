@@ -1,0 +1,303 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Redlock;
+
+use Redlock\Driver\Driver;
+use Redlock\Driver\Events;
+use Redlock\Exception\CancelledException;
+use Redlock\Exception\CoreException;
+use Redlock\Ffi\Constants;
+use Redlock\Ffi\Link;
+use Redlock\Ffi\Native;
+use Redlock\Ffi\Operation;
+use Redlock\Ffi\Outcome;
+
+/**
+ * The loop over the core's links (docs/bindings.md, "The loop"): one core Link per
+ * node, living as long as the client. Every command an operation emits goes to its
+ * node's link, tagged with the operation; the engine does what the links output
+ * (Connect / Write / Close through the Driver, Deliver to the tagged operation) and
+ * wakes up only at the operation's Wait and the links' poll_timeout. It decides
+ * nothing itself.
+ *
+ * @internal used by Redlock
+ */
+final class Engine
+{
+    /** How long flush() waits at most for commands still in flight. */
+    private const FLUSH_LIMIT_US = 2_000_000;
+
+    /** @var list<Link> */
+    public readonly array $links;
+    private readonly Events $events;
+    private int $nextTag = 1;
+    /** The operation being run and its tag; deliveries for other tags are dropped. */
+    private ?Operation $op = null;
+    private int $tag = 0;
+    /** The running operation's state after its last poll: a wake-up instant or its outcome. */
+    private int|Outcome|null $state = null;
+
+    public function __construct(Native $native, private readonly Driver $driver, int $nodes)
+    {
+        $links = [];
+        for ($i = 0; $i < $nodes; $i++) {
+            $links[] = Link::create($native);
+        }
+        $this->links = $links;
+        $this->events = new Events();
+    }
+
+    /**
+     * Drives `$op` to its outcome. If anything throws meanwhile (a driver error, an
+     * interrupt), or `$limitUs` passes first (CancelledException), the operation is
+     * abandoned: what the core then emits (the release of an acquisition's token) goes
+     * to the links before the exception goes on.
+     *
+     * @param list<string> $names the resources, for CancelledException
+     */
+    public function run(Operation $op, ?int $limitUs = null, array $names = []): Outcome
+    {
+        $this->op = $op;
+        $this->tag = $this->nextTag++;
+        try {
+            // Replies that arrived since the last operation first: a node that answers
+            // again is no longer stalled.
+            $this->driver->poll($this->events);
+            $this->pump();
+            $this->linkTimeouts(Clock::nowUs());
+            $this->state = $this->drain();
+            while (!$this->state instanceof Outcome) {
+                if ($limitUs !== null && Clock::nowUs() >= $limitUs) {
+                    throw new CancelledException('gave up at the time limit: ' . implode(', ', $names), $names);
+                }
+                $this->step($limitUs);
+            }
+            $outcome = $this->state;
+            $this->op = null;
+            $this->settle();
+            return $outcome;
+        } catch (\Throwable $e) {
+            if ($this->op !== null) {
+                $this->abandon($op);
+            }
+            throw $e;
+        } finally {
+            $this->op = null;
+            $this->state = null;
+        }
+    }
+
+    /**
+     * Lets commands still in flight finish: until every link is idle, or only stalled
+     * ones are left (their nodes stopped answering), at most FLUSH_LIMIT_US.
+     */
+    public function flush(): void
+    {
+        $limit = Clock::nowUs() + self::FLUSH_LIMIT_US;
+        while (true) {
+            $this->driver->poll($this->events);
+            $this->pump();
+            $now = Clock::nowUs();
+            $busy = $this->driver->hasPendingIo();
+            foreach ($this->links as $link) {
+                if (!$link->isIdle() && !$link->isStalled($now)) {
+                    $busy = true;
+                }
+            }
+            if (!$busy || $now >= $limit) {
+                return;
+            }
+            $due = $this->linkDue() ?? $limit;
+            if ($due <= $now) {
+                $this->linkTimeouts($now);
+                continue;
+            }
+            $this->driver->wait(min($due, $limit), $this->events);
+        }
+    }
+
+    /**
+     * Per node: writes awaiting replies (script loads included), commands queued, and
+     * releases owed (diagnostics and tests).
+     *
+     * @return list<array{in_flight: int, queued: int, owed: int}>
+     */
+    public function linkState(): array
+    {
+        return array_map(
+            static fn (Link $l): array => ['in_flight' => $l->inFlight(), 'queued' => $l->queued(), 'owed' => $l->owed()],
+            $this->links,
+        );
+    }
+
+    /** One round: the links' outputs, then the next wake-up or I/O event. */
+    private function step(?int $limitUs): void
+    {
+        if ($this->pump() || $this->state instanceof Outcome) {
+            return;
+        }
+        $now = Clock::nowUs();
+        $wake = (int) $this->state;
+        if ($now >= $wake && $this->op !== null) {
+            $this->op->handleTimeout($now);
+            $this->state = $this->drain();
+            return;
+        }
+        $due = $this->linkDue();
+        if ($due !== null && $due <= $now) {
+            $this->linkTimeouts($now);
+            return;
+        }
+        $until = $due === null ? $wake : min($wake, $due);
+        $this->driver->wait($limitUs === null ? $until : min($until, $limitUs), $this->events);
+    }
+
+    /**
+     * The running operation's outputs until Wait or the outcome: each send to its
+     * node's link.
+     */
+    private function drain(): int|Outcome
+    {
+        $op = $this->op ?? throw new CoreException('no operation is running', 'no_value', Constants::OK);
+        while (true) {
+            $kind = $op->poll();
+            if ($kind === Constants::OUTPUT_SEND) {
+                $node = $op->command()[0];
+                $link = $this->links[$node] ?? throw new CoreException("the core named node $node of " . count($this->links), 'out_of_range', 9005);
+                $link->submit($this->tag, $op, Clock::nowUs());
+            } elseif ($kind === Constants::OUTPUT_WAIT) {
+                return $op->waitUntil();
+            } elseif ($kind === Constants::OUTPUT_OUTCOME) {
+                return $op->takeOutcome();
+            } else {
+                throw new CoreException("the operation produced output $kind where a wait or an outcome was due", 'unexpected_output', 0);
+            }
+        }
+    }
+
+    /**
+     * Hands the transports' events to the links and does what the links output, until
+     * nothing is left. True if the running operation got a reply.
+     */
+    private function pump(): bool
+    {
+        $delivered = false;
+        do {
+            $progress = false;
+            while (($event = $this->events->shift()) !== null) {
+                $progress = true;
+                $this->apply($event);
+            }
+            foreach ($this->links as $node => $link) {
+                while (($kind = $link->poll()) !== Constants::LINK_OUTPUT_NONE) {
+                    $progress = true;
+                    if ($kind === Constants::LINK_OUTPUT_CONNECT) {
+                        $this->driver->connect($node, $this->events);
+                    } elseif ($kind === Constants::LINK_OUTPUT_WRITE) {
+                        [$id, $argc] = $link->write();
+                        $this->driver->write($node, $id, $argc, $link);
+                    } elseif ($kind === Constants::LINK_OUTPUT_CLOSE) {
+                        $this->driver->close($node);
+                    } elseif ($kind === Constants::LINK_OUTPUT_DELIVER) {
+                        $delivered = $this->deliver($link) || $delivered;
+                    }
+                }
+            }
+        } while ($progress);
+        return $delivered;
+    }
+
+    /** @param array{int, int, int, mixed, string} $event */
+    private function apply(array $event): void
+    {
+        [$kind, $node, $id, $value, $text] = $event;
+        $link = $this->links[$node];
+        $now = Clock::nowUs();
+        if ($kind === Events::CONNECTED) {
+            $link->handleConnected($now);
+        } elseif ($kind === Events::CLOSED) {
+            $link->handleClosed(Constants::LINK_CAUSES[$value] ?? Constants::LINK_CAUSE_CLOSED, $text, $now);
+        } elseif (is_array($value)) {
+            $link->handleSimpleReply($id, $value[0], $value[1], $value[2], $now);
+        } else {
+            $link->handleReply($id, $value, $now);
+        }
+    }
+
+    /** A Deliver: to the running operation if it is the one tagged, else dropped. */
+    private function deliver(Link $link): bool
+    {
+        $tag = $link->deliveryTag();
+        if ($this->op === null || $tag !== $this->tag || $this->state instanceof Outcome) {
+            return false;
+        }
+        $rc = $this->op->handleDelivery($link, Clock::nowUs());
+        if ($rc !== Constants::OK) {
+            throw $this->op->native->error($rc, 'delivery');
+        }
+        $this->state = $this->drain();
+        return true;
+    }
+
+    /** Cancels the running operation and submits what it emits (its release). */
+    private function abandon(Operation $op): void
+    {
+        try {
+            $this->state = null;
+            $op->abandon(Clock::nowUs());
+            while ($op->poll() === Constants::OUTPUT_SEND) {
+                $node = $op->command()[0];
+                $this->links[$node]->submit($this->tag, $op, Clock::nowUs());
+            }
+            $this->op = null;
+            $this->pump();
+        } catch (\Throwable) {
+            // Abandoning is best effort while another exception is on its way out.
+        }
+        $this->op = null;
+    }
+
+    /** After an outcome: a sequential driver finishes the writes it accepted. */
+    private function settle(): void
+    {
+        while ($this->driver->hasPendingIo()) {
+            $this->pump();
+            $now = Clock::nowUs();
+            $due = $this->linkDue();
+            if ($due !== null && $due <= $now) {
+                $this->linkTimeouts($now);
+                continue;
+            }
+            // A write has its deadline as the link's due time; a connection, a bounded wait.
+            $this->driver->wait($due ?? $now + 100_000, $this->events);
+            if (!$this->driver->hasPendingIo()) {
+                $this->pump();
+            }
+        }
+    }
+
+    private function linkDue(): ?int
+    {
+        $due = null;
+        foreach ($this->links as $link) {
+            $at = $link->pollTimeout();
+            if ($at !== null && ($due === null || $at < $due)) {
+                $due = $at;
+            }
+        }
+        return $due;
+    }
+
+    private function linkTimeouts(int $now): void
+    {
+        foreach ($this->links as $link) {
+            $at = $link->pollTimeout();
+            if ($at !== null && $at <= $now) {
+                $link->handleTimeout($now);
+            }
+        }
+        $this->pump();
+    }
+}
