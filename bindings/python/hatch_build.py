@@ -77,8 +77,11 @@ def build_library(work: Path) -> Path:
         )
     workspace = rust_workspace()
     if workspace != REPO:
-        # cargo rewrites the lockfile for the smaller workspace: build from a copy.
-        workspace = Path(shutil.copytree(workspace, work / "rust"))
+        # cargo rewrites the lockfile for the smaller workspace: build from a copy. The
+        # copy's files get the current time, not the archive's: cargo hashes workspace
+        # paths relative to the workspace, so with a shared CARGO_TARGET_DIR an earlier
+        # version's library would otherwise look fresh next to older-looking sources.
+        workspace = Path(shutil.copytree(workspace, work / "rust", copy_function=shutil.copy))
     target = os.environ.get("CARGO_TARGET_DIR") or str(work / "target")
     log(f"building libredlock with cargo in {target} (release; a minute or two the first time)")
     subprocess.run(
