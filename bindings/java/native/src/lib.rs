@@ -11,7 +11,7 @@
 //! through the C ABI's result codes and message buffers first.
 //!
 //! Calling conventions shared with `Native.java`:
-//! - handles are `long`s (see [`boundary`]); 0 is refused with `used_after_close`;
+//! - handles are `long`s (see the `boundary` module); 0 is refused with `used_after_close`;
 //! - `now` and every instant is microseconds on the caller's monotonic clock (`Time`);
 //! - optional numbers use a negative value for "not given".
 
