@@ -35,6 +35,7 @@ class KeepAlive(_Handle):
         super().__init__(out.value)
 
     def poll(self, now: int) -> KeepAliveAction:
+        """What to do at ``now``: extend, wait until an instant, or the lock is lost."""
         action, until, reason = c_uint32(), c_uint64(), c_uint32()
         _ffi.check(
             lib.redlock_keepalive_poll(
@@ -49,29 +50,35 @@ class KeepAlive(_Handle):
         )
 
     def handle_outcome(self, outcome: Outcome, now: int) -> None:
+        """The outcome of an extension of this lock, asked for or made by hand."""
         _ffi.check(
             lib.redlock_keepalive_handle_outcome(self._p(), outcome._p(), _u64(now, "now")),
             "keepalive_outcome",
         )
 
     def handle_failure(self, now: int) -> None:
+        """The extension could not be run at all: retried like failing nodes."""
         _ffi.check(
             lib.redlock_keepalive_handle_failure(self._p(), _u64(now, "now")), "keepalive_failure"
         )
 
     def stop(self) -> None:
+        """Stops keeping the lock alive (released, or no longer wanted)."""
         _ffi.check(lib.redlock_keepalive_stop(self._p()), "keepalive_stop")
 
     def lease(self) -> Lease:
+        """The lease as it stands (a handle of its own)."""
         out = _new_handle()
         _ffi.check(lib.redlock_keepalive_lease(self._p(), byref(out)), "keepalive_lease")
         return Lease(out.value)
 
     @property
     def lost(self) -> str | None:
+        """Why the lock was lost (the core's reason code), once it is."""
         reason = int(lib.redlock_keepalive_lost_reason(self._p()))
         return lost_reason_name(reason) if reason else None
 
     @property
     def is_extending(self) -> bool:
+        """True while an extension this keep-alive asked for is under way."""
         return bool(lib.redlock_keepalive_is_extending(self._p()))

@@ -58,6 +58,7 @@ class Link(_Handle):
             _ffi.fail(rc, "link_submit")
 
     def handle_connected(self, now: int) -> None:
+        """A new or re-opened connection is ready: the scripts are written first."""
         _ffi.check(lib.redlock_link_handle_connected(self._p(), _u64(now, "now")), "connected")
 
     def handle_closed(self, cause: int, text: str | bytes, now: int) -> None:
@@ -83,11 +84,13 @@ class Link(_Handle):
             _ffi.fail(rc, "link_handle_reply")
 
     def handle_reply_value(self, write_id: int, reply: Reply, now: int) -> None:
+        """The reply to write ``write_id``, as a reply object (arrays included)."""
         rc = lib.redlock_link_handle_reply_value(self._p(), write_id, reply._p(), now)
         if rc != _ffi.OK:
             _ffi.fail(rc, "link_handle_reply")
 
     def handle_timeout(self, now: int) -> None:
+        """Time has reached ``now``: what is past its time is dropped or closed."""
         _ffi.check(lib.redlock_link_handle_timeout(self._p(), _u64(now, "now")), "link_timeout")
 
     # outputs
@@ -152,23 +155,29 @@ class Link(_Handle):
 
     @property
     def is_idle(self) -> bool:
+        """True when nothing is queued or awaiting a reply."""
         return bool(lib.redlock_link_is_idle(self._p()))
 
     def is_stalled(self, now: int) -> bool:
+        """True while a written command is unanswered past its deadline."""
         return bool(lib.redlock_link_is_stalled(self._p(), _u64(now, "now")))
 
     @property
     def is_open(self) -> bool:
+        """True while a connection is open."""
         return bool(lib.redlock_link_is_open(self._p()))
 
     @property
     def in_flight(self) -> int:
+        """Writes awaiting their replies (the script loads included)."""
         return int(lib.redlock_link_in_flight(self._p()))
 
     @property
     def queued(self) -> int:
+        """Commands queued, not yet written."""
         return int(lib.redlock_link_queued(self._p()))
 
     @property
     def owed(self) -> int:
+        """Tokens whose release this link still owes."""
         return int(lib.redlock_link_owed(self._p()))
