@@ -11,43 +11,8 @@ use tokio::sync::{watch, Notify};
 use crate::client::{Client, ExtendReport, ReleaseReport};
 use crate::error::{Error, NodeReport};
 
-/// Why a lock was lost (the core's [`redlock_core::LostReason`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum LostReason {
-    /// An extension found the keys holding another token on so many nodes that no
-    /// quorum holds ours: someone else may hold the lock now.
-    Taken,
-    /// An extension found the keys gone (expired or deleted) and nobody else holding
-    /// them.
-    NotHeld,
-    /// The validity ran out before an extension succeeded (no automatic extension, or
-    /// extensions kept failing because nodes were unreachable).
-    Expired,
-    /// The validity ran out after the bound on automatic extensions was reached.
-    ExtensionLimit,
-}
-
-impl LostReason {
-    /// A stable snake_case name: `taken`, `not_held`, `expired`, `extension_limit`.
-    pub fn code(self) -> &'static str {
-        match self {
-            LostReason::Taken => "taken",
-            LostReason::NotHeld => "not_held",
-            LostReason::Expired => "expired",
-            LostReason::ExtensionLimit => "extension_limit",
-        }
-    }
-
-    fn from_core(reason: redlock_core::LostReason) -> LostReason {
-        match reason {
-            redlock_core::LostReason::Taken => LostReason::Taken,
-            redlock_core::LostReason::NotHeld => LostReason::NotHeld,
-            redlock_core::LostReason::ExtensionLimit => LostReason::ExtensionLimit,
-            _ => LostReason::Expired,
-        }
-    }
-}
+/// Why a lock was lost: the core's reason, the same in every binding.
+pub use redlock_core::LostReason;
 
 /// How a lock was lost, with the nodes' answers to the last failed extension (empty if
 /// none failed).
@@ -69,6 +34,7 @@ impl std::fmt::Display for Lost {
             }
             LostReason::Expired => "the lock expired before it could be extended",
             LostReason::ExtensionLimit => "the lock expired after its last allowed extension",
+            _ => "the lock is lost",
         })?;
         for (i, node) in self.nodes.iter().enumerate() {
             f.write_str(if i == 0 { " [" } else { "; " })?;
@@ -168,7 +134,7 @@ impl LockShared {
             let keep = self.keep();
             match keep.lost() {
                 Some(reason) => LockState::Lost(Lost {
-                    reason: LostReason::from_core(reason),
+                    reason: (reason),
                     nodes: self.client.inner.reports(keep.last_failure()),
                 }),
                 None => LockState::Held {
