@@ -68,7 +68,7 @@ final class KeepAlive {
       return;
     }
     engine
-        .run(now -> lock.owner().core().extend(lease, null, now), -1)
+        .run(now -> lock.owner().core().extend(lease, null, now))
         .whenComplete((outcome, error) -> engine.execute(() -> handle(lease, outcome, error)));
   }
 
@@ -95,7 +95,7 @@ final class KeepAlive {
           outcome.nodes());
       return;
     }
-    LockException cause = ErrorClasses.notExtended(lock.resource(), outcome);
+    LockException cause = ErrorClasses.of(lock.resource(), outcome);
     Optional<Long> retryAt = outcome.retryAt();
     if (retryAt.isPresent()) {
       notify(() -> listener.extensionFailed(lock, cause, retryAt.get()));
