@@ -368,3 +368,71 @@ export!(Java_io_github_redlockcore_internal_Native_duplicateNode(env, addresses:
     }
 });
 
+
+// ---- keep-alive -------------------------------------------------------------------
+
+export!(Java_io_github_redlockcore_internal_Native_keepAliveNew(env, config: jlong, lease: jlong) -> jlong = 0, {
+    let _ = env;
+    let config: &mut redlock_core::Config = handle(config, "config")?;
+    let lease: &mut redlock_core::Lease = handle(lease, "lease")?;
+    Ok(into_handle(redlock_core::KeepAlive::new(config, lease.clone())))
+});
+
+export!(Java_io_github_redlockcore_internal_Native_keepAliveFree(env, keep_alive: jlong) -> () = (), {
+    let _ = env;
+    crate::boundary::free::<redlock_core::KeepAlive>(keep_alive);
+    Ok(())
+});
+
+// What to do now: 1 extend, 2 wait until `out[0]`, 3 lost (`out[0]`: 0 taken, 1 not held,
+// 2 expired, 3 extension limit), 4 stopped.
+export!(Java_io_github_redlockcore_internal_Native_keepAlivePoll(env, keep_alive: jlong, now: jlong, out: JLongArray<'local>) -> jint = -1, {
+    let keep_alive: &mut redlock_core::KeepAlive = handle(keep_alive, "keep-alive")?;
+    if is_null(&out) || env.get_array_length(&out)? < 1 {
+        return Err(Failure::argument("invalid_argument", "the output array needs 1 slot"));
+    }
+    let (code, value) = match keep_alive.poll(time(now)?) {
+        redlock_core::KeepAliveAction::Extend => (1, 0),
+        redlock_core::KeepAliveAction::WaitUntil(at) => (2, convert::time_to_java(at)),
+        redlock_core::KeepAliveAction::Lost(reason) => (
+            3,
+            match reason {
+                redlock_core::LostReason::Taken => 0,
+                redlock_core::LostReason::NotHeld => 1,
+                redlock_core::LostReason::Expired => 2,
+                _ => 3,
+            },
+        ),
+        _ => (4, 0),
+    };
+    env.set_long_array_region(&out, 0, &[value])?;
+    Ok(code)
+});
+
+// Hands the outcome an extension operation just produced (before `operationOutcome`
+// takes it) to the keep-alive.
+export!(Java_io_github_redlockcore_internal_Native_keepAliveHandleOutcome(env, keep_alive: jlong, operation: jlong, now: jlong) -> () = (), {
+    let _ = env;
+    let keep_alive: &mut redlock_core::KeepAlive = handle(keep_alive, "keep-alive")?;
+    let op: &mut OperationBox = handle(operation, "operation")?;
+    let outcome = op
+        .outcome
+        .as_ref()
+        .ok_or_else(|| Failure::state("no_outcome", "the operation has not produced its outcome"))?;
+    keep_alive.handle_outcome(outcome, time(now)?);
+    Ok(())
+});
+
+export!(Java_io_github_redlockcore_internal_Native_keepAliveHandleFailure(env, keep_alive: jlong, now: jlong) -> () = (), {
+    let _ = env;
+    let keep_alive: &mut redlock_core::KeepAlive = handle(keep_alive, "keep-alive")?;
+    keep_alive.handle_failure(time(now)?);
+    Ok(())
+});
+
+export!(Java_io_github_redlockcore_internal_Native_keepAliveStop(env, keep_alive: jlong) -> () = (), {
+    let _ = env;
+    let keep_alive: &mut redlock_core::KeepAlive = handle(keep_alive, "keep-alive")?;
+    keep_alive.stop();
+    Ok(())
+});

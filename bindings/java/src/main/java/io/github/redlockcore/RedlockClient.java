@@ -103,6 +103,19 @@ public final class RedlockClient implements AutoCloseable {
   }
 
   /**
+   * A lock rebuilt from its resources and token (another process's, kept elsewhere), to
+   * extend or release it. Its validity is unknown until an extension succeeds.
+   */
+  public RedLock lock(List<String> resources, String token) {
+    Objects.requireNonNull(resources, "resources");
+    Objects.requireNonNull(token, "token");
+    if (engine.isClosed()) {
+      throw new RedlockStateException("used_after_close", "the Redlock client was closed");
+    }
+    return new RedLock(this, String.join(",", resources), client.lease(resources, token, 0), 0);
+  }
+
+  /**
    * Tries to acquire {@code resource} for {@code ttl}, retrying (with the core's delays)
    * until it is acquired or {@code wait} has passed (the core's wait limit: it never starts
    * an attempt that cannot end by then); empty if someone else still held it.

@@ -176,4 +176,8 @@ public final class Operation extends NativeHandle {
   public synchronized void abandon(long now) {
     Native.operationAbandon(handle(), now);
   }
+
+  long handle0() {
+    return handle();
+  }
 }

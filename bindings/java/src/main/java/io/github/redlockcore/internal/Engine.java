@@ -27,6 +27,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.LongFunction;
+import java.util.function.ObjLongConsumer;
 
 /**
  * The loop: one thread that starts operations, sends what they emit through each node's
@@ -58,6 +59,8 @@ public final class Engine implements LoopContext, AutoCloseable {
   private final ArrayDeque<Op> touched = new ArrayDeque<>();
   private final long[] pumpOut = new long[1];
   private final long[] linkOut = new long[4];
+  /** An operation was polled since the links were last: they may have output. */
+  private boolean submitted;
   /** The next instant a link wants its timeout handled, or -1. */
   private long linkWake = -1;
   private long nextTag = 1;
@@ -68,13 +71,16 @@ public final class Engine implements LoopContext, AutoCloseable {
     final long tag;
     final Operation operation;
     final CompletableFuture<Outcome> future;
+    final ObjLongConsumer<Operation> beforeOutcome;
     long waitUntil = -1;
     boolean touched;
 
-    Op(long tag, Operation operation, CompletableFuture<Outcome> future) {
+    Op(long tag, Operation operation, CompletableFuture<Outcome> future,
+        ObjLongConsumer<Operation> beforeOutcome) {
       this.tag = tag;
       this.operation = operation;
       this.future = future;
+      this.beforeOutcome = beforeOutcome;
     }
   }
 
@@ -160,6 +166,11 @@ public final class Engine implements LoopContext, AutoCloseable {
     return (System.nanoTime() - origin) / 1000 + 1_000_000;
   }
 
+  /** True once {@link #close()} began. */
+  public boolean isClosed() {
+    return closing || !running;
+  }
+
   public boolean inLoop() {
     return Thread.currentThread() == thread;
   }
@@ -168,9 +179,20 @@ public final class Engine implements LoopContext, AutoCloseable {
     return links.nodes();
   }
 
-  /** One node's link (loop thread, or through {@link #execute}). */
+  /** A snapshot of one node's link, taken on the loop thread (diagnostics, tests). */
   public CoreLinks.Info linkInfo(int node) {
-    return links.info(node, now());
+    if (inLoop()) {
+      return links.info(node, now());
+    }
+    CompletableFuture<CoreLinks.Info> info = new CompletableFuture<>();
+    execute(() -> {
+      try {
+        info.complete(links.info(node, now()));
+      } catch (RuntimeException e) {
+        info.completeExceptionally(e);
+      }
+    });
+    return info.join();
   }
 
   // ---- operations ----
@@ -181,6 +203,15 @@ public final class Engine implements LoopContext, AutoCloseable {
    * acquisition's release goes to every node, and the operation is forgotten.
    */
   public CompletableFuture<Outcome> run(LongFunction<Operation> start) {
+    return run(start, null);
+  }
+
+  /**
+   * As {@link #run(LongFunction)}; {@code beforeOutcome} sees the operation (on the loop
+   * thread) when its outcome is ready and before it is taken (the core's keep-alive).
+   */
+  public CompletableFuture<Outcome> run(LongFunction<Operation> start,
+      ObjLongConsumer<Operation> beforeOutcome) {
     CompletableFuture<Outcome> future = new CompletableFuture<>();
     if (closing || !running) {
       future.completeExceptionally(
@@ -204,7 +235,7 @@ public final class Engine implements LoopContext, AutoCloseable {
         future.completeExceptionally(e);
         return;
       }
-      Op op = new Op(nextTag++, operation, future);
+      Op op = new Op(nextTag++, operation, future, beforeOutcome);
       ops.put(op.tag, op);
       future.whenComplete((outcome, error) -> {
         if (future.isCancelled()) {
@@ -230,11 +261,15 @@ public final class Engine implements LoopContext, AutoCloseable {
     if (!ops.containsKey(op.tag)) {
       return;
     }
+    submitted = true;
     try {
       int code = op.operation.pump(linksHandle, op.tag, now, pumpOut);
       if (code == 2) {
         op.waitUntil = pumpOut[0];
       } else if (code == 3) {
+        if (op.beforeOutcome != null) {
+          op.beforeOutcome.accept(op.operation, now);
+        }
         finish(op, op.operation.outcome());
       } else {
         finish(op, null);
@@ -260,6 +295,7 @@ public final class Engine implements LoopContext, AutoCloseable {
     long now = now();
     try {
       op.operation.abandon(now);
+      submitted = true;
       op.operation.pump(linksHandle, op.tag, now, pumpOut);
     } finally {
       op.operation.close();
@@ -273,6 +309,7 @@ public final class Engine implements LoopContext, AutoCloseable {
    * stays native); the operation is polled in {@link #deliverAll()}.
    */
   private void pumpLinks() {
+    submitted = false;
     pollLinks();
     // Due link timeouts (a stalled node, a reconnect backoff) may output more.
     linkWake = Native.linksTimeout(linksHandle, now());
@@ -473,7 +510,8 @@ public final class Engine implements LoopContext, AutoCloseable {
         drain(op, now);
       }
     }
-    if (linkWake >= 0 && linkWake <= now) {
+    // The operations' commands (a retry's) and any due link timeout.
+    if (submitted || (linkWake >= 0 && linkWake <= now)) {
       pumpLinks();
     }
     deliverAll();

@@ -181,4 +181,19 @@ public final class Native {
 
   /** The first two indexes naming one server, or null. */
   public static native int[] duplicateNode(String[] addresses);
+
+  // ---- the core's keep-alive ----
+
+  public static native long keepAliveNew(long config, long lease);
+
+  public static native void keepAliveFree(long keepAlive);
+
+  /** 1 extend, 2 wait until out[0], 3 lost (out[0] the reason), 4 stopped. */
+  public static native int keepAlivePoll(long keepAlive, long now, long[] out);
+
+  public static native void keepAliveHandleOutcome(long keepAlive, long operation, long now);
+
+  public static native void keepAliveHandleFailure(long keepAlive, long now);
+
+  public static native void keepAliveStop(long keepAlive);
 }
