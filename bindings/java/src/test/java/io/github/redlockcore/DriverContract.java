@@ -393,11 +393,20 @@ abstract class DriverContract {
       waitUntil(() -> first.token().equals(get(0, resource)));
     }
     nodes.restart(0);
-    // The link loads the scripts again on the new connection: node 0 is not lost for a TTL.
-    RedLock second = redlock.acquire(resource);
-    waitUntil(() -> second.token().equals(get(0, resource)));
-    second.release();
-    waitUntil(() -> get(0, resource) == null);
+    // The link loads the scripts again on the new connection: node 0 is not lost for a
+    // TTL. (A client library that learns of the restart only from its next write, as
+    // Jedis does, loses that one write: the link never writes a SET twice.)
+    for (int i = 0; ; i++) {
+      RedLock next = redlock.acquire(resource);
+      boolean onNode0 = next.token().equals(get(0, resource));
+      next.release();
+      if (onNode0) {
+        // Its release deleted the key there too.
+        waitUntil(() -> get(0, resource) == null);
+        break;
+      }
+      assertTrue(i < 2, "node 0 still not used after " + (i + 1) + " acquisitions");
+    }
   }
 
   @Test
