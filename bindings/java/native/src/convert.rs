@@ -274,7 +274,10 @@ pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<
     let nodes = outcome.nodes();
     let codes: Vec<jint> = nodes.iter().map(node_code).collect();
     // Per node, the core's cause (NodeCause in declaration order, from 1; 0 for none).
-    let causes: Vec<jint> = nodes.iter().map(|n| n.cause().map_or(0, cause_number)).collect();
+    let causes: Vec<jint> = nodes
+        .iter()
+        .map(|n| n.cause().map_or(0, cause_number))
+        .collect();
     // Error texts only when some node has one (the common outcomes have none).
     let texts = if nodes.iter().any(|n| matches!(n, NodeResult::Error(_))) {
         let texts =

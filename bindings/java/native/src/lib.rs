@@ -18,7 +18,6 @@
 mod boundary;
 mod classes;
 mod convert;
-mod links;
 
 use std::time::Duration;
 
@@ -67,6 +66,9 @@ macro_rules! export {
         }
     };
 }
+
+// The node links and keep-alive use `export!` too (declared after it to see it).
+mod links;
 
 // ---- library ------------------------------------------------------------------------
 

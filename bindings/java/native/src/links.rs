@@ -32,19 +32,6 @@ fn link(links: &mut Links, node: jint) -> Result<&mut Link> {
         .ok_or_else(|| Failure::argument("unknown_node", format!("no node {node}")))
 }
 
-macro_rules! export {
-    ($name:ident ( $env:ident $(, $arg:ident : $ty:ty)* ) -> $ret:ty = $fallback:expr, $body:block) => {
-        #[no_mangle]
-        pub extern "system" fn $name<'local>(
-            mut env: JNIEnv<'local>,
-            _class: JClass<'local>,
-            $($arg: $ty),*
-        ) -> $ret {
-            guard(&mut env, $fallback, |$env| $body)
-        }
-    };
-}
-
 export!(Java_io_github_redlockcore_internal_Native_linksNew(env, nodes: jint) -> jlong = 0, {
     let _ = env;
     let nodes = usize::try_from(nodes)
@@ -367,7 +354,6 @@ export!(Java_io_github_redlockcore_internal_Native_duplicateNode(env, addresses:
         }
     }
 });
-
 
 // ---- keep-alive -------------------------------------------------------------------
 
