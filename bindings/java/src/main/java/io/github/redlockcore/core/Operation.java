@@ -132,20 +132,6 @@ public final class Operation extends NativeHandle {
     Native.operationHandleTimeout(handle(), now);
   }
 
-  /**
-   * True when no node of the current round is still pending: between attempts (the failed
-   * attempt released everywhere) or finished. Nothing this operation sent can still set
-   * a key that a later command of its own would not clean.
-   */
-  public synchronized boolean isSettled() {
-    for (int code : Native.operationNodeCodes(handle())) {
-      if (code <= 1) {
-        return false;
-      }
-    }
-    return true;
-  }
-
   public synchronized boolean isFinished() {
     return Native.operationIsFinished(handle());
   }
