@@ -223,16 +223,9 @@ abstract class DriverContract {
 
   @Test
   void aFrozenNodeIsNeverAwaited() {
+    long healthy = medianCycleMicros(resource + "-healthy-", 15);
     nodes.pause(4);
-    long[] micros = new long[7];
-    for (int i = 0; i < micros.length; i++) {
-      long start = System.nanoTime();
-      try (RedLock lock = redlock.acquire(resource + i)) {
-        assertTrue(lock.isValid());
-      }
-      micros[i] = (System.nanoTime() - start) / 1000;
-    }
-    java.util.Arrays.sort(micros);
+    long frozenMedian = medianCycleMicros(resource + "-frozen-", 15);
     // Hundreds of cycles later nothing has piled up for the frozen node: the core's link
     // bounds what it has in flight and refuses new work for a stalled node.
     for (int i = 0; i < 300; i++) {
@@ -242,12 +235,28 @@ abstract class DriverContract {
     }
     io.github.redlockcore.internal.CoreLinks.Info frozen = redlock.engine().linkInfo(4);
     assertTrue(frozen.inFlight <= 64 && frozen.queued <= 1024, frozen.toString());
-    // Both rounds decide at the quorum of the four live nodes: a driver that waited for the
-    // frozen node would take at least the node timeout (50 ms) per round.
-    assertTrue(micros[micros.length / 2] < 40_000,
-        "median acquire + release " + micros[micros.length / 2] + " us");
+    // Every round decides at the quorum of the four live nodes: a driver that waited for
+    // the frozen node would take at least the node timeout (50 ms) per round. The frozen
+    // p50 stays near the healthy one (slack for a shared machine).
+    assertTrue(frozenMedian < 40_000, "median acquire + release " + frozenMedian + " us");
+    assertTrue(frozenMedian <= 2 * healthy + 5_000,
+        "frozen p50 " + frozenMedian + " us against healthy p50 " + healthy + " us");
     nodes.resume(4);
   }
+
+  private long medianCycleMicros(String prefix, int cycles) {
+    long[] micros = new long[cycles];
+    for (int i = 0; i < micros.length; i++) {
+      long start = System.nanoTime();
+      try (RedLock lock = redlock.acquire(prefix + i)) {
+        assertTrue(lock.isValid());
+      }
+      micros[i] = (System.nanoTime() - start) / 1000;
+    }
+    java.util.Arrays.sort(micros);
+    return micros[micros.length / 2];
+  }
+
 
   @Test
   void aNodeRestartedEmptyKeepsTheQuorumAndExtensionDoesNotRecreate() {

@@ -181,6 +181,9 @@ public final class Engine implements LoopContext, AutoCloseable {
 
   /** A snapshot of one node's link, taken on the loop thread (diagnostics, tests). */
   public CoreLinks.Info linkInfo(int node) {
+    if (!running) {
+      throw new RedlockStateException("used_after_close", "the Redlock client was closed");
+    }
     if (inLoop()) {
       return links.info(node, now());
     }
@@ -578,7 +581,10 @@ public final class Engine implements LoopContext, AutoCloseable {
       // Nothing left to do with it.
     }
     driver.close();
-    links.close();
+    if (!thread.isAlive()) {
+      // Only once the loop is gone: it holds the links' raw handle.
+      links.close();
+    }
   }
 
   private void awaitIdle(CompletableFuture<Void> drained) {
