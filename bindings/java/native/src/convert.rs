@@ -9,7 +9,8 @@ use jni::JNIEnv;
 
 use redlock_core::resp::ProtocolError;
 use redlock_core::{
-    CommandKind, ConfigError, FailureReason, Lease, NodeResult, Outcome, Reply, Time, UsageError,
+    CommandKind, ConfigError, FailureReason, Lease, NodeCause, NodeResult, Outcome, Reply, Time,
+    UsageError,
 };
 
 use crate::boundary::{into_handle, is_null, Failure, Result, NATIVE, PROTOCOL};
@@ -208,16 +209,18 @@ fn reason_code(reason: FailureReason) -> jlong {
         FailureReason::NodesFailed => 1,
         FailureReason::Mixed => 2,
         FailureReason::ValidityTooShort => 3,
+        FailureReason::NotHeld => 4,
         _ => -1,
     }
 }
 
 /// An outcome as `Object[] { long[] numbers, String token, int[] nodeCodes,
-/// String[] nodeTexts }`; `numbers` = kind, reason, attempts, validUntil, validity (us),
-/// retryAt, released, extensions, lease handle (0 if none), lease TTL (ms). The lease
+/// String[] nodeTexts, int[] nodeCauses }`; `numbers` = kind, reason, attempts, validUntil,
+/// validity (us), retryAt, released, extensions, lease handle (0 if none), lease TTL (ms),
+/// the core's error class number (0 for none). The lease
 /// handle belongs to the Java side from here on.
 pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<jobjectArray> {
-    let mut numbers: [jlong; 10] = [-1, -1, 0, -1, 0, -1, 0, 0, 0, 0];
+    let mut numbers: [jlong; 11] = [-1, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0];
     let mut token: Option<String> = None;
     let mut lease: Option<Lease> = None;
     numbers[0] = match &outcome {
@@ -249,6 +252,10 @@ pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<
             numbers[6] = r.released as jlong;
             4
         }
+        Outcome::NotReleased(r) => {
+            numbers[6] = r.released as jlong;
+            5
+        }
         _ => {
             return Err(Failure::state(
                 "unsupported_output",
@@ -262,9 +269,15 @@ pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<
         numbers[9] = jlong::try_from(lease.ttl_ms()).unwrap_or(jlong::MAX);
         token = Some(lease.token().as_str().to_owned());
     }
+    numbers[10] = outcome.error_class().map_or(0, |c| jlong::from(c.number()));
     let classes = classes(env)?;
     let nodes = outcome.nodes();
     let codes: Vec<jint> = nodes.iter().map(node_code).collect();
+    // Per node, the core's cause (NodeCause in declaration order, from 1; 0 for none).
+    let causes: Vec<jint> = nodes
+        .iter()
+        .map(|n| n.cause().map_or(0, cause_number))
+        .collect();
     // Error texts only when some node has one (the common outcomes have none).
     let texts = if nodes.iter().any(|n| matches!(n, NodeResult::Error(_))) {
         let texts =
@@ -285,7 +298,9 @@ pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<
         Some(token) => JObject::from(env.new_string(token)?),
         None => JObject::null(),
     };
-    let result = env.new_object_array(4, class(&classes.object), JObject::null())?;
+    let cause_array = env.new_int_array(causes.len() as i32)?;
+    env.set_int_array_region(&cause_array, 0, &causes)?;
+    let result = env.new_object_array(5, class(&classes.object), JObject::null())?;
     // The lease handle is made last, once nothing else can fail, so it cannot leak.
     if let Some(lease) = lease {
         numbers[8] = into_handle(lease);
@@ -296,7 +311,20 @@ pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<
     env.set_object_array_element(&result, 1, token)?;
     env.set_object_array_element(&result, 2, code_array)?;
     env.set_object_array_element(&result, 3, texts)?;
+    env.set_object_array_element(&result, 4, cause_array)?;
     Ok(result.into_raw())
+}
+
+fn cause_number(cause: NodeCause) -> jint {
+    match cause {
+        NodeCause::Refused => 1,
+        NodeCause::Auth => 2,
+        NodeCause::Tls => 3,
+        NodeCause::Timeout => 4,
+        NodeCause::Stalled => 5,
+        NodeCause::Connection => 6,
+        _ => 7,
+    }
 }
 
 /// `Object[] { String token, long[] { validUntil, extensions, ttlMs }, byte[][] keys }`.

@@ -67,6 +67,9 @@ macro_rules! export {
     };
 }
 
+// The node links and keep-alive use `export!` too (declared after it to see it).
+mod links;
+
 // ---- library ------------------------------------------------------------------------
 
 export!(Java_io_github_redlockcore_internal_Native_version(env) -> jstring = std::ptr::null_mut(), {
@@ -241,6 +244,7 @@ export!(Java_io_github_redlockcore_internal_Native_clientAcquire(
     client: jlong,
     resource_list: JObjectArray<'local>,
     ttl_ms: jlong,
+    wait_us: jlong,
     random: JByteArray<'local>,
     now: jlong
 ) -> jlong = 0, {
@@ -248,18 +252,23 @@ export!(Java_io_github_redlockcore_internal_Native_clientAcquire(
     let names = resources(env, &resource_list)?;
     let now = time(now)?;
     let operation = if !is_null(&random) {
-        if ttl_ms >= 0 {
+        if ttl_ms >= 0 || wait_us >= 0 {
             return Err(Failure::argument(
                 "invalid_argument",
-                "a TTL of its own and caller-supplied random bytes cannot be combined",
+                "a TTL or wait limit of its own and caller-supplied random bytes cannot be combined",
             ));
         }
         let bytes = env.convert_byte_array(&random)?;
         client.acquire_with_random(&names, bytes, now)
-    } else if ttl_ms >= 0 {
-        client.acquire_for(&names, Duration::from_millis(ttl_ms as u64), now)
     } else {
-        client.acquire(&names, now)
+        let mut options = redlock_core::AcquireOptions::new();
+        if ttl_ms >= 0 {
+            options = options.ttl(Duration::from_millis(ttl_ms as u64));
+        }
+        if wait_us >= 0 {
+            options = options.wait(Duration::from_micros(wait_us as u64));
+        }
+        client.acquire_with(&names, &options, now)
     };
     Ok(operation_handle(operation.map_err(usage_failure)?))
 });

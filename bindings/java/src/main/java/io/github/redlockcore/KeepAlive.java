@@ -1,78 +1,77 @@
 package io.github.redlockcore;
 
+import io.github.redlockcore.core.KeepAliveMachine;
 import io.github.redlockcore.core.Lease;
+import io.github.redlockcore.core.NodeResult;
 import io.github.redlockcore.core.Outcome;
 import io.github.redlockcore.internal.Engine;
 import java.util.List;
-import java.util.Optional;
 
 /**
- * Automatic extension of one lock, on the client's loop thread. Every "when" is the core's:
- * the next extension from {@code Config::next_extension}, the retry of a failed one from
- * {@code NotExtended::retry_at}, the loss from the outcome ({@code is_lost}) or from the
- * lease's {@code valid_until}. The core's planned {@code KeepAlive} state machine replaces
- * this class one call for one call ({@code poll} = {@link #schedule}, {@code
- * handle_outcome} = {@link #handle}, {@code handle_failure} = the exceptional branch).
+ * Automatic extension of one lock, on the client's loop thread, through the core's {@code
+ * KeepAlive}: it says when to extend, when to retry, and when the lock is lost; this class
+ * runs the extensions it asks for, sleeps until the instants it gives and tells the
+ * listener.
  */
 final class KeepAlive {
   private final RedLock lock;
   private final LockListener listener;
   private final Engine engine;
+  private final KeepAliveMachine machine;
   private Engine.Timer timer;
   private boolean stopped;
+  private List<NodeResult> lastNodes = List.of();
 
   KeepAlive(RedLock lock, LockListener listener) {
     this.lock = lock;
     this.listener = listener;
     this.engine = lock.owner().engine();
+    this.machine = new KeepAliveMachine(lock.owner().config(), lock.lease());
   }
 
   void start() {
-    engine.execute(this::schedule);
+    engine.execute(this::step);
   }
 
   void stop() {
     engine.execute(() -> {
-      stopped = true;
       if (timer != null) {
         timer.cancel();
       }
+      if (!stopped) {
+        stopped = true;
+        machine.stop();
+      }
+      machine.close();
     });
   }
 
-  /** Plans the next extension as the core says, or the loss if there is none. */
-  private void schedule() {
+  /** Does what the core's keep-alive says now. */
+  private void step() {
     if (stopped) {
       return;
     }
     long now = engine.now();
-    Lease lease = lock.lease();
-    Optional<Long> at = lock.owner().config().nextExtension(lease, now);
-    if (at.isPresent()) {
-      timer = engine.schedule(at.get(), this::extendNow);
-    } else if (!lease.isValid(now)) {
-      lose("expired", List.of());
-    } else {
-      // The extension bound is reached: held until valid_until, lost from then on.
-      timer = engine.schedule(lease.validUntil(), () -> lose("extension_limit", List.of()));
+    switch (machine.poll(now)) {
+      case EXTEND:
+        Lease lease = lock.lease();
+        engine
+            .run(at -> lock.owner().core().extend(lease, null, at),
+                (operation, at) -> machine.handleOutcome(operation, at))
+            .whenComplete((outcome, error) -> engine.execute(() -> extended(outcome, error)));
+        break;
+      case WAIT:
+        timer = engine.schedule(machine.value(), this::step);
+        break;
+      case LOST:
+        lose(machine.lostReason());
+        break;
+      default:
+        break;
     }
   }
 
-  private void extendNow() {
-    if (stopped) {
-      return;
-    }
-    Lease lease = lock.lease();
-    if (!lease.isValid(engine.now())) {
-      lose("expired", List.of());
-      return;
-    }
-    engine
-        .run(now -> lock.owner().core().extend(lease, null, now), -1)
-        .whenComplete((outcome, error) -> engine.execute(() -> handle(lease, outcome, error)));
-  }
-
-  private void handle(Lease extended, Outcome outcome, Throwable error) {
+  private void extended(Outcome outcome, Throwable error) {
     if (stopped) {
       if (outcome != null) {
         outcome.lease().ifPresent(Lease::close);
@@ -80,38 +79,25 @@ final class KeepAlive {
       return;
     }
     if (error != null || outcome == null) {
-      // The extension could not run at all: the lease stands until valid_until.
-      timer = engine.schedule(extended.validUntil(), () -> lose("expired", List.of()));
-      return;
-    }
-    outcome.lease().ifPresent(lock::replaceLease);
-    if (outcome.kind() == Outcome.Kind.EXTENDED) {
-      notify(() -> listener.extended(lock, lock.validUntil()));
-      schedule();
-      return;
-    }
-    if (outcome.isLost()) {
-      lose(outcome.reason().orElse(null) == Outcome.Reason.CONFLICT ? "taken" : "expired",
-          outcome.nodes());
-      return;
-    }
-    LockException cause = ErrorClasses.notExtended(lock.resource(), outcome);
-    Optional<Long> retryAt = outcome.retryAt();
-    if (retryAt.isPresent()) {
-      notify(() -> listener.extensionFailed(lock, cause, retryAt.get()));
-      timer = engine.schedule(retryAt.get(), this::extendNow);
+      // The extension could not run at all; the core plans the retry.
+      machine.handleFailure(engine.now());
     } else {
-      List<io.github.redlockcore.core.NodeResult> nodes = outcome.nodes();
-      timer = engine.schedule(lock.validUntil(), () -> lose("expired", nodes));
+      outcome.lease().ifPresent(lock::replaceLease);
+      lastNodes = outcome.nodes();
+      if (outcome.kind() == Outcome.Kind.EXTENDED) {
+        notify(() -> listener.extended(lock, lock.validUntil()));
+      } else if (outcome.retryAt().isPresent()) {
+        LockException cause = ErrorClasses.of(lock.resource(), outcome);
+        long retryAt = outcome.retryAt().get();
+        notify(() -> listener.extensionFailed(lock, cause, retryAt));
+      }
     }
+    step();
   }
 
-  private void lose(String reason, List<io.github.redlockcore.core.NodeResult> nodes) {
-    if (stopped) {
-      return;
-    }
+  private void lose(String reason) {
     stopped = true;
-    LockLostException cause = new LockLostException(lock.resource(), reason, nodes);
+    LockLostException cause = new LockLostException(lock.resource(), reason, lastNodes);
     lock.markLost(cause);
     notify(() -> listener.lost(lock, cause));
   }

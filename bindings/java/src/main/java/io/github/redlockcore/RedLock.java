@@ -3,6 +3,7 @@ package io.github.redlockcore;
 import io.github.redlockcore.core.Lease;
 import io.github.redlockcore.core.Outcome;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -108,15 +109,15 @@ public final class RedLock implements AutoCloseable {
     Lease current;
     synchronized (leaseLock) {
       if (released) {
-        throw new RedlockStateException("used_after_close", "the lock was released");
+        throw new LockNotHeldException(resource, List.of());
       }
       current = lease;
     }
     Outcome outcome = RedlockClient.await(
-        owner.engine().run(now -> owner.core().extend(current, ttl, now), -1));
+        owner.engine().run(now -> owner.core().extend(current, ttl, now)));
     outcome.lease().ifPresent(this::replaceLease);
     if (outcome.kind() != Outcome.Kind.EXTENDED) {
-      LockException e = ErrorClasses.notExtended(resource, outcome);
+      LockException e = ErrorClasses.of(resource, outcome);
       if (e instanceof LockLostException) {
         markLost((LockLostException) e);
       }
@@ -163,6 +164,9 @@ public final class RedLock implements AutoCloseable {
   /**
    * Releases the lock on every node (never deleting a key that holds another token) and
    * returns the core's release outcome. Idempotent: later calls return null.
+   *
+   * @throws NodesFailingException when fewer than a quorum confirmed the release (the keys
+   *     left expire with their TTL)
    */
   public Outcome release() {
     Lease current;
@@ -180,7 +184,12 @@ public final class RedLock implements AutoCloseable {
     }
     lost.cancel(false);
     try {
-      return RedlockClient.await(owner.engine().run(now -> owner.core().release(current, now), -1));
+      Outcome outcome =
+          RedlockClient.await(owner.engine().run(now -> owner.core().release(current, now)));
+      if (outcome != null && !outcome.isSuccess()) {
+        throw ErrorClasses.of(resource, outcome);
+      }
+      return outcome;
     } finally {
       current.close();
     }
@@ -194,8 +203,9 @@ public final class RedLock implements AutoCloseable {
   public void close() {
     try {
       release();
-    } catch (RedlockStateException e) {
-      // The client was closed first; its keys expire with their TTL.
+    } catch (RedlockStateException | NodesFailingException e) {
+      // The client was closed first, or too few nodes confirmed: the keys expire with
+      // their TTL.
     }
   }
 

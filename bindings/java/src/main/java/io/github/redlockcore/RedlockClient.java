@@ -10,7 +10,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 
 /**
  * A Redlock client over N independent Redis nodes. Thread-safe; one per application and
@@ -25,20 +24,26 @@ import java.util.concurrent.CompletionException;
  * }</pre>
  */
 public final class RedlockClient implements AutoCloseable {
-  /** The core's largest attempt count, for waits bounded by time rather than attempts. */
-  private static final int WAIT_ATTEMPTS = 1_000_000;
 
   private final Config config;
   private final Client client;
   private final Engine engine;
   private final Driver driver;
-  private Config waitConfig;
-  private Client waitClient;
 
   private RedlockClient(Driver driver, Config config) {
     this.driver = driver;
     this.config = config;
     this.client = new Client(config);
+    List<String> addresses = driver.addresses();
+    if (!addresses.isEmpty()) {
+      int[] twice = io.github.redlockcore.internal.Native.duplicateNode(
+          addresses.toArray(new String[0]));
+      if (twice != null) {
+        throw new RedlockArgumentException("duplicate_node", "nodes " + twice[0] + " and "
+            + twice[1] + " are the same server (" + addresses.get(twice[1])
+            + "): each node must be an independent server");
+      }
+    }
     this.engine = new Engine(driver);
   }
 
@@ -89,19 +94,31 @@ public final class RedlockClient implements AutoCloseable {
    */
   public RedLock acquire(List<String> resources, Duration ttl) {
     Objects.requireNonNull(resources, "resources");
-    Outcome outcome = await(engine.run(now -> client.acquire(resources, ttl, now), -1));
+    Outcome outcome = await(engine.run(now -> client.acquire(resources, ttl, now)));
     String name = String.join(",", resources);
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
       return new RedLock(this, name, outcome.lease().orElseThrow(), outcome.attempts());
     }
-    throw ErrorClasses.notAcquired(name, outcome);
+    throw ErrorClasses.of(name, outcome);
+  }
+
+  /**
+   * A lock rebuilt from its resources and token (another process's, kept elsewhere), to
+   * extend or release it. Its validity is unknown until an extension succeeds.
+   */
+  public RedLock lock(List<String> resources, String token) {
+    Objects.requireNonNull(resources, "resources");
+    Objects.requireNonNull(token, "token");
+    if (engine.isClosed()) {
+      throw new RedlockStateException("used_after_close", "the Redlock client was closed");
+    }
+    return new RedLock(this, String.join(",", resources), client.lease(resources, token, 0), 0);
   }
 
   /**
    * Tries to acquire {@code resource} for {@code ttl}, retrying (with the core's delays)
-   * until it is acquired or {@code wait} has passed; empty if it was not acquired in time.
-   * An attempt already started when {@code wait} passes is finished (and released if it
-   * failed) first.
+   * until it is acquired or {@code wait} has passed (the core's wait limit: it never starts
+   * an attempt that cannot end by then); empty if someone else still held it.
    */
   public Optional<RedLock> tryAcquire(String resource, Duration ttl, Duration wait) {
     Objects.requireNonNull(resource, "resource");
@@ -109,13 +126,8 @@ public final class RedlockClient implements AutoCloseable {
     if (wait.isNegative()) {
       throw new RedlockArgumentException("invalid_argument", "the wait must not be negative");
     }
-    Client waiting = waitClient();
-    long giveUpAt = engine.now() + Math.min(wait.toNanos() / 1000, Long.MAX_VALUE / 4);
     List<String> resources = List.of(resource);
-    Outcome outcome = await(engine.run(now -> waiting.acquire(resources, ttl, now), giveUpAt));
-    if (outcome == null) {
-      return Optional.empty();
-    }
+    Outcome outcome = await(engine.run(now -> client.acquire(resources, ttl, wait, now)));
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
       return Optional.of(
           new RedLock(this, resource, outcome.lease().orElseThrow(), outcome.attempts()));
@@ -123,25 +135,22 @@ public final class RedlockClient implements AutoCloseable {
     if (outcome.reason().orElse(null) == Outcome.Reason.CONFLICT) {
       return Optional.empty();
     }
-    throw ErrorClasses.notAcquired(resource, outcome);
-  }
-
-  private synchronized Client waitClient() {
-    if (waitClient == null) {
-      waitConfig = config.toBuilder().attempts(WAIT_ATTEMPTS).build();
-      waitClient = new Client(waitConfig);
-    }
-    return waitClient;
+    throw ErrorClasses.of(resource, outcome);
   }
 
   static <T> T await(CompletableFuture<T> future) {
     try {
-      return future.join();
-    } catch (CompletionException e) {
+      return future.get();
+    } catch (InterruptedException e) {
+      // Cancelling abandons the operation (the core releases what it may have set).
+      future.cancel(true);
+      Thread.currentThread().interrupt();
+      throw new LockCancelledException("");
+    } catch (java.util.concurrent.ExecutionException e) {
       if (e.getCause() instanceof RuntimeException) {
         throw (RuntimeException) e.getCause();
       }
-      throw e;
+      throw new RedlockStateException("jni", String.valueOf(e.getCause()));
     }
   }
 
@@ -153,12 +162,6 @@ public final class RedlockClient implements AutoCloseable {
   public void close() {
     engine.close();
     client.close();
-    synchronized (this) {
-      if (waitClient != null) {
-        waitClient.close();
-        waitConfig.close();
-      }
-    }
     config.close();
   }
 

@@ -53,6 +53,18 @@ class ErrorPathsTest {
   }
 
   @Test
+  void theSameNodeTwiceIsRefused() {
+    // Host and port compared as the core's duplicate_node does: localhost is 127.0.0.1,
+    // a password or the scheme do not make another server.
+    RedlockArgumentException e = assertThrows(RedlockArgumentException.class,
+        () -> RedlockClient.builder(NioDriver.of(List.of("redis://127.0.0.1:7499",
+            "redis://127.0.0.1:7498", "redis://:pw@localhost:7499"))).build());
+    assertEquals("duplicate_node", e.code());
+    assertTrue(e.getMessage().contains("nodes 0 and 2"), e.getMessage());
+    assertEquals(null, Native.duplicateNode(new String[] {"127.0.0.1:7499", "127.0.0.1:7498"}));
+  }
+
+  @Test
   void invalidConfigurationsNameTheRuleBroken() {
     assertEquals("ttl_zero", code(RedlockArgumentException.class,
         () -> Config.builder(3, Duration.ZERO).build()));

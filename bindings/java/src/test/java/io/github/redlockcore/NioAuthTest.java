@@ -1,5 +1,6 @@
 package io.github.redlockcore;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -33,6 +34,7 @@ class NioAuthTest {
         for (NodeResult r : e.nodes()) {
           if (r.kind() == NodeResult.Kind.ERROR) {
             assertTrue(r.error().startsWith("connection failed: auth: "), r.error());
+            assertEquals("auth", r.cause(), r.error());
           }
         }
         // The core decides as soon as 2 of 3 failed; the third may still be pending.

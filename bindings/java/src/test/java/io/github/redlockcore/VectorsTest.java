@@ -77,7 +77,7 @@ class VectorsTest {
 
   @Test
   void scriptsComeFromTheCore() {
-    assertEquals("8e71672c5cb315a6f66438f72df1e4fafa4c6ab4", Scripts.RELEASE_SHA1);
+    assertEquals("77ca464c5e5c04fb844d50b9a72b30052642d9cd", Scripts.RELEASE_SHA1);
     assertTrue(Scripts.RELEASE.contains("redis.call('DEL', key)"));
     assertEquals(3, Scripts.ALL.size());
   }
@@ -212,6 +212,7 @@ class VectorsTest {
         }
         break;
       case RELEASED:
+      case NOT_RELEASED:
         j.put("released", o.released());
         break;
       default:
@@ -348,7 +349,10 @@ class VectorsTest {
           String leaseName = step.get(extend ? "extend" : "release").get("lease").asText();
           Lease lease = leases.get(leaseName);
           assertNotNull(lease, "no lease named " + leaseName);
-          ops.put(target, extend ? client.extend(lease, null, now) : client.release(lease, now));
+          JsonNode e = step.get("extend");
+          Duration ttl = extend && e.has("ttl_ms") ? Duration.ofMillis(e.get("ttl_ms").asLong())
+              : null;
+          ops.put(target, extend ? client.extend(lease, ttl, now) : client.release(lease, now));
           last = target;
         } else if (step.has("lease")) {
           JsonNode a = step.get("lease");
@@ -363,6 +367,9 @@ class VectorsTest {
         } else if (step.has("timeout")) {
           target = opName != null ? opName : last;
           ops.get(target).handleTimeout(now);
+        } else if (step.has("abandon")) {
+          target = opName != null ? opName : last;
+          ops.get(target).abandon(now);
         } else {
           throw new AssertionError("unknown step " + step);
         }

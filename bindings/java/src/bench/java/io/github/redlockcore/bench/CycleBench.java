@@ -7,6 +7,8 @@ import io.github.redlockcore.core.Operation;
 import io.github.redlockcore.core.Outcome;
 import io.github.redlockcore.core.Output;
 import io.github.redlockcore.core.Reply;
+import io.github.redlockcore.internal.CoreLinks;
+import io.github.redlockcore.internal.Native;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -48,8 +50,113 @@ public class CycleBench {
     }
   }
 
+  private CoreLinks links;
+  private final long[] pumpOut = new long[1];
+  private final long[] linkOut = new long[4];
+  private final long[] writes = new long[64];
+  private final int[] writeNodes = new int[64];
+
+  /** The links of five nodes, each connected and its script loads answered. */
+  private void connectLinks() {
+    links = new CoreLinks(5);
+    long h = links.raw();
+    // One command per node opens its connection; a throwaway acquisition supplies them.
+    try (Operation op = client.acquire(List.of("warm-up"), 500)) {
+      op.pump(h, 1, 500, pumpOut);
+      for (int round = 0; round < 4; round++) {
+        int n = 0;
+        while (true) {
+          Object data = Native.linksPoll(h, linkOut, false);
+          if (linkOut[0] == 0) {
+            break;
+          }
+          int node = (int) linkOut[1];
+          if (linkOut[0] == 1) {
+            Native.linksConnected(h, node, 600);
+          } else if (linkOut[0] == 2) {
+            writeNodes[n] = node;
+            writes[n++] = linkOut[2];
+          } else if (linkOut[0] == 4) {
+            Native.linksDropDelivery(h);
+          }
+        }
+        for (int i = 0; i < n; i++) {
+          Native.linksReply(h, writeNodes[i], writes[i], 4, 0, new byte[] {'x'}, 700);
+        }
+      }
+    }
+  }
+
+  /**
+   * What the loop does now: the operation's commands go to the core's links in the poll
+   * that emits them, the links' writes come out as RESP bytes, the replies go to the
+   * links and reach the operation as deliveries.
+   */
+  private int linkedRound(Operation op, long now, Reply reply) {
+    long h = links.raw();
+    int code = op.pump(h, 7, now, pumpOut);
+    int n = 0;
+    while (true) {
+      Native.linksPoll(h, linkOut, false);
+      if (linkOut[0] == 0) {
+        break;
+      }
+      if (linkOut[0] == 2) {
+        writeNodes[n] = (int) linkOut[1];
+        writes[n++] = linkOut[2];
+      }
+    }
+    for (int i = 0; i < n; i++) {
+      Native.linksReply(h, writeNodes[i], writes[i], reply.type().ordinal(), reply.integer(),
+          null, now + 100);
+      while (true) {
+        Native.linksPoll(h, linkOut, false);
+        if (linkOut[0] == 0) {
+          break;
+        }
+        if (linkOut[0] == 4) {
+          if (code == 3) {
+            Native.linksDropDelivery(h);
+          } else {
+            op.deliver(h, now + 100);
+            code = op.pump(h, 7, now + 100, pumpOut);
+          }
+        }
+      }
+    }
+    return code;
+  }
+
+  private int linkedCycle() {
+    Outcome acquired;
+    try (Operation op = client.acquire(List.of("orders:42"), 1_000)) {
+      if (linkedRound(op, 1_000, Reply.ok()) != 3) {
+        throw new IllegalStateException("the acquisition did not decide");
+      }
+      acquired = op.outcome();
+    }
+    try (var lease = acquired.lease().orElseThrow(); Operation op = client.release(lease, 2_000)) {
+      if (linkedRound(op, 2_000, Reply.integer(1)) != 3) {
+        throw new IllegalStateException("the release did not decide");
+      }
+      return op.outcome().released();
+    }
+  }
+
+  /** The whole cycle as the loop drives it over the core's links (no sockets). */
+  @Benchmark
+  public int acquireReleaseN5ThroughLinks() {
+    if (links == null) {
+      connectLinks();
+    }
+    return linkedCycle();
+  }
+
   @TearDown
   public void teardown() {
+    if (links != null) {
+      links.close();
+    }
     client.close();
     config.close();
   }

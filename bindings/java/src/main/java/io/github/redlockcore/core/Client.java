@@ -60,9 +60,28 @@ public final class Client extends NativeHandle {
 
   /** Starts acquiring with a TTL for this lock only (null: the configured one). */
   public synchronized Operation acquire(List<String> resources, Duration ttl, long now) {
+    return acquire(resources, ttl, null, now);
+  }
+
+  /**
+   * Starts acquiring; with {@code wait} not null, the core keeps trying until that much
+   * time has passed (never starting an attempt that cannot end by then) instead of the
+   * configured number of attempts.
+   */
+  public synchronized Operation acquire(List<String> resources, Duration ttl, Duration wait,
+      long now) {
     byte[][] names = names(resources);
-    return new Operation(
-        Native.clientAcquire(handle(), names, ttl == null ? -1 : ttlMillis(ttl), null, now));
+    long waitMicros = -1;
+    if (wait != null) {
+      if (wait.isNegative()) {
+        throw new io.github.redlockcore.RedlockArgumentException(
+            "invalid_argument", "the wait must not be negative");
+      }
+      waitMicros = wait.compareTo(Duration.ofDays(365)) > 0
+          ? Duration.ofDays(365).toNanos() / 1000 : wait.toNanos() / 1000;
+    }
+    return new Operation(Native.clientAcquire(handle(), names,
+        ttl == null ? -1 : ttlMillis(ttl), waitMicros, null, now));
   }
 
   /** Starts acquiring with tokens and jitter drawn from {@code random} (tests, vectors). */
@@ -72,7 +91,7 @@ public final class Client extends NativeHandle {
       throw new io.github.redlockcore.RedlockArgumentException(
           "not_enough_random_bytes", "random bytes must not be null");
     }
-    return new Operation(Native.clientAcquire(handle(), names, -1, random, now));
+    return new Operation(Native.clientAcquire(handle(), names, -1, -1, random, now));
   }
 
   /** Starts extending {@code lease} by its own TTL (or {@code ttl}, when not null). */

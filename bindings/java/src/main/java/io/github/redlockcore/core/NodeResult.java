@@ -26,10 +26,32 @@ public final class NodeResult {
 
   private final Kind kind;
   private final String error;
+  private final String cause;
+
+  /** The core's node causes, by their numbers (from 1). */
+  private static final String[] CAUSES = {null, "refused", "auth", "tls", "timeout", "stalled",
+      "connection", "error"};
 
   NodeResult(Kind kind, String error) {
+    this(kind, error, null);
+  }
+
+  NodeResult(Kind kind, String error, String cause) {
     this.kind = kind;
     this.error = error;
+    this.cause = cause;
+  }
+
+  static String causeOf(int number) {
+    return number > 0 && number < CAUSES.length ? CAUSES[number] : null;
+  }
+
+  /**
+   * The core's cause of a failed node ({@code refused}, {@code auth}, {@code tls}, {@code
+   * timeout}, {@code stalled}, {@code connection}, {@code error}), or null.
+   */
+  public String cause() {
+    return cause;
   }
 
   public Kind kind() {
@@ -55,6 +77,6 @@ public final class NodeResult {
 
   @Override
   public String toString() {
-    return kind == Kind.ERROR ? "error(" + error + ")" : kind.code();
+    return kind == Kind.ERROR ? "error(" + cause + ": " + error + ")" : kind.code();
   }
 }

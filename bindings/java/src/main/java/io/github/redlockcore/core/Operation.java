@@ -132,21 +132,38 @@ public final class Operation extends NativeHandle {
     Native.operationHandleTimeout(handle(), now);
   }
 
-  /**
-   * True when no node of the current round is still pending: between attempts (the failed
-   * attempt released everywhere) or finished. Nothing this operation sent can still set
-   * a key that a later command of its own would not clean.
-   */
-  public synchronized boolean isSettled() {
-    for (int code : Native.operationNodeCodes(handle())) {
-      if (code <= 1) {
-        return false;
-      }
-    }
-    return true;
-  }
-
   public synchronized boolean isFinished() {
     return Native.operationIsFinished(handle());
+  }
+
+  /**
+   * Polls until the operation waits or ends, submitting every command to its node's link
+   * (in {@code links}) tagged {@code tag}: 2 with {@code out[0]} the instant to wake, 3 when
+   * {@link #outcome()} is ready, 0 when it had already ended.
+   */
+  public synchronized int pump(long links, long tag, long now, long[] out) {
+    return Native.operationPump(handle(), links, tag, now, out);
+  }
+
+  /** The outcome after {@link #pump} returned 3. */
+  public synchronized Outcome outcome() {
+    return Outcome.fromNative(Native.operationOutcome(handle()));
+  }
+
+  /** Hands the delivery the links announced to this operation. */
+  public synchronized void deliver(long links, long now) {
+    Native.linksDeliver(links, handle(), now);
+  }
+
+  /**
+   * Cancels it: an acquisition emits the release of its token on every node (pump it to
+   * the links), then nothing more.
+   */
+  public synchronized void abandon(long now) {
+    Native.operationAbandon(handle(), now);
+  }
+
+  long handle0() {
+    return handle();
   }
 }

@@ -16,7 +16,8 @@ public final class Outcome {
     NOT_ACQUIRED("not_acquired"),
     EXTENDED("extended"),
     NOT_EXTENDED("not_extended"),
-    RELEASED("released");
+    RELEASED("released"),
+    NOT_RELEASED("not_released");
 
     private final String code;
 
@@ -34,7 +35,8 @@ public final class Outcome {
     CONFLICT("conflict"),
     NODES_FAILED("nodes_failed"),
     MIXED("mixed"),
-    VALIDITY_TOO_SHORT("validity_too_short");
+    VALIDITY_TOO_SHORT("validity_too_short"),
+    NOT_HELD("not_held");
 
     private final String code;
 
@@ -56,9 +58,15 @@ public final class Outcome {
   private final String token;
   private final Lease lease;
   private final List<NodeResult> nodes;
+  private final String errorClass;
+
+  /** The core's error classes, by their stable numbers (from 1). */
+  private static final String[] ERROR_CLASSES = {null, "held_elsewhere", "nodes_failing",
+      "lock_lost", "not_held", "invalid_argument", "used_after_close", "cancelled"};
 
   private Outcome(Kind kind, Reason reason, int attempts, long validityMicros, long retryAt,
-      int released, String token, Lease lease, List<NodeResult> nodes) {
+      int released, String token, Lease lease, List<NodeResult> nodes, String errorClass) {
+    this.errorClass = errorClass;
     this.kind = kind;
     this.reason = reason;
     this.attempts = attempts;
@@ -75,6 +83,12 @@ public final class Outcome {
     String token = (String) parts[1];
     int[] codes = (int[]) parts[2];
     String[] texts = (String[]) parts[3];
+    int[] causes = (int[]) parts[4];
+    int errorClass = (int) n[10];
+    if (errorClass < 0 || errorClass >= ERROR_CLASSES.length) {
+      throw new io.github.redlockcore.RedlockStateException(
+          "unsupported_output", "unknown error class " + errorClass);
+    }
     Lease lease = n[8] != 0 ? new Lease(n[8], token, n[3], (int) n[7], n[9]) : null;
     List<NodeResult> nodes = new ArrayList<>(codes.length);
     NodeResult.Kind[] kinds = NodeResult.Kind.values();
@@ -83,7 +97,8 @@ public final class Outcome {
         throw new io.github.redlockcore.RedlockStateException(
             "unsupported_output", "unknown node result " + codes[i]);
       }
-      nodes.add(new NodeResult(kinds[codes[i]], texts == null ? null : texts[i]));
+      nodes.add(new NodeResult(kinds[codes[i]], texts == null ? null : texts[i],
+          NodeResult.causeOf(causes[i])));
     }
     return new Outcome(
         Kind.values()[(int) n[0]],
@@ -94,7 +109,16 @@ public final class Outcome {
         (int) n[6],
         token,
         lease,
-        Collections.unmodifiableList(nodes));
+        Collections.unmodifiableList(nodes),
+        ERROR_CLASSES[errorClass]);
+  }
+
+  /**
+   * The core's error class of this outcome ({@code held_elsewhere}, {@code nodes_failing},
+   * {@code lock_lost}, {@code not_held}), empty for a success.
+   */
+  public Optional<String> errorClass() {
+    return Optional.ofNullable(errorClass);
   }
 
   public Kind kind() {

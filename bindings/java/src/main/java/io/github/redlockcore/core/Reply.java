@@ -94,7 +94,7 @@ public final class Reply {
     return integer;
   }
 
-  byte[] data() {
+  public byte[] data() {
     return data;
   }
 

@@ -36,7 +36,7 @@ public final class RespDecoder extends NativeHandle {
       super(handle, Native::replyFree, "reply");
     }
 
-    long handle0() {
+    public long handle0() {
       return handle();
     }
 

@@ -1,13 +1,10 @@
 package io.github.redlockcore.internal;
 
 import io.github.redlockcore.RedlockStateException;
-import io.github.redlockcore.core.Command;
 import io.github.redlockcore.core.Operation;
 import io.github.redlockcore.core.Outcome;
-import io.github.redlockcore.core.Output;
 import io.github.redlockcore.core.Reply;
 import io.github.redlockcore.core.RespDecoder;
-import io.github.redlockcore.core.Scripts;
 import io.github.redlockcore.spi.CloseCause;
 import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
@@ -30,13 +27,14 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.LongFunction;
+import java.util.function.ObjLongConsumer;
 
 /**
  * The loop: one thread that starts operations, sends what they emit through each node's
  * link to the driver's connections, feeds replies and timeouts back, and polls until each
  * operation waits or ends. It decides nothing about the lock: every output comes from the
- * core ({@link Operation}) or, for the transport, from the node's link ({@link
- * InterimLink}).
+ * core ({@link Operation}) or, for the transport, from the core's node links ({@link
+ * CoreLinks}): the loop never resends, queues or decides that a node is dead.
  *
  * <p>The thread sleeps in a {@link Selector}, so raw-socket drivers register their
  * channels with it and are served on this same thread; other drivers report from their own
@@ -52,11 +50,19 @@ public final class Engine implements LoopContext, AutoCloseable {
   private volatile boolean running = true;
 
   // ---- loop-thread state ----
-  private final InterimLink[] links;
+  private final CoreLinks links;
+  private final long linksHandle;
   private final NodeConnection[] connections;
   private final Map<Long, Op> ops = new HashMap<>();
   private final PriorityQueue<Timer> timers = new PriorityQueue<>();
-  private final ArrayDeque<InterimLink.Deliver> deliveries = new ArrayDeque<>();
+  /** Operations handed a reply since they were last polled. */
+  private final ArrayDeque<Op> touched = new ArrayDeque<>();
+  private final long[] pumpOut = new long[1];
+  private final long[] linkOut = new long[4];
+  /** An operation was polled since the links were last: they may have output. */
+  private boolean submitted;
+  /** The next instant a link wants its timeout handled, or -1. */
+  private long linkWake = -1;
   private long nextTag = 1;
   private long timerSeq;
   private volatile boolean closing;
@@ -65,14 +71,16 @@ public final class Engine implements LoopContext, AutoCloseable {
     final long tag;
     final Operation operation;
     final CompletableFuture<Outcome> future;
-    final long giveUpAt;
+    final ObjLongConsumer<Operation> beforeOutcome;
     long waitUntil = -1;
+    boolean touched;
 
-    Op(long tag, Operation operation, CompletableFuture<Outcome> future, long giveUpAt) {
+    Op(long tag, Operation operation, CompletableFuture<Outcome> future,
+        ObjLongConsumer<Operation> beforeOutcome) {
       this.tag = tag;
       this.operation = operation;
       this.future = future;
-      this.giveUpAt = giveUpAt;
+      this.beforeOutcome = beforeOutcome;
     }
   }
 
@@ -109,11 +117,9 @@ public final class Engine implements LoopContext, AutoCloseable {
       throw new UncheckedIOException(e);
     }
     int n = driver.nodes();
-    links = new InterimLink[n];
+    links = new CoreLinks(n);
+    linksHandle = links.raw();
     connections = new NodeConnection[n];
-    for (int i = 0; i < n; i++) {
-      links[i] = new InterimLink(i);
-    }
     thread = new Thread(this::loop, "redlock-loop-" + driver.name());
     thread.setDaemon(true);
     // Connections are opened on the loop thread, so drivers may register channels.
@@ -160,23 +166,55 @@ public final class Engine implements LoopContext, AutoCloseable {
     return (System.nanoTime() - origin) / 1000 + 1_000_000;
   }
 
+  /** True once {@link #close()} began. */
+  public boolean isClosed() {
+    return closing || !running;
+  }
+
   public boolean inLoop() {
     return Thread.currentThread() == thread;
   }
 
   public int nodes() {
-    return links.length;
+    return links.nodes();
+  }
+
+  /** A snapshot of one node's link, taken on the loop thread (diagnostics, tests). */
+  public CoreLinks.Info linkInfo(int node) {
+    if (!running) {
+      throw new RedlockStateException("used_after_close", "the Redlock client was closed");
+    }
+    if (inLoop()) {
+      return links.info(node, now());
+    }
+    CompletableFuture<CoreLinks.Info> info = new CompletableFuture<>();
+    execute(() -> {
+      try {
+        info.complete(links.info(node, now()));
+      } catch (RuntimeException e) {
+        info.completeExceptionally(e);
+      }
+    });
+    return info.join();
   }
 
   // ---- operations ----
 
   /**
    * Starts the operation {@code start} creates (given {@code now}, on the loop thread) and
-   * completes with its outcome. With {@code giveUpAt >= 0}, an acquisition that is between
-   * attempts (every node settled) and would try again only after {@code giveUpAt} is
-   * dropped and completes with null.
+   * completes with its outcome. Cancelling the future abandons the operation: an
+   * acquisition's release goes to every node, and the operation is forgotten.
    */
-  public CompletableFuture<Outcome> run(LongFunction<Operation> start, long giveUpAt) {
+  public CompletableFuture<Outcome> run(LongFunction<Operation> start) {
+    return run(start, null);
+  }
+
+  /**
+   * As {@link #run(LongFunction)}; {@code beforeOutcome} sees the operation (on the loop
+   * thread) when its outcome is ready and before it is taken (the core's keep-alive).
+   */
+  public CompletableFuture<Outcome> run(LongFunction<Operation> start,
+      ObjLongConsumer<Operation> beforeOutcome) {
     CompletableFuture<Outcome> future = new CompletableFuture<>();
     if (closing || !running) {
       future.completeExceptionally(
@@ -189,6 +227,9 @@ public final class Engine implements LoopContext, AutoCloseable {
             new RedlockStateException("used_after_close", "the Redlock client was closed"));
         return;
       }
+      if (future.isDone()) {
+        return;
+      }
       Operation operation;
       long now = now();
       try {
@@ -197,9 +238,15 @@ public final class Engine implements LoopContext, AutoCloseable {
         future.completeExceptionally(e);
         return;
       }
-      Op op = new Op(nextTag++, operation, future, giveUpAt);
+      Op op = new Op(nextTag++, operation, future, beforeOutcome);
       ops.put(op.tag, op);
+      future.whenComplete((outcome, error) -> {
+        if (future.isCancelled()) {
+          execute(() -> abandon(op));
+        }
+      });
       drain(op, now);
+      pumpLinks();
       deliverAll();
     });
     return future;
@@ -212,22 +259,23 @@ public final class Engine implements LoopContext, AutoCloseable {
     return t;
   }
 
+  /** Polls the operation until it waits or ends; its commands go to the links. */
   private void drain(Op op, long now) {
+    if (!ops.containsKey(op.tag)) {
+      return;
+    }
+    submitted = true;
     try {
-      if (wantsArgs) {
-        Output out;
-        while ((out = op.operation.poll(false, true)) != null) {
-          if (handle(op, out, now)) {
-            return;
-          }
+      int code = op.operation.pump(linksHandle, op.tag, now, pumpOut);
+      if (code == 2) {
+        op.waitUntil = pumpOut[0];
+      } else if (code == 3) {
+        if (op.beforeOutcome != null) {
+          op.beforeOutcome.accept(op.operation, now);
         }
+        finish(op, op.operation.outcome());
       } else {
-        // Raw sockets: every output of this input in one native call.
-        for (Output out : op.operation.drain(true)) {
-          if (handle(op, out, now)) {
-            return;
-          }
-        }
+        finish(op, null);
       }
     } catch (RuntimeException e) {
       ops.remove(op.tag);
@@ -236,86 +284,101 @@ public final class Engine implements LoopContext, AutoCloseable {
     }
   }
 
-  /** Acts on one output; true once the operation is finished (or given up). */
-  private boolean handle(Op op, Output out, long now) {
-    if (out instanceof Output.Send) {
-      Command c = ((Output.Send) out).command();
-      InterimLink link = links[c.node()];
-      link.submit(op.tag, c, now);
-      pump(link);
-      return false;
-    }
-    if (out instanceof Output.Wait) {
-      long until = ((Output.Wait) out).until();
-      op.waitUntil = until;
-      if (op.giveUpAt >= 0 && until > op.giveUpAt && op.operation.isSettled()) {
-        finish(op, null);
-        return true;
-      }
-      return false;
-    }
-    finish(op, ((Output.Finished) out).outcome());
-    return true;
-  }
-
   private void finish(Op op, Outcome outcome) {
     ops.remove(op.tag);
     op.operation.close();
     op.future.complete(outcome);
   }
 
-  /** Acts on a link's outputs; deliveries are queued for {@link #deliverAll()}. */
-  private void pump(InterimLink link) {
-    Object out;
-    while ((out = link.pollOutput()) != null) {
-      int i = link.node();
-      if (out instanceof InterimLink.Deliver) {
-        deliveries.add((InterimLink.Deliver) out);
-      } else if (out instanceof InterimLink.Write) {
-        InterimLink.Write w = (InterimLink.Write) out;
-        if (w.command != null) {
-          connections[i].write(w.writeId, w.command, w.command.resp(), w.command.args());
-        } else {
-          connections[i].write(w.writeId, null, Scripts.loadCommand(w.script),
-              new byte[][] {Native.utf8("SCRIPT"), Native.utf8("LOAD"), Native.utf8(w.script)});
-        }
-      } else if (out instanceof InterimLink.Connect) {
-        connections[i].connect();
-      } else if (out instanceof InterimLink.Close) {
-        connections[i].close();
+  /** Cancellation: the core's abandon, its releases to the links, and the op forgotten. */
+  private void abandon(Op op) {
+    if (ops.remove(op.tag) == null) {
+      return;
+    }
+    long now = now();
+    try {
+      op.operation.abandon(now);
+      submitted = true;
+      op.operation.pump(linksHandle, op.tag, now, pumpOut);
+    } finally {
+      op.operation.close();
+    }
+    pumpLinks();
+    deliverAll();
+  }
+
+  /**
+   * Does what the links output. A delivery is handed to its operation at once (the reply
+   * stays native); the operation is polled in {@link #deliverAll()}.
+   */
+  private void pumpLinks() {
+    submitted = false;
+    pollLinks();
+    // Due link timeouts (a stalled node, a reconnect backoff) may output more.
+    linkWake = Native.linksTimeout(linksHandle, now());
+    pollLinks();
+  }
+
+  private void pollLinks() {
+    while (true) {
+      Object data = Native.linksPoll(linksHandle, linkOut, wantsArgs);
+      int code = (int) linkOut[0];
+      if (code == 0) {
+        break;
+      }
+      int node = (int) linkOut[1];
+      switch (code) {
+        case 1:
+          connections[node].connect();
+          break;
+        case 2:
+          if (wantsArgs) {
+            connections[node].write(linkOut[2], null, null, (byte[][]) data);
+          } else {
+            connections[node].write(linkOut[2], null, (byte[]) data, null);
+          }
+          break;
+        case 3:
+          connections[node].close();
+          break;
+        case 4:
+          Op op = ops.get(linkOut[2]);
+          if (op == null) {
+            // A late reply to an operation that already ended: it changes nothing.
+            Native.linksDropDelivery(linksHandle);
+            break;
+          }
+          try {
+            op.operation.deliver(linksHandle, now());
+          } catch (RuntimeException e) {
+            Native.linksDropDelivery(linksHandle);
+            ops.remove(op.tag);
+            op.operation.close();
+            op.future.completeExceptionally(e);
+            break;
+          }
+          if (!op.touched) {
+            op.touched = true;
+            touched.add(op);
+          }
+          break;
+        default:
+          throw new RedlockStateException("unsupported_output", "unknown link output " + code);
       }
     }
   }
 
+  /** Polls every operation a reply reached, until they all wait or end. */
   private void deliverAll() {
-    InterimLink.Deliver d;
-    while ((d = deliveries.poll()) != null) {
-      Op op = ops.get(d.tag);
-      if (op == null) {
-        // A late reply to an operation that already ended: it changes nothing.
-        InterimLink.free(d.reply);
-        continue;
-      }
-      long now = now();
-      try {
-        if (d.reply instanceof RespDecoder.Decoded) {
-          op.operation.handleReply(d.requestId, (RespDecoder.Decoded) d.reply, now);
-          ((RespDecoder.Decoded) d.reply).close();
-        } else {
-          op.operation.handleReply(d.requestId, (Reply) d.reply, now);
-        }
-      } catch (RuntimeException e) {
-        InterimLink.free(d.reply);
-        ops.remove(op.tag);
-        op.operation.close();
-        op.future.completeExceptionally(e);
-        continue;
-      }
-      drain(op, now);
+    Op op;
+    while ((op = touched.poll()) != null) {
+      op.touched = false;
+      drain(op, now());
+      pumpLinks();
     }
   }
 
-  /** A node's events, taken over by the loop thread. */
+  /** A node's events, taken over by the loop thread (always queued: never re-entrant). */
   private final class Events implements NodeEvents {
     private final int node;
 
@@ -323,30 +386,48 @@ public final class Engine implements LoopContext, AutoCloseable {
       this.node = node;
     }
 
-    @Override
-    public void connected() {
-      execute(() -> {
-        links[node].handleConnected(now());
-        pump(links[node]);
+    private void later(Runnable task) {
+      tasks.add(() -> {
+        if (!running) {
+          return;
+        }
+        task.run();
+        pumpLinks();
         deliverAll();
       });
+      selector.wakeup();
+    }
+
+    @Override
+    public void connected() {
+      later(() -> Native.linksConnected(linksHandle, node, now()));
     }
 
     @Override
     public void closed(CloseCause cause, String text) {
-      execute(() -> {
-        links[node].handleClosed(cause, text, now());
-        pump(links[node]);
-        deliverAll();
-      });
+      later(() -> Native.linksClosed(linksHandle, node, cause.ordinal(), text, now()));
     }
 
     @Override
     public void reply(long writeId, Object reply) {
-      execute(() -> {
-        links[node].handleReply(writeId, reply, now());
-        pump(links[node]);
-        deliverAll();
+      later(() -> {
+        long now = now();
+        if (reply instanceof RespDecoder.Decoded) {
+          RespDecoder.Decoded d = (RespDecoder.Decoded) reply;
+          try {
+            Native.linksReplyHandle(linksHandle, node, writeId, d.handle0(), now);
+          } finally {
+            d.close();
+          }
+        } else {
+          Reply r = (Reply) reply;
+          if (r.type() == Reply.Type.ARRAY) {
+            Native.linksReplyResp(linksHandle, node, writeId, r.toResp(), now);
+          } else {
+            Native.linksReply(linksHandle, node, writeId, r.type().ordinal(), r.integer(),
+                r.data(), now);
+          }
+        }
       });
     }
   }
@@ -406,9 +487,7 @@ public final class Engine implements LoopContext, AutoCloseable {
     for (Op op : ops.values()) {
       wake = min(wake, op.waitUntil);
     }
-    for (InterimLink link : links) {
-      wake = min(wake, link.pollTimeout());
-    }
+    wake = min(wake, linkWake);
     Timer t;
     while ((t = timers.peek()) != null && t.cancelled) {
       timers.poll();
@@ -434,12 +513,9 @@ public final class Engine implements LoopContext, AutoCloseable {
         drain(op, now);
       }
     }
-    for (InterimLink link : links) {
-      long due = link.pollTimeout();
-      if (due >= 0 && due <= now) {
-        link.handleTimeout(now);
-        pump(link);
-      }
+    // The operations' commands (a retry's) and any due link timeout.
+    if (submitted || (linkWake >= 0 && linkWake <= now)) {
+      pumpLinks();
     }
     deliverAll();
     List<Timer> due = new ArrayList<>();
@@ -505,13 +581,17 @@ public final class Engine implements LoopContext, AutoCloseable {
       // Nothing left to do with it.
     }
     driver.close();
+    if (!thread.isAlive()) {
+      // Only once the loop is gone: it holds the links' raw handle.
+      links.close();
+    }
   }
 
   private void awaitIdle(CompletableFuture<Void> drained) {
     long now = now();
     boolean idle = ops.isEmpty();
-    for (InterimLink link : links) {
-      idle &= link.idle(now);
+    for (int i = 0; i < links.nodes(); i++) {
+      idle &= links.info(i, now).idle;
     }
     if (idle) {
       drained.complete(null);

@@ -69,8 +69,9 @@ public final class Native {
 
   public static native void clientFree(long client);
 
+  /** {@code ttlMs} and {@code waitMicros} negative when not given. */
   public static native long clientAcquire(
-      long client, byte[][] resources, long ttlMs, byte[] random, long now);
+      long client, byte[][] resources, long ttlMs, long waitMicros, byte[] random, long now);
 
   public static native long clientExtend(long client, long lease, long ttlMs, long now);
 
@@ -138,4 +139,61 @@ public final class Native {
   public static native int replyType(long reply);
 
   public static native Object replyToJava(long reply);
+
+  // ---- the core's node links (one handle for every node) ----
+
+  public static native long linksNew(int nodes);
+
+  public static native void linksFree(long links);
+
+  /** Polls the operation until it waits (2, out[0] the instant) or ends (3); 0 if done. */
+  public static native int operationPump(long operation, long links, long tag, long now,
+      long[] out);
+
+  public static native void operationAbandon(long operation, long now);
+
+  /** The next link output: out = code (0 none, 1 connect, 2 write, 3 close, 4 deliver),
+   * node, write id or tag, request id; a write's RESP bytes or argv is returned. */
+  public static native Object linksPoll(long links, long[] out, boolean args);
+
+  public static native void linksDeliver(long links, long operation, long now);
+
+  public static native void linksDropDelivery(long links);
+
+  public static native void linksConnected(long links, int node, long now);
+
+  public static native void linksClosed(long links, int node, int cause, String text, long now);
+
+  public static native void linksReply(long links, int node, long write, int kind, long integer,
+      byte[] data, long now);
+
+  public static native void linksReplyResp(long links, int node, long write, byte[] resp,
+      long now);
+
+  public static native void linksReplyHandle(long links, int node, long write, long reply,
+      long now);
+
+  /** Handles every due link's timeout; the next instant any link wants, or -1. */
+  public static native long linksTimeout(long links, long now);
+
+  /** In flight, queued, owed, idle, stalled, open. */
+  public static native long[] linksInfo(long links, int node, long now);
+
+  /** The first two indexes naming one server, or null. */
+  public static native int[] duplicateNode(String[] addresses);
+
+  // ---- the core's keep-alive ----
+
+  public static native long keepAliveNew(long config, long lease);
+
+  public static native void keepAliveFree(long keepAlive);
+
+  /** 1 extend, 2 wait until out[0], 3 lost (out[0] the reason), 4 stopped. */
+  public static native int keepAlivePoll(long keepAlive, long now, long[] out);
+
+  public static native void keepAliveHandleOutcome(long keepAlive, long operation, long now);
+
+  public static native void keepAliveHandleFailure(long keepAlive, long now);
+
+  public static native void keepAliveStop(long keepAlive);
 }

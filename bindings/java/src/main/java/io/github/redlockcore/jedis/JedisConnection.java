@@ -192,7 +192,7 @@ final class JedisConnection implements NodeConnection {
         }
       });
     }
-    events.closed(CloseCause.OTHER, "closed by the client");
+    // The link asked for it: nothing more is reported for this connection.
   }
 
   void shutdown() {

@@ -148,8 +148,8 @@ final class NioConnection implements NodeConnection {
   @Override
   public void write(long writeId, Command command, byte[] resp, byte[][] args) {
     if (channel == null || !ready) {
-      // The link writes only on an open connection; report rather than lose the write.
-      events.reply(writeId, Reply.connectionFailed("not connected"));
+      // The connection failed and its closed event is on its way to the link, which
+      // settles this write then.
       return;
     }
     waiting.add(writeId);
@@ -210,8 +210,9 @@ final class NioConnection implements NodeConnection {
     ready = false;
   }
 
+  /** The link asked for it: close, and report nothing more for this connection. */
   @Override
   public void close() {
-    fail(CloseCause.OTHER, "closed by the client");
+    shut();
   }
 }

@@ -77,6 +77,15 @@ public final class NioDriver implements Driver {
   }
 
   @Override
+  public List<String> addresses() {
+    List<String> out = new ArrayList<>();
+    for (Node node : nodes) {
+      out.add(node.address.getHostString() + ":" + node.address.getPort());
+    }
+    return out;
+  }
+
+  @Override
   public int nodes() {
     return nodes.size();
   }

@@ -15,6 +15,15 @@ public interface Driver extends AutoCloseable {
   /** A short name for messages ("nio", "jedis"). */
   String name();
 
+  /**
+   * Each node's address as {@code host:port} (no password), in order, so the client can
+   * refuse the same server given twice (the core's {@code duplicate_node}); empty when the
+   * driver cannot tell (a user-supplied client factory).
+   */
+  default java.util.List<String> addresses() {
+    return java.util.List.of();
+  }
+
   /** Releases what the driver holds (threads); the loop has closed every connection. */
   @Override
   void close();
