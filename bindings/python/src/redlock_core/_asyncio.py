@@ -32,7 +32,7 @@ from ._common import (
     shown,
 )
 from ._errors import NodeResult, UsedAfterCloseError
-from ._lock import LockState, OnLost
+from ._lock import LockContextBase, LockState, OnLost
 from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running
 from .core import Lease, Operation, Outcome, Resources, now_us, resource_list
 
@@ -323,10 +323,7 @@ class AsyncRedlock(RedlockBase):
             self._poke_timer()
             raise
         self._wakers.pop(running.tag, None)
-        outcome = running.outcome
-        assert outcome is not None
-        engine.finish(running)
-        return outcome
+        return engine.take_outcome(running)
 
     # ---- closing ------------------------------------------------------------------
 
@@ -461,25 +458,11 @@ async def _keep_alive(lock_ref: weakref.ref[AsyncLock], wake: asyncio.Event) -> 
             pass
 
 
-class AsyncLockContext:
+class AsyncLockContext(LockContextBase):
     """What :meth:`AsyncRedlock.lock` returns: acquires on ``__aenter__``, releases on
     ``__aexit__``."""
 
-    def __init__(
-        self,
-        redlock: AsyncRedlock,
-        resources: Resources,
-        *,
-        ttl: Duration | None,
-        auto_extend: bool,
-        on_lost: OnLost | None,
-    ) -> None:
-        self._redlock = redlock
-        self._resources = resources
-        self._ttl = ttl
-        self._auto_extend = auto_extend
-        self._on_lost = on_lost
-        self._lock: AsyncLock | None = None
+    _lock: AsyncLock | None = None
 
     async def __aenter__(self) -> AsyncLock:
         if self._lock is not None:

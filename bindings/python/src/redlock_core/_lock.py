@@ -19,6 +19,7 @@ from .core import KeepAlive, Lease, Operation, Outcome, now_us
 
 if TYPE_CHECKING:
     from ._common import Duration, RedlockBase
+    from .core import Resources
 
 OnLost = Callable[[LockLostError], Any]
 
@@ -292,3 +293,23 @@ class LockState:
             f"<{type(self).__name__} {self._describe()} {state}, "
             f"validity {self.validity:.3f} s, token {self._token[:8]}...>"
         )
+
+
+class LockContextBase:
+    """What the drivers' ``lock()`` returns, before it is entered: the acquisition's
+    arguments. The sync and asyncio contexts add entering and leaving."""
+
+    def __init__(
+        self,
+        redlock: RedlockBase,
+        resources: Resources,
+        *,
+        ttl: Duration | None,
+        auto_extend: bool,
+        on_lost: OnLost | None,
+    ) -> None:
+        self._redlock: Any = redlock
+        self._resources = resources
+        self._ttl = ttl
+        self._auto_extend = auto_extend
+        self._on_lost = on_lost

@@ -288,6 +288,14 @@ class Engine:
         self.running.pop(running.tag, None)
         running.operation.close()
 
+    def take_outcome(self, running: Running) -> Outcome:
+        """The outcome of a finished operation; the operation is forgotten."""
+        outcome = running.outcome
+        if outcome is None:
+            raise RuntimeError("an operation taken before its outcome")  # a driver bug
+        self.finish(running)
+        return outcome
+
     def timers(self) -> int | None:
         """Hands the due links their timeouts; returns the next link instant."""
         now = now_us()

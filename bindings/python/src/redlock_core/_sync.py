@@ -34,7 +34,7 @@ from ._common import (
     shown,
 )
 from ._errors import NodeResult, UsedAfterCloseError
-from ._lock import KeepAlivePlan, LockState, OnLost
+from ._lock import KeepAlivePlan, LockContextBase, LockState, OnLost
 from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running
 from .core import Lease, Operation, Outcome, Resources, now_us, resource_list
 
@@ -352,10 +352,7 @@ class Redlock(RedlockBase):
             if self._stopped:
                 raise UsedAfterCloseError("this Redlock was closed while an operation ran")
             cond.wait(_seconds_until(running.wait_until))
-        outcome = running.outcome
-        assert outcome is not None
-        engine.finish(running)
-        return outcome
+        return engine.take_outcome(running)
 
     # ---- closing ------------------------------------------------------------------
 
@@ -524,25 +521,11 @@ def _keep_alive(lock_ref: weakref.ref[Lock], wake: threading.Condition) -> None:
                 wake.wait(min(left, 1.0))
 
 
-class LockContext:
+class LockContext(LockContextBase):
     """What :meth:`Redlock.lock` returns: acquires on ``__enter__``, releases on
     ``__exit__``."""
 
-    def __init__(
-        self,
-        redlock: Redlock,
-        resources: Resources,
-        *,
-        ttl: Duration | None,
-        auto_extend: bool,
-        on_lost: OnLost | None,
-    ) -> None:
-        self._redlock = redlock
-        self._resources = resources
-        self._ttl = ttl
-        self._auto_extend = auto_extend
-        self._on_lost = on_lost
-        self._lock: Lock | None = None
+    _lock: Lock | None = None
 
     def __enter__(self) -> Lock:
         if self._lock is not None:
