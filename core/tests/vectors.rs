@@ -463,9 +463,9 @@ fn run_resp_vector(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn every_conformance_vector() {
-    let files = json_files(&vectors_dir());
+/// Replays every vector in `files`; panics listing each failure, or when fewer than
+/// `at_least` files were found (a moved folder must not pass as "nothing failed").
+fn replay_all(files: &[PathBuf], what: &str, at_least: usize) {
     let failures: Vec<String> = files
         .iter()
         .filter_map(|path| {
@@ -476,12 +476,17 @@ fn every_conformance_vector() {
         .collect();
     assert!(
         failures.is_empty(),
-        "{} of {} vectors failed:\n{}",
+        "{} of {} {what} failed:\n{}",
         failures.len(),
         files.len(),
         failures.join("\n\n")
     );
-    assert!(files.len() >= 40, "only {} vectors", files.len());
+    assert!(files.len() >= at_least, "only {} {what}", files.len());
+}
+
+#[test]
+fn every_conformance_vector() {
+    replay_all(&json_files(&vectors_dir()), "vectors", 40);
 }
 
 /// Fencing and waiting vectors: replayed by the core here; the other bindings' runners
@@ -490,26 +495,7 @@ fn every_conformance_vector() {
 fn every_fencing_and_waiting_vector() {
     let mut files = json_files(&vectors_dir().join("fencing"));
     files.extend(json_files(&vectors_dir().join("waiting")));
-    let failures: Vec<String> = files
-        .iter()
-        .filter_map(|path| {
-            run_vector(path)
-                .err()
-                .map(|e| format!("{}: {e}", path.display()))
-        })
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {} fencing and waiting vectors failed:\n{}",
-        failures.len(),
-        files.len(),
-        failures.join("\n\n")
-    );
-    assert!(
-        files.len() >= 5,
-        "only {} fencing and waiting vectors",
-        files.len()
-    );
+    replay_all(&files, "fencing and waiting vectors", 5);
 }
 
 #[test]
