@@ -240,6 +240,33 @@ pub(crate) unsafe fn copy_out(
     redlock_result::REDLOCK_OK
 }
 
+/// Writes each argument's pointer and length into `args` and `arg_lens`, caller arrays of
+/// `capacity` elements; returns the count, or `REDLOCK_BUFFER_TOO_SMALL` (nothing
+/// written) when `capacity` is below it. The pointers borrow from `items`.
+///
+/// # Safety
+/// `args` and `arg_lens` are non-NULL and writable for `capacity` elements each.
+pub(crate) unsafe fn put_args<'a>(
+    items: impl ExactSizeIterator<Item = &'a [u8]>,
+    args: *mut *const u8,
+    arg_lens: *mut usize,
+    capacity: usize,
+) -> Result<usize, redlock_result> {
+    let count = items.len();
+    if capacity < count {
+        return Err(redlock_result::REDLOCK_BUFFER_TOO_SMALL);
+    }
+    for (i, arg) in items.enumerate() {
+        // SAFETY: both arrays are writable for `capacity >= count > i` elements by the
+        // caller's guarantee.
+        unsafe {
+            args.add(i).write(arg.as_ptr());
+            arg_lens.add(i).write(arg.len());
+        }
+    }
+    Ok(count)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

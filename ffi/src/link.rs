@@ -10,7 +10,7 @@
 
 use redlock_core::{Delivery, Link, LinkCause, LinkOutput, Reply, RequestId, Time, Write, WriteId};
 
-use crate::boundary::{free_handle, guard, guard_value, into_handle, put_bytes};
+use crate::boundary::{free_handle, guard, guard_value, into_handle, put_args, put_bytes};
 use crate::error::{redlock_result, redlock_result as R};
 use crate::operation::redlock_operation;
 use crate::reply::{redlock_reply, reply_from_parts, reply_kind};
@@ -342,18 +342,12 @@ pub unsafe extern "C" fn redlock_link_write_args(
         let Some(write) = link.write() else {
             return R::REDLOCK_NO_VALUE;
         };
-        let argc = write.arg_count();
-        if capacity < argc {
-            return R::REDLOCK_BUFFER_TOO_SMALL;
-        }
-        for (i, arg) in write.args().enumerate() {
-            // SAFETY: both arrays are writable for `capacity >= argc > i` elements by
-            // the crate's contract.
-            unsafe {
-                args.add(i).write(arg.as_ptr());
-                arg_lens.add(i).write(arg.len());
-            }
-        }
+        // SAFETY: both arrays were checked non-NULL above and are writable for
+        // `capacity` elements by the crate's contract.
+        let argc = match unsafe { put_args(write.args(), args, arg_lens, capacity) } {
+            Ok(argc) => argc,
+            Err(code) => return code,
+        };
         out_argc.write(argc);
         R::REDLOCK_OK
     })

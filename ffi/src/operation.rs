@@ -4,7 +4,7 @@
 use redlock_core::{Command, CommandKind, NodeResult, Operation, OperationKind, Output};
 use redlock_core::{RequestId, Time};
 
-use crate::boundary::{free_handle, guard, guard_value, put_bytes};
+use crate::boundary::{free_handle, guard, guard_value, put_args, put_bytes};
 use crate::error::{code_of, redlock_result, redlock_result as R};
 use crate::link::{current_delivery, redlock_link};
 use crate::outcome::{node_kind, redlock_outcome};
@@ -306,18 +306,12 @@ pub unsafe extern "C" fn redlock_operation_command_args(
         let Some(command) = op.command() else {
             return R::REDLOCK_NO_VALUE;
         };
-        let argc = command.arg_count();
-        if capacity < argc {
-            return R::REDLOCK_BUFFER_TOO_SMALL;
-        }
-        for (i, arg) in command.args().enumerate() {
-            // SAFETY: both arrays are writable for `capacity >= argc > i` elements by
-            // the crate's contract.
-            unsafe {
-                args.add(i).write(arg.as_ptr());
-                arg_lens.add(i).write(arg.len());
-            }
-        }
+        // SAFETY: both arrays were checked non-NULL above and are writable for
+        // `capacity` elements by the crate's contract.
+        let argc = match unsafe { put_args(command.args(), args, arg_lens, capacity) } {
+            Ok(argc) => argc,
+            Err(code) => return code,
+        };
         out_argc.write(argc);
         R::REDLOCK_OK
     })
