@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use jni::objects::{JObject, JObjectArray, JValue};
+use jni::objects::{JByteArray, JObject, JObjectArray, JValue};
 use jni::sys::{jint, jlong, jobjectArray};
 use jni::JNIEnv;
 
-use redlock_core::resp::ProtocolError;
+use redlock_core::resp::{Decoder, ProtocolError};
 use redlock_core::{
     CommandKind, ConfigError, FailureReason, Lease, NodeCause, NodeResult, Outcome, Reply, Time,
     UsageError,
@@ -103,6 +103,28 @@ pub(crate) fn byte_arrays(
 /// The resource names of an acquisition or lease, as bytes (UTF-8 from Java).
 pub(crate) fn resources(env: &mut JNIEnv<'_>, array: &JObjectArray<'_>) -> Result<Vec<Vec<u8>>> {
     byte_arrays(env, array, "the resources")
+}
+
+/// The one complete RESP reply in a Java byte array (refused if null, incomplete or
+/// followed by more bytes).
+pub(crate) fn one_reply(env: &mut JNIEnv<'_>, resp: &JByteArray<'_>) -> Result<Reply> {
+    if is_null(resp) {
+        return Err(Failure::argument(
+            "invalid_argument",
+            "the RESP bytes must not be null",
+        ));
+    }
+    let bytes = env.convert_byte_array(resp)?;
+    let mut decoder = Decoder::new();
+    decoder.feed(&bytes);
+    match decoder.next_reply() {
+        Ok(Some(reply)) if decoder.buffered() == 0 => Ok(reply),
+        Ok(_) => Err(Failure::argument(
+            "invalid_argument",
+            "the bytes must hold exactly one complete RESP reply",
+        )),
+        Err(error) => Err(protocol_failure(error)),
+    }
 }
 
 pub(crate) fn reply_from_parts(kind: jint, integer: jlong, data: Vec<u8>) -> Result<Reply> {

@@ -343,22 +343,7 @@ export!(Java_io_github_redlockcore_internal_Native_operationHandleReplyResp(
     now: jlong
 ) -> () = (), {
     let operation: &mut OperationBox = handle(operation, "operation")?;
-    if is_null(&resp) {
-        return Err(Failure::argument("invalid_argument", "the RESP bytes must not be null"));
-    }
-    let bytes = env.convert_byte_array(&resp)?;
-    let mut decoder = Decoder::new();
-    decoder.feed(&bytes);
-    let reply = match decoder.next_reply() {
-        Ok(Some(reply)) if decoder.buffered() == 0 => reply,
-        Ok(_) => {
-            return Err(Failure::argument(
-                "invalid_argument",
-                "the bytes must hold exactly one complete RESP reply",
-            ))
-        }
-        Err(error) => return Err(convert::protocol_failure(error)),
-    };
+    let reply = convert::one_reply(env, &resp)?;
     give_reply(operation, request, reply, now)
 });
 

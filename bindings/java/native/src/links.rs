@@ -9,7 +9,6 @@ use jni::objects::{JByteArray, JClass, JLongArray, JObject, JObjectArray, JStrin
 use jni::sys::{jboolean, jint, jintArray, jlong, jobject};
 use jni::JNIEnv;
 
-use redlock_core::resp::Decoder;
 use redlock_core::{Delivery, Link, LinkCause, LinkOutput, Output, Reply, WriteId};
 
 use crate::boundary::{guard, handle, into_handle, is_null, Failure, Result};
@@ -262,22 +261,7 @@ export!(Java_io_github_redlockcore_internal_Native_linksReplyResp(
     resp: JByteArray<'local>,
     now: jlong
 ) -> () = (), {
-    if is_null(&resp) {
-        return Err(Failure::argument("invalid_argument", "the RESP bytes must not be null"));
-    }
-    let bytes = env.convert_byte_array(&resp)?;
-    let mut decoder = Decoder::new();
-    decoder.feed(&bytes);
-    let reply = match decoder.next_reply() {
-        Ok(Some(reply)) if decoder.buffered() == 0 => reply,
-        Ok(_) => {
-            return Err(Failure::argument(
-                "invalid_argument",
-                "the bytes must hold exactly one complete RESP reply",
-            ))
-        }
-        Err(error) => return Err(convert::protocol_failure(error)),
-    };
+    let reply = convert::one_reply(env, &resp)?;
     give(links, node, write, reply, now)
 });
 
