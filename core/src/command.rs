@@ -134,22 +134,28 @@ pub const WRITE_BACK_SHA1: &str = "47286555568e62ef8206b4cebe6f2c747294980e";
 /// (`{...}` with something inside) keeps it: `key:fence`; any other becomes the tag
 /// itself: `{key}:fence`.
 pub fn fence_key(key: &[u8]) -> Vec<u8> {
+    tagged_key(key, b":fence")
+}
+
+/// `key` followed by `suffix`, in `key`'s Redis Cluster slot: a key with a hash tag (`{...}`
+/// with something inside) keeps it; any other becomes the tag itself (`{key}`).
+pub(crate) fn tagged_key(key: &[u8], suffix: &[u8]) -> Vec<u8> {
     let has_tag = key.iter().position(|&b| b == b'{').is_some_and(|open| {
         key[open + 1..]
             .iter()
             .position(|&b| b == b'}')
             .is_some_and(|close| close > 0)
     });
-    let mut fence = Vec::with_capacity(key.len() + 8);
+    let mut tagged = Vec::with_capacity(key.len() + suffix.len() + 2);
     if has_tag {
-        fence.extend_from_slice(key);
+        tagged.extend_from_slice(key);
     } else {
-        fence.push(b'{');
-        fence.extend_from_slice(key);
-        fence.push(b'}');
+        tagged.push(b'{');
+        tagged.extend_from_slice(key);
+        tagged.push(b'}');
     }
-    fence.extend_from_slice(b":fence");
-    fence
+    tagged.extend_from_slice(suffix);
+    tagged
 }
 
 /// Identifies one request within one operation. Ids start at 1 and increase by one

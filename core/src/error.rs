@@ -30,6 +30,8 @@ pub enum UsageError {
     /// A node index outside `0..N` (a release notice from a node the client does not
     /// have).
     UnknownNode,
+    /// A fencing token of 0 or above [`crate::MAX_FENCING_TOKEN`] given to a fenced write.
+    InvalidFencingToken,
 }
 
 impl UsageError {
@@ -47,6 +49,7 @@ impl UsageError {
             UsageError::RandomSourceFailed => "random_source_failed",
             UsageError::InvalidTtl(_) => "invalid_ttl",
             UsageError::UnknownNode => "unknown_node",
+            UsageError::InvalidFencingToken => "invalid_fencing_token",
         }
     }
 }
@@ -72,6 +75,9 @@ impl fmt::Display for UsageError {
             }
             UsageError::RandomSourceFailed => "the operating system's random source failed",
             UsageError::UnknownNode => "no node with this index in the configuration",
+            UsageError::InvalidFencingToken => {
+                "a fencing token must be an integer from 1 to 2^53-1"
+            }
         };
         f.write_str(text)
     }

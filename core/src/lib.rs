@@ -93,6 +93,7 @@ mod client;
 mod command;
 mod config;
 mod error;
+mod guard;
 mod keepalive;
 mod link;
 mod operation;
@@ -116,6 +117,9 @@ pub use config::{
     MAX_TTL_MS, MIN_RETRY_DELAY, MIN_TOKEN_BYTES,
 };
 pub use error::UsageError;
+pub use guard::{
+    fence_guard_key, FencedSet, FencedWrite, FENCED_SET_SCRIPT, FENCED_SET_SHA1, MAX_FENCING_TOKEN,
+};
 pub use keepalive::{KeepAlive, KeepAliveAction, LostReason};
 pub use link::{
     Delivery, Link, LinkCause, LinkOutput, Write, WriteId, LATE_RELEASE_BUDGET, MAX_IN_FLIGHT,

@@ -533,6 +533,10 @@ fn script_sha1s_match_their_texts() {
             redlock_core::WRITE_BACK_SCRIPT,
             redlock_core::WRITE_BACK_SHA1,
         ),
+        (
+            redlock_core::FENCED_SET_SCRIPT,
+            redlock_core::FENCED_SET_SHA1,
+        ),
     ] {
         assert_eq!(sha1_smol::Sha1::from(script).digest().to_string(), sha);
     }
