@@ -28,18 +28,22 @@ end
 return 1
 ";
 
-/// Deletes each key that holds the token; returns how many it deleted. It never deletes
-/// a key that holds another value. For each key it deletes it publishes a release notice
-/// (the key) on the key's notice channel ([`notice_channel`]), so that waiters try again
-/// at once; a server that refuses `PUBLISH` (an ACL) still releases.
+/// Deletes each key that holds the token and answers `{deleted, listeners}`: how many
+/// keys it deleted and how many subscribers its notices reached. It never deletes a key
+/// that holds another value. For each key it deletes it publishes a release notice (the
+/// key) on the key's notice channel ([`notice_channel`]), so that waiters try again at
+/// once; a server that refuses `PUBLISH` (an ACL) still releases. A release that
+/// waiters heard gives them a short head start (`docs/waiting.md`, "Fairness").
 pub const RELEASE_SCRIPT: &str = "local released = 0
+local listeners = 0
 for _, key in ipairs(KEYS) do
   if redis.call('GET', key) == ARGV[1] then
     released = released + redis.call('DEL', key)
-    redis.pcall('PUBLISH', 'redlock:released:' .. key, key)
+    local heard = redis.pcall('PUBLISH', 'redlock:released:' .. key, key)
+    if type(heard) == 'number' then listeners = listeners + heard end
   end
 end
-return released
+return {released, listeners}
 ";
 
 /// The prefix of every notice channel: a release of key `k` is announced on
@@ -122,7 +126,7 @@ return 1
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].
-pub const RELEASE_SHA1: &str = "77ca464c5e5c04fb844d50b9a72b30052642d9cd";
+pub const RELEASE_SHA1: &str = "2f298bcb2aa1f2203d8b32d50dbf19d858b60ff2";
 /// SHA-1 of [`EXTEND_SCRIPT`].
 pub const EXTEND_SHA1: &str = "6aec6dabb71e80f87fc28910be87b135f17d85ab";
 /// SHA-1 of [`FENCED_ACQUIRE_SCRIPT`].

@@ -67,6 +67,14 @@ use crate::random::{OperationRandom, Token};
 use crate::reply::Reply;
 use crate::time::Time;
 
+/// The shortest hand-off grace: a release that waiters heard finishes no sooner than this
+/// after its decision (see [`Operation::poll_output`] and `docs/waiting.md`).
+pub const HANDOFF_GRACE_MIN: Duration = Duration::from_millis(2);
+
+/// The hand-off grace in multiples of the release round's own duration, when that is
+/// longer than [`HANDOFF_GRACE_MIN`]; never more than the node timeout.
+pub const HANDOFF_GRACE_ROUNDS: u64 = 4;
+
 /// What an operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -109,6 +117,11 @@ enum Phase {
     },
     Extending,
     Releasing,
+    /// A release that waiters were listening for: its outcome waits until `until`, so
+    /// that a woken waiter's attempt lands before the releaser can take the lock again.
+    HandingOff {
+        until: Time,
+    },
     Done,
 }
 
@@ -228,6 +241,10 @@ pub struct Operation {
     wait_until: Option<Time>,
     /// Per node: a release notice arrived since the current attempt failed.
     noticed: Vec<bool>,
+    /// Release: some node's release notice reached at least one subscriber (a waiter).
+    listened: bool,
+    /// Release, while handing off: the outcome, held until the grace ends.
+    held_outcome: Option<Outcome>,
 }
 
 impl Operation {
@@ -314,6 +331,8 @@ impl Operation {
             fence: None,
             wait_until: None,
             noticed: Vec::new(),
+            listened: false,
+            held_outcome: None,
             config,
         }
     }
@@ -347,6 +366,22 @@ impl Operation {
         // However a driver built it, the status `OK` is `Reply::Ok`.
         let reply = match reply {
             Reply::Status(text) if text == "OK" => Reply::Ok,
+            other => other,
+        };
+        // The release script answers how many keys it deleted and how many subscribers
+        // its notices reached; a bare count (no notices) is read the same way.
+        let reply = match reply {
+            Reply::Array(items) if self.round.kind == CommandKind::Release => {
+                match items.as_slice() {
+                    [Reply::Integer(released), Reply::Integer(listeners)] => {
+                        if *listeners > 0 && round == self.round.number {
+                            self.listened = true;
+                        }
+                        Reply::Integer(*released)
+                    }
+                    _ => Reply::Array(items),
+                }
+            }
             other => other,
         };
 
@@ -404,6 +439,13 @@ impl Operation {
             Phase::Delaying { until } => {
                 if now >= until {
                     self.start_next_attempt(now);
+                }
+            }
+            Phase::HandingOff { until } => {
+                if now >= until {
+                    if let Some(outcome) = self.held_outcome.take() {
+                        self.finish(outcome);
+                    }
                 }
             }
             Phase::Acquiring
@@ -514,7 +556,7 @@ impl Operation {
     fn next_timeout(&self) -> Option<Time> {
         match self.phase {
             Phase::Done => None,
-            Phase::Delaying { until } => Some(until),
+            Phase::Delaying { until } | Phase::HandingOff { until } => Some(until),
             _ => Some(self.round.deadline),
         }
     }
@@ -755,8 +797,8 @@ impl Operation {
             Phase::WritingBack => self.decide_write_back(now),
             Phase::CleaningUp => self.decide_cleanup(now),
             Phase::Extending => self.decide_extend(now),
-            Phase::Releasing => self.decide_release(),
-            Phase::Delaying { .. } | Phase::Done => {}
+            Phase::Releasing => self.decide_release(now),
+            Phase::Delaying { .. } | Phase::HandingOff { .. } | Phase::Done => {}
         }
     }
 
@@ -889,9 +931,11 @@ impl Operation {
         let last_start = self
             .wait_until
             .map(|limit| limit.minus_micros(self.attempt_span_us()));
+        let floor = crate::time::micros_floor(crate::config::MIN_RETRY_DELAY);
         let another = match last_start {
+            // Never back to back: the last attempt too waits the floor.
             Some(last_start) => {
-                now <= last_start
+                now.plus_micros(floor) <= last_start
                     && self.attempt < u32::MAX
                     && self.random.can_draw(8 + self.config.token_bytes())
             }
@@ -905,7 +949,7 @@ impl Operation {
             let mut delay = u64::try_from(base + offset).unwrap_or(u64::MAX);
             if last_start.is_some() {
                 // A wait limit retries whatever `attempts` says: never back to back.
-                delay = delay.max(crate::time::micros_floor(crate::config::MIN_RETRY_DELAY));
+                delay = delay.max(floor);
             }
             let mut until = now.plus_micros(delay);
             if self.notices_make_quorum_possible() {
@@ -989,13 +1033,28 @@ impl Operation {
         self.finish(outcome);
     }
 
-    fn decide_release(&mut self) {
+    fn decide_release(&mut self, now: Time) {
         let confirmed = self.round.successes + self.round.conflicts;
         if confirmed >= self.config.quorum() {
-            self.finish(Outcome::Released(Released {
+            let outcome = Outcome::Released(Released {
                 released: self.round.successes,
                 nodes: self.node_results(),
-            }));
+            });
+            if self.listened {
+                // Waiters heard the release: give them the first try (docs/waiting.md,
+                // "Fairness"), a grace proportional to how long this round took.
+                let took = now.micros_since(self.round.start);
+                let grace = took
+                    .saturating_mul(HANDOFF_GRACE_ROUNDS)
+                    .max(crate::time::micros_floor(HANDOFF_GRACE_MIN))
+                    .min(self.config.node_timeout_us());
+                self.held_outcome = Some(outcome);
+                self.phase = Phase::HandingOff {
+                    until: now.plus_micros(grace),
+                };
+                return;
+            }
+            self.finish(outcome);
         } else if self.round.settled() >= self.config.nodes() {
             // Fewer than a quorum confirmed the key is gone: it may still be held, by
             // us, until its TTL. Not a success.

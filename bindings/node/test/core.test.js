@@ -134,7 +134,7 @@ test('RESP codec, scripts, limits and version', () => {
   assert.throws(() => decoder.nextReply(), isCode('too_large'));
   assert.throws(() => new core.Decoder({ maxBulk: -1 }), isCode('invalid_argument'));
   const scripts = core.scripts();
-  assert.equal(scripts.release.sha1, '77ca464c5e5c04fb844d50b9a72b30052642d9cd');
+  assert.equal(scripts.release.sha1, '2f298bcb2aa1f2203d8b32d50dbf19d858b60ff2');
   assert.match(scripts.extend.text, /PEXPIRE/);
   assert.equal(core.limits().maxNodes, 255);
   assert.equal(core.defaults().driftFixedUs, 2000);

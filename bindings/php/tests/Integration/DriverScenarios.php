@@ -222,7 +222,7 @@ abstract class DriverScenarios extends TestCase
         $second->release();
         $redlock->flush();
         // The scripts were loaded on the new connection before any EVALSHA.
-        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', '77ca464c5e5c04fb844d50b9a72b30052642d9cd');
+        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', '2f298bcb2aa1f2203d8b32d50dbf19d858b60ff2');
         $this->assertSame([1], $exists);
     }
 
