@@ -58,17 +58,18 @@ macro_rules! export {
     ($name:ident ( $env:ident $(, $arg:ident : $ty:ty)* ) -> $ret:ty = $fallback:expr, $body:block) => {
         #[no_mangle]
         pub extern "system" fn $name<'local>(
-            mut env: JNIEnv<'local>,
-            _class: JClass<'local>,
+            mut env: jni::JNIEnv<'local>,
+            _class: jni::objects::JClass<'local>,
             $($arg: $ty),*
         ) -> $ret {
-            guard(&mut env, $fallback, |$env| $body)
+            $crate::boundary::guard(&mut env, $fallback, |$env| $body)
         }
     };
 }
 
-// The node links and keep-alive use `export!` too (declared after it to see it).
-mod links;
+// The loop's engine and keep-alive use `export!` too (declared after it to see it).
+pub mod engine;
+mod keepalive;
 
 // ---- library ------------------------------------------------------------------------
 

@@ -114,7 +114,7 @@ public final class RedLock implements AutoCloseable {
       current = lease;
     }
     Outcome outcome = RedlockClient.await(
-        owner.engine().run(now -> owner.core().extend(current, ttl, now)));
+        owner.engine().run((links, tag, now) -> owner.core().startExtend(links, tag, current, ttl, false, now)));
     outcome.lease().ifPresent(this::replaceLease);
     if (outcome.kind() != Outcome.Kind.EXTENDED) {
       LockException e = ErrorClasses.of(resource, outcome);
@@ -185,7 +185,7 @@ public final class RedLock implements AutoCloseable {
     lost.cancel(false);
     try {
       Outcome outcome =
-          RedlockClient.await(owner.engine().run(now -> owner.core().release(current, now)));
+          RedlockClient.await(owner.engine().run((links, tag, now) -> owner.core().startRelease(links, tag, current, now)));
       if (outcome != null && !outcome.isSuccess()) {
         throw ErrorClasses.of(resource, outcome);
       }

@@ -94,7 +94,7 @@ public final class RedlockClient implements AutoCloseable {
    */
   public RedLock acquire(List<String> resources, Duration ttl) {
     Objects.requireNonNull(resources, "resources");
-    Outcome outcome = await(engine.run(now -> client.acquire(resources, ttl, now)));
+    Outcome outcome = await(engine.run((links, tag, now) -> client.startAcquire(links, tag, resources, ttl, null, now)));
     String name = String.join(",", resources);
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
       return new RedLock(this, name, outcome.lease().orElseThrow(), outcome.attempts());
@@ -127,7 +127,7 @@ public final class RedlockClient implements AutoCloseable {
       throw new RedlockArgumentException("invalid_argument", "the wait must not be negative");
     }
     List<String> resources = List.of(resource);
-    Outcome outcome = await(engine.run(now -> client.acquire(resources, ttl, wait, now)));
+    Outcome outcome = await(engine.run((links, tag, now) -> client.startAcquire(links, tag, resources, ttl, wait, now)));
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
       return Optional.of(
           new RedLock(this, resource, outcome.lease().orElseThrow(), outcome.attempts()));

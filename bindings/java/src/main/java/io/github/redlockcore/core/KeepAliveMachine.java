@@ -57,6 +57,11 @@ public final class KeepAliveMachine extends NativeHandle {
     Native.keepAliveHandleOutcome(handle(), operation.handle0(), now);
   }
 
+  /** The outcome of the extension the loop ran under {@code tag} (kept natively for this). */
+  public void handleOutcome(io.github.redlockcore.internal.CoreLinks links, long tag, long now) {
+    links.keepAliveOutcome(tag, handle(), now);
+  }
+
   /** The extension could not run at all. */
   public void handleFailure(long now) {
     Native.keepAliveHandleFailure(handle(), now);

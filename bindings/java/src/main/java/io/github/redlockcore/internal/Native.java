@@ -140,44 +140,58 @@ public final class Native {
 
   public static native Object replyToJava(long reply);
 
-  // ---- the core's node links (one handle for every node) ----
-
-  public static native long linksNew(int nodes);
-
-  public static native void linksFree(long links);
-
-  /** Polls the operation until it waits (2, out[0] the instant) or ends (3); 0 if done. */
-  public static native int operationPump(long operation, long links, long tag, long now,
-      long[] out);
-
   public static native void operationAbandon(long operation, long now);
 
-  /** The next link output: out = code (0 none, 1 connect, 2 write, 3 close, 4 deliver),
-   * node, write id or tag, request id; a write's RESP bytes or argv is returned. */
-  public static native Object linksPoll(long links, long[] out, boolean args);
+  // ---- the loop's native half: links and operations (see CoreLinks) ----
+  // Every input returns the number of events written into records/bytes, or -1 when
+  // they need larger arrays (then loopEvents).
 
-  public static native void linksDeliver(long links, long operation, long now);
+  public static native long loopNew(int nodes, boolean raw);
 
-  public static native void linksDropDelivery(long links);
+  public static native void loopFree(long loop);
 
-  public static native void linksConnected(long links, int node, long now);
+  public static native int loopEvents(long loop, long[] records, byte[] bytes);
 
-  public static native void linksClosed(long links, int node, int cause, String text, long now);
+  public static native int loopAcquire(long loop, long client, long tag, byte[][] resources,
+      long ttlMs, long waitMicros, long now, long[] records, byte[] bytes);
 
-  public static native void linksReply(long links, int node, long write, int kind, long integer,
-      byte[] data, long now);
+  public static native int loopExtend(long loop, long client, long lease, long ttlMs, long tag,
+      boolean keep, long now, long[] records, byte[] bytes);
 
-  public static native void linksReplyResp(long links, int node, long write, byte[] resp,
-      long now);
+  public static native int loopRelease(long loop, long client, long lease, long tag, long now,
+      long[] records, byte[] bytes);
 
-  public static native void linksReplyHandle(long links, int node, long write, long reply,
-      long now);
+  public static native int loopAbandon(long loop, long tag, long now, long[] records,
+      byte[] bytes);
 
-  /** Handles every due link's timeout; the next instant any link wants, or -1. */
-  public static native long linksTimeout(long links, long now);
+  public static native int loopNotice(long loop, long tag, int node, long now, long[] records,
+      byte[] bytes);
+
+  public static native int loopTimeout(long loop, long now, long[] records, byte[] bytes);
+
+  public static native int loopConnected(long loop, int node, long now, long[] records,
+      byte[] bytes);
+
+  public static native int loopClosed(long loop, int node, int cause, String text, long now,
+      long[] records, byte[] bytes);
+
+  public static native int loopReply(long loop, int node, long write, int kind, long integer,
+      byte[] data, long now, long[] records, byte[] bytes);
+
+  public static native int loopReplyResp(long loop, int node, long write, byte[] resp, long now,
+      long[] records, byte[] bytes);
+
+  public static native int loopFeed(long loop, int node, byte[] data, int offset, int length,
+      long now, long[] records, byte[] bytes);
+
+  public static native void loopKeepAliveOutcome(long loop, long tag, long keepAlive, long now);
+
+  public static native void loopForget(long loop, long tag);
+
+  public static native int loopRunning(long loop);
 
   /** In flight, queued, owed, idle, stalled, open. */
-  public static native long[] linksInfo(long links, int node, long now);
+  public static native long[] loopLinkInfo(long loop, int node, long now);
 
   /** The first two indexes naming one server, or null. */
   public static native int[] duplicateNode(String[] addresses);

@@ -24,14 +24,11 @@ import java.util.ArrayDeque;
  * answers in order on one connection. Every method runs on the loop thread.
  */
 final class NioConnection implements NodeConnection {
-  private static final long AUTH_WRITE = -1;
-
   private final NioDriver.Node node;
   private final LoopContext loop;
   private final NodeEvents events;
   private final ByteBuffer readBuffer = ByteBuffer.allocate(64 * 1024);
   private final ArrayDeque<ByteBuffer> output = new ArrayDeque<>();
-  private final ArrayDeque<Long> waiting = new ArrayDeque<>();
   private SocketChannel channel;
   private SelectionKey key;
   private RespDecoder decoder;
@@ -76,7 +73,6 @@ final class NioConnection implements NodeConnection {
     key.interestOps(SelectionKey.OP_READ);
     if (node.password != null) {
       // AUTH is answered before the connection counts as open.
-      waiting.add(AUTH_WRITE);
       enqueue(Native.encodeCommand(
           new byte[][] {Native.utf8("AUTH"), Native.utf8(node.password)}));
     } else {
@@ -117,26 +113,20 @@ final class NioConnection implements NodeConnection {
       if (n == 0) {
         return;
       }
-      decoder.feed(readBuffer.array(), 0, n);
-      RespDecoder.Decoded reply;
-      while (decoder != null && (reply = decoder.next()) != null) {
-        Long writeId = waiting.poll();
-        if (writeId == null) {
-          reply.close();
-          fail(CloseCause.OTHER, "a reply to no command");
-          return;
-        }
-        if (writeId == AUTH_WRITE) {
-          Reply r = reply.toReply();
-          reply.close();
+      if (ready) {
+        // The loop's native half decodes them and matches replies to writes.
+        events.received(readBuffer.array(), 0, n);
+      } else {
+        // The AUTH reply: nothing else was written before it.
+        decoder.feed(readBuffer.array(), 0, n);
+        Reply r = decoder.nextReply();
+        if (r != null) {
           if (r.type() == Reply.Type.ERROR) {
             fail(CloseCause.AUTH, r.text());
             return;
           }
           ready = true;
           events.connected();
-        } else {
-          events.reply(writeId, reply);
         }
       }
       if (n < readBuffer.capacity()) {
@@ -152,7 +142,6 @@ final class NioConnection implements NodeConnection {
       // settles this write then.
       return;
     }
-    waiting.add(writeId);
     enqueue(resp);
   }
 
@@ -206,7 +195,6 @@ final class NioConnection implements NodeConnection {
       decoder = null;
     }
     output.clear();
-    waiting.clear();
     ready = false;
   }
 

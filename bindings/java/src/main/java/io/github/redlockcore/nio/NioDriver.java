@@ -20,7 +20,7 @@ import java.util.List;
  *
  * <p>Nodes are {@code redis://[:password@]host:port} URLs (or {@code host:port}). No TLS.
  */
-public final class NioDriver implements Driver {
+public final class NioDriver implements Driver, io.github.redlockcore.internal.Engine.RawDriver {
   /** One node's address and password (null for none). */
   static final class Node {
     final InetSocketAddress address;
