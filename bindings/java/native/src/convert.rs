@@ -68,6 +68,8 @@ pub(crate) fn command_kind(kind: CommandKind) -> jlong {
         CommandKind::Acquire => 1,
         CommandKind::Release => 2,
         CommandKind::Extend => 3,
+        CommandKind::FencedAcquire => 4,
+        CommandKind::WriteBack => 5,
         _ => -1,
     }
 }

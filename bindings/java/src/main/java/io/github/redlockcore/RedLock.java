@@ -64,6 +64,16 @@ public final class RedLock implements AutoCloseable {
     return lease().isValid(owner.now());
   }
 
+  /**
+   * The fencing token (clients built with {@code fencing(true)}): strictly greater than
+   * that of every earlier acquisition of the resource whose token was handed out. Send it
+   * with every write to the protected resource, which must check it (for a Redis key,
+   * {@link io.github.redlockcore.jedis.JedisFencedWrites}); empty without fencing.
+   */
+  public java.util.OptionalLong fencingToken() {
+    return lease().fencingToken();
+  }
+
   /** Successful extensions so far. */
   public int extensions() {
     return lease().extensions();

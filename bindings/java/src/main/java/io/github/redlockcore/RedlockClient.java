@@ -220,6 +220,15 @@ public final class RedlockClient implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Fencing tokens ({@link RedLock#fencingToken()}): one extra round trip per acquisition
+     * (see {@code docs/fencing.md}). Off by default.
+     */
+    public Builder fencing(boolean on) {
+      config.fencing(on);
+      return this;
+    }
+
     public Builder maxExtensions(Integer max) {
       config.maxExtensions(max);
       return this;

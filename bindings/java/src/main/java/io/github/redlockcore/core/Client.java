@@ -114,6 +114,21 @@ public final class Client extends NativeHandle {
         ? Duration.ofDays(365).toNanos() / 1000 : wait.toNanos() / 1000;
   }
 
+  /**
+   * Starts acquiring with tokens and jitter drawn from {@code random}, with a wait limit
+   * (tests, vectors).
+   */
+  public synchronized Operation acquireWithRandom(List<String> resources, byte[] random,
+      Duration wait, long now) {
+    byte[][] names = names(resources);
+    if (random == null) {
+      throw new io.github.redlockcore.RedlockArgumentException(
+          "not_enough_random_bytes", "random bytes must not be null");
+    }
+    return new Operation(Native.clientAcquire(handle(), names, -1, waitMicros(wait), random,
+        now));
+  }
+
   /** Starts acquiring with tokens and jitter drawn from {@code random} (tests, vectors). */
   public synchronized Operation acquireWithRandom(List<String> resources, byte[] random, long now) {
     byte[][] names = names(resources);

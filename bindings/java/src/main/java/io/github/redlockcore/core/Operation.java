@@ -132,6 +132,15 @@ public final class Operation extends NativeHandle {
     Native.operationHandleTimeout(handle(), now);
   }
 
+  /**
+   * Hands in a release notice for this acquisition's resource from node {@code node}: a
+   * waiting acquisition may try again at once (the core decides). {@code unknown_node} for
+   * an index outside the nodes.
+   */
+  public synchronized void handleNotice(int node, long now) {
+    Native.operationHandleNotice(handle(), node, now);
+  }
+
   public synchronized boolean isFinished() {
     return Native.operationIsFinished(handle());
   }

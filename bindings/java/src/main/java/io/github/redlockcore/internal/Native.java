@@ -27,7 +27,10 @@ public final class Native {
 
   public static native String version();
 
-  /** ACQUIRE, RELEASE, EXTEND script texts, then their SHA-1s. */
+  /**
+   * ACQUIRE, RELEASE, EXTEND script texts, then their SHA-1s; then FENCED_ACQUIRE,
+   * WRITE_BACK, FENCED_SET texts, then their SHA-1s.
+   */
   public static native String[] scripts();
 
   public static native void panicForTest();
@@ -49,7 +52,8 @@ public final class Native {
       long retryJitterUs,
       byte[] keyPrefix,
       int tokenBytes,
-      long maxExtensions);
+      long maxExtensions,
+      boolean fencing);
 
   public static native void configFree(long config);
 
@@ -116,6 +120,19 @@ public final class Native {
   public static native Object[] operationOutcome(long operation);
 
   public static native boolean operationIsFinished(long operation);
+
+  public static native void operationHandleNotice(long operation, int node, long now);
+
+  // ---- the resource-side fencing check (the core's FencedSet) ----
+
+  public static native long fencedSetNew(byte[] item, byte[] value, long token);
+
+  public static native void fencedSetFree(long write);
+
+  public static native byte[][] fencedSetArgs(long write, boolean eval);
+
+  /** 0 accepted, 1 stale (out[0] the token seen), 2 retry as EVAL, 3 failed (text returned). */
+  public static native String fencedSetReply(long write, byte[] resp, long[] out);
 
   /** Per node, the current round's result code (0 not asked, 1 pending, 2 success, ...). */
   public static native int[] operationNodeCodes(long operation);
