@@ -834,3 +834,19 @@ export!(Java_io_github_redlockcore_internal_Native_fencedSetReply(env, write: jl
         None => Ok(std::ptr::null_mut()),
     }
 });
+
+// The release-notice channel of each resource's key under this configuration's prefix
+// (the core's `notice_channel`), for the subscribers of waiting acquisitions.
+export!(Java_io_github_redlockcore_internal_Native_noticeChannels(env, config: jlong, resource_list: JObjectArray<'local>) -> jobjectArray = std::ptr::null_mut(), {
+    let config: &mut Config = handle(config, "configuration")?;
+    let names = resources(env, &resource_list)?;
+    let bytes = classes::class(&classes::classes(env)?.bytes);
+    let array = env.new_object_array(names.len() as i32, bytes, JObject::null())?;
+    for (i, name) in names.iter().enumerate() {
+        let mut key = config.key_prefix().to_vec();
+        key.extend_from_slice(name);
+        let channel = env.byte_array_from_slice(&redlock_core::notice_channel(&key))?;
+        env.set_object_array_element(&array, i as i32, channel)?;
+    }
+    Ok(array.into_raw())
+});

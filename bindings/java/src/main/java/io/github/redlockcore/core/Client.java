@@ -129,6 +129,17 @@ public final class Client extends NativeHandle {
         now));
   }
 
+  /**
+   * The channels the nodes announce releases of {@code resources} on (the core's {@code
+   * notice_channel} of each key), for a waiting acquisition's subscribers.
+   */
+  public List<byte[]> noticeChannels(List<String> resources) {
+    byte[][] names = names(resources);
+    synchronized (config) {
+      return List.of(Native.noticeChannels(config.handle0(), names));
+    }
+  }
+
   /** Starts acquiring with tokens and jitter drawn from {@code random} (tests, vectors). */
   public synchronized Operation acquireWithRandom(List<String> resources, byte[] random, long now) {
     byte[][] names = names(resources);

@@ -11,6 +11,7 @@ import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
 import io.github.redlockcore.spi.NodeConnection;
 import io.github.redlockcore.spi.NodeEvents;
+import io.github.redlockcore.spi.NoticeSubscriber;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.channels.SelectableChannel;
@@ -19,6 +20,7 @@ import java.nio.channels.Selector;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -59,6 +61,10 @@ public final class Engine implements LoopContext, AutoCloseable {
   private final PriorityQueue<Timer> timers = new PriorityQueue<>();
   /** Operations that ended in the events being processed, completed after them. */
   private final ArrayList<Object> finished = new ArrayList<>();
+  /** Per node, the subscriber for release notices, opened when a waiter first needs it. */
+  private NoticeSubscriber[] subscribers;
+  /** Waiting acquisitions by the notice channel they listen on (ISO-8859-1 of its bytes). */
+  private final Map<String, List<Op>> waiters = new HashMap<>();
   /** The next instant the native half wants {@code timeout}, or -1. */
   private long linkWake = -1;
   private long nextTag = 1;
@@ -70,11 +76,15 @@ public final class Engine implements LoopContext, AutoCloseable {
     final CompletableFuture<Outcome> future;
     /** The keep-alive that hears this extension's outcome first, or null. */
     final KeepAliveMachine keepAlive;
+    /** The notice channels this acquisition listens on while it waits, or null. */
+    final List<String> channels;
 
-    Op(long tag, CompletableFuture<Outcome> future, KeepAliveMachine keepAlive) {
+    Op(long tag, CompletableFuture<Outcome> future, KeepAliveMachine keepAlive,
+        List<String> channels) {
       this.tag = tag;
       this.future = future;
       this.keepAlive = keepAlive;
+      this.channels = channels;
     }
   }
 
@@ -220,6 +230,24 @@ public final class Engine implements LoopContext, AutoCloseable {
    * thread) before the future completes.
    */
   public CompletableFuture<Outcome> run(Starter start, KeepAliveMachine keepAlive) {
+    return run(start, keepAlive, null);
+  }
+
+  /**
+   * As {@link #run(Starter)}, for an acquisition that listens for release notices on
+   * {@code channels} (one subscriber connection per node) while it runs: each notice goes
+   * to the operation (the core's {@code handle_notice}), which may try again at once.
+   */
+  public CompletableFuture<Outcome> run(Starter start, KeepAliveMachine keepAlive,
+      List<byte[]> channels) {
+    List<String> names = null;
+    if (channels != null) {
+      names = new ArrayList<>(channels.size());
+      for (byte[] channel : channels) {
+        names.add(new String(channel, StandardCharsets.ISO_8859_1));
+      }
+    }
+    List<String> listening = names;
     CompletableFuture<Outcome> future = new CompletableFuture<>();
     if (closing || !running) {
       future.completeExceptionally(
@@ -235,12 +263,13 @@ public final class Engine implements LoopContext, AutoCloseable {
       if (future.isDone()) {
         return;
       }
-      Op op = new Op(nextTag++, future, keepAlive);
+      Op op = new Op(nextTag++, future, keepAlive, listening);
       ops.put(op.tag, op);
+      listen(op);
       try {
         start.start(links, op.tag, now());
       } catch (RuntimeException e) {
-        ops.remove(op.tag);
+        take(op.tag);
         future.completeExceptionally(e);
         return;
       }
@@ -254,20 +283,80 @@ public final class Engine implements LoopContext, AutoCloseable {
     return future;
   }
 
-  /**
-   * A release notice from {@code node} for the operation behind {@code future} (waiting
-   * acquisitions); nothing once it ended. Any thread.
-   */
-  public void notice(CompletableFuture<Outcome> future, int node) {
-    execute(() -> {
-      for (Op op : ops.values()) {
-        if (op.future == future) {
-          links.notice(op.tag, node, now());
-          process();
-          return;
+  /** Removes a running operation (it ended) and stops its listening; null if unknown. */
+  private Op take(long tag) {
+    Op op = ops.remove(tag);
+    if (op != null && op.channels != null) {
+      for (String channel : op.channels) {
+        List<Op> list = waiters.get(channel);
+        if (list != null && list.remove(op) && list.isEmpty()) {
+          waiters.remove(channel);
+          forEachSubscriber(sub -> sub.unsubscribe(channel.getBytes(StandardCharsets.ISO_8859_1)));
         }
       }
-    });
+    }
+    return op;
+  }
+
+  /** The first waiter of a channel subscribes to it on every node. */
+  private void listen(Op op) {
+    if (op.channels == null) {
+      return;
+    }
+    if (subscribers == null) {
+      subscribers = new NoticeSubscriber[links.nodes()];
+      for (int i = 0; i < subscribers.length; i++) {
+        int node = i;
+        try {
+          subscribers[i] = driver.openSubscriber(i, this,
+              channel -> execute(() -> heard(node, channel)));
+        } catch (RuntimeException e) {
+          // No notices from this node: its waiters keep the retry schedule.
+          subscribers[i] = null;
+        }
+      }
+    }
+    for (String channel : op.channels) {
+      List<Op> list = waiters.computeIfAbsent(channel, c -> new ArrayList<>(2));
+      list.add(op);
+      if (list.size() == 1) {
+        forEachSubscriber(sub -> sub.subscribe(channel.getBytes(StandardCharsets.ISO_8859_1)));
+      }
+    }
+  }
+
+  private void forEachSubscriber(Consumer<NoticeSubscriber> action) {
+    if (subscribers == null) {
+      return;
+    }
+    for (NoticeSubscriber sub : subscribers) {
+      if (sub != null) {
+        try {
+          action.accept(sub);
+        } catch (RuntimeException e) {
+          // A subscriber that fails costs its node's notices, nothing else.
+          Thread t = Thread.currentThread();
+          t.getUncaughtExceptionHandler().uncaughtException(t, e);
+        }
+      }
+    }
+  }
+
+  /** A release notice from {@code node}: every acquisition waiting on the channel hears it. */
+  private void heard(int node, byte[] channel) {
+    if (!running) {
+      return;
+    }
+    List<Op> list = waiters.get(new String(channel, StandardCharsets.ISO_8859_1));
+    if (list == null) {
+      return;
+    }
+    for (Op op : new ArrayList<>(list)) {
+      if (ops.containsKey(op.tag)) {
+        links.notice(op.tag, node, now());
+        process();
+      }
+    }
   }
 
   /** Runs {@code task} on the loop thread at {@code at} (loop clock). Loop thread only. */
@@ -285,7 +374,7 @@ public final class Engine implements LoopContext, AutoCloseable {
     links.abandon(op.tag, now());
     process();
     // An operation that had ended already is forgotten all the same.
-    ops.remove(op.tag);
+    take(op.tag);
   }
 
   /**
@@ -325,7 +414,7 @@ public final class Engine implements LoopContext, AutoCloseable {
           Outcome outcome = Outcome.fromEvent(links, at + 3, byteAt);
           byteAt += Outcome.eventBytes(r, at + 3);
           at += 3 + numbers;
-          Op op = ops.remove(tag);
+          Op op = take(tag);
           if (op == null) {
             outcome.lease().ifPresent(io.github.redlockcore.core.Lease::close);
             break;
@@ -343,7 +432,7 @@ public final class Engine implements LoopContext, AutoCloseable {
           break;
         }
         case CoreLinks.ENDED: {
-          Op op = ops.remove(r[at + 1]);
+          Op op = take(r[at + 1]);
           if (op != null) {
             finished.add(op);
             finished.add(null);
@@ -496,7 +585,7 @@ public final class Engine implements LoopContext, AutoCloseable {
       } catch (IOException | RuntimeException e) {
         // A bug or a selector failure: fail what is running rather than hang it.
         for (Op op : new ArrayList<>(ops.values())) {
-          ops.remove(op.tag);
+          take(op.tag);
           op.future.completeExceptionally(e);
         }
       }
@@ -574,9 +663,10 @@ public final class Engine implements LoopContext, AutoCloseable {
         }
       }
       for (Op op : new ArrayList<>(ops.values())) {
-        ops.remove(op.tag);
+        take(op.tag);
         op.future.complete(null);
       }
+      forEachSubscriber(NoticeSubscriber::close);
       running = false;
       closed.complete(null);
     });

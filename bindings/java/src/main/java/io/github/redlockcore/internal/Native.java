@@ -123,6 +123,9 @@ public final class Native {
 
   public static native void operationHandleNotice(long operation, int node, long now);
 
+  /** Each resource's release-notice channel (the key with the configuration's prefix). */
+  public static native byte[][] noticeChannels(long config, byte[][] resources);
+
   // ---- the resource-side fencing check (the core's FencedSet) ----
 
   public static native long fencedSetNew(byte[] item, byte[] value, long token);

@@ -5,6 +5,8 @@ import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
 import io.github.redlockcore.spi.NodeConnection;
 import io.github.redlockcore.spi.NodeEvents;
+import io.github.redlockcore.spi.NoticeListener;
+import io.github.redlockcore.spi.NoticeSubscriber;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -93,6 +95,12 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
   @Override
   public NodeConnection open(int index, LoopContext loop, NodeEvents events) {
     return new NioConnection(nodes.get(index), loop, events);
+  }
+
+  /** A socket of its own per node on the loop's selector, for release notices. */
+  @Override
+  public NoticeSubscriber openSubscriber(int index, LoopContext loop, NoticeListener listener) {
+    return new NioSubscriber(nodes.get(index), loop, listener);
   }
 
   @Override
