@@ -90,7 +90,7 @@ public final class Outcome {
     int[] causes = (int[]) parts[4];
     List<NodeResult> nodes = new ArrayList<>(codes.length);
     for (int i = 0; i < codes.length; i++) {
-      nodes.add(new NodeResult(nodeKind(codes[i]), texts == null ? null : texts[i],
+      nodes.add(NodeResult.of(nodeKind(codes[i]), texts == null ? null : texts[i],
           NodeResult.causeOf(causes[i])));
     }
     return of(n, 0, token, nodes);
@@ -161,7 +161,7 @@ public final class Outcome {
         text = new String(bytes, offset, textLength, StandardCharsets.UTF_8);
         offset += textLength;
       }
-      nodes.add(new NodeResult(nodeKind(r[base]), text, NodeResult.causeOf((int) r[base + 1])));
+      nodes.add(NodeResult.of(nodeKind(r[base]), text, NodeResult.causeOf((int) r[base + 1])));
     }
     return of(r, at, token, nodes);
   }

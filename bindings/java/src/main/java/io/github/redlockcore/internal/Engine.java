@@ -397,10 +397,13 @@ public final class Engine implements LoopContext, AutoCloseable {
         case CoreLinks.WRITE: {
           int node = (int) r[at + 1];
           int length = (int) r[at + 3];
-          byte[] resp = Arrays.copyOfRange(links.bytes(), byteAt, byteAt + length);
+          if (wantsArgs) {
+            byte[] resp = Arrays.copyOfRange(links.bytes(), byteAt, byteAt + length);
+            connections[node].write(r[at + 2], null, null, argv(resp));
+          } else {
+            connections[node].writeRaw(r[at + 2], links.bytes(), byteAt, length);
+          }
           byteAt += length;
-          connections[node].write(r[at + 2], null, wantsArgs ? null : resp,
-              wantsArgs ? argv(resp) : null);
           at += 4;
           break;
         }

@@ -145,6 +145,29 @@ final class NioConnection implements NodeConnection {
     enqueue(resp);
   }
 
+  /** Straight from the loop's array to the socket; only what does not fit is copied. */
+  @Override
+  public void writeRaw(long writeId, byte[] resp, int offset, int length) {
+    if (channel == null || !ready) {
+      return;
+    }
+    if (!output.isEmpty()) {
+      enqueue(java.util.Arrays.copyOfRange(resp, offset, offset + length));
+      return;
+    }
+    try {
+      ByteBuffer buffer = ByteBuffer.wrap(resp, offset, length);
+      channel.write(buffer);
+      if (buffer.hasRemaining()) {
+        output.add(ByteBuffer.wrap(java.util.Arrays.copyOfRange(resp, buffer.position(),
+            offset + length)));
+        key.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
+      }
+    } catch (IOException e) {
+      fail(cause(e), String.valueOf(e.getMessage()));
+    }
+  }
+
   private void enqueue(byte[] bytes) {
     output.add(ByteBuffer.wrap(bytes));
     try {
