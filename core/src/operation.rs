@@ -581,6 +581,20 @@ impl Operation {
         &self.token
     }
 
+    /// The channels on which releases of this acquisition's keys are announced, one per
+    /// key ([`crate::notice_channel`]): subscribe to them on every node while the
+    /// acquisition waits, and hand each message to [`Operation::handle_notice`]. Empty
+    /// for extensions, releases and finished acquisitions.
+    pub fn notice_channels(&self) -> Vec<Vec<u8>> {
+        if self.kind != OperationKind::Acquire || self.phase == Phase::Done {
+            return Vec::new();
+        }
+        self.keys
+            .iter()
+            .map(|key| crate::command::notice_channel(key))
+            .collect()
+    }
+
     /// The live per-node view of the current (or last) round, late replies included.
     pub fn node_results(&self) -> Vec<NodeResult> {
         self.round

@@ -537,3 +537,24 @@ fn stop_is_final() {
     keep.stop();
     assert_eq!(keep.poll(at(1)), KeepAliveAction::Stopped);
 }
+
+#[test]
+fn an_acquisition_names_its_notice_channels_while_it_runs() {
+    let config = Config::builder(3, Duration::from_secs(10))
+        .key_prefix(b"app:".to_vec())
+        .build()
+        .unwrap();
+    let mut redlock = Redlock::with_seed(config, [3; 32]);
+    let mut op = redlock
+        .acquire(&["a", "b"], Time::from_micros(1_000))
+        .unwrap();
+    assert_eq!(
+        op.notice_channels(),
+        vec![
+            b"redlock:released:app:a".to_vec(),
+            b"redlock:released:app:b".to_vec()
+        ]
+    );
+    op.abandon(Time::from_micros(2_000));
+    assert!(op.notice_channels().is_empty());
+}

@@ -324,6 +324,27 @@ pub unsafe extern "C" fn redlock_outcome_lease(
     })
 }
 
+/// The fencing token of a fenced acquisition's lease (acquired, extended, not
+/// extended): strictly greater than every token handed out before it for the same
+/// resource. `REDLOCK_NO_VALUE` without fencing or for other outcomes.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_outcome_fencing_token(
+    outcome: *const redlock_outcome,
+    out_token: *mut u64,
+) -> redlock_result {
+    guard(|| {
+        let outcome = arg_ref!(outcome);
+        let out = arg_out!(out_token);
+        match lease_of(&outcome.inner).and_then(Lease::fencing_token) {
+            Some(token) => {
+                out.write(token);
+                R::REDLOCK_OK
+            }
+            None => R::REDLOCK_NO_VALUE,
+        }
+    })
+}
+
 /// Number of per-node results (N; 0 for NULL).
 #[no_mangle]
 pub unsafe extern "C" fn redlock_outcome_node_count(outcome: *const redlock_outcome) -> usize {
