@@ -71,6 +71,7 @@ def build_config(
     key_prefix: str | bytes | None,
     token_bytes: int | None,
     max_extensions: int | None,
+    fencing: bool = False,
 ) -> Config:
     """A core configuration from the drivers' settings (durations in seconds)."""
 
@@ -90,6 +91,7 @@ def build_config(
         token_bytes=token_bytes,
         max_extensions=max_extensions,
         key_prefix=key_prefix,
+        fencing=fencing,
     )
 
 
@@ -240,17 +242,28 @@ def shown(resources: Resources, names: list[bytes]) -> list[str | bytes]:
 OPEN_TIMEOUT = 2.0
 
 
-def connection_like(client: Any, retry: Any) -> Any:
+def connection_like(client: Any, retry: Any, **overrides: Any) -> Any:
     """A new connection made like the client's own (TLS, password, database), with
     ``retry`` (none: the core's link decides about reconnecting) and a bounded time to
-    open, whatever the client's settings."""
+    open, whatever the client's settings; ``overrides`` replace other settings."""
     pool = client.connection_pool
     kwargs = dict(pool.connection_kwargs)
     kwargs["retry"] = retry
+    kwargs.update(overrides)
     for name in ("socket_connect_timeout", "socket_timeout"):
         if kwargs.get(name) is None:
             kwargs[name] = OPEN_TIMEOUT
     return pool.connection_class(**kwargs)
+
+
+def subscriber_like(client: Any, retry: Any) -> Any:
+    """A new connection for release notices, made like the client's own but speaking
+    RESP2, where messages are replies the core's decoder reads (RESP3 pushes are not),
+    and so without redis-py's maintenance notifications, which need RESP3."""
+    overrides: dict[str, Any] = {"protocol": 2}
+    if "maint_notifications_config" in client.connection_pool.connection_kwargs:
+        overrides["maint_notifications_config"] = None
+    return connection_like(client, retry, **overrides)
 
 
 def node_address(client: Any, index: int) -> str:
@@ -289,9 +302,13 @@ class RedlockBase:
         key_prefix: str | bytes | None = None,
         token_bytes: int | None = None,
         max_extensions: int | None = None,
+        fencing: bool = False,
+        notices: bool = True,
         seed: bytes | None = None,
     ) -> None:
         self._owned: list[Any] = []
+        if not isinstance(notices, bool):
+            raise TypeError(f"notices must be a bool, not {type(notices).__name__}")
         pair = duplicate_node([node_address(c, i) for i, c in enumerate(clients)])
         if pair is not None:
             raise ConfigError(
@@ -300,8 +317,7 @@ class RedlockBase:
                 f"clients {pair[0]} and {pair[1]} are the same Redis server; Redlock needs "
                 "independent nodes",
             )
-        self._config: Config = build_config(
-            len(clients),
+        self._settings: dict[str, Any] = dict(
             ttl=ttl,
             drift_factor=drift_factor,
             drift_fixed=drift_fixed,
@@ -314,9 +330,15 @@ class RedlockBase:
             token_bytes=token_bytes,
             max_extensions=max_extensions,
         )
+        self._config: Config = build_config(len(clients), fencing=fencing, **self._settings)
         self._client = Client(self._config, seed=seed)
+        self._seed = seed
+        # The client of the other fencing setting, made on the first acquisition that
+        # asks for it (same settings otherwise).
+        self._other: Client | None = None
         self._labels = tuple(label_of(client, i) for i, client in enumerate(clients))
         self._engine = Engine(self._client, self._labels, self._act)
+        self._engine.notices = notices
 
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
         raise NotImplementedError
@@ -358,9 +380,30 @@ class RedlockBase:
                 ) from None
         return value
 
-    def _start_acquire(self, names: list[bytes], ttl: Duration | None) -> Operation:
+    def _client_for(self, fencing: bool | None) -> Client:
+        """The core client of this acquisition: the configured one, or (``fencing``
+        other than configured) one built with the same settings and that fencing."""
         client = self._usable()
-        return client.acquire(names, now_us(), ttl_ms=self._check_ttl(ttl))
+        if fencing is None or fencing == self._config.fencing:
+            return client
+        if not isinstance(fencing, bool):
+            raise TypeError(f"fencing must be a bool, not {type(fencing).__name__}")
+        if self._other is None:
+            config = build_config(len(self._labels), fencing=fencing, **self._settings)
+            self._other = Client(config, seed=self._seed)
+            config.close()  # the client holds its own copy
+        return self._other
+
+    def _start_acquire(
+        self,
+        names: list[bytes],
+        ttl: Duration | None,
+        blocking_timeout: Duration | None = None,
+        fencing: bool | None = None,
+    ) -> Operation:
+        client = self._client_for(fencing)
+        wait = None if blocking_timeout is None else micros(blocking_timeout, "blocking_timeout")
+        return client.acquire(names, now_us(), ttl_ms=self._check_ttl(ttl), wait_us=wait)
 
     def _acquired(
         self, outcome: Outcome, resources: Sequence[str | bytes]

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import os
+import select
 import socket
+import ssl
 import threading
 import weakref
 from collections.abc import Sequence
@@ -32,10 +35,11 @@ from ._common import (
     check_clients,
     connection_like,
     shown,
+    subscriber_like,
 )
 from ._errors import NodeResult, UsedAfterCloseError
 from ._lock import KeepAlivePlan, LockContextBase, LockState, OnLost
-from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running
+from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscription
 from .core import Lease, Operation, Outcome, Resources, now_us, resource_list
 
 __all__ = ["Lock", "LockContext", "Redlock"]
@@ -215,6 +219,130 @@ class _SocketIO:
             owner._engine.pump(node)
 
 
+class _Listener:
+    """One node's subscriber connection for release notices (made like the client's
+    own, speaking RESP2), and the daemon thread that owns it: it subscribes to the
+    channels waiting acquisitions listen on, reads the messages, and hands each to the
+    engine. Made on the first wait; woken through a pipe when the channels change."""
+
+    def __init__(self, owner: Redlock, index: int, client: redis.Redis) -> None:
+        self._owner = owner
+        self._client = client
+        self._subscription = Subscription(index)
+        self._connection: Any = None
+        self._sock: socket.socket | None = None
+        self._wake_read, self._wake_write = os.pipe()
+        self._pipe_open = True  # changed under the owner's lock
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+        self.thread = threading.Thread(
+            target=self._run, name=f"redlock-{owner.serial}-notices-{index}", daemon=True
+        )
+        self.thread.start()
+
+    def poke(self) -> None:
+        """Under the owner's lock: the channels changed, or the Redlock closes."""
+        if not self._pipe_open:
+            return
+        try:
+            os.write(self._wake_write, b"\0")
+        except OSError:  # the pipe is full: already poked
+            pass
+
+    def _run(self) -> None:
+        owner, subscription = self._owner, self._subscription
+        try:
+            while True:
+                with owner._cond:
+                    if owner._stopped:
+                        return
+                    wanted = owner._engine.channels()
+                    now = now_us()
+                    opening = subscription.should_open(wanted, now)
+                    out = subscription.commands(wanted) if subscription.open else b""
+                    wait = subscription.wait_us(wanted, now)
+                if opening:
+                    self._open()
+                    continue
+                if out:
+                    try:
+                        assert self._sock is not None
+                        self._sock.sendall(out)
+                    except OSError:
+                        self._lost()
+                        continue
+                self._wait(None if wait is None else wait / 1e6)
+        finally:
+            self._drop()
+            with owner._cond:
+                self._pipe_open = False
+                os.close(self._wake_read)
+                os.close(self._wake_write)
+
+    def _open(self) -> None:
+        connection: Any = None
+        try:
+            connection = subscriber_like(self._client, Retry(NoBackoff(), 0))
+            connection.connect()
+            if connection._sock is None:
+                raise ConnectionError("the client's connection has no socket")
+        except Exception:  # no notices from this node for a while; waits go on
+            if connection is not None:
+                connection.disconnect()
+            self._lost()
+            return
+        self._connection, self._sock = connection, connection._sock
+        with self._owner._cond:
+            self._subscription.opened()
+
+    def _lost(self) -> None:
+        self._drop()
+        with self._owner._cond:
+            self._subscription.lost(now_us())
+
+    def _drop(self) -> None:
+        connection, self._connection, self._sock = self._connection, None, None
+        if connection is not None:
+            try:
+                connection.disconnect()
+            except Exception:  # closing a connection that failed anyway
+                pass
+
+    def _wait(self, timeout: float | None) -> None:
+        sock = self._sock
+        ready: list[Any] = []
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            ready = [sock]
+        else:
+            readable = [self._wake_read] + ([sock] if sock is not None else [])
+            ready, _, _ = select.select(readable, [], [], IDLE_POLL if timeout is None else timeout)
+        if self._wake_read in ready:
+            try:
+                while os.read(self._wake_read, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+        if sock is None or sock not in ready:
+            return
+        try:
+            data = sock.recv(65536)
+            if not data:
+                raise ConnectionError("the node closed the connection")
+            channels = self._subscription.received(data)
+        except Exception:  # the connection (or its stream) is lost
+            self._lost()
+            return
+        if channels:
+            with self._owner._cond:
+                for channel in channels:
+                    self._owner._engine.notice(self._subscription.index, channel)
+
+    def join(self, timeout: float) -> None:
+        with self._owner._cond:
+            self.poke()
+        self.thread.join(timeout)
+
+
 def _seconds_until(instant: int | None) -> float:
     if instant is None:
         return IDLE_POLL
@@ -245,6 +373,9 @@ class Redlock(RedlockBase):
             _SocketIO(self, node, client) for node, client in zip(self._engine.nodes, node_clients)
         ]
         self._engine.on_change = lambda running: self._cond.notify_all()
+        self._node_clients = node_clients
+        self._listeners: list[_Listener | None] = [None] * len(node_clients)
+        self._engine.on_channels = self._channels_changed
         with self._cond:
             for io in self._io:
                 io._start()  # opens a spare connection ahead of the first command
@@ -252,6 +383,15 @@ class Redlock(RedlockBase):
 
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
         self._io[node.index].act(actions)
+
+    def _channels_changed(self) -> None:
+        """Under the lock: the channels to listen on changed; the listeners (made on
+        the first wait) catch up."""
+        for index, listener in enumerate(self._listeners):
+            if listener is None:
+                self._listeners[index] = _Listener(self, index, self._node_clients[index])
+            else:
+                listener.poke()
 
     @classmethod
     def from_urls(cls, urls: Sequence[str], **settings: Any) -> Redlock:
@@ -285,6 +425,8 @@ class Redlock(RedlockBase):
         resources: Resources,
         *,
         ttl: Duration | None = None,
+        blocking_timeout: Duration | None = None,
+        fencing: bool | None = None,
         auto_extend: bool = False,
         on_lost: OnLost | None = None,
     ) -> Lock:
@@ -294,13 +436,19 @@ class Redlock(RedlockBase):
         (``KeyboardInterrupt``) during it cancels it: the core's release of its token
         is sent, and the interrupt propagates.
 
+        With ``blocking_timeout`` (seconds) it waits up to that long instead of making
+        the configured attempts: the core's wait limit, with release notices waking it
+        as soon as a release makes success possible (0: try once).
+        ``fencing`` overrides the Redlock's setting for this lock (see
+        :attr:`Lock.fencing_token`).
+
         With ``auto_extend`` a background thread keeps the lock alive as the core's
         keep-alive says; if the lock is lost, ``on_lost`` is called (from that thread)
         with the :class:`LockLostError`, ``lock.lost`` becomes true and ``lock.check()``
         raises.
         """
         names = resource_list(resources)
-        with self._start_acquire(names, ttl) as op:
+        with self._start_acquire(names, ttl, blocking_timeout, fencing) as op:
             outcome = self._drive(op)
         lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
         return Lock(self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost)
@@ -310,12 +458,22 @@ class Redlock(RedlockBase):
         resources: Resources,
         *,
         ttl: Duration | None = None,
+        blocking_timeout: Duration | None = None,
+        fencing: bool | None = None,
         auto_extend: bool = False,
         on_lost: OnLost | None = None,
     ) -> LockContext:
         """``with redlock.lock("name") as lock:`` acquires on entry and releases on
         exit (see :meth:`acquire`)."""
-        return LockContext(self, resources, ttl=ttl, auto_extend=auto_extend, on_lost=on_lost)
+        return LockContext(
+            self,
+            resources,
+            ttl=ttl,
+            blocking_timeout=blocking_timeout,
+            fencing=fencing,
+            auto_extend=auto_extend,
+            on_lost=on_lost,
+        )
 
     def from_token(self, resources: Resources, token: str) -> Lock:
         """A lock rebuilt from a token kept elsewhere (another process, a command
@@ -371,8 +529,11 @@ class Redlock(RedlockBase):
             for io in self._io:
                 io._drop()
             self._cond.notify_all()
+            listeners = [listener for listener in self._listeners if listener is not None]
         # A thread still opening a connection to a frozen node ends within
         # OPEN_TIMEOUT; close does not wait that long for it.
+        for listener in listeners:
+            listener.join(0.5)
         for io in self._io:
             if io.thread is not None:
                 io.thread.join(0.5)
@@ -530,9 +691,7 @@ class LockContext(LockContextBase):
     def __enter__(self) -> Lock:
         if self._lock is not None:
             raise UsedAfterCloseError("this lock context is already entered")
-        self._lock = self._redlock.acquire(
-            self._resources, ttl=self._ttl, auto_extend=self._auto_extend, on_lost=self._on_lost
-        )
+        self._lock = self._redlock.acquire(self._resources, **self._arguments())
         return self._lock
 
     def __exit__(
