@@ -43,7 +43,9 @@ def test_fenced_acquisitions_carry_tokens_that_only_grow(nodes: Nodes, resource:
         # Per lock: fencing off for this one, and the fence key is on every node.
         with redlock.lock(resource, fencing=False) as lock:
             assert lock.fencing_token is None
-        assert all(int(v or 0) >= tokens[-1] for v in nodes.values(f"{{{resource}}}:fence"))
+        # The last token was written back to at least a quorum before it was handed out.
+        fences = [int(v or 0) for v in nodes.values(f"{{{resource}}}:fence")]
+        assert sum(fence >= tokens[-1] for fence in fences) >= 3, fences
     with Redlock(nodes.clients()) as redlock:
         with redlock.lock(resource) as lock:
             assert lock.fencing_token is None
