@@ -54,6 +54,20 @@ def test_fenced_acquisitions_carry_tokens_that_only_grow(nodes: Nodes, resource:
         assert redlock.from_token(resource, "t" * 40).fencing_token is None
 
 
+def test_the_readme_example(nodes: Nodes) -> None:
+    clients = nodes.clients()
+    # <readme>
+    redlock = Redlock(clients, fencing=True)
+    with redlock.lock("orders:42", blocking_timeout=5) as lock:
+        # The item lives on any Redis server; here, on the first node.
+        result = fenced_set(clients[0], "orders:42:state", "paid", lock.fencing_token)
+        if not result.accepted:  # a newer holder wrote first: this one is stale
+            print("refused: the item has seen token", result.seen)
+    redlock.close()
+    # </readme>
+    assert result.accepted and result.token == lock.fencing_token
+
+
 def test_asyncio_fenced_acquisitions(nodes: Nodes, resource: str) -> None:
     async def run() -> list[int | None]:
         clients = [redis.asyncio.Redis(port=port) for port in nodes.ports]

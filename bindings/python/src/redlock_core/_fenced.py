@@ -101,7 +101,7 @@ def _failure_reply(error: BaseException) -> Reply:
     return Reply.new(_ffi.REPLY_CONNECTION_FAILED, text=f"{type(error).__name__}: {error}".encode())
 
 
-def _start(item: str | bytes, value: str | bytes, token: int) -> FencedSet:
+def _start(item: str | bytes, value: str | bytes, token: int | None) -> FencedSet:
     if token is None:
         raise TypeError(
             "token is None: the lock has no fencing token (acquire it with fencing=True)"
@@ -114,7 +114,8 @@ def _read(write: FencedSet, reply: Reply) -> int:
         return write.handle_reply(reply)
 
 
-def _result(write: FencedSet, result: int, token: int) -> FencedResult:
+def _result(write: FencedSet, result: int, token: int | None) -> FencedResult:
+    assert token is not None  # _start refused None
     if result == _ffi.FENCED_ACCEPTED:
         return FencedResult(True, token)
     if result == _ffi.FENCED_STALE:
@@ -122,7 +123,9 @@ def _result(write: FencedSet, result: int, token: int) -> FencedResult:
     raise FencedWriteError(write.failure or f"result {result}")
 
 
-def fenced_set(client: Any, item: str | bytes, value: str | bytes, token: int) -> FencedResult:
+def fenced_set(
+    client: Any, item: str | bytes, value: str | bytes, token: int | None
+) -> FencedResult:
     """Sets ``item`` to ``value`` on ``client``'s server (a ``redis.Redis``) only if
     ``token`` is above every fencing token the item accepted before, recording it.
 
@@ -146,7 +149,7 @@ def fenced_set(client: Any, item: str | bytes, value: str | bytes, token: int) -
 
 
 async def fenced_set_async(
-    client: Any, item: str | bytes, value: str | bytes, token: int
+    client: Any, item: str | bytes, value: str | bytes, token: int | None
 ) -> FencedResult:
     """:func:`fenced_set` with a ``redis.asyncio.Redis`` client."""
     with _start(item, value, token) as write:
