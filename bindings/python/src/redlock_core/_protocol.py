@@ -288,13 +288,15 @@ class Engine:
 
     def notice(self, node: int, channel: bytes) -> None:
         """A release notice from ``node`` on ``channel``: each acquisition listening
-        there gets it (and its waiter is woken to poll)."""
+        there gets it, and is polled (its waiter is woken to look)."""
         for tag in list(self._listeners.get(channel, ())):
             running = self.running.get(tag)
             if running is None or running.outcome is not None:
                 continue
             running.operation.handle_notice(node, now_us())
-            running.changed = True
+            # Polled here, so that an attempt it starts goes out at once, not after the
+            # waiter was woken to poll it.
+            self.step(running)
             self.on_change(running)
 
     def step(self, running: Running) -> None:
