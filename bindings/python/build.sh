@@ -105,7 +105,7 @@ case "${1:-}" in
     "$venv/bin/python" "$here/bench/handoff.py"
     ;;
   *)
-    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
