@@ -373,7 +373,7 @@ class AsyncRedlock(RedlockBase):
         names = resource_list(resources)
         await self._warm()
         with self._start_acquire(names, ttl, blocking_timeout, fencing) as op:
-            outcome = await self._drive(op)
+            outcome = await self._drive(op, waits=self._waits(blocking_timeout))
         lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
         return AsyncLock(
             self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost
@@ -412,11 +412,11 @@ class AsyncRedlock(RedlockBase):
     async def release(self, lock: AsyncLock) -> ReleaseResult:
         return await lock.release()
 
-    async def _drive(self, op: Operation) -> Outcome:
+    async def _drive(self, op: Operation, *, waits: bool = False) -> Outcome:
         """Awaits ``op``'s outcome; wakes at its wait and at deliveries only."""
         engine = self._engine
         loop = asyncio.get_running_loop()
-        running = engine.start(op)
+        running = engine.start(op, waits=waits)
         self._poke_timer()
         try:
             while not engine.advance(running):

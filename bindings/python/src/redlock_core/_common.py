@@ -405,6 +405,15 @@ class RedlockBase:
         wait = None if blocking_timeout is None else micros(blocking_timeout, "blocking_timeout")
         return client.acquire(names, now_us(), ttl_ms=self._check_ttl(ttl), wait_us=wait)
 
+    @staticmethod
+    def _waits(blocking_timeout: Duration | None) -> bool:
+        """Whether an acquisition may wait (a wait limit above zero)."""
+        if blocking_timeout is None:
+            return False
+        if isinstance(blocking_timeout, timedelta):
+            return blocking_timeout.total_seconds() > 0
+        return blocking_timeout > 0
+
     def _acquired(
         self, outcome: Outcome, resources: Sequence[str | bytes]
     ) -> tuple[Lease, int | None, tuple[NodeResult, ...]]:

@@ -246,19 +246,24 @@ class Engine:
         if actions:
             self._io(node, actions)
 
-    def start(self, operation: Operation) -> Running:
+    def start(self, operation: Operation, *, waits: bool = False) -> Running:
+        """Starts ``operation``. An acquisition with a wait limit (``waits``) listens
+        for release notices from the start, so that it hears a release that comes
+        while its first attempt is out; others from their first failed attempt."""
         running = Running(operation, next(self._tags))
         running.may_listen = self.notices and operation.kind == _ffi.OPERATION_ACQUIRE
         self.running[running.tag] = running
+        if waits and running.may_listen:
+            self._listen(running)
         self.step(running)
         return running
 
     # ---- release notices ------------------------------------------------------------
 
     def _listen(self, running: Running) -> None:
-        """An attempt of ``running`` failed (its release round goes out): from now on
-        it listens on its notice channels, until it finishes. Listening from the first
-        failure rather than the start keeps an uncontended acquisition free of it."""
+        """``running`` listens on its notice channels from now until it finishes: from
+        its start when it has a wait limit, else once an attempt failed (its release
+        round goes out), which keeps a plain acquisition that wins at once free of it."""
         running.may_listen = False
         running.channels = running.operation.notice_channels()
         added = False

@@ -449,7 +449,7 @@ class Redlock(RedlockBase):
         """
         names = resource_list(resources)
         with self._start_acquire(names, ttl, blocking_timeout, fencing) as op:
-            outcome = self._drive(op)
+            outcome = self._drive(op, waits=self._waits(blocking_timeout))
         lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
         return Lock(self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost)
 
@@ -490,12 +490,12 @@ class Redlock(RedlockBase):
 
     # ---- the driver loop ----------------------------------------------------------
 
-    def _drive(self, op: Operation) -> Outcome:
+    def _drive(self, op: Operation, *, waits: bool = False) -> Outcome:
         """Runs ``op`` through the links until it decides; waits for nothing but its
         wait and the deliveries. An interrupt abandons it (the core's cleanup is sent)."""
         cond = self._cond
         with cond:
-            running = self._engine.start(op)
+            running = self._engine.start(op, waits=waits)
         try:
             with cond:
                 return self._wait(running)
