@@ -32,10 +32,10 @@ from ._common import (
     shown,
     subscriber_like,
 )
-from ._errors import NodeResult, UsedAfterCloseError
+from ._errors import UsedAfterCloseError
 from ._lock import LockContextBase, LockState, OnLost
 from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscription
-from .core import Lease, Operation, Outcome, Resources, now_us, resource_list
+from .core import Operation, Outcome, Resources, now_us, resource_list
 
 __all__ = ["AsyncLock", "AsyncLockContext", "AsyncRedlock"]
 
@@ -264,7 +264,7 @@ async def _quietly(awaitable: Any) -> None:
         pass
 
 
-class AsyncRedlock(RedlockBase):
+class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
     """A Redlock over independent Redis nodes, one ``redis.asyncio.Redis`` client per
     node. Settings as for :class:`redlock_core.Redlock`."""
 
@@ -379,33 +379,6 @@ class AsyncRedlock(RedlockBase):
             self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost
         )
 
-    def lock(
-        self,
-        resources: Resources,
-        *,
-        ttl: Duration | None = None,
-        blocking_timeout: Duration | None = None,
-        fencing: bool | None = None,
-        auto_extend: bool = False,
-        on_lost: OnLost | None = None,
-    ) -> AsyncLockContext:
-        """``async with redlock.lock("name") as lock:``."""
-        return AsyncLockContext(
-            self,
-            resources,
-            ttl=ttl,
-            blocking_timeout=blocking_timeout,
-            fencing=fencing,
-            auto_extend=auto_extend,
-            on_lost=on_lost,
-        )
-
-    def from_token(self, resources: Resources, token: str) -> AsyncLock:
-        """A lock rebuilt from a token kept elsewhere, to extend or release it."""
-        names = resource_list(resources)
-        lease = self._usable().lease(names, token, 0)
-        return AsyncLock(self, shown(resources, names), lease, None, (), False, None)
-
     async def extend(self, lock: AsyncLock, ttl: Duration | None = None) -> None:
         await lock.extend(ttl)
 
@@ -484,22 +457,13 @@ class AsyncLock(LockState):
     :class:`LockLostError` there if the block ran past the lock's validity or the lock
     was lost (unless the block is already raising)."""
 
-    def __init__(
-        self,
-        redlock: AsyncRedlock,
-        resources: Sequence[str | bytes],
-        lease: Lease,
-        attempts: int | None,
-        nodes: tuple[NodeResult, ...],
-        auto_extend: bool,
-        on_lost: OnLost | None,
-    ) -> None:
-        super().__init__(redlock, resources, lease, attempts, nodes, on_lost, auto_extend)
-        self._redlock: AsyncRedlock = redlock
+    _redlock: AsyncRedlock
+
+    def _setup(self) -> None:
         self._op_lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._keeper: asyncio.Task[None] | None = None
-        if auto_extend:
+        if self._auto_extend:
             self._keeper = _spawn(_keep_alive(weakref.ref(self), self._wake))
 
     async def extend(self, ttl: Duration | None = None) -> None:
@@ -598,3 +562,8 @@ class AsyncLockContext(LockContextBase):
         lock, self._lock = self._lock, None
         if lock is not None:
             await lock.__aexit__(exc_type, exc, traceback)
+
+
+# The classes the shared lock() and from_token() make (defined after the Redlock).
+AsyncRedlock._lock_class = AsyncLock  # type: ignore[misc]
+AsyncRedlock._context_class = AsyncLockContext  # type: ignore[misc]

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar, Union
 
 from . import _ffi
 from ._errors import (
@@ -38,9 +38,17 @@ from .core import (
     micros,
     millis,
     now_us,
+    resource_list,
 )
 
+if TYPE_CHECKING:
+    from ._lock import LockContextBase, LockState, OnLost
+
 logger = logging.getLogger("redlock_core")
+
+#: A driver's lock class and lock context class.
+LockT = TypeVar("LockT", bound="LockState")
+ContextT = TypeVar("ContextT", bound="LockContextBase")
 
 #: A duration in seconds: a number or a ``timedelta``.
 Duration = Union[int, float, timedelta]
@@ -281,11 +289,14 @@ def node_address(client: Any, index: int) -> str:
 # ---- the part of a Redlock both drivers share -----------------------------------------
 
 
-class RedlockBase:
+class RedlockBase(Generic[LockT, ContextT]):
     """Settings, the core client, the engine (links and operations), and turning
-    outcomes into locks and exceptions. The drivers add waiting and I/O."""
+    outcomes into locks and exceptions. The drivers add waiting and I/O, and name
+    their lock and lock context classes."""
 
     _closed = False
+    _lock_class: type[LockT]
+    _context_class: type[ContextT]
 
     def __init__(
         self,
@@ -379,6 +390,36 @@ class RedlockBase:
                     f"a TTL of {value} ms does not fit this configuration: {error.message}",
                 ) from None
         return value
+
+    def lock(
+        self,
+        resources: Resources,
+        *,
+        ttl: Duration | None = None,
+        blocking_timeout: Duration | None = None,
+        fencing: bool | None = None,
+        auto_extend: bool = False,
+        on_lost: OnLost | None = None,
+    ) -> ContextT:
+        """``with redlock.lock("name") as lock:`` (``async with`` for an
+        ``AsyncRedlock``) acquires on entry, with the arguments of ``acquire``, and
+        releases on exit."""
+        return self._context_class(
+            self,
+            resources,
+            ttl=ttl,
+            blocking_timeout=blocking_timeout,
+            fencing=fencing,
+            auto_extend=auto_extend,
+            on_lost=on_lost,
+        )
+
+    def from_token(self, resources: Resources, token: str) -> LockT:
+        """A lock rebuilt from a token kept elsewhere (another process, a command
+        line), to extend or release it. Its validity is unknown until extended."""
+        names = resource_list(resources)
+        lease = self._usable().lease(names, token, 0)
+        return self._lock_class(self, shown(resources, names), lease, None, (), False, None)
 
     def _client_for(self, fencing: bool | None) -> Client:
         """The core client of this acquisition: the configured one, or (``fencing``

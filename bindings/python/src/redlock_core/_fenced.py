@@ -8,6 +8,7 @@ the client's reply back into a core reply.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,10 +96,17 @@ def reply_of(value: Any) -> Reply:
     return Reply.new(_ffi.REPLY_ERROR, text=f"unexpected reply {value!r}".encode())
 
 
-def _failure_reply(error: BaseException) -> Reply:
+def _error_reply(error: Exception) -> Reply:
+    """The core reply for what the client raised: an error reply, or no reply at all
+    (a failed connection, a timeout). Anything else is not the server's answer."""
+    if isinstance(error, ResponseError):
+        return reply_of(error)
     if isinstance(error, (RedisTimeoutError, TimeoutError)):
         return Reply.new(_ffi.REPLY_TIMEOUT)
-    return Reply.new(_ffi.REPLY_CONNECTION_FAILED, text=f"{type(error).__name__}: {error}".encode())
+    if isinstance(error, (RedisConnectionError, OSError)):
+        text = f"{type(error).__name__}: {error}".encode()
+        return Reply.new(_ffi.REPLY_CONNECTION_FAILED, text=text)
+    raise error
 
 
 def _start(item: str | bytes, value: str | bytes, token: int | None) -> FencedSet:
@@ -109,11 +117,6 @@ def _start(item: str | bytes, value: str | bytes, token: int | None) -> FencedSe
     return FencedSet(item, value, token)
 
 
-def _read(write: FencedSet, reply: Reply) -> int:
-    with reply:
-        return write.handle_reply(reply)
-
-
 def _result(write: FencedSet, result: int, token: int | None) -> FencedResult:
     assert token is not None  # _start refused None
     if result == _ffi.FENCED_ACCEPTED:
@@ -121,6 +124,22 @@ def _result(write: FencedSet, result: int, token: int | None) -> FencedResult:
     if result == _ffi.FENCED_STALE:
         return FencedResult(False, token, write.seen)
     raise FencedWriteError(write.failure or f"result {result}")
+
+
+def _exchange(
+    item: str | bytes, value: str | bytes, token: int | None
+) -> Generator[tuple[bytes, ...], Reply, FencedResult]:
+    """The fenced write as the core runs it: yields each command to send and takes its
+    reply (``EVALSHA``, then ``EVAL`` once if the core says so); returns the result."""
+    with _start(item, value, token) as write:
+        result = _ffi.FENCED_RETRY_AS_EVAL
+        for as_eval in (False, True):
+            reply = yield write.args(as_eval)
+            with reply:
+                result = write.handle_reply(reply)
+            if result != _ffi.FENCED_RETRY_AS_EVAL:
+                break
+        return _result(write, result, token)
 
 
 def fenced_set(
@@ -133,35 +152,31 @@ def fenced_set(
     A token of 0, above 2^53 - 1 or ``None`` raises :class:`UsageError` (or
     ``TypeError``); an error reply or no reply raises :class:`FencedWriteError`.
     """
-    with _start(item, value, token) as write:
-        result = _ffi.FENCED_RETRY_AS_EVAL
-        for as_eval in (False, True):
-            try:
-                reply = reply_of(client.execute_command(*write.args(as_eval)))
-            except ResponseError as error:
-                reply = reply_of(error)
-            except (RedisConnectionError, RedisTimeoutError, OSError) as error:
-                reply = _failure_reply(error)
-            result = _read(write, reply)
-            if result != _ffi.FENCED_RETRY_AS_EVAL:
-                break
-        return _result(write, result, token)
+    exchange = _exchange(item, value, token)
+    args = next(exchange)
+    while True:
+        try:
+            reply = reply_of(client.execute_command(*args))
+        except Exception as error:
+            reply = _error_reply(error)
+        try:
+            args = exchange.send(reply)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
 
 async def fenced_set_async(
     client: Any, item: str | bytes, value: str | bytes, token: int | None
 ) -> FencedResult:
     """:func:`fenced_set` with a ``redis.asyncio.Redis`` client."""
-    with _start(item, value, token) as write:
-        result = _ffi.FENCED_RETRY_AS_EVAL
-        for as_eval in (False, True):
-            try:
-                reply = reply_of(await client.execute_command(*write.args(as_eval)))
-            except ResponseError as error:
-                reply = reply_of(error)
-            except (RedisConnectionError, RedisTimeoutError, OSError) as error:
-                reply = _failure_reply(error)
-            result = _read(write, reply)
-            if result != _ffi.FENCED_RETRY_AS_EVAL:
-                break
-        return _result(write, result, token)
+    exchange = _exchange(item, value, token)
+    args = next(exchange)
+    while True:
+        try:
+            reply = reply_of(await client.execute_command(*args))
+        except Exception as error:
+            reply = _error_reply(error)
+        try:
+            args = exchange.send(reply)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]

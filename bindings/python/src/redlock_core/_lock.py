@@ -45,17 +45,20 @@ class LockState:
     """What a lock knows about itself. The lease's values are copied out whenever the
     lease changes, so reading them never touches a handle another thread may replace."""
 
+    _redlock: Any  # the driver's Redlock (its own type in each driver's lock class)
+
     def __init__(
         self,
-        redlock: RedlockBase,
+        redlock: RedlockBase[Any, Any],
         resources: Sequence[str | bytes],
         lease: Lease,
         attempts: int | None,
         nodes: tuple[NodeResult, ...],
-        on_lost: OnLost | None,
         auto_extend: bool,
+        on_lost: OnLost | None,
     ) -> None:
         self._owner = redlock
+        self._redlock = redlock
         self._resources = tuple(resources)
         self._attempts = attempts
         self._nodes = nodes
@@ -70,6 +73,10 @@ class LockState:
         self._keepalive: KeepAlive | None = (
             KeepAlive(redlock._client, lease) if auto_extend else None
         )
+        self._setup()
+
+    def _setup(self) -> None:
+        """The driver's own state (its locks, its keep-alive thread or task)."""
 
     # ---- steps that do not wait ---------------------------------------------------
 
@@ -311,7 +318,7 @@ class LockContextBase:
 
     def __init__(
         self,
-        redlock: RedlockBase,
+        redlock: RedlockBase[Any, Any],
         resources: Resources,
         *,
         ttl: Duration | None,

@@ -37,10 +37,10 @@ from ._common import (
     shown,
     subscriber_like,
 )
-from ._errors import NodeResult, UsedAfterCloseError
+from ._errors import UsedAfterCloseError
 from ._lock import KeepAlivePlan, LockContextBase, LockState, OnLost
 from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscription
-from .core import Lease, Operation, Outcome, Resources, now_us, resource_list
+from .core import Operation, Outcome, Resources, now_us, resource_list
 
 __all__ = ["Lock", "LockContext", "Redlock"]
 
@@ -349,7 +349,7 @@ def _seconds_until(instant: int | None) -> float:
     return min(IDLE_POLL, max(0.001, (instant - now_us()) / 1e6))
 
 
-class Redlock(RedlockBase):
+class Redlock(RedlockBase["Lock", "LockContext"]):
     """A Redlock over independent Redis nodes, one ``redis.Redis`` client per node.
 
     Settings (durations in seconds, as numbers or ``timedelta``) are checked by the
@@ -453,35 +453,6 @@ class Redlock(RedlockBase):
         lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
         return Lock(self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost)
 
-    def lock(
-        self,
-        resources: Resources,
-        *,
-        ttl: Duration | None = None,
-        blocking_timeout: Duration | None = None,
-        fencing: bool | None = None,
-        auto_extend: bool = False,
-        on_lost: OnLost | None = None,
-    ) -> LockContext:
-        """``with redlock.lock("name") as lock:`` acquires on entry and releases on
-        exit (see :meth:`acquire`)."""
-        return LockContext(
-            self,
-            resources,
-            ttl=ttl,
-            blocking_timeout=blocking_timeout,
-            fencing=fencing,
-            auto_extend=auto_extend,
-            on_lost=on_lost,
-        )
-
-    def from_token(self, resources: Resources, token: str) -> Lock:
-        """A lock rebuilt from a token kept elsewhere (another process, a command
-        line), to extend or release it. Its validity is unknown until extended."""
-        names = resource_list(resources)
-        lease = self._usable().lease(names, token, 0)
-        return Lock(self, shown(resources, names), lease, None, (), False, None)
-
     def extend(self, lock: Lock, ttl: Duration | None = None) -> None:
         lock.extend(ttl)
 
@@ -580,23 +551,14 @@ class Lock(LockState):
     :class:`LockLostError` there if the block ran past the lock's validity or the lock
     was lost (unless the block is already raising)."""
 
-    def __init__(
-        self,
-        redlock: Redlock,
-        resources: Sequence[str | bytes],
-        lease: Lease,
-        attempts: int | None,
-        nodes: tuple[NodeResult, ...],
-        auto_extend: bool,
-        on_lost: OnLost | None,
-    ) -> None:
-        super().__init__(redlock, resources, lease, attempts, nodes, on_lost, auto_extend)
-        self._redlock: Redlock = redlock
+    _redlock: Redlock
+
+    def _setup(self) -> None:
         # Held while an extension or the release runs: one at a time per lock.
         self._op_lock = threading.Lock()
         self._wake = threading.Condition(threading.Lock())
         self._keeper: threading.Thread | None = None
-        if auto_extend:
+        if self._auto_extend:
             self._keeper = threading.Thread(
                 target=_keep_alive,
                 args=(weakref.ref(self), self._wake),
@@ -703,3 +665,8 @@ class LockContext(LockContextBase):
         lock, self._lock = self._lock, None
         if lock is not None:
             lock.__exit__(exc_type, exc, traceback)
+
+
+# The classes the shared lock() and from_token() make (defined after the Redlock).
+Redlock._lock_class = Lock  # type: ignore[misc]
+Redlock._context_class = LockContext  # type: ignore[misc]
