@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use redlock_core::{AcquireOptions, Config, Lease, Operation, Outcome, Output, Redlock, Reply, RequestId, Time};
+use redlock_core::{
+    AcquireOptions, Config, FencedSet, FencedWrite, Lease, Operation, Outcome, Output, Redlock, Reply, RequestId, Time,
+};
 
 fn reply(u: &mut Unstructured<'_>, depth: u32) -> Result<Reply> {
     let text = |u: &mut Unstructured<'_>| -> Result<String> { Ok(u.arbitrary::<&str>()?.to_string()) };
@@ -116,6 +118,18 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                 let index = u.choose_index(ops.len())?;
                 let node = u.int_in_range(0..=8)?;
                 let _ = ops[index].0.handle_notice(node, at);
+                let _ = ops[index].0.notice_channels();
+            }
+            9 => {
+                // The resource-side check: any item, value, token and reply.
+                let item: Vec<u8> = u.arbitrary()?;
+                let value: Vec<u8> = u.arbitrary()?;
+                if let Ok(write) = FencedSet::new(&item, &value, u.arbitrary()?) {
+                    assert_eq!(write.args(u.arbitrary()?).len(), 7);
+                    if let FencedWrite::Stale { seen } = write.handle_reply(&reply(u, 0)?) {
+                        assert!(seen >= write.token());
+                    }
+                }
             }
             _ => {}
         }
