@@ -57,7 +57,13 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     while !u.is_empty() && ops.len() < 16 {
         now = now.saturating_add(u.int_in_range(0..=40_000)?);
         let at = Time::from_micros(now);
-        match u.int_in_range(0..=9)? {
+        match u.int_in_range(0..=10)? {
+            10 => {
+                let resources: Vec<Vec<u8>> = u.arbitrary()?;
+                if let Ok(op) = client.inspect(&resources, at) {
+                    ops.push((op, 1));
+                }
+            }
             0 => {
                 let resources: Vec<Vec<u8>> = u.arbitrary()?;
                 let started = match u.int_in_range(0..=2)? {
@@ -144,6 +150,12 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                         assert!(!acquired.validity.is_zero());
                     }
                     let _ = (outcome.code(), outcome.reason(), outcome.nodes().len());
+                    if let Outcome::Inspected(inspected) = &outcome {
+                        assert_eq!(inspected.is_locked(), inspected.holder.is_some());
+                        for lease in &leases {
+                            let _ = inspected.is_held_by(lease, at);
+                        }
+                    }
                     if let Some(lease) = outcome.lease() {
                         leases.push(lease.clone());
                     }
