@@ -1123,13 +1123,16 @@ impl Operation {
         }
     }
 
-    /// Inspections: decided once a token has a quorum, or once a quorum answered and no
-    /// token can reach one any more; too few answers make `NotInspected`.
+    /// Inspections: a token held by a quorum is the holder; nobody holds the lock once no
+    /// token could reach a quorum even if every node that has not answered (pending or
+    /// failed) held it; and when every node has settled without either, too few
+    /// answered to say (`NotInspected`).
     fn decide_inspect(&mut self) {
         let nodes = self.config.nodes();
         let quorum = self.config.quorum();
         let pending = nodes.saturating_sub(self.round.settled());
         let answered = self.held.iter().filter(|h| h.is_some()).count();
+        let unknown = nodes.saturating_sub(answered);
         let mut best: Option<(&[u8], usize)> = None;
         for held in self.held.iter().flatten() {
             if let Held::Token(token) = held {
@@ -1149,12 +1152,15 @@ impl Operation {
                 holder: best.map(|(token, _)| token.to_vec()),
                 nodes: self.node_results(),
             })
-        } else if answered >= quorum && most + pending < quorum {
+        } else if most + unknown < quorum {
             Outcome::Inspected(Inspected {
                 holder: None,
                 nodes: self.node_results(),
             })
-        } else if answered + pending < quorum {
+        } else if most + pending < quorum && most + (unknown - pending) >= quorum {
+            // Neither can come any more: no token can reach a quorum with the nodes still
+            // pending, and the failed nodes alone keep "nobody" from being sure. (With
+            // nothing pending this is every case left.)
             Outcome::NotInspected(NotInspected {
                 nodes: self.node_results(),
             })

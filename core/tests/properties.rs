@@ -1092,3 +1092,69 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+
+    /// An inspection names a holder only when a quorum hold that token, says nobody only
+    /// when no token could have a quorum even on the nodes that failed, and says nothing
+    /// only when neither is certain; whatever the order of the answers.
+    #[test]
+    fn inspections_are_sound(
+        nodes in 1usize..8,
+        answers in prop::collection::vec((0u8..5, 0u64..100_000), 7),
+    ) {
+        let config = Config::builder(nodes, Duration::from_millis(1000)).build().unwrap();
+        let quorum = config.quorum();
+        let client = Redlock::with_seed(config, [1; 32]);
+        let mut op = client.inspect(&["r"], Time::from_micros(0)).unwrap();
+        let mut sent = Vec::new();
+        let mut deadline = 0;
+        while let Some(output) = op.poll_output() {
+            match output {
+                Output::Send(command) => sent.push(command),
+                Output::Wait(t) => deadline = t.as_micros(),
+                _ => {}
+            }
+        }
+        // 0: token a, 1: token b, 2: nil, 3: an error, 4: no answer (a timeout).
+        let answers = &answers[..nodes];
+        let mut order: Vec<usize> = (0..nodes).filter(|&n| answers[n].0 < 4).collect();
+        order.sort_by_key(|&n| answers[n].1);
+        let mut outcome = None;
+        for node in order {
+            let reply = match answers[node].0 {
+                0 => Reply::Bulk(b"a".to_vec()),
+                1 => Reply::Bulk(b"b".to_vec()),
+                2 => Reply::Nil,
+                _ => Reply::Error("ERR down".into()),
+            };
+            let at = Time::from_micros(answers[node].1.min(deadline - 1));
+            op.handle_reply(sent[node].request_id(), reply, at).unwrap();
+            while let Some(output) = op.poll_output() {
+                if let Output::Outcome(o) = output { outcome = Some(o); }
+            }
+        }
+        if outcome.is_none() {
+            op.handle_timeout(Time::from_micros(deadline));
+            while let Some(output) = op.poll_output() {
+                if let Output::Outcome(o) = output { outcome = Some(o); }
+            }
+        }
+        let count = |kind: u8| answers.iter().filter(|(k, _)| *k == kind).count();
+        let failed = count(3) + count(4);
+        let most = count(0).max(count(1));
+        match outcome {
+            Some(Outcome::Inspected(i)) => match i.holder.as_deref() {
+                Some(b"a") => prop_assert!(count(0) >= quorum),
+                Some(b"b") => prop_assert!(count(1) >= quorum),
+                Some(other) => prop_assert!(false, "holder {:?}", other),
+                None => prop_assert!(most + failed < quorum),
+            },
+            Some(Outcome::NotInspected(_)) => {
+                prop_assert!(most < quorum && most + failed >= quorum)
+            }
+            other => prop_assert!(false, "no inspection outcome: {:?}", other),
+        }
+    }
+}
