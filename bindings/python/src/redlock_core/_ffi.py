@@ -80,6 +80,7 @@ OUTPUT_OUTCOME = 3
 OPERATION_ACQUIRE = 1
 OPERATION_EXTEND = 2
 OPERATION_RELEASE = 3
+OPERATION_INSPECT = 4
 
 COMMAND_SET = 1
 COMMAND_ACQUIRE = 2
@@ -87,6 +88,7 @@ COMMAND_RELEASE = 3
 COMMAND_EXTEND = 4
 COMMAND_FENCED_ACQUIRE = 5
 COMMAND_WRITE_BACK = 6
+COMMAND_INSPECT = 7
 
 OUTCOME_ACQUIRED = 1
 OUTCOME_NOT_ACQUIRED = 2
@@ -94,6 +96,8 @@ OUTCOME_EXTENDED = 3
 OUTCOME_NOT_EXTENDED = 4
 OUTCOME_RELEASED = 5
 OUTCOME_NOT_RELEASED = 6
+OUTCOME_INSPECTED = 7
+OUTCOME_NOT_INSPECTED = 8
 
 REASON_CONFLICT = 1
 REASON_NODES_FAILED = 2
@@ -153,6 +157,8 @@ OUTCOME_NAMES = {
     OUTCOME_NOT_EXTENDED: "not_extended",
     OUTCOME_RELEASED: "released",
     OUTCOME_NOT_RELEASED: "not_released",
+    OUTCOME_INSPECTED: "inspected",
+    OUTCOME_NOT_INSPECTED: "not_inspected",
 }
 REASON_NAMES = {
     REASON_CONFLICT: "conflict",
@@ -205,6 +211,10 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_client_new_seeded": (RESULT, [HANDLE, BYTES, c_size_t, OUT_HANDLE]),
     "redlock_client_free": (None, [HANDLE]),
     "redlock_client_acquire": (
+        RESULT,
+        [HANDLE, BYTES_ARRAY, SIZES, c_size_t, c_uint64, OUT_HANDLE],
+    ),
+    "redlock_client_inspect": (
         RESULT,
         [HANDLE, BYTES_ARRAY, SIZES, c_size_t, c_uint64, OUT_HANDLE],
     ),
@@ -347,6 +357,9 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_outcome_released": (RESULT, [HANDLE, OUT_SIZE]),
     "redlock_outcome_lease": (RESULT, [HANDLE, OUT_HANDLE]),
     "redlock_outcome_fencing_token": (RESULT, [HANDLE, OUT_U64]),
+    "redlock_outcome_holder": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
+    "redlock_outcome_is_locked": (c_bool, [HANDLE]),
+    "redlock_outcome_is_held_by": (c_bool, [HANDLE, HANDLE, c_uint64]),
     "redlock_outcome_node_count": (c_size_t, [HANDLE]),
     "redlock_outcome_node": (RESULT, [HANDLE, c_size_t, OUT_U32, OUT_PTR, OUT_SIZE]),
     "redlock_outcome_error_class": (c_uint32, [HANDLE]),
