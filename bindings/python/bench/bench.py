@@ -131,6 +131,11 @@ def run_pottery(
 QUORUM = 3
 
 
+def released(reply: Any) -> bool:
+    """The release script deleted the key: ``{deleted, listeners}`` with deleted 1."""
+    return isinstance(reply, list) and bool(reply) and reply[0] == 1
+
+
 def _release_script(clients: list[redis.Redis]) -> str:
     text = core.script_text(ffi.SCRIPT_RELEASE)
     for client in clients:
@@ -163,7 +168,7 @@ def run_floor_gather(
             await quorum(
                 [c.set(name, token, nx=True, px=10_000) for c in clients], lambda r: bool(r)
             )
-            await quorum([c.evalsha(sha, 1, name, token) for c in clients], lambda r: r == 1)
+            await quorum([c.evalsha(sha, 1, name, token) for c in clients], released)
             if i >= warmup:
                 samples.append(time.perf_counter() - started)
         await asyncio.sleep(0.01)  # the slower nodes' replies
@@ -199,7 +204,7 @@ def run_floor_threads(
                 [lambda c=c: c.set(name, token, nx=True, px=10_000) for c in clients],
                 lambda r: bool(r),
             )
-            quorum([lambda c=c: c.evalsha(sha, 1, name, token) for c in clients], lambda r: r == 1)
+            quorum([lambda c=c: c.evalsha(sha, 1, name, token) for c in clients], released)
 
         return timed(cycle, cycles, warmup)
 

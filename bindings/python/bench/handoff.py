@@ -70,7 +70,7 @@ def worker(kind: str, ports: list[int], name: str, start: float, end: float) -> 
         async def loop() -> None:
             clients = [redis.asyncio.Redis(port=p) for p in ports]
             async with AsyncRedlock(clients) as redlock:
-                await (await redlock.acquire(f"{name}:warm")).release()
+                await (await redlock.acquire(f"{name}:warm:{os.getpid()}")).release()
                 await asyncio.sleep(max(0.0, start - time.monotonic()))
                 while time.monotonic() < end:
                     asked = time.monotonic()
@@ -85,7 +85,7 @@ def worker(kind: str, ports: list[int], name: str, start: float, end: float) -> 
         from redlock_core import Redlock
 
         redlock = Redlock([redis.Redis(port=p) for p in ports], notices=kind == "notices")
-        redlock.acquire(f"{name}:warm").release()  # connections open before the start
+        redlock.acquire(f"{name}:warm:{os.getpid()}").release()  # connections open before the start
         time.sleep(max(0.0, start - time.monotonic()))
         while time.monotonic() < end:
             asked = time.monotonic()
