@@ -21,6 +21,7 @@ already run instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -47,6 +48,8 @@ def worker(kind: str, ports: list[int], name: str, start: float, end: float) -> 
     (``time.monotonic()``, the same clock in every process); prints its events."""
     import redis
 
+    from redlock_core import RedlockError
+
     events = []
     if kind == "pottery":
         from pottery import Redlock as PotteryRedlock
@@ -70,7 +73,8 @@ def worker(kind: str, ports: list[int], name: str, start: float, end: float) -> 
         async def loop() -> None:
             clients = [redis.asyncio.Redis(port=p) for p in ports]
             async with AsyncRedlock(clients) as redlock:
-                await (await redlock.acquire(f"{name}:warm:{os.getpid()}")).release()
+                with contextlib.suppress(RedlockError):  # only opens the connections
+                    await (await redlock.acquire(f"{name}:warm:{os.getpid()}")).release()
                 await asyncio.sleep(max(0.0, start - time.monotonic()))
                 while time.monotonic() < end:
                     asked = time.monotonic()
@@ -85,7 +89,8 @@ def worker(kind: str, ports: list[int], name: str, start: float, end: float) -> 
         from redlock_core import Redlock
 
         redlock = Redlock([redis.Redis(port=p) for p in ports], notices=kind == "notices")
-        redlock.acquire(f"{name}:warm:{os.getpid()}").release()  # connections open before the start
+        with contextlib.suppress(RedlockError):  # opens the connections before the start
+            redlock.acquire(f"{name}:warm:{os.getpid()}").release()
         time.sleep(max(0.0, start - time.monotonic()))
         while time.monotonic() < end:
             asked = time.monotonic()
