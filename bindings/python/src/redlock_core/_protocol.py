@@ -298,7 +298,10 @@ class Engine:
             running = self.running.get(tag)
             if running is None or running.outcome is not None:
                 continue
-            running.operation.handle_notice(node, now_us())
+            try:
+                running.operation.handle_notice(node, now_us())
+            except Exception:  # the core refused it: a notice never matters for safety
+                continue
             # Polled here, so that an attempt it starts goes out at once, not after the
             # waiter was woken to poll it.
             self.step(running)
