@@ -5,6 +5,7 @@ holder that re-acquires in a loop (the core's hand-off grace)."""
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import threading
 import time
@@ -188,6 +189,25 @@ def test_a_cancelled_wait_leaves_nothing_behind(nodes: Nodes, resource: str) -> 
         assert nodes.values(resource) == [None] * 5
 
     asyncio.run(asyncio.wait_for(run(), 10))
+
+
+def test_an_interrupted_wait_leaves_nothing_behind(nodes: Nodes, resource: str) -> None:
+    with Redlock(nodes.clients()) as holder_side, Redlock(nodes.clients()) as waiter_side:
+        with holder_side.lock(resource) as holder:
+            # Ctrl-C in the waiting thread (this one) once it listens on every node.
+            def interrupt() -> None:
+                wait_for(lambda: subscribers(nodes, resource) == [1] * 5)
+                _thread.interrupt_main()
+
+            interrupter = threading.Thread(target=interrupt)
+            interrupter.start()
+            with pytest.raises(KeyboardInterrupt):
+                waiter_side.acquire(resource, blocking_timeout=10)
+            interrupter.join()
+            wait_for(lambda: subscribers(nodes, resource) == [0] * 5)
+            waiter_side.flush()
+            assert nodes.values(resource) == [holder.token.encode()] * 5
+        assert nodes.values(resource) == [None] * 5
 
 
 #: Every waiter gets the lock within this long while a greedy holder re-acquires in a
