@@ -15,7 +15,7 @@
 #                                  CombinedStore (5 local nodes on ports 7540-7544)
 #
 # Everything comes from Debian's packages (php-cli, php-redis, php-cgi, phpunit, composer,
-# php-codesniffer, phpmd, php-symfony-lock): Packagist is not needed.
+# php-codesniffer, phpmd, php-sqlite3, php-symfony-lock): Packagist is not needed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -49,6 +49,8 @@ deps() {
     phpcs:php-codesniffer phpmd:phpmd
   need_php_ext FFI php-cli
   need_php_ext redis php-redis
+  # The fencing tests check the SQL pattern against SQLite through PDO.
+  need_php_ext pdo_sqlite php-sqlite3
 }
 
 build_lib() {
