@@ -155,7 +155,7 @@ final class VectorsTest extends TestCase
                 $outcome = $op->takeOutcome();
                 if ($outcome->lease() !== null) {
                     $leases[$name] = $outcome->lease();
-                    $this->assertSame($outcome->fencingToken(), $outcome->lease()->fencingToken(), 'the lease carries the same fencing token');
+                    $this->assertSame($outcome->fencingToken(), $outcome->lease()->fencingToken(), 'the lease carries the fencing token');
                 }
                 $outputs[] = ['outcome' => self::outcome($outcome)];
             } else {
@@ -244,7 +244,10 @@ final class VectorsTest extends TestCase
                     'send' => ['node' => $send['node'], 'request' => $send['request'], 'deadline' => $send['deadline'], 'argv' => $send['argv']],
                 ];
             } elseif (isset($output['outcome'])) {
-                $order = ['kind', 'reason', 'token', 'valid_until', 'validity', 'attempts', 'extensions', 'retry_at', 'released', 'nodes', 'fencing_token'];
+                $order = [
+                    'kind', 'reason', 'token', 'valid_until', 'validity', 'attempts', 'extensions', 'retry_at', 'released', 'nodes',
+                    'fencing_token',
+                ];
                 $outcome = $output['outcome'];
                 $sorted = [];
                 $layout = match ($outcome['kind']) {

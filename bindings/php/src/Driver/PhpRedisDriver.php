@@ -296,16 +296,38 @@ final class PhpRedisDriver implements Driver
     /** @param array<mixed> $items */
     private function toReply(array $items): Reply
     {
+        return self::arrayReply($this->native, $items);
+    }
+
+    /** @param array<mixed> $items */
+    private static function arrayReply(Native $native, array $items): Reply
+    {
         $built = [];
         foreach ($items as $item) {
             if (is_array($item)) {
-                $built[] = $this->toReply($item);
+                $built[] = self::arrayReply($native, $item);
             } else {
                 [$kind, $integer, $text] = self::simple($item);
-                $built[] = Reply::create($this->native, $kind, $integer, $text);
+                $built[] = Reply::create($native, $kind, $integer, $text);
             }
         }
-        return Reply::array($this->native, $built);
+        return Reply::array($native, $built);
+    }
+
+    /**
+     * @internal What a phpredis `rawCommand()` returned (and its last error, for
+     * `false`), as a core reply: the same mapping the driver uses.
+     */
+    public static function replyOf(Native $native, mixed $result, ?string $error): Reply
+    {
+        if ($result === false && $error !== null) {
+            return Reply::create($native, Constants::REPLY_ERROR, 0, $error);
+        }
+        if (is_array($result)) {
+            return self::arrayReply($native, $result);
+        }
+        [$kind, $integer, $text] = self::simple($result);
+        return Reply::create($native, $kind, $integer, $text);
     }
 
     /** Where node `$node` is, while its object still knows (it forgets once closed). */

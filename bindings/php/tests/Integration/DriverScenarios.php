@@ -79,6 +79,7 @@ abstract class DriverScenarios extends TestCase
             tokenBytes: $o->tokenBytes,
             keyPrefix: $o->keyPrefix,
             maxExtensions: $o->maxExtensions,
+            fencing: $o->fencing,
         );
     }
 
