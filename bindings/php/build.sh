@@ -10,7 +10,8 @@
 #                                  phpmd (unused code)
 #   bindings/php/build.sh test     install + lint + the redlock CLI (for the interop test),
 #                                  then PHPUnit: vectors, FFI, preloading under php-cgi, error
-#                                  paths, both drivers against local Redis nodes (ports 7500-7534)
+#                                  paths, both drivers against local Redis nodes (ports 7500-7534),
+#                                  fencing (ports 7550-7555)
 #   bindings/php/build.sh bench    install, then bench/bench.php next to Symfony Lock's
 #                                  CombinedStore (5 local nodes on ports 7540-7544)
 #
@@ -115,7 +116,7 @@ case "${1:-}" in
     php "$here/bench/bench.php" "$@"
     ;;
   *)
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

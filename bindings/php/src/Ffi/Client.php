@@ -70,8 +70,8 @@ final class Client
             self::nonNegative($ttlMs, 'TTL');
             if ($ttlMs === 0) {
                 // 0 means "the configured TTL" to the C ABI; here it is a TTL of zero,
-                // refused with the core's own rule.
-                $this->native->check($this->native->ffi->redlock_client_check_ttl($this->handle, 0), 'acquire');
+                // refused as acquire() refuses it (invalid_ttl).
+                throw $this->native->error(Constants::INVALID_TTL, 'acquire');
             }
         }
         [$pointers, $lengths, $keep] = $this->native->resourceArrays($resources);

@@ -11,6 +11,7 @@ namespace Redlock\Ffi;
 final class Constants
 {
     public const OK = 9000;
+    public const INVALID_TTL = 9109;
 
     public const OUTPUT_NONE = 0;
     public const OUTPUT_SEND = 1;
