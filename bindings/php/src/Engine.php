@@ -79,7 +79,10 @@ final class Engine
             $this->driver->poll($this->events);
             $this->pump();
             $this->linkTimeouts(Clock::nowUs());
-            $this->state = $this->drain();
+            // A release notice heard meanwhile has already been handed in and polled.
+            if ($this->state === null) {
+                $this->state = $this->drain();
+            }
             while (!$this->state instanceof Outcome) {
                 if ($limitUs !== null && Clock::nowUs() >= $limitUs) {
                     throw new CancelledException('gave up at the time limit: ' . implode(', ', $names), $names);
