@@ -42,6 +42,8 @@ final class Redlock
     public readonly Native $native;
     private readonly Config $config;
     private readonly Client $client;
+    /** The same settings with fencing the other way, for acquire(fencing: ...); built on first use. */
+    private ?Client $otherFencing = null;
     private readonly Engine $engine;
     /** @var list<string> */
     private readonly array $labels;
@@ -122,6 +124,9 @@ final class Redlock
      * next attempt at once. Gives up with LockHeldException about one node timeout after
      * the limit at most, every attempt released.
      *
+     * `$fencing` overrides Options::$fencing for this lock: with it the lock carries a
+     * fencing token (Lock::fencingToken()).
+     *
      * @param string|list<string> $resources
      * @throws LockHeldException someone else holds it (held_elsewhere)
      * @throws NodesFailedException nodes failed (nodes_failing), each node's cause in `nodes`
@@ -133,9 +138,20 @@ final class Redlock
         bool $keepAlive = false,
         ?int $timeLimitMs = null,
         ?int $waitMs = null,
+        ?bool $fencing = null,
     ): Lock {
         $names = self::names($resources);
         $client = $this->usable();
+        if ($fencing !== null && $fencing !== $this->options->fencing) {
+            // Same settings, fencing the other way; extensions and releases of the lock
+            // do not depend on it (its lease carries the token).
+            $client = $this->otherFencing ??= Client::create(Config::build(
+                $this->native,
+                count($this->labels),
+                $this->options->ttlMs,
+                ['fencing' => $fencing] + $this->options->coreSettings(),
+            ));
+        }
         $limitUs = null;
         if ($timeLimitMs !== null) {
             if ($timeLimitMs < 0) {
@@ -173,9 +189,10 @@ final class Redlock
         bool $keepAlive = false,
         ?int $timeLimitMs = null,
         ?int $waitMs = null,
+        ?bool $fencing = null,
     ): ?Lock {
         try {
-            return $this->acquire($resources, $ttlMs, $keepAlive, $timeLimitMs, $waitMs);
+            return $this->acquire($resources, $ttlMs, $keepAlive, $timeLimitMs, $waitMs, $fencing);
         } catch (LockHeldException) {
             return null;
         }

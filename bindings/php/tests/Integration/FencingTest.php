@@ -93,10 +93,15 @@ final class FencingTest extends TestCase
         }
         $this->assertSame([1, 2, 3, 4], $tokens, 'fresh counters: one more per acquisition');
         $redlock->flush();
-        // The counter lives next to the key, with no TTL, on every node.
+        // The counter lives next to the key, with no TTL, on the nodes (a node that was
+        // slow to answer may have missed rounds: the core decides at the quorum).
+        $counters = Nodes::values(self::BASE_PORT, '{php-fence:order}:fence');
+        $this->assertGreaterThanOrEqual(3, count(array_keys($counters, '4', true)), json_encode($counters));
         for ($i = 0; $i < 5; $i++) {
-            $this->assertSame('4', Nodes::redis(self::BASE_PORT, $i)->get('{php-fence:order}:fence'), "node $i");
-            $this->assertSame(-1, Nodes::redis(self::BASE_PORT, $i)->pTTL('{php-fence:order}:fence'));
+            $this->assertLessThanOrEqual(4, (int) $counters[$i]);
+            if ($counters[$i] !== false) {
+                $this->assertSame(-1, Nodes::redis(self::BASE_PORT, $i)->pTTL('{php-fence:order}:fence'));
+            }
         }
         // Counters that drifted apart (100 to 104): the token is the largest among the
         // nodes that granted (at least three of them), and the write-back raises a
@@ -112,13 +117,29 @@ final class FencingTest extends TestCase
         $redlock->flush();
         $raised = array_filter(Nodes::values(self::BASE_PORT, '{php-fence:order}:fence'), static fn ($v): bool => (int) $v >= $token);
         $this->assertGreaterThanOrEqual(3, count($raised));
-        $this->assertGreaterThan($token, $redlock->acquire('php-fence:order')->fencingToken());
+        $next = $redlock->acquire('php-fence:order');
+        $this->assertGreaterThan($token, $next->fencingToken());
+        $last = (int) $next->fencingToken();
+        $next->release();
 
         $plain = self::redlock($driver, new Options(ttlMs: 5_000, nodeTimeoutMs: 200));
         $lock = $plain->acquire('php-fence:plain');
         $this->assertNull($lock->fencingToken());
         $this->assertNull($plain->lockFromToken('php-fence:plain', $lock->token())->fencingToken());
         $lock->release();
+
+        // Per lock: fencing on for one acquisition of an unfenced client, off for one of
+        // a fenced client.
+        $lock = $plain->acquire('php-fence:order', keepAlive: true, fencing: true);
+        $token = (int) $lock->fencingToken();
+        $this->assertGreaterThan($last, $token);
+        $lock->extend();
+        $this->assertSame($token, $lock->fencingToken(), 'extended by the unfenced client, the token stays');
+        $lock->release();
+        $other = $redlock->acquire('php-fence:other', fencing: false);
+        $this->assertNull($other->fencingToken());
+        $this->assertNull($plain->tryAcquire('php-fence:other', fencing: true), 'a fenced acquisition respects an unfenced lock');
+        $other->release();
     }
 
     /** @dataProvider drivers */
@@ -270,7 +291,7 @@ final class FencingTest extends TestCase
         $tokenA = $first['fencing_token'];
         $this->assertIsInt($tokenA);
         try {
-            usleep(700_000); // past its 500 ms lease
+            usleep(1_300_000); // past its 1 s lease
             $options = new Options(ttlMs: 5_000, nodeTimeoutMs: 200, fencing: true, attempts: 5, retryDelayMs: 50, retryJitterMs: 10);
             $redlock = self::redlock($driver, $options);
             $b = $redlock->acquire('php-fence:paused');
@@ -313,13 +334,13 @@ final class FencingTest extends TestCase
         $script = <<<PHP
             <?php
             require $autoload;
-            \$options = new Redlock\Options(ttlMs: 500, nodeTimeoutMs: 50, fencing: true, attempts: 1);
+            \$options = new Redlock\Options(ttlMs: 1000, nodeTimeoutMs: 100, fencing: true, attempts: 1);
             \$redlock = $redlock;
             \$store = $store;
             \$lock = \$redlock->acquire('php-fence:paused');
-            echo json_encode(['fencing_token' => \$lock->fencingToken()]), "\\n";
             \$valid = \$lock->isValid();
-            usleep(300_000); // paused here by the test
+            echo json_encode(['fencing_token' => \$lock->fencingToken()]), "\\n";
+            usleep(300_000); // paused here by the test, after checking the lock
             \$write = \$store->set('php-fence:paused:item', 'from A', \$lock);
             echo json_encode(['checked_valid' => \$valid, 'accepted' => \$write->accepted, 'seen' => \$write->seen]), "\\n";
             PHP;
