@@ -359,6 +359,11 @@
 #define REDLOCK_OPERATION_RELEASE 3
 
 /**
+ * An inspection (`redlock_client_inspect`).
+ */
+#define REDLOCK_OPERATION_INSPECT 4
+
+/**
  * `SET key token NX PX ttl`, acquiring one resource (`redlock_operation_command_kind`).
  */
 #define REDLOCK_COMMAND_SET 1
@@ -387,6 +392,11 @@
  * The fencing write-back script.
  */
 #define REDLOCK_COMMAND_WRITE_BACK 6
+
+/**
+ * `GET key` or `MGET key...`, reading who holds a lock.
+ */
+#define REDLOCK_COMMAND_INSPECT 7
 
 /**
  * The lock is held (`redlock_outcome_kind`).
@@ -418,6 +428,18 @@
  * still be held (by this token) until its keys' TTL. Not a success.
  */
 #define REDLOCK_OUTCOME_NOT_RELEASED 6
+
+/**
+ * A quorum of nodes answered an inspection (`redlock_client_inspect`): see
+ * `redlock_outcome_holder`.
+ */
+#define REDLOCK_OUTCOME_INSPECTED 7
+
+/**
+ * Too few nodes answered an inspection to say whether anyone holds the lock. Not a
+ * success.
+ */
+#define REDLOCK_OUTCOME_NOT_INSPECTED 8
 
 /**
  * Conflicts alone made the quorum impossible: held by someone else (acquire), or
@@ -850,6 +872,20 @@ void redlock_client_free(redlock_client *client);
  * `REDLOCK_RANDOM_SOURCE_FAILED`. The operation is freed by `redlock_operation_free`.
  */
 redlock_result redlock_client_acquire(redlock_client *client,
+                                      const uint8_t *const *resources,
+                                      const size_t *resource_lens,
+                                      size_t resource_count,
+                                      uint64_t now_us,
+                                      redlock_operation **out_operation);
+
+/**
+ * Starts reading who holds the lock on `resource_count` resources at `now_us`: one
+ * `GET` (`MGET` for several) per node, decided at the quorum. Its outcome is
+ * `REDLOCK_OUTCOME_INSPECTED` (`redlock_outcome_is_locked`, `redlock_outcome_holder`,
+ * `redlock_outcome_is_held_by`) or `REDLOCK_OUTCOME_NOT_INSPECTED`. It never changes a
+ * key. The same usage errors as `redlock_client_acquire`.
+ */
+redlock_result redlock_client_inspect(const redlock_client *client,
                                       const uint8_t *const *resources,
                                       const size_t *resource_lens,
                                       size_t resource_count,
@@ -1832,7 +1868,7 @@ void redlock_outcome_free(redlock_outcome *outcome);
 uint32_t redlock_outcome_kind(const redlock_outcome *outcome);
 
 /**
- * True for acquired, extended and released (false for NULL).
+ * True for acquired, extended, released and inspected (false for NULL).
  */
 bool redlock_outcome_is_success(const redlock_outcome *outcome);
 
@@ -1911,6 +1947,29 @@ redlock_result redlock_outcome_lease(const redlock_outcome *outcome, redlock_lea
  * resource. `REDLOCK_NO_VALUE` without fencing or for other outcomes.
  */
 redlock_result redlock_outcome_fencing_token(const redlock_outcome *outcome, uint64_t *out_token);
+
+/**
+ * The token that holds the lock, per an inspection: at least a quorum of nodes hold it
+ * on every key. Borrowed until the outcome is freed. `REDLOCK_NO_VALUE` when nobody
+ * holds the lock, and for outcomes other than `REDLOCK_OUTCOME_INSPECTED`.
+ */
+redlock_result redlock_outcome_holder(const redlock_outcome *outcome,
+                                      const uint8_t **out_token,
+                                      size_t *out_token_len);
+
+/**
+ * Whether an inspection found the lock held by anyone (false for other outcomes and
+ * NULL).
+ */
+bool redlock_outcome_is_locked(const redlock_outcome *outcome);
+
+/**
+ * Whether an inspection found the lock held by `lease` at `now_us`: a quorum hold its
+ * token and its validity has not run out (false for other outcomes and NULLs).
+ */
+bool redlock_outcome_is_held_by(const redlock_outcome *outcome,
+                                const redlock_lease *lease,
+                                uint64_t now_us);
 
 /**
  * Number of per-node results (N; 0 for NULL).

@@ -113,6 +113,33 @@ pub unsafe extern "C" fn redlock_client_acquire(
     })
 }
 
+/// Starts reading who holds the lock on `resource_count` resources at `now_us`: one
+/// `GET` (`MGET` for several) per node, decided at the quorum. Its outcome is
+/// `REDLOCK_OUTCOME_INSPECTED` (`redlock_outcome_is_locked`, `redlock_outcome_holder`,
+/// `redlock_outcome_is_held_by`) or `REDLOCK_OUTCOME_NOT_INSPECTED`. It never changes a
+/// key. The same usage errors as `redlock_client_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_client_inspect(
+    client: *const redlock_client,
+    resources: *const *const u8,
+    resource_lens: *const usize,
+    resource_count: usize,
+    now_us: u64,
+    out_operation: *mut *mut redlock_operation,
+) -> redlock_result {
+    guard(|| {
+        let client = arg_ref!(client);
+        let resources = arg_byte_strings!(resources, resource_lens, resource_count);
+        let out = arg_out!(out_operation);
+        start(
+            client
+                .inner
+                .inspect(&resources[..], Time::from_micros(now_us)),
+            out,
+        )
+    })
+}
+
 /// Like `redlock_client_acquire`, with a TTL of `ttl_ms` for this lock only, checked
 /// against the rest of the configuration (`REDLOCK_INVALID_TTL` when it breaks a rule).
 #[no_mangle]

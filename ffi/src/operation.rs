@@ -26,6 +26,8 @@ pub const REDLOCK_OPERATION_ACQUIRE: u32 = 1;
 pub const REDLOCK_OPERATION_EXTEND: u32 = 2;
 /// A release.
 pub const REDLOCK_OPERATION_RELEASE: u32 = 3;
+/// An inspection (`redlock_client_inspect`).
+pub const REDLOCK_OPERATION_INSPECT: u32 = 4;
 
 /// `SET key token NX PX ttl`, acquiring one resource (`redlock_operation_command_kind`).
 pub const REDLOCK_COMMAND_SET: u32 = 1;
@@ -39,6 +41,8 @@ pub const REDLOCK_COMMAND_EXTEND: u32 = 4;
 pub const REDLOCK_COMMAND_FENCED_ACQUIRE: u32 = 5;
 /// The fencing write-back script.
 pub const REDLOCK_COMMAND_WRITE_BACK: u32 = 6;
+/// `GET key` or `MGET key...`, reading who holds a lock.
+pub const REDLOCK_COMMAND_INSPECT: u32 = 7;
 
 enum Current {
     None,
@@ -367,6 +371,7 @@ pub unsafe extern "C" fn redlock_operation_command_kind(
             CommandKind::Extend => REDLOCK_COMMAND_EXTEND,
             CommandKind::FencedAcquire => REDLOCK_COMMAND_FENCED_ACQUIRE,
             CommandKind::WriteBack => REDLOCK_COMMAND_WRITE_BACK,
+            CommandKind::Inspect => REDLOCK_COMMAND_INSPECT,
             _ => return R::REDLOCK_UNKNOWN_ERROR,
         };
         out_kind.write(kind);
@@ -507,6 +512,7 @@ pub unsafe extern "C" fn redlock_operation_kind(operation: *const redlock_operat
         OperationKind::Acquire => REDLOCK_OPERATION_ACQUIRE,
         OperationKind::Extend => REDLOCK_OPERATION_EXTEND,
         OperationKind::Release => REDLOCK_OPERATION_RELEASE,
+        OperationKind::Inspect => REDLOCK_OPERATION_INSPECT,
         _ => 0,
     })
 }

@@ -1286,6 +1286,47 @@ static void fencing_and_waiting(void) {
     redlock_reply_free(seven);
     redlock_fenced_set_free(w);
     redlock_fenced_set_free(NULL);
+
+    /* Inspection: usage errors, NULLs, and one whole inspection on one node. */
+    redlock_config *single = make_config(1, 10000);
+    redlock_client *reader = NULL;
+    OK(redlock_client_new(single, &reader));
+    redlock_operation *inspect = (redlock_operation *)0x1;
+    EXPECT(redlock_client_inspect(reader, resources, lens, 0, 0, &inspect), REDLOCK_NO_RESOURCES);
+    EXPECT(redlock_client_inspect(NULL, resources, lens, 1, 0, &inspect), REDLOCK_NULL_PARAMETER);
+    CHECK(inspect == (redlock_operation *)0x1);
+    OK(redlock_client_inspect(reader, resources, lens, 1, 0, &inspect));
+    CHECK(redlock_operation_kind(inspect) == REDLOCK_OPERATION_INSPECT);
+    OK(redlock_operation_poll_output(inspect, &kind));
+    OK(redlock_operation_command_kind(inspect, &command_kind, &is_eval));
+    CHECK(command_kind == REDLOCK_COMMAND_INSPECT && !is_eval);
+    OK(redlock_operation_handle_reply(inspect, 1, REDLOCK_REPLY_BULK, 0, (const uint8_t *)"tok", 3,
+                                      100));
+    OK(redlock_operation_poll_output(inspect, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_OUTCOME);
+    redlock_outcome *seen_outcome = NULL;
+    OK(redlock_operation_take_outcome(inspect, &seen_outcome));
+    CHECK(redlock_outcome_kind(seen_outcome) == REDLOCK_OUTCOME_INSPECTED);
+    CHECK(redlock_outcome_is_locked(seen_outcome) && !redlock_outcome_is_locked(NULL));
+    const uint8_t *holder = NULL;
+    size_t holder_len = 0;
+    EXPECT(redlock_outcome_holder(seen_outcome, NULL, &holder_len), REDLOCK_NULL_PARAMETER);
+    OK(redlock_outcome_holder(seen_outcome, &holder, &holder_len));
+    CHECK(holder_len == 3 && memcmp(holder, "tok", 3) == 0);
+    redlock_lease *mine = NULL, *theirs = NULL;
+    OK(redlock_client_lease(reader, resources, lens, 1, (const uint8_t *)"tok", 3, 5000, &mine));
+    OK(redlock_client_lease(reader, resources, lens, 1, (const uint8_t *)"other", 5, 5000, &theirs));
+    CHECK(redlock_outcome_is_held_by(seen_outcome, mine, 200));
+    CHECK(!redlock_outcome_is_held_by(seen_outcome, mine, 5000));
+    CHECK(!redlock_outcome_is_held_by(seen_outcome, theirs, 200));
+    CHECK(!redlock_outcome_is_held_by(seen_outcome, NULL, 200));
+    CHECK(!redlock_outcome_is_held_by(NULL, mine, 200));
+    redlock_lease_free(mine);
+    redlock_lease_free(theirs);
+    redlock_outcome_free(seen_outcome);
+    redlock_operation_free(inspect);
+    redlock_client_free(reader);
+    redlock_config_free(single);
 }
 
 int main(void) {

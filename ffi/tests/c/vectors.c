@@ -87,6 +87,8 @@ static const char *outcome_name(uint32_t kind) {
     case REDLOCK_OUTCOME_NOT_EXTENDED: return "not_extended";
     case REDLOCK_OUTCOME_RELEASED: return "released";
     case REDLOCK_OUTCOME_NOT_RELEASED: return "not_released";
+    case REDLOCK_OUTCOME_INSPECTED: return "inspected";
+    case REDLOCK_OUTCOME_NOT_INSPECTED: return "not_inspected";
     default: return "?";
     }
 }
@@ -392,9 +394,25 @@ static json *outcome_to_json(const redlock_outcome *o) {
     } else {
         ok = ok && redlock_outcome_released(o, &released) == REDLOCK_NO_VALUE;
     }
+    if (kind == REDLOCK_OUTCOME_INSPECTED) {
+        const uint8_t *holder = NULL;
+        size_t holder_len = 0;
+        redlock_result held = redlock_outcome_holder(o, &holder, &holder_len);
+        ok = ok && (held == REDLOCK_OK || held == REDLOCK_NO_VALUE) &&
+             redlock_outcome_is_locked(o) == (held == REDLOCK_OK);
+        if (ok)
+            json_set(out, "holder",
+                     held == REDLOCK_OK ? json_new_string((const char *)holder, holder_len)
+                                        : json_new_null());
+    } else {
+        const uint8_t *holder = NULL;
+        size_t holder_len = 0;
+        ok = ok && redlock_outcome_holder(o, &holder, &holder_len) == REDLOCK_NO_VALUE &&
+             !redlock_outcome_is_locked(o);
+    }
     ok = ok && redlock_outcome_is_success(o) ==
                    (kind == REDLOCK_OUTCOME_ACQUIRED || kind == REDLOCK_OUTCOME_EXTENDED ||
-                    kind == REDLOCK_OUTCOME_RELEASED);
+                    kind == REDLOCK_OUTCOME_RELEASED || kind == REDLOCK_OUTCOME_INSPECTED);
     /* A failure has exactly one error class, a success none; each failed node a cause. */
     uint32_t error_class = redlock_outcome_error_class(o);
     ok = ok && (error_class == 0) == redlock_outcome_is_success(o) &&
@@ -613,6 +631,21 @@ static bool step(replay *r, const json *s, const char **error, json **outputs) {
             rc = redlock_client_acquire_with_random(r->client, ptrs, lens, count, random,
                                                     random_len, now, &op);
         free(random);
+        free(ptrs);
+        free(lens);
+        if (rc != REDLOCK_OK) {
+            *error = redlock_result_name(rc);
+            *outputs = json_new_array();
+            return true;
+        }
+        TRY(put_op(r, op_name, op));
+        target = op_name;
+    } else if ((args = json_get(s, "inspect"))) {
+        if (!op_name) return fail("inspect needs op");
+        const uint8_t **ptrs;
+        size_t *lens, count;
+        TRY(resources_of(json_get(args, "resources"), &ptrs, &lens, &count));
+        rc = redlock_client_inspect(r->client, ptrs, lens, count, now, &op);
         free(ptrs);
         free(lens);
         if (rc != REDLOCK_OK) {
@@ -956,25 +989,28 @@ int main(int argc, char **argv) {
     }
     char resp_dir[4096];
     snprintf(resp_dir, sizeof resp_dir, "%s/resp", argv[1]);
-    size_t vectors = 0, resp_vectors = 0, fencing = 0, waiting = 0;
-    char fencing_dir[4096], waiting_dir[4096];
+    size_t vectors = 0, resp_vectors = 0, fencing = 0, waiting = 0, inspect = 0;
+    char fencing_dir[4096], waiting_dir[4096], inspect_dir[4096];
+    snprintf(inspect_dir, sizeof inspect_dir, "%s/inspect", argv[1]);
     snprintf(fencing_dir, sizeof fencing_dir, "%s/fencing", argv[1]);
     snprintf(waiting_dir, sizeof waiting_dir, "%s/waiting", argv[1]);
     int failed = run_dir(argv[1], false, &vectors);
     int fencing_failed = run_dir(fencing_dir, false, &fencing);
     int waiting_failed = run_dir(waiting_dir, false, &waiting);
+    int inspect_failed = run_dir(inspect_dir, false, &inspect);
     int resp_failed = run_dir(resp_dir, true, &resp_vectors);
     if (failed < 0 || resp_failed < 0 || fencing_failed < 0 || waiting_failed < 0 ||
-        vectors == 0 || resp_vectors == 0 || fencing == 0 || waiting == 0) {
+        inspect_failed < 0 || vectors == 0 || resp_vectors == 0 || fencing == 0 || waiting == 0 ||
+        inspect == 0) {
         fprintf(stderr, "no vectors found under %s\n", argv[1]);
         return 1;
     }
-    size_t total = vectors + fencing + waiting + resp_vectors;
-    size_t total_failed =
-        (size_t)failed + (size_t)fencing_failed + (size_t)waiting_failed + (size_t)resp_failed;
-    printf("vectors: %zu conformance (%zu fencing, %zu waiting) and %zu RESP vectors replayed "
-           "through the C ABI\n",
-           vectors + fencing + waiting, fencing, waiting, resp_vectors);
+    size_t total = vectors + fencing + waiting + inspect + resp_vectors;
+    size_t total_failed = (size_t)failed + (size_t)fencing_failed + (size_t)waiting_failed +
+                          (size_t)inspect_failed + (size_t)resp_failed;
+    printf("vectors: %zu conformance (%zu fencing, %zu waiting, %zu inspection) and %zu RESP "
+           "vectors replayed through the C ABI\n",
+           vectors + fencing + waiting + inspect, fencing, waiting, inspect, resp_vectors);
     printf("%zu passed, %zu failed\n", total - total_failed, total_failed);
     return total_failed ? 1 : 0;
 }
