@@ -7,7 +7,9 @@ namespace Redlock;
 /**
  * What became of a fenced write (FencedStore::set()): accepted, or refused because the
  * item had already accepted `$seen`, a token at least as high as `$token` (the writer
- * is a stale holder: its lock expired and someone newer has written).
+ * is a stale holder: its lock expired and someone newer has written; stop, and do not
+ * retry with the same token). One exception: a retry after a FencedWriteException
+ * whose outcome was unknown, refused with `$seen === $token`, means the first try wrote.
  */
 final class FencedWrite
 {
