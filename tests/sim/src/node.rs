@@ -86,6 +86,11 @@ pub fn script_name_for_sha(sha: &[u8]) -> Option<&'static str> {
         .map(|(_, kind)| kind.name())
 }
 
+/// The name of the script whose text is `text`, for traces.
+pub fn script_name_for_text(text: &[u8]) -> Option<&'static str> {
+    Script::from_text(text).map(Script::name)
+}
+
 /// A stored value and its absolute expiry (node milliseconds), if any.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -431,7 +436,9 @@ impl Node {
                 // deleted; nobody in the simulation subscribes, so no notice is heard.
                 Reply::Array(vec![Reply::Integer(released), Reply::Integer(0)])
             }
-            Script::FencedAcquire => self.fenced_acquire(keys, token, argv.get(1), ms, log, effects),
+            Script::FencedAcquire => {
+                self.fenced_acquire(keys, token, argv.get(1), ms, log, effects)
+            }
             Script::WriteBack => self.write_back(keys, token, argv.get(1), ms, log),
             Script::FencedSet => self.fenced_set(keys, token, argv.get(1), ms, log),
             Script::Extend => {
@@ -716,11 +723,19 @@ mod tests {
         assert_eq!(write(6), FencedWrite::Accepted);
         let guard = fence_guard_key(b"item");
         assert_eq!(
-            run(&mut node, 0, &["GET", std::str::from_utf8(&guard).expect("text")]),
+            run(
+                &mut node,
+                0,
+                &["GET", std::str::from_utf8(&guard).expect("text")]
+            ),
             Reply::Bulk(b"6".to_vec())
         );
         assert!(matches!(
-            run(&mut node, 0, &["EVALSHA", FENCED_SET_SHA1, "2", "i", "g", "0", "v"]),
+            run(
+                &mut node,
+                0,
+                &["EVALSHA", FENCED_SET_SHA1, "2", "i", "g", "0", "v"]
+            ),
             Reply::Error(_)
         ));
     }
