@@ -594,8 +594,11 @@ impl Node {
     }
 }
 
+/// Keys as a script receives them.
+type Keys = [Vec<u8>];
+
 /// The lock keys and the fence keys of a fenced script's `KEYS` (two equal halves).
-fn split_fenced(keys: &[Vec<u8>]) -> Option<(&[Vec<u8>], &[Vec<u8>])> {
+fn split_fenced(keys: &Keys) -> Option<(&Keys, &Keys)> {
     (!keys.is_empty() && keys.len() % 2 == 0).then(|| keys.split_at(keys.len() / 2))
 }
 
@@ -675,10 +678,7 @@ mod tests {
         // The fence key has no TTL: after the lock expired, the next one gets 51.
         assert_eq!(run_owned(&mut node, 200, &acquire("b")), Reply::Integer(51));
         assert_eq!(
-            node.live_keys(10_000_000)
-                .into_iter()
-                .map(|(key, value, left)| (key, value, left))
-                .collect::<Vec<_>>(),
+            node.live_keys(10_000_000),
             vec![(fence_key(b"k"), b"51".to_vec(), None)]
         );
         assert!(matches!(
