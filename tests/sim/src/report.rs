@@ -277,17 +277,20 @@ const fn picture(scenario: Scenario, strategy: Strategy) -> Picture {
 
 /// The pictures `docs/safety.md` shows: one per kind of violated cell, and each row's
 /// most instructive safe case.
-pub const PICTURES: [Picture; 16] = [
+pub const PICTURES: [Picture; 19] = [
     picture(Scenario::NoFaults, Strategy::Redlock),
     picture(Scenario::ClientCrash, Strategy::SetnxExpire),
     picture(Scenario::ClientCrash, Strategy::ZooKeeper),
     picture(Scenario::LostReply, Strategy::Redlock),
     picture(Scenario::RestartEmpty, Strategy::Redlock),
+    picture(Scenario::RestartEmpty, Strategy::RedlockFenced),
     picture(Scenario::RestartDelayed, Strategy::RedlockDelayed),
     picture(Scenario::ClockJump, Strategy::Redlock),
+    picture(Scenario::ClockJump, Strategy::RedlockFenced),
     picture(Scenario::ClockJump, Strategy::ZooKeeper),
     picture(Scenario::PauseBeforeReplies, Strategy::Redlock),
     picture(Scenario::PauseAfterAcquire, Strategy::Redlock),
+    picture(Scenario::PauseAfterAcquire, Strategy::RedlockFenced),
     picture(Scenario::PauseAfterAcquire, Strategy::ZooKeeperFenced),
     picture(Scenario::PauseAfterAcquire, Strategy::Etcd),
     picture(Scenario::PauseInRelease, Strategy::GetThenDel),

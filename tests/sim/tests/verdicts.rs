@@ -336,8 +336,31 @@ fn a_restart_without_persistence_breaks_the_token_order_unless_the_restart_is_de
 /// three nodes: their counters are at 1 and its second token is 2. The pivot restarts
 /// (with or without its data) and the second client locks the pivot and the minority.
 fn restart_after_a_second_lock(keep_data: bool, seed: u64) -> redlock_sim::RunResult {
-    let mut plan = Scenario::RestartEmpty.plan(Strategy::RedlockFenced, seed);
+    restart_after(Strategy::RedlockFenced, keep_data, false, seed)
+}
+
+/// The same under `strategy`; with `cut`, the second client never reaches the first
+/// two nodes, so the pivot is the only node it can share with the first client, and it
+/// starts only once the pivot serves again (a client that tried earlier would have
+/// raised the minority's counters with its failed attempts).
+fn restart_after(
+    strategy: Strategy,
+    keep_data: bool,
+    cut: bool,
+    seed: u64,
+) -> redlock_sim::RunResult {
+    let mut plan = Scenario::RestartEmpty.plan(strategy, seed);
     plan.clients[0].cycles = vec![Cycle::standard(1), Cycle::standard(3)];
+    if cut {
+        plan.rules.push(redlock_sim::scenario::Rule {
+            trigger: Trigger::At(0),
+            delay: 0,
+            fault: Fault::Cut {
+                client: 1,
+                nodes: vec![0, 1],
+            },
+        });
+    }
     for rule in &mut plan.rules {
         if let Trigger::Acquired { client: 0, nth } = &mut rule.trigger {
             *nth = 2;
@@ -348,8 +371,11 @@ fn restart_after_a_second_lock(keep_data: bool, seed: u64) -> redlock_sim::RunRe
         {
             *keep = keep_data;
         }
+        if cut && rule.fault == (Fault::StartClient { client: 1 }) {
+            rule.delay = 10_000 + redlock_sim::strategy::delayed_restart() + 100_000;
+        }
     }
-    run_plan(&plan, Strategy::RedlockFenced, seed, Trace::new(false))
+    run_plan(&plan, strategy, seed, Trace::new(false))
         .unwrap_or_else(|e| panic!("seed {seed}: {e}"))
 }
 
@@ -373,6 +399,27 @@ fn without_persistence_tokens_go_backwards_and_with_it_they_do_not() {
         assert!(
             second.flatten().is_some_and(|t| t > 2),
             "seed {seed}: {second:?}"
+        );
+    }
+}
+
+#[test]
+fn a_delayed_restart_does_not_bring_the_counter_back() {
+    for seed in 0..SCRIPTED_SEEDS {
+        // The first client has released long before the pivot serves again: exclusion
+        // holds, but the pivot is back without its counter and it is the only node the
+        // second client shares with the first one's write-back.
+        let result = restart_after(Strategy::RedlockDelayedFenced, false, true, seed);
+        assert_eq!(result.verdict.exclusion, None, "seed {seed}");
+        assert!(result.verdict.token_order.is_some(), "seed {seed}");
+        let second = result.writes.iter().find(|w| w.0 == "C2").map(|w| w.2);
+        assert_eq!(second, Some(Some(1)), "seed {seed}");
+        // Without the cut it reaches nodes that kept the counter, and gets 3.
+        let result = restart_after(Strategy::RedlockDelayedFenced, false, false, seed);
+        assert!(
+            result.verdict.is_safe(),
+            "seed {seed}: {:?}",
+            result.verdict
         );
     }
 }
