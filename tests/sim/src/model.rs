@@ -51,7 +51,7 @@ pub enum Action {
         /// for a client that has no notion of validity (it believes it holds the lock
         /// until it releases it).
         valid_until: Option<Time>,
-        /// The fencing token to send with writes, once the core provides one.
+        /// The fencing token to send with writes (the lease's, with fencing on).
         fencing_token: Option<u64>,
         /// Details for the trace.
         note: String,
