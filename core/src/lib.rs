@@ -127,8 +127,8 @@ pub use link::{
 };
 pub use operation::{Operation, OperationKind, Output, HANDOFF_GRACE_MIN, HANDOFF_GRACE_ROUNDS};
 pub use outcome::{
-    Acquired, Extended, FailureReason, Lease, NodeResult, NotAcquired, NotExtended, NotReleased,
-    Outcome, Released,
+    Acquired, Extended, FailureReason, Inspected, Lease, NodeResult, NotAcquired, NotExtended,
+    NotInspected, NotReleased, Outcome, Released,
 };
 pub use random::{Token, MAX_TOKEN_TEXT};
 pub use reply::Reply;
