@@ -563,6 +563,14 @@ pub fn describe_reply(reply: &Reply) -> String {
         Reply::Nil => "(nil)".into(),
         Reply::Integer(n) => format!("(integer) {n}"),
         Reply::Bulk(bytes) => format!("\"{}\"", crate::trace::short(bytes)),
+        Reply::Array(items) if items.len() <= 4 => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(describe_reply)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         Reply::Array(items) => format!("array of {}", items.len()),
         Reply::Error(text) => format!("(error) {text}"),
         Reply::Timeout => "timeout".into(),
