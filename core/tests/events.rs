@@ -98,7 +98,7 @@ fn an_acquisition_reports_node_failures_its_retry_and_its_outcome() {
     assert_eq!(events[0].kind, EventKind::Acquired);
     assert_eq!(events[0].attempt, 2);
     assert_eq!(events[0].elapsed, Duration::from_micros(100_500));
-    assert!(events[0].nodes.iter().any(|n| *n == NodeResult::Success));
+    assert!(events[0].nodes.contains(&NodeResult::Success));
 }
 
 #[test]
