@@ -59,6 +59,7 @@ use core::time::Duration;
 use crate::command::{Argv, Command, CommandKind, RequestId};
 use crate::config::Config;
 use crate::error::UsageError;
+use crate::event::{Event, EventKind, MAX_EVENTS};
 use crate::outcome::{
     Acquired, Extended, FailureReason, Inspected, Lease, NodeResult, NotAcquired, NotExtended,
     NotInspected, NotReleased, Outcome, Released,
@@ -250,6 +251,10 @@ pub struct Operation {
     held_outcome: Option<Outcome>,
     /// Inspect: per node, what it holds on the lock's keys, once it answered.
     held: Vec<Option<Held>>,
+    /// When the operation started, for events' `elapsed`.
+    started: Time,
+    /// Events not polled yet, at most `MAX_EVENTS`.
+    events: VecDeque<Event>,
 }
 
 /// What one node holds on an inspected lock's keys.
@@ -363,6 +368,8 @@ impl Operation {
             listened: false,
             held_outcome: None,
             held: Vec::new(),
+            started: now,
+            events: VecDeque::new(),
             config,
         }
     }
@@ -619,6 +626,14 @@ impl Operation {
         &self.token
     }
 
+    /// The next event for the user's observability hooks (`crate::event`), oldest first;
+    /// `None` when there is none. Drain it after each input, next to
+    /// [`Operation::poll_output`]; the outcome's own event comes as the outcome is
+    /// decided. Events never affect the operation.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
     /// The channels on which releases of this acquisition's keys are announced, one per
     /// key ([`crate::notice_channel`]): subscribe to them on every node while the
     /// acquisition waits, and hand each message to [`Operation::handle_notice`]. Empty
@@ -836,6 +851,14 @@ impl Operation {
     }
 
     fn settle(&mut self, node: usize, result: NodeResult) {
+        if let Some(cause) = result.cause() {
+            let mut event = Event::new(EventKind::NodeFailed, self.kind, self.latest, self.started);
+            event.attempt = self.attempt;
+            event.node = Some(node);
+            event.cause = Some(cause);
+            event.nodes = alloc::vec![result.clone()];
+            self.push_event(event);
+        }
         let round = &mut self.round;
         match &result {
             NodeResult::Success => round.successes += 1,
@@ -1018,6 +1041,14 @@ impl Operation {
                 // limit, rather than not at all.
                 until = until.min(last_start);
             }
+            let mut event = Event::new(EventKind::Retry, self.kind, now, self.started);
+            event.attempt = self.attempt;
+            event.retry_at = Some(until);
+            if let Some((reason, nodes)) = &self.failure {
+                event.reason = Some(*reason);
+                event.nodes = nodes.clone();
+            }
+            self.push_event(event);
             self.phase = Phase::Delaying { until };
             if until <= now {
                 self.start_next_attempt(now);
@@ -1170,7 +1201,16 @@ impl Operation {
         self.finish(outcome);
     }
 
+    fn push_event(&mut self, event: Event) {
+        if self.events.len() >= MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(event);
+    }
+
     fn finish(&mut self, outcome: Outcome) {
+        let event = Event::of_outcome(&outcome, self.kind, self.attempt, self.latest, self.started);
+        self.push_event(event);
         self.phase = Phase::Done;
         self.outcome = Some(outcome);
     }

@@ -184,6 +184,62 @@ enum { REDLOCK_MAX_FENCING_TOKEN = 9007199254740991 };
 enum { REDLOCK_MESSAGE_MAX = 256 };
 
 /**
+ * The lock was acquired (`redlock_operation_poll_event`).
+ */
+enum { REDLOCK_EVENT_ACQUIRED = 1 };
+
+/**
+ * Every attempt failed.
+ */
+enum { REDLOCK_EVENT_NOT_ACQUIRED = 2 };
+
+/**
+ * An attempt failed; another starts at `redlock_operation_event_retry_at`.
+ */
+enum { REDLOCK_EVENT_RETRY = 3 };
+
+/**
+ * The lock was extended.
+ */
+enum { REDLOCK_EVENT_EXTENDED = 4 };
+
+/**
+ * An extension failed.
+ */
+enum { REDLOCK_EVENT_NOT_EXTENDED = 5 };
+
+/**
+ * A held lock is lost: bindings report it from the keep-alive's `REDLOCK_KEEPALIVE_LOST`
+ * (operations never emit it).
+ */
+enum { REDLOCK_EVENT_LOST = 6 };
+
+/**
+ * The lock was released.
+ */
+enum { REDLOCK_EVENT_RELEASED = 7 };
+
+/**
+ * Fewer than a quorum confirmed the release.
+ */
+enum { REDLOCK_EVENT_NOT_RELEASED = 8 };
+
+/**
+ * An inspection said who holds the lock.
+ */
+enum { REDLOCK_EVENT_INSPECTED = 9 };
+
+/**
+ * An inspection could not say.
+ */
+enum { REDLOCK_EVENT_NOT_INSPECTED = 10 };
+
+/**
+ * One node failed in a round: `redlock_operation_event_node`.
+ */
+enum { REDLOCK_EVENT_NODE_FAILED = 11 };
+
+/**
  * No reply handed in yet (`redlock_fenced_set_result`).
  */
 enum { REDLOCK_FENCED_PENDING = 0 };
@@ -1325,6 +1381,70 @@ redlock_result redlock_result_message(uint32_t result,
                                       uint8_t *buf,
                                       size_t buf_len,
                                       size_t *out_len);
+
+/**
+ * The stable snake_case name of a `REDLOCK_EVENT_*` value (`"acquired"`, `"retry"`,
+ * `"node_failed"`, ...), NULL for a number that is none. Static; never freed.
+ */
+const char *redlock_event_kind_name(uint32_t kind);
+
+/**
+ * Takes the operation's next event (oldest first) into the handle, where the
+ * `redlock_operation_event*` getters read it until the next call, and writes its
+ * `REDLOCK_EVENT_*` kind. `REDLOCK_NO_VALUE` (and no current event) when there is none.
+ * Drain events after each input, next to `redlock_operation_poll_output`; an operation
+ * keeps at most 64 unread ones.
+ */
+redlock_result redlock_operation_poll_event(redlock_operation *operation, uint32_t *out_kind);
+
+/**
+ * The current event's timing and attempt: when it happened (`*out_at_us`), how long
+ * after the operation started (`*out_elapsed_us`), the attempt it concerns (from 1) and
+ * the operation's `REDLOCK_OPERATION_*` kind. `REDLOCK_NO_VALUE` without a current event.
+ */
+redlock_result redlock_operation_event(const redlock_operation *operation,
+                                       uint64_t *out_at_us,
+                                       uint64_t *out_elapsed_us,
+                                       uint32_t *out_attempt,
+                                       uint32_t *out_operation_kind);
+
+/**
+ * Why the attempt or operation failed (retry, not acquired, not extended): a
+ * `REDLOCK_REASON_*` value. `REDLOCK_NO_VALUE` for other events or none.
+ */
+redlock_result redlock_operation_event_reason(const redlock_operation *operation,
+                                              uint32_t *out_reason);
+
+/**
+ * When the next attempt starts (retry events). `REDLOCK_NO_VALUE` otherwise.
+ */
+redlock_result redlock_operation_event_retry_at(const redlock_operation *operation,
+                                                uint64_t *out_at_us);
+
+/**
+ * The failed node of a node-failed event (its index in the configuration) and its
+ * `REDLOCK_NODE_CAUSE_*` cause. `REDLOCK_NO_VALUE` for other events or none.
+ */
+redlock_result redlock_operation_event_node(const redlock_operation *operation,
+                                            size_t *out_node,
+                                            uint32_t *out_cause);
+
+/**
+ * The number of per-node results the current event carries (N for outcomes and
+ * retries, 1 for a node failure, 0 without a current event or NULL).
+ */
+size_t redlock_operation_event_node_count(const redlock_operation *operation);
+
+/**
+ * Per-node result `index` of the current event, as `redlock_outcome_node` gives one:
+ * a `REDLOCK_NODE_*` kind and, for errors, the text (borrowed until the next
+ * `redlock_operation_poll_event`). `REDLOCK_OUT_OF_RANGE` past the last.
+ */
+redlock_result redlock_operation_event_node_result(const redlock_operation *operation,
+                                                   size_t index,
+                                                   uint32_t *out_kind,
+                                                   const uint8_t **out_text,
+                                                   size_t *out_text_len);
 
 /**
  * A fenced write of the `value_len` bytes at `value` to the item named by the

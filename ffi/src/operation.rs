@@ -55,7 +55,7 @@ enum Current {
 
 /// One acquisition, extension or release. Freed by `redlock_operation_free`.
 pub struct redlock_operation {
-    inner: Operation,
+    pub(crate) inner: Operation,
     /// The output of the last poll: what the `command`/`wait_until`/`take_outcome`
     /// getters read. Borrowed pointers into it stay valid until the next poll.
     current: Current,
@@ -66,6 +66,8 @@ pub struct redlock_operation {
     submitted: bool,
     /// The live per-node view as of the last `redlock_operation_node` call.
     nodes: Vec<NodeResult>,
+    /// The event taken by the last `redlock_operation_poll_event`.
+    pub(crate) event: Option<redlock_core::Event>,
 }
 
 impl redlock_operation {
@@ -77,6 +79,7 @@ impl redlock_operation {
             resp_ready: false,
             submitted: false,
             nodes: Vec::new(),
+            event: None,
         }
     }
 

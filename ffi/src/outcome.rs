@@ -81,7 +81,25 @@ pub(crate) fn node_kind(node: &NodeResult) -> (u32, &[u8]) {
     }
 }
 
-fn micros(duration: std::time::Duration) -> u64 {
+/// Writes the `REDLOCK_REASON_*` number of `reason` (`REDLOCK_UNKNOWN_ERROR` for a
+/// reason this version has no number for).
+pub(crate) fn write_reason(
+    reason: FailureReason,
+    out: &mut std::mem::MaybeUninit<u32>,
+) -> redlock_result {
+    let number = match reason {
+        FailureReason::Conflict => REDLOCK_REASON_CONFLICT,
+        FailureReason::NodesFailed => REDLOCK_REASON_NODES_FAILED,
+        FailureReason::Mixed => REDLOCK_REASON_MIXED,
+        FailureReason::ValidityTooShort => REDLOCK_REASON_VALIDITY_TOO_SHORT,
+        FailureReason::NotHeld => REDLOCK_REASON_NOT_HELD,
+        _ => return R::REDLOCK_UNKNOWN_ERROR,
+    };
+    out.write(number);
+    R::REDLOCK_OK
+}
+
+pub(crate) fn micros(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
@@ -126,17 +144,10 @@ pub unsafe extern "C" fn redlock_outcome_reason(
     guard(|| {
         let outcome = arg_ref!(outcome);
         let out = arg_out!(out_reason);
-        let reason = match outcome.inner.reason() {
-            Some(FailureReason::Conflict) => REDLOCK_REASON_CONFLICT,
-            Some(FailureReason::NodesFailed) => REDLOCK_REASON_NODES_FAILED,
-            Some(FailureReason::Mixed) => REDLOCK_REASON_MIXED,
-            Some(FailureReason::ValidityTooShort) => REDLOCK_REASON_VALIDITY_TOO_SHORT,
-            Some(FailureReason::NotHeld) => REDLOCK_REASON_NOT_HELD,
-            Some(_) => return R::REDLOCK_UNKNOWN_ERROR,
-            None => return R::REDLOCK_NO_VALUE,
-        };
-        out.write(reason);
-        R::REDLOCK_OK
+        match outcome.inner.reason() {
+            Some(reason) => write_reason(reason, out),
+            None => R::REDLOCK_NO_VALUE,
+        }
     })
 }
 

@@ -140,6 +140,9 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             _ => {}
         }
         for (op, wait) in &mut ops {
+            while let Some(event) = op.poll_event() {
+                let _ = (event.kind.code(), event.kind.number(), event.nodes.len());
+            }
             while let Some(output) = op.poll_output() {
                 if let Output::Wait(until) = output {
                     *wait = until.as_micros();

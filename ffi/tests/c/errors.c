@@ -1329,6 +1329,70 @@ static void fencing_and_waiting(void) {
     redlock_config_free(single);
 }
 
+/* Events: names, NULLs, and the events of one acquisition on one node that fails. */
+static void events(void) {
+    CHECK(strcmp(redlock_event_kind_name(REDLOCK_EVENT_RETRY), "retry") == 0);
+    CHECK(strcmp(redlock_event_kind_name(REDLOCK_EVENT_NODE_FAILED), "node_failed") == 0);
+    CHECK(redlock_event_kind_name(0) == NULL && redlock_event_kind_name(99) == NULL);
+    uint32_t kind = 0;
+    EXPECT(redlock_operation_poll_event(NULL, &kind), REDLOCK_NULL_PARAMETER);
+    redlock_config *config = make_config(1, 10000);
+    redlock_client *client = NULL;
+    OK(redlock_client_new(config, &client));
+    const uint8_t *resources[] = {(const uint8_t *)"ev"};
+    const size_t lens[] = {2};
+    redlock_operation *op = NULL;
+    OK(redlock_client_acquire(client, resources, lens, 1, 1000, &op));
+    EXPECT(redlock_operation_poll_event(op, NULL), REDLOCK_NULL_PARAMETER);
+    EXPECT(redlock_operation_poll_event(op, &kind), REDLOCK_NO_VALUE);
+    uint64_t at = 0, elapsed = 0;
+    uint32_t attempt = 0, operation_kind = 0, reason = 0;
+    EXPECT(redlock_operation_event(op, &at, &elapsed, &attempt, &operation_kind), REDLOCK_NO_VALUE);
+    OK(redlock_operation_poll_output(op, &kind));
+    OK(redlock_operation_handle_reply(op, 1, REDLOCK_REPLY_ERROR, 0, (const uint8_t *)"ERR x", 5,
+                                      1500));
+    OK(redlock_operation_poll_event(op, &kind));
+    CHECK(kind == REDLOCK_EVENT_NODE_FAILED);
+    OK(redlock_operation_event(op, &at, &elapsed, &attempt, &operation_kind));
+    CHECK(at == 1500 && elapsed == 500 && attempt == 1 &&
+          operation_kind == REDLOCK_OPERATION_ACQUIRE);
+    size_t node = 99;
+    uint32_t cause = 0;
+    OK(redlock_operation_event_node(op, &node, &cause));
+    CHECK(node == 0 && cause == REDLOCK_NODE_CAUSE_ERROR);
+    CHECK(redlock_operation_event_node_count(op) == 1);
+    const uint8_t *text = NULL;
+    size_t text_len = 0;
+    uint32_t node_kind = 0;
+    OK(redlock_operation_event_node_result(op, 0, &node_kind, &text, &text_len));
+    CHECK(node_kind == REDLOCK_NODE_ERROR && text_len == 5 && memcmp(text, "ERR x", 5) == 0);
+    EXPECT(redlock_operation_event_node_result(op, 1, &node_kind, &text, &text_len),
+           REDLOCK_OUT_OF_RANGE);
+    EXPECT(redlock_operation_event_reason(op, &reason), REDLOCK_NO_VALUE);
+    uint64_t retry_at = 0;
+    EXPECT(redlock_operation_event_retry_at(op, &retry_at), REDLOCK_NO_VALUE);
+    /* The failed attempt's cleanup; when it answers, a retry is scheduled. */
+    while (redlock_operation_poll_output(op, &kind) == REDLOCK_OK && kind == REDLOCK_OUTPUT_SEND) {
+        size_t n, argc;
+        uint64_t request, deadline;
+        OK(redlock_operation_command(op, &n, &request, &deadline, &argc));
+        OK(redlock_operation_handle_reply(op, request, REDLOCK_REPLY_INTEGER, 0, NULL, 0, 1600));
+    }
+    OK(redlock_operation_poll_event(op, &kind));
+    CHECK(kind == REDLOCK_EVENT_RETRY);
+    OK(redlock_operation_event_reason(op, &reason));
+    CHECK(reason == REDLOCK_REASON_NODES_FAILED);
+    OK(redlock_operation_event_retry_at(op, &retry_at));
+    CHECK(retry_at > 1600);
+    EXPECT(redlock_operation_event_node(op, &node, &cause), REDLOCK_NO_VALUE);
+    CHECK(redlock_operation_event_node_count(op) == 1);
+    EXPECT(redlock_operation_poll_event(op, &kind), REDLOCK_NO_VALUE);
+    CHECK(redlock_operation_event_node_count(op) == 0 && redlock_operation_event_node_count(NULL) == 0);
+    redlock_operation_free(op);
+    redlock_client_free(client);
+    redlock_config_free(config);
+}
+
 int main(void) {
     frees_accept_null();
     links_and_keepalive();
@@ -1339,6 +1403,7 @@ int main(void) {
     replies_and_decoder();
     buffers_and_texts();
     fencing_and_waiting();
+    events();
     printf("errors: %d checks of the C ABI's error paths\n", checks);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
