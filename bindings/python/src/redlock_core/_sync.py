@@ -356,11 +356,14 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
     core; :class:`ConfigError` names the rule broken (the same server given twice
     included). Defaults: ``ttl`` 10 s, drift 1 % + 2 ms, ``node_timeout`` the smaller
     of 50 ms and a tenth of the TTL, 3 attempts 200 ms +- 100 ms apart, 160-bit tokens,
-    keys equal to the resource names.
+    keys equal to the resource names. ``fencing=True`` gives every lock a fencing
+    token (:attr:`Lock.fencing_token`); ``notices=False`` never subscribes to release
+    notices (waits then end at the retry delays only).
 
-    Each node gets one long-lived thread and one connection made like its client's.
-    The clients' own timeouts and retries do not matter: the core's deadlines and node
-    links decide.
+    Each node gets one long-lived thread and one connection made like its client's, and,
+    from the first acquisition that waits, a subscriber connection for release notices
+    with a thread of its own. The clients' own timeouts and retries do not matter: the
+    core's deadlines and node links decide.
     """
 
     def __init__(self, clients: Sequence[redis.Redis], **settings: Any) -> None:
