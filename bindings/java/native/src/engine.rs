@@ -21,7 +21,7 @@
 //! - `1, node`: open the node's connection;
 //! - `2, node, write, length`: write the next `length` bytes (RESP) to the node;
 //! - `3, node`: close the node's connection;
-//! - `5, tag, count, ...count numbers`: the operation's outcome (see [`outcome_record`]),
+//! - `5, tag, count, ...count numbers`: the operation's outcome (see `outcome_record`),
 //!   its token and node texts in the bytes;
 //! - `6, tag`: the operation ended without an outcome (abandoned).
 //!
@@ -92,7 +92,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// `nodes` links; with `raw`, a decoder per node for [`Engine::feed`].
+    /// `nodes` links; with `raw`, a decoder per node for the bytes drivers read ([`Engine::received`]).
     pub fn new(nodes: usize, raw: bool) -> Engine {
         let readers = if raw {
             (0..nodes)
