@@ -52,7 +52,7 @@ public final class KeepAliveMachine extends NativeHandle {
     return i >= 0 && i < REASONS.length ? REASONS[i] : "expired";
   }
 
-  /** The extension's outcome, straight from its operation (before {@link Operation#outcome}). */
+  /** The extension's outcome, straight from a standalone operation that just produced it. */
   public void handleOutcome(Operation operation, long now) {
     Native.keepAliveHandleOutcome(handle(), operation.handle0(), now);
   }
