@@ -366,31 +366,6 @@ pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<
     Ok(result.into_raw())
 }
 
-/// `length` bytes of a Java array from `offset`, checked.
-pub(crate) fn byte_range(
-    env: &mut JNIEnv<'_>,
-    bytes: &JByteArray<'_>,
-    offset: jint,
-    length: jint,
-) -> Result<Vec<u8>> {
-    if is_null(bytes) {
-        return Err(Failure::argument(
-            "invalid_argument",
-            "the bytes must not be null",
-        ));
-    }
-    let total = env.get_array_length(bytes)?;
-    if offset < 0 || length < 0 || offset.checked_add(length).is_none_or(|end| end > total) {
-        return Err(Failure::argument(
-            "invalid_argument",
-            format!("offset {offset} and length {length} do not fit an array of {total} bytes"),
-        ));
-    }
-    let mut chunk = vec![0u8; length as usize];
-    env.get_byte_array_region(bytes, offset, crate::boundary::as_signed_mut(&mut chunk))?;
-    Ok(chunk)
-}
-
 pub(crate) fn cause_number(cause: NodeCause) -> jint {
     match cause {
         NodeCause::Refused => 1,

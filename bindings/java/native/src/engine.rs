@@ -110,7 +110,12 @@ impl Engine {
             touched: Vec::with_capacity(8),
             kept: HashMap::new(),
             readers,
-            records: Vec::with_capacity(256),
+            // The header's 4 slots first: one array write per call.
+            records: {
+                let mut records = Vec::with_capacity(256);
+                records.extend_from_slice(&[0; HEADER]);
+                records
+            },
             bytes: Vec::with_capacity(4096),
             count: 0,
             lease_handles: true,
@@ -150,8 +155,8 @@ impl Engine {
     /// The events since they were last taken: their records (from the first event, without
     /// the header) and bytes; then forgets them.
     pub fn take_events(&mut self, into: impl FnOnce(&[i64], &[u8])) {
-        into(&self.records, &self.bytes);
-        self.records.clear();
+        into(&self.records[HEADER..], &self.bytes);
+        self.records.truncate(HEADER);
         self.bytes.clear();
         self.count = 0;
     }
@@ -450,6 +455,7 @@ fn flush(
     engine: &mut Engine,
     records: &JLongArray<'_>,
     bytes: &JByteArray<'_>,
+    room: (jint, jint),
 ) -> Result<jint> {
     if is_null(records) || is_null(bytes) {
         return Err(Failure::argument(
@@ -457,8 +463,9 @@ fn flush(
             "the event arrays must not be null",
         ));
     }
-    let record_room = env.get_array_length(records)? as usize;
-    let byte_room = env.get_array_length(bytes)? as usize;
+    // The caller's array lengths; a wrong one makes the JVM's own bounds check throw.
+    let record_room = usize::try_from(room.0).unwrap_or(0);
+    let byte_room = usize::try_from(room.1).unwrap_or(0);
     if record_room < HEADER {
         return Err(Failure::argument(
             "invalid_argument",
@@ -466,33 +473,32 @@ fn flush(
         ));
     }
     let next = engine.next_wake();
-    let needed = engine.records.len() + HEADER;
-    if needed > record_room || engine.bytes.len() > byte_room {
+    let used = engine.records.len() - HEADER;
+    if engine.records.len() > record_room || engine.bytes.len() > byte_room {
         env.set_long_array_region(
             records,
             0,
-            &[engine.count, needed as i64, engine.bytes.len() as i64, next],
+            &[
+                engine.count,
+                engine.records.len() as i64,
+                engine.bytes.len() as i64,
+                next,
+            ],
         )?;
         return Ok(-1);
     }
-    env.set_long_array_region(
-        records,
-        0,
-        &[
-            engine.count,
-            engine.records.len() as i64,
-            engine.bytes.len() as i64,
-            next,
-        ],
-    )?;
-    if !engine.records.is_empty() {
-        env.set_long_array_region(records, HEADER as i32, &engine.records)?;
-    }
+    engine.records[..HEADER].copy_from_slice(&[
+        engine.count,
+        used as i64,
+        engine.bytes.len() as i64,
+        next,
+    ]);
+    env.set_long_array_region(records, 0, &engine.records)?;
     if !engine.bytes.is_empty() {
         env.set_byte_array_region(bytes, 0, crate::boundary::as_signed(&engine.bytes))?;
     }
     let count = engine.count as jint;
-    engine.records.clear();
+    engine.records.truncate(HEADER);
     engine.bytes.clear();
     engine.count = 0;
     Ok(count)
@@ -505,13 +511,14 @@ fn input<'local>(
     now: jlong,
     records: &JLongArray<'local>,
     bytes: &JByteArray<'local>,
+    room: (jint, jint),
     body: impl FnOnce(&mut JNIEnv<'local>, &mut Engine, Time) -> Result<()>,
 ) -> Result<jint> {
     let engine: &mut Engine = handle(engine, "loop")?;
     let now = time(now)?;
     body(env, engine, now)?;
     engine.settle(now)?;
-    flush(env, engine, records, bytes)
+    flush(env, engine, records, bytes, room)
 }
 
 macro_rules! export_input {
@@ -525,9 +532,12 @@ macro_rules! export_input {
             now_value: jlong,
             records: JLongArray<'local>,
             bytes: JByteArray<'local>,
+            records_room: jint,
+            bytes_room: jint,
         ) -> jint {
             guard(&mut env, -2, |env| {
-                input(env, engine_handle, now_value, &records, &bytes, |$env, $engine, $now| {
+                let room = (records_room, bytes_room);
+                input(env, engine_handle, now_value, &records, &bytes, room, |$env, $engine, $now| {
                     let _ = &$env;
                     $body
                 })
@@ -554,7 +564,8 @@ export!(Java_io_github_redlockcore_internal_Native_loopFree(env, engine: jlong) 
 // Copies the pending events (after an input returned -1) into larger arrays.
 export!(Java_io_github_redlockcore_internal_Native_loopEvents(env, engine: jlong, records: JLongArray<'local>, bytes: JByteArray<'local>) -> jint = -2, {
     let engine: &mut Engine = handle(engine, "loop")?;
-    flush(env, engine, &records, &bytes)
+    let room = (env.get_array_length(&records)?, env.get_array_length(&bytes)?);
+    flush(env, engine, &records, &bytes, room)
 });
 
 export_input!(Java_io_github_redlockcore_internal_Native_loopAcquire(
@@ -724,7 +735,12 @@ export_input!(Java_io_github_redlockcore_internal_Native_loopFeed(
 ) {
     let index = usize::try_from(node)
         .map_err(|_| Failure::argument("unknown_node", "a node index is not negative"))?;
-    let chunk = convert::byte_range(env, &data, offset, length)?;
+    if is_null(&data) || offset < 0 || length < 0 {
+        return Err(Failure::argument("invalid_argument", "no bytes in that range"));
+    }
+    // The JVM checks the range against the array (and throws if it does not fit).
+    let mut chunk = vec![0u8; length as usize];
+    env.get_byte_array_region(&data, offset, crate::boundary::as_signed_mut(&mut chunk))?;
     engine.feed(index, &chunk, now)
 });
 

@@ -91,51 +91,62 @@ public final class CoreLinks extends NativeHandle {
   public int acquire(long client, long tag, byte[][] resources, long ttlMs, long waitMicros,
       long now) {
     return events(Native.loopAcquire(handle(), client, tag, resources, ttlMs, waitMicros, now,
-        records, bytes));
+        records, bytes, records.length, bytes.length));
   }
 
   /** Starts an extension; with {@code keep}, its outcome is kept for keep-alive. */
   public int extend(long client, long lease, long ttlMs, long tag, boolean keep, long now) {
     return events(Native.loopExtend(handle(), client, lease, ttlMs, tag, keep, now, records,
-        bytes));
+        bytes, records.length, bytes.length));
   }
 
   public int release(long client, long lease, long tag, long now) {
-    return events(Native.loopRelease(handle(), client, lease, tag, now, records, bytes));
+    return events(Native.loopRelease(handle(), client, lease, tag, now,
+        records, bytes, records.length, bytes.length));
   }
 
   public int abandon(long tag, long now) {
-    return events(Native.loopAbandon(handle(), tag, now, records, bytes));
+    return events(Native.loopAbandon(handle(), tag, now,
+        records, bytes, records.length, bytes.length));
   }
 
   public int notice(long tag, int node, long now) {
-    return events(Native.loopNotice(handle(), tag, node, now, records, bytes));
+    return events(Native.loopNotice(handle(), tag, node, now,
+        records, bytes, records.length, bytes.length));
   }
 
   public int timeout(long now) {
-    return events(Native.loopTimeout(handle(), now, records, bytes));
+    return events(Native.loopTimeout(handle(), now, records, bytes, records.length, bytes.length));
   }
 
   public int connected(int node, long now) {
-    return events(Native.loopConnected(handle(), node, now, records, bytes));
+    return events(Native.loopConnected(handle(), node, now,
+        records, bytes, records.length, bytes.length));
   }
 
   public int closed(int node, int cause, String text, long now) {
-    return events(Native.loopClosed(handle(), node, cause, text, now, records, bytes));
+    return events(Native.loopClosed(handle(), node, cause, text, now,
+        records, bytes, records.length, bytes.length));
   }
 
   public int reply(int node, long write, int kind, long integer, byte[] data, long now) {
     return events(Native.loopReply(handle(), node, write, kind, integer, data, now, records,
-        bytes));
+        bytes, records.length, bytes.length));
   }
 
   public int replyResp(int node, long write, byte[] resp, long now) {
-    return events(Native.loopReplyResp(handle(), node, write, resp, now, records, bytes));
+    return events(Native.loopReplyResp(handle(), node, write, resp, now,
+        records, bytes, records.length, bytes.length));
   }
 
   /** Bytes read from a raw connection (links made with {@code raw}). */
   public int feed(int node, byte[] data, int offset, int length, long now) {
-    return events(Native.loopFeed(handle(), node, data, offset, length, now, records, bytes));
+    if (data == null || offset < 0 || length < 0 || offset > data.length - length) {
+      throw new io.github.redlockcore.RedlockArgumentException("invalid_argument",
+          "offset " + offset + " and length " + length + " do not fit the bytes");
+    }
+    return events(Native.loopFeed(handle(), node, data, offset, length, now,
+        records, bytes, records.length, bytes.length));
   }
 
   /** Hands the outcome kept for {@code tag} to a keep-alive ({@code keepAlive}'s handle). */

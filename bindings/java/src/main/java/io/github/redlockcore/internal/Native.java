@@ -163,8 +163,8 @@ public final class Native {
   public static native void operationAbandon(long operation, long now);
 
   // ---- the loop's native half: links and operations (see CoreLinks) ----
-  // Every input returns the number of events written into records/bytes, or -1 when
-  // they need larger arrays (then loopEvents).
+  // Every input returns the number of events written into records/bytes (whose lengths
+  // it is given), or -1 when they need larger arrays (then loopEvents).
 
   public static native long loopNew(int nodes, boolean raw);
 
@@ -173,36 +173,38 @@ public final class Native {
   public static native int loopEvents(long loop, long[] records, byte[] bytes);
 
   public static native int loopAcquire(long loop, long client, long tag, byte[][] resources,
-      long ttlMs, long waitMicros, long now, long[] records, byte[] bytes);
+      long ttlMs, long waitMicros, long now, long[] records, byte[] bytes, int recordsRoom,
+      int bytesRoom);
 
   public static native int loopExtend(long loop, long client, long lease, long ttlMs, long tag,
-      boolean keep, long now, long[] records, byte[] bytes);
+      boolean keep, long now, long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
 
   public static native int loopRelease(long loop, long client, long lease, long tag, long now,
-      long[] records, byte[] bytes);
+      long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
 
   public static native int loopAbandon(long loop, long tag, long now, long[] records,
-      byte[] bytes);
+      byte[] bytes, int recordsRoom, int bytesRoom);
 
   public static native int loopNotice(long loop, long tag, int node, long now, long[] records,
-      byte[] bytes);
+      byte[] bytes, int recordsRoom, int bytesRoom);
 
-  public static native int loopTimeout(long loop, long now, long[] records, byte[] bytes);
+  public static native int loopTimeout(long loop, long now, long[] records, byte[] bytes,
+      int recordsRoom, int bytesRoom);
 
   public static native int loopConnected(long loop, int node, long now, long[] records,
-      byte[] bytes);
+      byte[] bytes, int recordsRoom, int bytesRoom);
 
   public static native int loopClosed(long loop, int node, int cause, String text, long now,
-      long[] records, byte[] bytes);
+      long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
 
   public static native int loopReply(long loop, int node, long write, int kind, long integer,
-      byte[] data, long now, long[] records, byte[] bytes);
+      byte[] data, long now, long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
 
   public static native int loopReplyResp(long loop, int node, long write, byte[] resp, long now,
-      long[] records, byte[] bytes);
+      long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
 
   public static native int loopFeed(long loop, int node, byte[] data, int offset, int length,
-      long now, long[] records, byte[] bytes);
+      long now, long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
 
   public static native void loopKeepAliveOutcome(long loop, long tag, long keepAlive, long now);
 
