@@ -1,6 +1,7 @@
 package io.github.redlockcore.internal;
 
 import io.github.redlockcore.RedlockStateException;
+import io.github.redlockcore.RedlockArgumentException;
 import io.github.redlockcore.RedlockProtocolException;
 import io.github.redlockcore.core.KeepAliveMachine;
 import io.github.redlockcore.core.Outcome;
@@ -353,7 +354,12 @@ public final class Engine implements LoopContext, AutoCloseable {
     }
     for (Op op : new ArrayList<>(list)) {
       if (ops.containsKey(op.tag)) {
-        links.notice(op.tag, node, now());
+        try {
+          links.notice(op.tag, node, now());
+        } catch (RedlockArgumentException e) {
+          // A notice the core refuses changes nothing: dropped.
+          continue;
+        }
         process();
       }
     }
