@@ -231,7 +231,12 @@ final class Redlock
     {
         $closure = \Closure::fromCallable($listener);
         $this->listeners[spl_object_id($closure)] = [$closure, $onError];
-        $this->engine->onEvents(fn (Operation $op, array $names) => $this->dispatch($op, $names));
+        // Weakly: the engine must not keep its client alive (a cycle would delay close()
+        // until the garbage collector runs).
+        $self = \WeakReference::create($this);
+        $this->engine->onEvents(static function (Operation $op, array $names) use ($self): void {
+            $self->get()?->dispatch($op, $names);
+        });
         $this->listenerIds[] = [$listener, spl_object_id($closure)];
     }
 
