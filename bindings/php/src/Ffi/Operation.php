@@ -224,7 +224,10 @@ final class Operation
         }
         $n->check($rc, 'event');
         $kind = $n->u32->cdata;
-        $n->check($ffi->redlock_operation_event($this->handle, FFI::addr($n->u64), FFI::addr($n->u64b), FFI::addr($n->u32), FFI::addr($n->u32b)), 'event');
+        $n->check(
+            $ffi->redlock_operation_event($this->handle, FFI::addr($n->u64), FFI::addr($n->u64b), FFI::addr($n->u32), FFI::addr($n->u32b)),
+            'event',
+        );
         $event = [
             'kind' => $kind,
             'at' => $n->u64->cdata,

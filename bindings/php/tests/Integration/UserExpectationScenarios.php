@@ -129,7 +129,8 @@ trait UserExpectationScenarios
         $this->assertGreaterThan(0, $acquired->elapsedUs);
         $this->assertLessThanOrEqual($afterAcquire - $before, $acquired->elapsedUs);
         $this->assertCount(5, $acquired->nodes);
-        $this->assertGreaterThanOrEqual(3, count(array_filter($acquired->nodes, static fn (NodeResult $n): bool => $n->status === NodeResult::SUCCESS)));
+        $successes = array_filter($acquired->nodes, static fn (NodeResult $n): bool => $n->status === NodeResult::SUCCESS);
+        $this->assertGreaterThanOrEqual(3, count($successes));
         $this->assertSame('extend', $extended->operation);
         $this->assertSame('release', $released->operation);
         $this->assertLessThanOrEqual($after, $released->atUs);
@@ -178,7 +179,8 @@ trait UserExpectationScenarios
         $this->assertNotNull($retry->retryAtUs);
         $this->assertGreaterThanOrEqual($retry->atUs + 15_000, $retry->retryAtUs, 'about the retry delay later');
         $this->assertLessThanOrEqual($retry->atUs + 30_000, $retry->retryAtUs);
-        $this->assertGreaterThanOrEqual(3, count(array_filter($retry->nodes, static fn (NodeResult $n): bool => $n->status === NodeResult::CONFLICT)));
+        $conflicts = array_filter($retry->nodes, static fn (NodeResult $n): bool => $n->status === NodeResult::CONFLICT);
+        $this->assertGreaterThanOrEqual(3, count($conflicts));
         $this->assertSame(2, $failed->attempt);
         $this->assertSame('conflict', $failed->reason);
         $this->assertGreaterThanOrEqual($retry->retryAtUs, $failed->atUs);
@@ -279,7 +281,7 @@ trait UserExpectationScenarios
         $redlock->flush();
         $this->assertHeldBy($lock->token(), $this->inspected());
         $this->assertTrue($lock->isOwned());
-        $this->assertSame(3, $lock->release() >= 3 ? 3 : 0, 'released on every live node');
+        $this->assertGreaterThanOrEqual(3, $lock->release(), 'released on a quorum');
         $this->assertSame([
             ['acquired', 'listener failed on acquired'],
             ['inspected', 'listener failed on inspected'],
