@@ -42,6 +42,8 @@ final class Engine
     private array $names = [];
     /** Called with each operation and its resources after every input (Redlock's listeners). */
     private ?\Closure $onEvents = null;
+    /** An operation is being run (listeners run inside it and must not start another). */
+    private bool $running = false;
 
     public function __construct(Native $native, private readonly Driver $driver, int $nodes)
     {
@@ -76,6 +78,21 @@ final class Engine
      * @param list<string> $names the resources, for CancelledException and events
      */
     public function run(Operation $op, ?int $limitUs = null, array $names = [], bool $listen = false): Outcome
+    {
+        if ($this->running) {
+            // Only an event listener can get here (PHP runs one thing at a time).
+            throw new \LogicException('an event listener cannot use its client while the client runs an operation');
+        }
+        $this->running = true;
+        try {
+            return $this->runOperation($op, $limitUs, $names, $listen);
+        } finally {
+            $this->running = false;
+        }
+    }
+
+    /** @param list<string> $names */
+    private function runOperation(Operation $op, ?int $limitUs, array $names, bool $listen): Outcome
     {
         $this->op = $op;
         $this->names = $names;

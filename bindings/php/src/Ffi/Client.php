@@ -247,6 +247,6 @@ final class Client
 
     public function __destruct()
     {
-        $this->native->ffi->redlock_client_free($this->handle);
+        $this->native->free('redlock_client_free', $this->handle);
     }
 }

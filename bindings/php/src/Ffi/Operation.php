@@ -288,6 +288,6 @@ final class Operation
 
     public function __destruct()
     {
-        $this->ffi->redlock_operation_free($this->handle);
+        $this->native->free('redlock_operation_free', $this->handle);
     }
 }

@@ -216,6 +216,6 @@ final class Outcome
 
     public function __destruct()
     {
-        $this->native->ffi->redlock_outcome_free($this->handle);
+        $this->native->free('redlock_outcome_free', $this->handle);
     }
 }

@@ -289,6 +289,26 @@ trait UserExpectationScenarios
         ], $errors);
         $this->assertSame(['acquired', 'inspected', 'released'], $later, 'the next listener still hears everything');
 
+        // A listener that uses its client from inside an operation is refused (the
+        // running operation is not disturbed).
+        $errors = [];
+        $reentrant = $this->redlock();
+        $reentrant->addEventListener(
+            function (Event $e) use ($reentrant): void {
+                if ($e->kind === Event::ACQUIRED) {
+                    $reentrant->isLocked($this->inspected());
+                }
+            },
+            function (\Throwable $error) use (&$errors): void {
+                $errors[] = get_class($error) . ': ' . $error->getMessage();
+            },
+        );
+        $lock = $reentrant->acquire($this->inspected(), 5_000);
+        $this->assertSame(['LogicException: an event listener cannot use its client while the client runs an operation'], $errors);
+        $this->assertTrue($reentrant->isLocked($this->inspected()), 'usable again afterwards');
+        $this->assertTrue($lock->isOwned());
+        $lock->release();
+
         // Without an error handler the exception goes to error_log().
         $log = (string) tempnam(sys_get_temp_dir(), 'redlock-log');
         $previous = ini_set('error_log', $log);
@@ -305,5 +325,37 @@ trait UserExpectationScenarios
         unlink($log);
         $this->assertStringContainsString('an event listener threw on acquired: RuntimeException: nobody handles this', $written);
         $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->inspected()));
+    }
+
+    public function testAClientInAGarbageCycleIsCollectedWithoutACrash(): void
+    {
+        // A listener that uses its client makes a cycle (client -> listener -> client);
+        // the collector then runs the destructors in any order, the client's after its
+        // links' possibly. Run in a child process: a crash must not take PHPUnit down.
+        $script = sprintf(
+            '<?php require %s; function run() { $r = %s;'
+            . ' $r->addEventListener(function ($e) use ($r) { $r->nodes(); });'
+            . ' $holder = new stdClass(); $holder->self = $holder; $holder->client = $r;'
+            . ' $holder->lock = $r->acquire(%s, 5000); $r->acquire(%s, 5000); }'
+            . ' run(); echo gc_collect_cycles();',
+            var_export(dirname(__DIR__, 2) . '/vendor/autoload.php', true),
+            static::workerDriver() === 'stream'
+                ? sprintf('Redlock\Redlock::create(%s)', var_export(static::$urls, true))
+                : sprintf(
+                    'Redlock\Redlock::withPhpRedis(array_map(function ($p) { $x = new Redis(); $x->connect("127.0.0.1", $p, 1.0); return $x; }, %s))',
+                    var_export(range(static::basePort(), static::basePort() + 4), true),
+                ),
+            var_export($this->inspected(), true),
+            var_export($this->inspected() . ':second', true),
+        );
+        $process = proc_open([PHP_BINARY], [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        fwrite($pipes[0], $script);
+        fclose($pipes[0]);
+        $collected = (string) stream_get_contents($pipes[1]);
+        $stderr = (string) stream_get_contents($pipes[2]);
+        $this->assertSame(0, proc_close($process), "the child crashed: $stderr");
+        $this->assertGreaterThan(10, (int) $collected, 'the cycle was collected');
+        // The lock outside the cycle was released by its destructor when run() returned.
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->inspected() . ':second'));
     }
 }
