@@ -78,14 +78,17 @@
 pub mod blocking;
 mod client;
 mod error;
+mod fence;
 mod lock;
 mod node;
+mod notice;
 
 pub use client::{
     Client, ClientBuilder, ExtendReport, KeyStatus, LockOptions, ReleaseReport, RetryProgress,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_TTL,
 };
 pub use error::{Error, NodeReport, NotAcquired, NotExtended, NotReleased};
+pub use fence::{fenced_set, FencedWrite};
 pub use lock::{Lock, LockState, Lost, LostReason};
 pub use node::LinkStats;
 pub use redlock_core::{
