@@ -29,6 +29,7 @@ pub struct ClientBuilder {
     config: ConfigBuilder,
     root_certificate: Option<Vec<u8>>,
     connect_timeout: Duration,
+    notices: bool,
 }
 
 impl ClientBuilder {
@@ -80,6 +81,16 @@ impl ClientBuilder {
     /// Any other core setting (drift, minimum validity, token length, ...).
     pub fn configure(mut self, change: impl FnOnce(ConfigBuilder) -> ConfigBuilder) -> Self {
         self.config = change(self.config);
+        self
+    }
+
+    /// Whether acquisitions that wait listen for release notices (on by default). Each
+    /// node then gets a second connection, a subscriber, opened when the first
+    /// acquisition finds a lock held. Off, a waiter learns of a release only at its next
+    /// retry (and the releaser does not step back for it): for servers whose ACL refuses
+    /// `SUBSCRIBE`, or to keep one connection per node.
+    pub fn release_notices(mut self, on: bool) -> Self {
+        self.notices = on;
         self
     }
 
@@ -156,6 +167,7 @@ impl ClientBuilder {
                 redlock: Mutex::new(Redlock::new(config.clone())),
                 flipped,
                 notices: Notices::new(clients, self.connect_timeout),
+                listen: self.notices,
                 config,
                 clock,
             }),
@@ -187,6 +199,8 @@ pub(crate) struct Inner {
     flipped: Result<Mutex<Redlock>, ConfigError>,
     /// Release notices for waiting acquisitions.
     pub(crate) notices: Notices,
+    /// Acquisitions that may retry listen for notices.
+    listen: bool,
     pub(crate) config: Config,
     /// The client's monotonic clock.
     clock: Clock,
@@ -325,6 +339,7 @@ impl Client {
             urls,
             root_certificate: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            notices: true,
         }
     }
 
@@ -425,7 +440,8 @@ impl Client {
         let attempts = self.inner.config.attempts();
         // An acquisition that may try again listens for releases once it finds the lock
         // held.
-        let listen = (options.wait.is_some() || attempts > 1).then(|| self.keys(resources));
+        let listen = (self.inner.listen && (options.wait.is_some() || attempts > 1))
+            .then(|| self.keys(resources));
         let outcome = self
             .inner
             .drive_listening(
