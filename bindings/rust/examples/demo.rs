@@ -86,7 +86,9 @@ async fn fenced_increment(counter: &Path, fence: &Path, token: u64) -> Result<()
         .parse()
         .unwrap_or(0);
     if token <= seen {
-        return Err(format!("stale fencing token {token}: the counter has seen {seen}"));
+        return Err(format!(
+            "stale fencing token {token}: the counter has seen {seen}"
+        ));
     }
     increment(counter).await.map_err(|e| e.to_string())?;
     std::fs::write(fence, format!("{token}\n")).map_err(|e| e.to_string())

@@ -72,9 +72,9 @@ pub(crate) struct Notices {
     shared: Arc<Shared>,
 }
 
-/// What a subscriber task reports, for the tests and diagnostics.
+/// How a subscriber task ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Ended {
+enum Ended {
     /// The connection could not be opened, broke, or refused a subscription.
     Failed,
     /// The client was dropped.
@@ -121,6 +121,13 @@ impl Notices {
         if !state.closed {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 for node in 0..state.subscribers.len() {
+                    // A task whose runtime ended was dropped without freeing its slot.
+                    if state.subscribers[node]
+                        .as_ref()
+                        .is_some_and(|s| s.control.is_closed())
+                    {
+                        state.subscribers[node] = None;
+                    }
                     if state.subscribers[node].is_none() {
                         self.start(&mut state, node, &runtime);
                     }
@@ -243,12 +250,19 @@ async fn serve(
     loop {
         tokio::select! {
             change = control.recv() => {
+                // A node that does not confirm (frozen) within the connect timeout counts
+                // as a dead subscriber, so that changes do not pile up behind it.
                 let result = match change {
-                    Some(Control::Subscribe(channel)) => sink.subscribe(channel).await,
-                    Some(Control::Unsubscribe(channel)) => sink.unsubscribe(channel).await,
+                    Some(Control::Subscribe(channel)) => {
+                        tokio::time::timeout(shared.connect_timeout, sink.subscribe(channel)).await
+                    }
+                    Some(Control::Unsubscribe(channel)) => {
+                        tokio::time::timeout(shared.connect_timeout, sink.unsubscribe(channel))
+                            .await
+                    }
                     None => return Ended::Closed,
                 };
-                if result.is_err() {
+                if !matches!(result, Ok(Ok(()))) {
                     return Ended::Failed;
                 }
             }

@@ -111,7 +111,13 @@ fn a_wait_limit_gives_up_at_the_limit_with_held_elsewhere() {
     let nodes = common::shared(7176);
     let rt = runtime();
     let holder = client(&nodes, Duration::from_millis(200));
-    let waiter = Client::new(nodes.urls.clone()).unwrap();
+    // The core starts the last attempt at the latest one node timeout (and the 1 ms
+    // retry floor) before the limit, so that it ends by then: the limit is kept to within
+    // a node timeout on either side. 30 ms here (the default, 50 ms, can end 51 ms early).
+    let waiter = Client::builder(nodes.urls.clone())
+        .node_timeout(Duration::from_millis(30))
+        .build()
+        .unwrap();
     rt.block_on(async {
         let lock = holder
             .lock("wait:limit", Duration::from_secs(10))
