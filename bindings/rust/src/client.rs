@@ -242,7 +242,8 @@ impl LockOptions {
     /// Wait up to `limit` for the lock (a deadline, not a number of attempts: the
     /// client's `attempts` do not apply). The core keeps trying until then, never
     /// starting an attempt that could not finish by the limit, and gives up with
-    /// [`Error::NotAcquired`] (held elsewhere) about one node timeout after it. While
+    /// [`Error::NotAcquired`] (held elsewhere) within about a node timeout of it (the
+    /// last attempt starts at the latest one node timeout before the limit). While
     /// waiting, the client listens for release notices on every node and tries again as
     /// soon as they make a quorum possible, instead of sleeping out the retry delay. A
     /// limit of zero tries once. Dropping the future cancels the wait and leaves nothing
