@@ -1,8 +1,9 @@
 //! Waiting for a lock against real nodes: wait limits, release notices that wake a
 //! waiter long before its retry delay, notices lost with their subscriber connections,
-//! cancelled waits, and fairness while a holder re-acquires in a loop. Nodes on base
-//! ports 7176 (shared) and 7723 (the test that kills subscriber connections). The tests
-//! measure time, so they run one at a time.
+//! cancelled waits, fairness while a holder re-acquires in a loop, and subscribers
+//! through AUTH and TLS. Nodes on base ports 7176 (shared), 7723 (the test that kills
+//! subscriber connections), 7733 (password) and 7736 (TLS). The tests measure time, so
+//! they run one at a time.
 
 mod common;
 
@@ -302,5 +303,85 @@ fn every_waiter_gets_the_lock_while_a_holder_re_acquires_in_a_loop() {
             "8 waiters against a looping holder ({turns} turns): mean wait {mean:?}, max {max:?}"
         );
         assert!(max < BOUND, "a waiter waited {max:?}");
+    });
+}
+
+/// Hand-off through notices on `nodes` with `waiter`: fast although its retry delay is 2 s.
+async fn handoff_through_notices(holder: &Client, waiter: &Client, nodes: usize) -> Duration {
+    let lock = holder
+        .lock("wait:secured", Duration::from_secs(10))
+        .await
+        .unwrap();
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move {
+            let options = LockOptions::new().wait(Duration::from_secs(10));
+            let lock = waiter.lock_with(&["wait:secured"], options).await;
+            (lock, Instant::now())
+        }
+    });
+    let subscribed = Instant::now() + Duration::from_secs(5);
+    while waiter.notice_subscribers() < nodes && Instant::now() < subscribed {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Time for the SUBSCRIBE commands to land after the connections opened.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released = Instant::now();
+    lock.release().await.unwrap();
+    let (lock, acquired) = waiting.await.unwrap();
+    lock.expect("the waiter got the lock")
+        .release()
+        .await
+        .unwrap();
+    acquired.duration_since(released)
+}
+
+#[test]
+fn subscriber_connections_authenticate_and_use_tls() {
+    let _serial = serial();
+    let rt = runtime();
+    let secured = Nodes::start_with(7733, &["--nodes", "3", "--requirepass", "s3cret"]);
+    assert!(secured.urls[0].contains(":s3cret@"));
+    let tls = Nodes::start_with(7736, &["--nodes", "3", "--tls"]);
+    let pem = std::fs::read(tls.run("ca", None)).expect("the set's CA certificate");
+    rt.block_on(async {
+        let holder = client(&secured, Duration::from_millis(200));
+        let waiter = client(&secured, Duration::from_secs(2));
+        let handoff = handoff_through_notices(&holder, &waiter, 3).await;
+        assert!(
+            handoff < Duration::from_millis(50),
+            "with AUTH: {handoff:?}"
+        );
+        assert_eq!(waiter.notice_subscribers(), 3);
+
+        let tls_client = |delay: Duration| {
+            Client::builder(tls.urls.clone())
+                .retry_delay(delay, Duration::ZERO)
+                .node_timeout(Duration::from_millis(150))
+                .tls_root_certificate(pem.clone())
+                .build()
+                .unwrap()
+        };
+        let (holder, waiter) = (
+            tls_client(Duration::from_millis(200)),
+            tls_client(Duration::from_secs(2)),
+        );
+        // TLS handshakes may outlast a node timeout: connect first.
+        assert!(holder
+            .connect(Duration::from_secs(5))
+            .await
+            .iter()
+            .all(Result::is_ok));
+        assert!(waiter
+            .connect(Duration::from_secs(5))
+            .await
+            .iter()
+            .all(Result::is_ok));
+        let handoff = handoff_through_notices(&holder, &waiter, 3).await;
+        assert!(
+            handoff < Duration::from_millis(100),
+            "with TLS: {handoff:?}"
+        );
+        assert_eq!(waiter.notice_subscribers(), 3);
     });
 }
