@@ -86,7 +86,7 @@ impl ClientBuilder {
 
     /// Whether acquisitions that wait listen for release notices (on by default). Each
     /// node then gets a second connection, a subscriber, opened when the first
-    /// acquisition finds a lock held. Off, a waiter learns of a release only at its next
+    /// acquisition with a wait limit starts or another finds a lock held. Off, a waiter learns of a release only at its next
     /// retry (and the releaser does not step back for it): for servers whose ACL refuses
     /// `SUBSCRIBE`, or to keep one connection per node.
     pub fn release_notices(mut self, on: bool) -> Self {
@@ -439,10 +439,14 @@ impl Client {
         };
         let origin = self.instant(started);
         let attempts = self.inner.config.attempts();
-        // An acquisition that may try again listens for releases once it finds the lock
-        // held.
-        let listen = (self.inner.listen && (options.wait.is_some() || attempts > 1))
-            .then(|| self.keys(resources));
+        // An acquisition that may try again listens for releases: one with a wait limit
+        // from its start (a release landing while its first attempt is out is not
+        // missed), any other once it finds the lock held.
+        let listen = (self.inner.listen && (options.wait.is_some() || attempts > 1)).then(|| {
+            let keys = self.keys(resources);
+            let from_start = options.wait.is_some();
+            (keys, from_start)
+        });
         let outcome = self
             .inner
             .drive_listening(
@@ -457,7 +461,9 @@ impl Client {
                         });
                     }
                 },
-                listen.as_deref(),
+                listen
+                    .as_ref()
+                    .map(|(keys, from_start)| (keys.as_slice(), *from_start)),
             )
             .await?;
         match outcome {
@@ -667,16 +673,20 @@ impl Inner {
         self.drive_listening(op, on_attempt, None).await
     }
 
-    /// [`Inner::drive`] for an acquisition that listens for release notices of `keys`
-    /// once a node reports them held: each notice goes to
+    /// [`Inner::drive`] for an acquisition that listens for release notices of `keys`,
+    /// from the start or once a node reports them held: each notice goes to
     /// [`Operation::handle_notice`], and the core decides whether it changes anything.
     pub(crate) async fn drive_listening(
         &self,
         op: Operation,
         mut on_attempt: impl FnMut(u32),
-        keys: Option<&[Vec<u8>]>,
+        listen: Option<(&[Vec<u8>], bool)>,
     ) -> Result<Outcome, Error> {
-        let mut listening: Option<Listening> = None;
+        let mut listening: Option<Listening> = match listen {
+            Some((keys, true)) => Some(self.notices.listen(keys)),
+            _ => None,
+        };
+        let keys = listen.map(|(keys, _)| keys);
         let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
         let mut replies = self.routes.open(tag);
         let mut driving = Driving {

@@ -2,8 +2,8 @@
 //! acquisition of the client.
 //!
 //! The release script publishes each key it deletes on the key's notice channel
-//! ([`redlock_core::notice_channel`]). An acquisition that found its key held
-//! ([`Notices::listen`]) subscribes to its keys' channels on every node, and the driver
+//! ([`redlock_core::notice_channel`]). An acquisition with a wait limit (from its start)
+//! or one that may retry and found its key held ([`Notices::listen`]) subscribes to its keys' channels on every node, and the driver
 //! hands each message to [`redlock_core::Operation::handle_notice`] with the node it came
 //! from; the core decides whether to try again at once. Nothing here decides anything
 //! about the lock: a notice that is lost costs at most the retry delay the core would
