@@ -48,8 +48,8 @@ test-sim:
 	$(CARGO) test -p redlock-sim --release
 
 # The Rust driver and the redlock CLI (the `cli` feature) against real local Redis nodes
-# (scripts/redis-nodes.sh starts and stops them; base ports 7100-7160, and 7700-7722 for
-# the CLI's exit statuses and signals).
+# (scripts/redis-nodes.sh starts and stops them; base ports 7100-7180, and 7700-7738 for
+# the CLI's exit statuses and signals and the waiting tests' own node sets).
 test-rust:
 	$(CARGO) test -p redlock-client --features cli
 
