@@ -26,6 +26,7 @@ RUN_SAMPLES = {
     "core/examples/driver_loop.rs": "test-docs: cargo run --example driver_loop",
     "bindings/rust/examples/quickstart.rs": "test-dist: built from the packaged crates, run",
     "bindings/rust/examples/blocking.rs": "test-dist: built from the packaged crates, run",
+    "bindings/rust/examples/fenced_writer.rs": "test-rust: the paused holder of tests/fencing.rs",
     "bindings/python/examples/quickstart.py": "test-dist: run with the installed wheel",
     "bindings/python/examples/quickstart_async.py": "test-dist: run with the installed wheel",
     "bindings/python/tests/test_fencing.py": "test-python: pytest",
