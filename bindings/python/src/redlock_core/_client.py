@@ -89,6 +89,22 @@ class Client(_Handle):
         _ffi.check(rc, "acquire")
         return Operation(out.value)
 
+    def inspect(self, resources: Resources, now: int) -> Operation:
+        """Starts reading who holds the lock on ``resources`` at ``now``: one ``GET``
+        (``MGET`` for several) per node, decided at the quorum. Its outcome is
+        ``"inspected"`` (:attr:`Outcome.holder`, :attr:`Outcome.is_locked`,
+        :meth:`Outcome.is_held_by`) or ``"not_inspected"`` (too many nodes failed to
+        say). It never changes a key."""
+        pointers, lengths, count = _byte_strings(resource_list(resources))
+        out = _new_handle()
+        _ffi.check(
+            lib.redlock_client_inspect(
+                self._p(), pointers, lengths, count, _u64(now, "now"), byref(out)
+            ),
+            "inspect",
+        )
+        return Operation(out.value)
+
     def acquire_with_random(
         self,
         resources: Resources,

@@ -40,6 +40,25 @@ class PackedCommand(NamedTuple):
     resp: bytes
 
 
+class OperationEvent(NamedTuple):
+    """One event an operation reported (``redlock_operation_poll_event``), as the core
+    gives it: times in microseconds on the caller's clock, nodes as ``(status, error
+    text)`` pairs. ``node`` and ``cause`` are set for ``"node_failed"`` (whose
+    ``nodes`` holds that node's result only), ``reason`` for failures and retries,
+    ``retry_at`` for retries."""
+
+    kind: str
+    operation: str
+    at: int
+    elapsed: int
+    attempt: int
+    reason: str | None
+    retry_at: int | None
+    node: int | None
+    cause: str | None
+    nodes: tuple[tuple[str, str | None], ...]
+
+
 _ARGV_CAPACITY = 80  # EVALSHA sha1 numkeys + up to 64 keys + token + ttl, with room
 
 
@@ -289,6 +308,68 @@ class Operation(_Handle):
             channels.append(buffer.raw[: length.value])
         return channels
 
+    def poll_event(self) -> OperationEvent | None:
+        """The operation's next event (oldest first), or ``None`` when there is none.
+        Drain them after each input, next to :meth:`poll`; an operation keeps at most
+        64 unread ones. Events only report: nothing depends on reading them."""
+        pointer = self._p()
+        kind = c_uint32()
+        rc = lib.redlock_operation_poll_event(pointer, byref(kind))
+        if rc == _ffi.NO_VALUE:
+            return None
+        _ffi.check(rc, "poll_event")
+        at, elapsed, attempt, operation = c_uint64(), c_uint64(), c_uint32(), c_uint32()
+        _ffi.check(
+            lib.redlock_operation_event(
+                pointer, byref(at), byref(elapsed), byref(attempt), byref(operation)
+            ),
+            "event",
+        )
+        reason_code = c_uint32()
+        rc = lib.redlock_operation_event_reason(pointer, byref(reason_code))
+        reason = None
+        if rc != _ffi.NO_VALUE:
+            _ffi.check(rc, "event_reason")
+            code = reason_code.value
+            reason = _ffi.REASON_NAMES.get(code, f"unknown_{code}")
+        retry = c_uint64()
+        rc = lib.redlock_operation_event_retry_at(pointer, byref(retry))
+        retry_at = None
+        if rc != _ffi.NO_VALUE:
+            _ffi.check(rc, "event_retry_at")
+            retry_at = int(retry.value)
+        node_index, cause_code = c_size_t(), c_uint32()
+        rc = lib.redlock_operation_event_node(pointer, byref(node_index), byref(cause_code))
+        node = cause = None
+        if rc != _ffi.NO_VALUE:
+            _ffi.check(rc, "event_node")
+            node = int(node_index.value)
+            name = lib.redlock_node_cause_name(cause_code.value)
+            cause = name.decode("ascii") if name else "error"
+        nodes = []
+        status, text, length = c_uint32(), c_void_p(), c_size_t()
+        for index in range(int(lib.redlock_operation_event_node_count(pointer))):
+            _ffi.check(
+                lib.redlock_operation_event_node_result(
+                    pointer, index, byref(status), byref(text), byref(length)
+                ),
+                "event_node_result",
+            )
+            nodes.append(_node_parts(status.value, text.value, length.value))
+        name = lib.redlock_event_kind_name(kind.value)
+        return OperationEvent(
+            name.decode("ascii") if name else f"unknown_{kind.value}",
+            _ffi.OPERATION_NAMES.get(operation.value, f"unknown_{operation.value}"),
+            int(at.value),
+            int(elapsed.value),
+            int(attempt.value),
+            reason,
+            retry_at,
+            node,
+            cause,
+            tuple(nodes),
+        )
+
     def handle_delivery(self, link: Any, now: int) -> None:
         """Hands ``link``'s current delivery (its reply, any kind) to this operation."""
         rc = lib.redlock_operation_handle_delivery(self._p(), link._p(), now)
@@ -299,7 +380,7 @@ class Operation(_Handle):
 
     @property
     def kind(self) -> int:
-        """``OPERATION_ACQUIRE``, ``_EXTEND`` or ``_RELEASE``."""
+        """``OPERATION_ACQUIRE``, ``_EXTEND``, ``_RELEASE`` or ``_INSPECT``."""
         return int(lib.redlock_operation_kind(self._p()))
 
     @property
@@ -357,8 +438,8 @@ class Outcome(_Handle):
 
     @property
     def kind(self) -> str:
-        """``"acquired"``, ``"not_acquired"``, ``"extended"``, ``"not_extended"`` or
-        ``"released"``."""
+        """``"acquired"``, ``"not_acquired"``, ``"extended"``, ``"not_extended"``,
+        ``"released"``, ``"not_released"``, ``"inspected"`` or ``"not_inspected"``."""
         kind = int(lib.redlock_outcome_kind(self._p()))
         return _ffi.OUTCOME_NAMES.get(kind, f"unknown_{kind}")
 
@@ -420,6 +501,30 @@ class Outcome(_Handle):
     def fencing_token(self) -> int | None:
         """A fenced acquisition's fencing token (also on its lease), else ``None``."""
         return self._optional("redlock_outcome_fencing_token", c_uint64())
+
+    @property
+    def holder(self) -> str | None:
+        """An inspection's answer: the token a quorum of nodes hold on every key, or
+        ``None`` when nobody holds the lock (and for other outcomes)."""
+        pointer, length = c_void_p(), c_size_t()
+        rc = lib.redlock_outcome_holder(self._p(), byref(pointer), byref(length))
+        if rc == _ffi.NO_VALUE:
+            return None
+        _ffi.check(rc, "holder")
+        return _ffi.borrowed(pointer.value, length.value).decode("ascii", "replace")
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether an inspection found the lock held by anyone (false for other
+        outcomes)."""
+        return bool(lib.redlock_outcome_is_locked(self._p()))
+
+    def is_held_by(self, lease: Lease, now: int) -> bool:
+        """Whether an inspection found the lock held by ``lease`` at ``now``: a quorum
+        hold its token and its validity has not run out on our clock."""
+        if not isinstance(lease, Lease):
+            raise TypeError(f"lease must be a Lease, not {type(lease).__name__}")
+        return bool(lib.redlock_outcome_is_held_by(self._p(), lease._p(), _u64(now, "now")))
 
     def lease(self) -> Lease | None:
         """A copy of the lease (acquired, extended, not extended), else ``None``."""
