@@ -359,7 +359,8 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
     of 50 ms and a tenth of the TTL, 3 attempts 200 ms +- 100 ms apart, 160-bit tokens,
     keys equal to the resource names. ``fencing=True`` gives every lock a fencing
     token (:attr:`Lock.fencing_token`); ``notices=False`` never subscribes to release
-    notices (waits then end at the retry delays only).
+    notices (waits then end at the retry delays only). ``on_event`` is a hook called
+    with every :class:`~redlock_core.Event` (see :meth:`add_listener`).
 
     Each node gets one long-lived thread and one connection made like its client's, and,
     from the first acquisition that waits, a subscriber connection for release notices
