@@ -382,9 +382,11 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
         )
 
     async def extend(self, lock: AsyncLock, ttl: Duration | None = None) -> None:
+        """``await lock.extend(ttl)`` (see :meth:`AsyncLock.extend`)."""
         await lock.extend(ttl)
 
     async def release(self, lock: AsyncLock) -> ReleaseResult:
+        """``await lock.release()`` (see :meth:`AsyncLock.release`)."""
         return await lock.release()
 
     async def _drive(

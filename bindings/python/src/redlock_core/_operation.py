@@ -385,10 +385,12 @@ class Operation(_Handle):
 
     @property
     def is_finished(self) -> bool:
+        """True once the outcome is decided, polled or not."""
         return bool(lib.redlock_operation_is_finished(self._p()))
 
     @property
     def attempt(self) -> int:
+        """The current attempt, from 1."""
         return int(lib.redlock_operation_attempt(self._p()))
 
     @property
@@ -401,6 +403,7 @@ class Operation(_Handle):
 
     @property
     def node_count(self) -> int:
+        """N, the number of nodes the operation talks to."""
         return int(lib.redlock_operation_node_count(self._p()))
 
     def node(self, index: int) -> tuple[str, str | None]:
@@ -445,15 +448,20 @@ class Outcome(_Handle):
 
     @property
     def is_success(self) -> bool:
+        """True for acquired, extended, released and inspected."""
         return bool(lib.redlock_outcome_is_success(self._p()))
 
     @property
     def reason(self) -> str | None:
+        """Why the operation failed (``"conflict"``, ``"nodes_failed"``, ``"mixed"``,
+        ``"validity_too_short"``, ``"not_held"``), ``None`` for a success."""
         reason = self._optional("redlock_outcome_reason", c_uint32())
         return None if reason is None else _ffi.REASON_NAMES.get(reason, f"unknown_{reason}")
 
     @property
     def token(self) -> str | None:
+        """The lease's token (acquired, extended, not extended), or the last attempt's,
+        already released (not acquired); ``None`` for releases and inspections."""
         pointer, length = c_void_p(), c_size_t()
         rc = lib.redlock_outcome_token(self._p(), byref(pointer), byref(length))
         if rc == _ffi.NO_VALUE:
@@ -463,18 +471,23 @@ class Outcome(_Handle):
 
     @property
     def valid_until(self) -> int | None:
+        """Until when the lock is held (microseconds, the caller's clock)."""
         return self._optional("redlock_outcome_valid_until", c_uint64())
 
     @property
     def validity(self) -> int | None:
+        """Validity left when the outcome was decided, in microseconds (acquired,
+        extended, not extended)."""
         return self._optional("redlock_outcome_validity", c_uint64())
 
     @property
     def attempts(self) -> int | None:
+        """Attempts made (acquired, not acquired)."""
         return self._optional("redlock_outcome_attempts", c_uint32())
 
     @property
     def extensions(self) -> int | None:
+        """Successful extensions of the lease (acquired, extended, not extended)."""
         return self._optional("redlock_outcome_extensions", c_uint32())
 
     @property
@@ -490,11 +503,13 @@ class Outcome(_Handle):
 
     @property
     def is_lost(self) -> bool | None:
+        """For not extended: whether the lock is already lost, not merely unextended."""
         lost = self._optional("redlock_outcome_is_lost", c_bool())
         return None if lost is None else bool(lost)
 
     @property
     def released(self) -> int | None:
+        """For releases: the nodes that deleted at least one key holding the token."""
         return self._optional("redlock_outcome_released", c_size_t())
 
     @property
@@ -537,6 +552,7 @@ class Outcome(_Handle):
 
     @property
     def node_count(self) -> int:
+        """N, the number of per-node results."""
         return int(lib.redlock_outcome_node_count(self._p()))
 
     @property
@@ -570,6 +586,7 @@ class Outcome(_Handle):
         return _node_parts(kind.value, pointer.value, length.value)
 
     def nodes(self) -> list[tuple[str, str | None]]:
+        """How every node answered: ``(status, error text)`` per node, in order."""
         return [self.node(index) for index in range(self.node_count)]
 
 
@@ -580,18 +597,21 @@ class Lease(_Handle):
     _free_name = "redlock_lease_free"
 
     def clone(self) -> Lease:
+        """A copy of the lease, a handle of its own."""
         out = _new_handle()
         _ffi.check(lib.redlock_lease_clone(self._p(), byref(out)), "lease_clone")
         return Lease(out.value)
 
     @property
     def token(self) -> str:
+        """The random value stored under every key."""
         pointer, length = c_void_p(), c_size_t()
         _ffi.check(lib.redlock_lease_token(self._p(), byref(pointer), byref(length)), "lease_token")
         return _ffi.borrowed(pointer.value, length.value).decode("ascii")
 
     @property
     def keys(self) -> list[bytes]:
+        """The keys the lock holds (resource names with the key prefix)."""
         pointer = self._p()
         keys = []
         for index in range(int(lib.redlock_lease_key_count(pointer))):
@@ -612,14 +632,17 @@ class Lease(_Handle):
         return int(lib.redlock_lease_validity(self._p(), _u64(now, "now")))
 
     def is_valid(self, now: int) -> bool:
+        """Whether the lease is still valid at ``now`` (before ``valid_until``)."""
         return bool(lib.redlock_lease_is_valid(self._p(), _u64(now, "now")))
 
     @property
     def ttl_ms(self) -> int:
+        """The TTL of the last acquisition or extension, in milliseconds."""
         return int(lib.redlock_lease_ttl_ms(self._p()))
 
     @property
     def extensions(self) -> int:
+        """Successful extensions since the lock was acquired."""
         return int(lib.redlock_lease_extensions(self._p()))
 
     @property

@@ -461,9 +461,11 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
         return Lock(self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost)
 
     def extend(self, lock: Lock, ttl: Duration | None = None) -> None:
+        """``lock.extend(ttl)`` (see :meth:`Lock.extend`)."""
         lock.extend(ttl)
 
     def release(self, lock: Lock) -> ReleaseResult:
+        """``lock.release()`` (see :meth:`Lock.release`)."""
         return lock.release()
 
     # ---- the driver loop ----------------------------------------------------------
