@@ -178,3 +178,17 @@ def test_asyncio_too_many_nodes_down_cannot_say(fault_nodes: Nodes, resource: st
             await client.aclose()
 
     asyncio.run(main())
+
+
+def test_readme_locked_and_owned(nodes: Nodes, capsys: pytest.CaptureFixture[str]) -> None:
+    clients = nodes.clients()
+    redlock = Redlock(clients)
+    lock = redlock.acquire("reports:daily")
+    print(redlock.locked("reports:daily"))  # True: someone holds it, decided at the quorum
+    print(lock.owned())  # True: our token on a quorum, and our lease still valid
+    lock.release()
+    print(redlock.locked("reports:daily"))  # False
+    redlock.close()
+    assert capsys.readouterr().out.split() == ["True", "True", "False"]
+    assert lock.released
+    assert nodes.values("reports:daily") == [None] * 5

@@ -219,6 +219,20 @@ def test_a_hook_that_raises_is_logged_and_breaks_nothing(
             redlock.add_listener("not callable")  # type: ignore[arg-type]
 
 
+def test_a_hook_may_use_the_redlock(nodes: Nodes, resource: str) -> None:
+    seen: list[bool] = []
+    with Redlock(nodes.clients(), ttl=10) as redlock:
+
+        def ask(event: Event) -> None:
+            if event.kind == "acquired":
+                seen.append(redlock.locked(resource))
+
+        redlock.add_listener(ask)
+        with redlock.lock(resource):
+            pass
+    assert seen == [True]
+
+
 def test_asyncio_hooks(nodes: Nodes, recorder: Recorder, resource: str) -> None:
     async def main() -> None:
         clients = [redis.asyncio.Redis(port=port) for port in nodes.ports]
@@ -253,6 +267,24 @@ def test_asyncio_lost_is_reported(nodes: Nodes, recorder: Recorder, resource: st
 
     asyncio.run(main())
     assert [event.lost_reason for event in recorder.of("lost")] == ["not_held"]
+
+
+def test_readme_hooks(nodes: Nodes) -> None:
+    clients = nodes.clients()
+    timings: dict[str, list[float]] = {}
+
+    def record(event: Event) -> None:
+        # Every event, from the thread that runs the operation (or the auto-extension).
+        timings.setdefault(event.kind, []).append(event.elapsed)
+        if event.kind in ("node_failed", "lost"):
+            print(event.kind, event.resources, event.cause or event.lost_reason)
+
+    redlock = Redlock(clients, on_event=record)
+    with redlock.lock("reports:weekly"):
+        pass
+    redlock.close()
+    assert sorted(timings) == ["acquired", "released"]
+    assert all(0 < elapsed < 1 for elapsed in timings["acquired"] + timings["released"])
 
 
 # ---- OpenTelemetry ------------------------------------------------------------------
@@ -309,6 +341,21 @@ def test_every_operation_is_a_span(
     for span in found:
         assert span.start_time is not None and span.end_time is not None
         assert span.start_time <= span.end_time
+
+
+def test_readme_spans(nodes: Nodes, spans: InMemorySpanExporter) -> None:
+    redlock = Redlock(nodes.clients())
+    # With opentelemetry-api installed (the extra `otel`), each acquisition, extension,
+    # release and inspection is a span, here under the caller's own.
+    tracer = trace.get_tracer("billing")
+    with tracer.start_as_current_span("close-month"):
+        with redlock.lock("billing:month"):
+            pass
+    redlock.close()
+    finished = {span.name: span for span in spans.get_finished_spans()}
+    parent = finished["close-month"].context.span_id
+    for name in ("redlock.acquire", "redlock.release"):
+        assert finished[name].parent is not None and finished[name].parent.span_id == parent
 
 
 def test_a_failed_acquisition_span_has_its_error_class_and_retries(
