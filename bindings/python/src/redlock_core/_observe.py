@@ -199,7 +199,7 @@ class Observation:
         self._span: Span | None = None
         self._scope: Any = None
         if _trace is not None:
-            self._span = _get_tracer().start_span(
+            span = _get_tracer().start_span(
                 f"redlock.{operation}",
                 attributes={
                     "redlock.operation": operation,
@@ -208,6 +208,11 @@ class Observation:
                     "redlock.quorum": quorum,
                 },
             )
+            # No tracer provider configured (the API's default): nothing to record.
+            if span.is_recording():
+                self._span = span
+            else:
+                span.end()
         #: Whether the engine should drain the operation's events at all.
         self.wants_events = bool(hooks) or self._span is not None
 
