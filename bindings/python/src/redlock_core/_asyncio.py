@@ -521,11 +521,11 @@ class AsyncLock(LockState):
     async def owned(self) -> bool:
         """Whether we hold the lock now (see :meth:`redlock_core.Lock.owned`). Raises
         :class:`NodesFailedError` when too many nodes failed to say."""
-        lease = self._lease
         await self._redlock._warm()
         with self._start_inspect() as op:
             outcome = await self._redlock._drive(op, resources=self._resources)
-        return self._owner._inspected(outcome, self._resources, lease)
+        # The lease as it stands now (an auto-extension may have renewed it meanwhile).
+        return self._owner._inspected(outcome, self._resources, self._lease)
 
     async def __aenter__(self) -> AsyncLock:
         return self

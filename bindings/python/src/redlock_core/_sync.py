@@ -639,10 +639,10 @@ class Lock(LockState):
         outlive the validity by the clock drift; a holder must not count on them then).
         A lock rebuilt with :meth:`Redlock.from_token` is not owned until extended.
         Raises :class:`NodesFailedError` when too many nodes failed to say."""
-        lease = self._lease
         with self._start_inspect() as op:
             outcome = self._redlock._drive(op, resources=self._resources)
-        return self._owner._inspected(outcome, self._resources, lease)
+        # The lease as it stands now (an auto-extension may have renewed it meanwhile).
+        return self._owner._inspected(outcome, self._resources, self._lease)
 
     def _poke(self) -> None:
         with self._wake:
