@@ -192,22 +192,22 @@ class IoredisTransport extends LibraryTransport {
   write(write) {
     const { args, id } = write;
     const node = this.node;
-    let pending;
-    try {
-      pending = this.client.call(toClientArg(args[0]), ...args.slice(1).map(toClientArg));
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    pending.then(
-      (value) => node.reply(id, replyFromValue(value)),
-      (error) =>
-        node.reply(
-          id,
-          error?.name === 'ReplyError'
-            ? { type: 'error', value: error.message }
-            : { type: 'connection_failed', value: `${linkCause(error)}: ${errorText(error, 'failed')}` },
-        ),
-    );
+    ioredisSend(this.client, args).then((reply) => node.reply(id, reply));
+  }
+
+  /**
+   * A subscriber connection for release notices: `duplicate()` of the client (same
+   * options), which ioredis resubscribes after a reconnect on its own.
+   */
+  subscriber(onMessage) {
+    const sub = this.client.duplicate();
+    sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
+    sub.on('messageBuffer', (channel) => onMessage(channel));
+    return {
+      subscribe: (channel) => sub.subscribe(toClientArg(channel)).catch(() => {}),
+      unsubscribe: (channel) => sub.unsubscribe(toClientArg(channel)).catch(() => {}),
+      close: () => sub.disconnect(),
+    };
   }
 
   /** The link found the connection stuck: drop it; ioredis reconnects on its own. */
@@ -241,22 +241,30 @@ class NodeRedisTransport extends LibraryTransport {
   write(write) {
     const { args, id } = write;
     const node = this.node;
-    let pending;
-    try {
-      pending = Promise.resolve(this.client.sendCommand(args.map(toClientArg)));
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    pending.then(
-      (value) => node.reply(id, replyFromValue(value)),
-      (error) =>
-        node.reply(
-          id,
-          error instanceof Error && hasConstructorNamed(error, 'ErrorReply')
-            ? { type: 'error', value: error.message }
-            : { type: 'connection_failed', value: `${linkCause(error)}: ${errorText(error, 'failed')}` },
-        ),
-    );
+    nodeRedisSend(this.client, args).then((reply) => node.reply(id, reply));
+  }
+
+  /**
+   * A subscriber connection for release notices: `duplicate()` of the client (same
+   * options), connected here; node-redis resubscribes after a reconnect on its own.
+   */
+  subscriber(onMessage) {
+    const sub = this.client.duplicate();
+    sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
+    const connected = sub.connect().catch(() => {});
+    // Buffer mode: (message, channel) as Buffers, whatever bytes the channel holds.
+    const listener = (message, channel) => onMessage(channel);
+    const call = (method, channel) =>
+      connected.then(() => sub.isOpen && sub[method](toClientArg(channel), listener, true)).catch(() => {});
+    return {
+      subscribe: (channel) => call('subscribe', channel),
+      unsubscribe: (channel) => call('unsubscribe', channel),
+      close: () =>
+        connected.then(() => {
+          if (!sub.isOpen) return undefined;
+          return (typeof sub.destroy === 'function' ? sub.destroy() : sub.disconnect());
+        }).catch(() => {}),
+    };
   }
 
   /**
@@ -308,6 +316,68 @@ class SendTransport {
   detach() {
     this.connection.close?.();
   }
+}
+
+/** Sends `args` through an ioredis client; resolves to the core's reply, never rejects. */
+function ioredisSend(client, args) {
+  let pending;
+  try {
+    pending = client.call(toClientArg(args[0]), ...args.slice(1).map(toClientArg));
+  } catch (error) {
+    pending = Promise.reject(error);
+  }
+  return pending.then(replyFromValue, (error) =>
+    error?.name === 'ReplyError'
+      ? { type: 'error', value: error.message }
+      : { type: 'connection_failed', value: `${linkCause(error)}: ${errorText(error, 'failed')}` },
+  );
+}
+
+/** Sends `args` through a node-redis client; resolves to the core's reply, never rejects. */
+function nodeRedisSend(client, args) {
+  let pending;
+  try {
+    pending = Promise.resolve(client.sendCommand(args.map(toClientArg)));
+  } catch (error) {
+    pending = Promise.reject(error);
+  }
+  return pending.then(replyFromValue, (error) =>
+    error instanceof Error && hasConstructorNamed(error, 'ErrorReply')
+      ? { type: 'error', value: error.message }
+      : { type: 'connection_failed', value: `${linkCause(error)}: ${errorText(error, 'failed')}` },
+  );
+}
+
+/**
+ * A function that sends one command (`args`) through the user's own client (ioredis,
+ * node-redis, or a connection with `send(args)`) and resolves to the core's reply, or
+ * undefined for anything else. For one-off commands outside the links (fenced writes).
+ */
+export function commandSender(client) {
+  if (isIoredis(client)) return (args) => ioredisSend(client, args);
+  if (isNodeRedis(client)) return (args) => nodeRedisSend(client, args);
+  if (typeof client?.send === 'function') {
+    return (args) => {
+      let pending;
+      try {
+        pending = Promise.resolve(client.send(args));
+      } catch (error) {
+        pending = Promise.reject(error);
+      }
+      return pending.catch((error) => ({
+        type: 'connection_failed',
+        value: `${linkCause(error)}: ${errorText(error, 'failed')}`,
+      }));
+    };
+  }
+  return undefined;
+}
+
+/** The address of a client for messages (`host:port`), when known. */
+export function clientAddress(client) {
+  if (isIoredis(client)) return ioredisAddress(client);
+  if (isNodeRedis(client)) return nodeRedisAddress(client);
+  return client?.label ?? client?.address ?? 'the resource';
 }
 
 /**

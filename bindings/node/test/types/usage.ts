@@ -16,7 +16,9 @@ import {
   Redlock,
   UsedAfterCloseError,
   core,
+  fencedSet,
   netSocket,
+  type FencedSetResult,
   type Lock,
   type NodeDetail,
 } from '../../index.js';
@@ -57,6 +59,13 @@ export async function run(urls: string[]): Promise<void> {
       const controller = new AbortController();
       controller.abort();
       await assert.rejects(redlock.acquire('typed:d', { ttlMs: 1000, signal: controller.signal }), CancelledError);
+      // A fenced lock, waited for, and a write guarded by its token.
+      const fenced: Lock = await redlock.acquire('typed:f', { waitMs: 500, fencing: true });
+      const fencingToken: number | undefined = fenced.fencingToken;
+      assert.ok(fencingToken !== undefined && fencingToken > 0);
+      const written: FencedSetResult = await fencedSet(ioredis[0], 'typed:item', 'value', fencingToken);
+      assert.equal(written.accepted, true);
+      await fenced.release();
       const cause: string | undefined = again.nodes[0].cause;
       assert.equal(cause, undefined);
       redlock.close();
