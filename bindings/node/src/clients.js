@@ -241,7 +241,7 @@ class NodeRedisTransport extends LibraryTransport {
   write(write) {
     const { args, id } = write;
     const node = this.node;
-    nodeRedisSend(this.client, args).then((reply) => node.reply(id, reply));
+    nodeRedisSend(this.client, args, LINK_COMMAND_OPTIONS).then((reply) => node.reply(id, reply));
   }
 
   /**
@@ -333,11 +333,19 @@ function ioredisSend(client, args) {
   );
 }
 
+/**
+ * node-redis options for the links' commands. No client-side command timeout: the core
+ * enforces every deadline itself (and node-redis 5's default timeout arms a timer and an
+ * AbortSignal per command, which was a visible part of a lock cycle's cost). node-redis 4
+ * reads no `timeout` option.
+ */
+const LINK_COMMAND_OPTIONS = Object.freeze({ timeout: 0 });
+
 /** Sends `args` through a node-redis client; resolves to the core's reply, never rejects. */
-function nodeRedisSend(client, args) {
+function nodeRedisSend(client, args, options) {
   let pending;
   try {
-    pending = Promise.resolve(client.sendCommand(args.map(toClientArg)));
+    pending = Promise.resolve(client.sendCommand(args.map(toClientArg), options));
   } catch (error) {
     pending = Promise.reject(error);
   }
