@@ -67,9 +67,10 @@ test-node:
 	bindings/node/build.sh test
 
 # The PHP package (FFI over libredlock; a non-blocking stream driver and a phpredis driver):
-# php -l, phpcs, phpmd, then PHPUnit: conformance vectors through FFI, preloading under
-# php-cgi, error paths, both drivers against local Redis nodes (base ports 7500-7534), and
-# interop with the redlock CLI.
+# php -l, phpcs, phpmd, then PHPUnit: conformance vectors (fencing and waiting included)
+# through FFI, preloading under php-cgi, error paths, both drivers against local Redis
+# nodes (waiting with release notices included; base ports 7500-7534), fencing tokens and
+# the resource-side check (ports 7550-7555), and interop with the redlock CLI.
 test-php:
 	bindings/php/build.sh test
 

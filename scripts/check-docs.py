@@ -28,6 +28,7 @@ RUN_SAMPLES = {
     "bindings/rust/examples/blocking.rs": "test-dist: built from the packaged crates, run",
     "bindings/python/examples/quickstart.py": "test-dist: run with the installed wheel",
     "bindings/python/examples/quickstart_async.py": "test-dist: run with the installed wheel",
+    "bindings/python/tests/test_fencing.py": "test-python: pytest",
     "bindings/node/examples/quickstart.js": "test-dist: run in an empty npm project",
     "bindings/node/test/types/usage.ts": "test-node: compiled by tsc and run",
     "bindings/node/edge/worker.js": "test-node: run inside workerd",

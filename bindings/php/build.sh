@@ -10,12 +10,13 @@
 #                                  phpmd (unused code)
 #   bindings/php/build.sh test     install + lint + the redlock CLI (for the interop test),
 #                                  then PHPUnit: vectors, FFI, preloading under php-cgi, error
-#                                  paths, both drivers against local Redis nodes (ports 7500-7534)
+#                                  paths, both drivers against local Redis nodes (ports 7500-7534),
+#                                  fencing (ports 7550-7555)
 #   bindings/php/build.sh bench    install, then bench/bench.php next to Symfony Lock's
 #                                  CombinedStore (5 local nodes on ports 7540-7544)
 #
 # Everything comes from Debian's packages (php-cli, php-redis, php-cgi, phpunit, composer,
-# php-codesniffer, phpmd, php-symfony-lock): Packagist is not needed.
+# php-codesniffer, phpmd, php-sqlite3, php-symfony-lock): Packagist is not needed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -49,6 +50,8 @@ deps() {
     phpcs:php-codesniffer phpmd:phpmd
   need_php_ext FFI php-cli
   need_php_ext redis php-redis
+  # The fencing tests check the SQL pattern against SQLite through PDO.
+  need_php_ext pdo_sqlite php-sqlite3
 }
 
 build_lib() {
@@ -113,7 +116,7 @@ case "${1:-}" in
     php "$here/bench/bench.php" "$@"
     ;;
   *)
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

@@ -10,7 +10,8 @@
 #                                    bindings/python/dist/
 #   bindings/python/build.sh install wheel, installed into the venv (what `make demo` runs)
 #   bindings/python/build.sh test    wheel, installed into the venv; ruff, mypy, pytest
-#   bindings/python/build.sh bench   wheel, installed; bench/bench.py (5 local nodes)
+#   bindings/python/build.sh bench   wheel, installed; bench/bench.py and bench/handoff.py
+#                                    (5 local nodes each)
 #
 # `pip install ./bindings/python` (or the sdist) also works without this script: the
 # build hook (hatch_build.py) builds the library with cargo into a temporary directory
@@ -101,6 +102,7 @@ case "${1:-}" in
     install_wheel
     shift
     "$venv/bin/python" "$here/bench/bench.py" "$@"
+    "$venv/bin/python" "$here/bench/handoff.py"
     ;;
   *)
     sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2

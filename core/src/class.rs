@@ -184,10 +184,13 @@ impl Outcome {
     /// - `NotExtended`: [`FailureReason::Conflict`] is `lock_lost`,
     ///   [`FailureReason::NotHeld`] `not_held`; otherwise `lock_lost` when no validity
     ///   is left, else `nodes_failing` (the lock still holds until its `valid_until`).
-    /// - `NotReleased`: `nodes_failing`.
+    /// - `NotReleased`, `NotInspected`: `nodes_failing`.
     pub fn error_class(&self) -> Option<ErrorClass> {
         match self {
-            Outcome::Acquired(_) | Outcome::Extended(_) | Outcome::Released(_) => None,
+            Outcome::Acquired(_)
+            | Outcome::Extended(_)
+            | Outcome::Released(_)
+            | Outcome::Inspected(_) => None,
             Outcome::NotAcquired(n) => Some(match n.reason {
                 FailureReason::Conflict => ErrorClass::HeldElsewhere,
                 _ => ErrorClass::NodesFailing,
@@ -198,7 +201,7 @@ impl Outcome {
                 _ if n.validity.is_zero() => ErrorClass::LockLost,
                 _ => ErrorClass::NodesFailing,
             }),
-            Outcome::NotReleased(_) => Some(ErrorClass::NodesFailing),
+            Outcome::NotReleased(_) | Outcome::NotInspected(_) => Some(ErrorClass::NodesFailing),
         }
     }
 }

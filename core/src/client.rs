@@ -154,6 +154,20 @@ impl Redlock {
         Ok(Operation::acquire(config, keys, random, now, wait_until))
     }
 
+    /// Starts reading who holds the lock on `resources` at `now`: one `GET` (or `MGET`)
+    /// per node, decided at the quorum. [`crate::Inspected::is_locked`] says whether
+    /// anyone holds it, [`crate::Inspected::is_held_by`] whether a lease of ours does.
+    /// It reads only: it never changes a key. The same resource rules as
+    /// [`Redlock::acquire`] apply.
+    pub fn inspect<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+        now: Time,
+    ) -> Result<Operation, UsageError> {
+        let keys = self.keys(resources)?;
+        Ok(Operation::inspect(Arc::clone(&self.config), keys, now))
+    }
+
     /// Like [`Redlock::acquire`], with a TTL for this lock only, checked against the
     /// rest of the configuration as [`Config::with_ttl`] does.
     pub fn acquire_for<R: AsRef<[u8]>>(

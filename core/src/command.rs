@@ -8,6 +8,8 @@
 //! | acquire several | `EVALSHA <ACQUIRE_SHA1> <k> <key>... <token> <ttl_ms>` |
 //! | release | `EVALSHA <RELEASE_SHA1> <k> <key>... <token>` |
 //! | extend | `EVALSHA <EXTEND_SHA1> <k> <key>... <token> <ttl_ms>` |
+//! | inspect one resource | `GET <key>` |
+//! | inspect several | `MGET <key>...` |
 //!
 //! A node that answers `NOSCRIPT` to an `EVALSHA` gets the same command as `EVAL` with
 //! the script's text in place of its SHA-1 (which also loads it into that node's cache).
@@ -189,12 +191,14 @@ pub enum CommandKind {
     FencedAcquire,
     /// The fencing write-back script.
     WriteBack,
+    /// Reads the lock's keys: `GET key` for one resource, `MGET key...` for several.
+    Inspect,
 }
 
 impl CommandKind {
     fn script(self) -> Option<(&'static str, &'static str)> {
         match self {
-            CommandKind::Set => None,
+            CommandKind::Set | CommandKind::Inspect => None,
             CommandKind::Acquire => Some((ACQUIRE_SCRIPT, ACQUIRE_SHA1)),
             CommandKind::Release => Some((RELEASE_SCRIPT, RELEASE_SHA1)),
             CommandKind::Extend => Some((EXTEND_SCRIPT, EXTEND_SHA1)),
@@ -278,6 +282,12 @@ impl Argv {
             number
         };
         match kind.script() {
+            None if kind == CommandKind::Inspect => {
+                argv.push(if keys.len() == 1 { b"GET" } else { b"MGET" });
+                for key in keys {
+                    argv.push(key);
+                }
+            }
             None => {
                 argv.push(b"SET");
                 // A SET command is only built for exactly one key.
@@ -312,7 +322,7 @@ impl Argv {
                 }
             }
         }
-        if kind != CommandKind::Release {
+        if !matches!(kind, CommandKind::Release | CommandKind::Inspect) {
             argv.ttl_ms = ttl_ms;
         }
         argv

@@ -93,6 +93,7 @@ mod client;
 mod command;
 mod config;
 mod error;
+mod event;
 mod guard;
 mod keepalive;
 mod link;
@@ -117,6 +118,7 @@ pub use config::{
     MAX_TTL_MS, MIN_RETRY_DELAY, MIN_TOKEN_BYTES,
 };
 pub use error::UsageError;
+pub use event::{Event, EventKind, MAX_EVENTS};
 pub use guard::{
     fence_guard_key, FencedSet, FencedWrite, FENCED_SET_SCRIPT, FENCED_SET_SHA1, MAX_FENCING_TOKEN,
 };
@@ -127,8 +129,8 @@ pub use link::{
 };
 pub use operation::{Operation, OperationKind, Output, HANDOFF_GRACE_MIN, HANDOFF_GRACE_ROUNDS};
 pub use outcome::{
-    Acquired, Extended, FailureReason, Lease, NodeResult, NotAcquired, NotExtended, NotReleased,
-    Outcome, Released,
+    Acquired, Extended, FailureReason, Inspected, Lease, NodeResult, NotAcquired, NotExtended,
+    NotInspected, NotReleased, Outcome, Released,
 };
 pub use random::{Token, MAX_TOKEN_TEXT};
 pub use reply::Reply;

@@ -576,7 +576,10 @@ impl Link {
                         break;
                     };
                     let kind = entry.command.kind();
-                    if matches!(kind, CommandKind::Set | CommandKind::Acquire) {
+                    if matches!(
+                        kind,
+                        CommandKind::Set | CommandKind::Acquire | CommandKind::FencedAcquire
+                    ) {
                         self.remember_owed(&entry.command, now);
                     }
                     let argv = Arc::clone(entry.command.argv());

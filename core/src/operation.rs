@@ -59,9 +59,10 @@ use core::time::Duration;
 use crate::command::{Argv, Command, CommandKind, RequestId};
 use crate::config::Config;
 use crate::error::UsageError;
+use crate::event::{Event, EventKind, MAX_EVENTS};
 use crate::outcome::{
-    Acquired, Extended, FailureReason, Lease, NodeResult, NotAcquired, NotExtended, NotReleased,
-    Outcome, Released,
+    Acquired, Extended, FailureReason, Inspected, Lease, NodeResult, NotAcquired, NotExtended,
+    NotInspected, NotReleased, Outcome, Released,
 };
 use crate::random::{OperationRandom, Token};
 use crate::reply::Reply;
@@ -85,6 +86,8 @@ pub enum OperationKind {
     Extend,
     /// Release a lock.
     Release,
+    /// Read who holds a lock ([`crate::Redlock::inspect`]).
+    Inspect,
 }
 
 /// The next thing the driver must do, from [`Operation::poll_output`].
@@ -117,6 +120,7 @@ enum Phase {
     },
     Extending,
     Releasing,
+    Inspecting,
     /// A release that waiters were listening for: its outcome waits until `until`, so
     /// that a woken waiter's attempt lands before the releaser can take the lock again.
     HandingOff {
@@ -245,6 +249,21 @@ pub struct Operation {
     listened: bool,
     /// Release, while handing off: the outcome, held until the grace ends.
     held_outcome: Option<Outcome>,
+    /// Inspect: per node, what it holds on the lock's keys, once it answered.
+    held: Vec<Option<Held>>,
+    /// When the operation started, for events' `elapsed`.
+    started: Time,
+    /// Events not polled yet, at most `MAX_EVENTS`.
+    events: VecDeque<Event>,
+}
+
+/// What one node holds on an inspected lock's keys.
+#[derive(Clone, PartialEq, Eq)]
+enum Held {
+    /// The same token on every key.
+    Token(Vec<u8>),
+    /// No key, or keys with different values: no holder on this node.
+    Nobody,
 }
 
 impl Operation {
@@ -292,6 +311,21 @@ impl Operation {
         op
     }
 
+    pub(crate) fn inspect(config: Arc<Config>, keys: Vec<Vec<u8>>, now: Time) -> Operation {
+        let mut op = Operation::new(
+            config,
+            OperationKind::Inspect,
+            keys,
+            Token::empty(),
+            OperationRandom::None,
+            now,
+        );
+        op.held = alloc::vec![None; op.config.nodes()];
+        op.start_round(CommandKind::Inspect, now);
+        op.phase = Phase::Inspecting;
+        op
+    }
+
     fn new(
         config: Arc<Config>,
         kind: OperationKind,
@@ -333,6 +367,9 @@ impl Operation {
             noticed: Vec::new(),
             listened: false,
             held_outcome: None,
+            held: Vec::new(),
+            started: now,
+            events: VecDeque::new(),
             config,
         }
     }
@@ -403,6 +440,13 @@ impl Operation {
                 *slot = counter;
             }
         }
+        if self.round.kind == CommandKind::Inspect {
+            if let (Some(held), Some(slot)) =
+                (read_held(&reply, self.keys.len()), self.held.get_mut(node))
+            {
+                *slot = Some(held);
+            }
+        }
         match self.classify(&reply, eval) {
             Verdict::NoScript if deciding && now < self.round.deadline => {
                 self.send_eval_fallback(node);
@@ -452,7 +496,8 @@ impl Operation {
             | Phase::WritingBack
             | Phase::CleaningUp
             | Phase::Extending
-            | Phase::Releasing => {
+            | Phase::Releasing
+            | Phase::Inspecting => {
                 if now >= self.round.deadline {
                     for node in 0..self.round.slots.len() {
                         if !self.round.slots[node].1.is_settled() {
@@ -579,6 +624,28 @@ impl Operation {
     /// The current round's token.
     pub fn token(&self) -> &Token {
         &self.token
+    }
+
+    /// The next event for the user's observability hooks (`crate::event`), oldest first;
+    /// `None` when there is none. Drain it after each input, next to
+    /// [`Operation::poll_output`]; the outcome's own event comes as the outcome is
+    /// decided. Events never affect the operation.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The channels on which releases of this acquisition's keys are announced, one per
+    /// key ([`crate::notice_channel`]): subscribe to them on every node while the
+    /// acquisition waits, and hand each message to [`Operation::handle_notice`]. Empty
+    /// for extensions, releases and finished acquisitions.
+    pub fn notice_channels(&self) -> Vec<Vec<u8>> {
+        if self.kind != OperationKind::Acquire || self.phase == Phase::Done {
+            return Vec::new();
+        }
+        self.keys
+            .iter()
+            .map(|key| crate::command::notice_channel(key))
+            .collect()
     }
 
     /// The live per-node view of the current (or last) round, late replies included.
@@ -764,7 +831,12 @@ impl Operation {
             {
                 Verdict::Success
             }
-            (CommandKind::Set, Reply::Error(_)) => Verdict::Failed(error_result(reply)),
+            (CommandKind::Inspect, reply) if read_held(reply, self.keys.len()).is_some() => {
+                Verdict::Success
+            }
+            (CommandKind::Set | CommandKind::Inspect, Reply::Error(_)) => {
+                Verdict::Failed(error_result(reply))
+            }
             (_, Reply::Error(_)) if reply.is_noscript() && !eval => Verdict::NoScript,
             (_, Reply::Error(_)) => Verdict::Failed(error_result(reply)),
             (_, Reply::Timeout) => Verdict::Failed(NodeResult::Timeout),
@@ -779,6 +851,14 @@ impl Operation {
     }
 
     fn settle(&mut self, node: usize, result: NodeResult) {
+        if let Some(cause) = result.cause() {
+            let mut event = Event::new(EventKind::NodeFailed, self.kind, self.latest, self.started);
+            event.attempt = self.attempt;
+            event.node = Some(node);
+            event.cause = Some(cause);
+            event.nodes = alloc::vec![result.clone()];
+            self.push_event(event);
+        }
         let round = &mut self.round;
         match &result {
             NodeResult::Success => round.successes += 1,
@@ -798,6 +878,7 @@ impl Operation {
             Phase::CleaningUp => self.decide_cleanup(now),
             Phase::Extending => self.decide_extend(now),
             Phase::Releasing => self.decide_release(now),
+            Phase::Inspecting => self.decide_inspect(),
             Phase::Delaying { .. } | Phase::HandingOff { .. } | Phase::Done => {}
         }
     }
@@ -960,6 +1041,14 @@ impl Operation {
                 // limit, rather than not at all.
                 until = until.min(last_start);
             }
+            let mut event = Event::new(EventKind::Retry, self.kind, now, self.started);
+            event.attempt = self.attempt;
+            event.retry_at = Some(until);
+            if let Some((reason, nodes)) = &self.failure {
+                event.reason = Some(*reason);
+                event.nodes = nodes.clone();
+            }
+            self.push_event(event);
             self.phase = Phase::Delaying { until };
             if until <= now {
                 self.start_next_attempt(now);
@@ -1065,9 +1154,89 @@ impl Operation {
         }
     }
 
+    /// Inspections: a token held by a quorum is the holder; nobody holds the lock once no
+    /// token could reach a quorum even if every node that has not answered (pending or
+    /// failed) held it; and when every node has settled without either, too few
+    /// answered to say (`NotInspected`).
+    fn decide_inspect(&mut self) {
+        let nodes = self.config.nodes();
+        let quorum = self.config.quorum();
+        let pending = nodes.saturating_sub(self.round.settled());
+        let answered = self.held.iter().filter(|h| h.is_some()).count();
+        let unknown = nodes.saturating_sub(answered);
+        let mut best: Option<(&[u8], usize)> = None;
+        for held in self.held.iter().flatten() {
+            if let Held::Token(token) = held {
+                let votes = self
+                    .held
+                    .iter()
+                    .filter(|h| matches!(h, Some(Held::Token(t)) if t == token))
+                    .count();
+                if best.is_none_or(|(_, most)| votes > most) {
+                    best = Some((token.as_slice(), votes));
+                }
+            }
+        }
+        let most = best.map_or(0, |(_, votes)| votes);
+        let outcome = if most >= quorum {
+            Outcome::Inspected(Inspected {
+                holder: best.map(|(token, _)| token.to_vec()),
+                nodes: self.node_results(),
+            })
+        } else if most + unknown < quorum {
+            Outcome::Inspected(Inspected {
+                holder: None,
+                nodes: self.node_results(),
+            })
+        } else if most + pending < quorum && most + (unknown - pending) >= quorum {
+            // Neither can come any more: no token can reach a quorum with the nodes still
+            // pending, and the failed nodes alone keep "nobody" from being sure. (With
+            // nothing pending this is every case left.)
+            Outcome::NotInspected(NotInspected {
+                nodes: self.node_results(),
+            })
+        } else {
+            return;
+        };
+        self.finish(outcome);
+    }
+
+    fn push_event(&mut self, event: Event) {
+        if self.events.len() >= MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(event);
+    }
+
     fn finish(&mut self, outcome: Outcome) {
+        let event = Event::of_outcome(&outcome, self.kind, self.attempt, self.latest, self.started);
+        self.push_event(event);
         self.phase = Phase::Done;
         self.outcome = Some(outcome);
+    }
+}
+
+/// What a node's answer to an inspection says it holds, or `None` for an answer of the
+/// wrong shape: `GET` answers a bulk string or null, `MGET` an array of `keys` of them.
+fn read_held(reply: &Reply, keys: usize) -> Option<Held> {
+    let value = |reply: &Reply| match reply {
+        Reply::Bulk(bytes) => Some(Some(bytes.clone())),
+        Reply::Nil => Some(None),
+        _ => None,
+    };
+    let values: Vec<Option<Vec<u8>>> = match reply {
+        Reply::Array(items) if keys > 1 && items.len() == keys => {
+            items.iter().map(value).collect::<Option<_>>()?
+        }
+        Reply::Array(_) => return None,
+        single if keys == 1 => alloc::vec![value(single)?],
+        _ => return None,
+    };
+    match values.first() {
+        Some(Some(first)) if values.iter().all(|v| v.as_ref() == Some(first)) => {
+            Some(Held::Token(first.clone()))
+        }
+        _ => Some(Held::Nobody),
     }
 }
 

@@ -237,6 +237,44 @@ pub enum Outcome {
     /// Every node settled and fewer than a quorum confirmed the keys are gone: the lock
     /// may still be held (by this holder's token) until its keys' TTL.
     NotReleased(NotReleased),
+    /// A quorum of nodes answered an inspection: who, if anyone, holds the lock.
+    Inspected(Inspected),
+    /// Too few nodes answered an inspection to say whether anyone holds the lock.
+    NotInspected(NotInspected),
+}
+
+/// An inspection that a quorum of nodes answered ([`crate::Redlock::inspect`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Inspected {
+    /// The token that at least a quorum of nodes hold on every key of the lock, or
+    /// `None` when no token has a quorum: nobody holds the lock (keys left on fewer
+    /// nodes by a failed attempt or a lost holder do not make it held).
+    pub holder: Option<Vec<u8>>,
+    /// Per node: `Success` (it answered), `Error`, `Timeout` or `Pending`.
+    pub nodes: Vec<NodeResult>,
+}
+
+impl Inspected {
+    /// Whether someone holds the lock: a quorum of nodes hold one token on every key.
+    pub fn is_locked(&self) -> bool {
+        self.holder.is_some()
+    }
+
+    /// Whether `lease` holds the lock at `now`: a quorum of nodes hold its token, and its
+    /// validity has not run out (keys may outlive the validity by the clock drift; the
+    /// holder must not count on them then).
+    pub fn is_held_by(&self, lease: &Lease, now: Time) -> bool {
+        lease.is_valid(now) && self.holder.as_deref() == Some(lease.token.as_str().as_bytes())
+    }
+}
+
+/// An inspection that fewer than a quorum of nodes answered: nothing can be said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NotInspected {
+    /// Per node, as for [`Inspected::nodes`].
+    pub nodes: Vec<NodeResult>,
 }
 
 /// A successful acquisition.
@@ -334,16 +372,19 @@ pub struct NotReleased {
 }
 
 impl Outcome {
-    /// True for `Acquired`, `Extended` and `Released`.
+    /// True for `Acquired`, `Extended`, `Released` and `Inspected`.
     pub fn is_success(&self) -> bool {
         matches!(
             self,
-            Outcome::Acquired(_) | Outcome::Extended(_) | Outcome::Released(_)
+            Outcome::Acquired(_)
+                | Outcome::Extended(_)
+                | Outcome::Released(_)
+                | Outcome::Inspected(_)
         )
     }
 
     /// A stable snake_case name: `acquired`, `not_acquired`, `extended`, `not_extended`,
-    /// `released`, `not_released`.
+    /// `released`, `not_released`, `inspected`, `not_inspected`.
     pub fn code(&self) -> &'static str {
         match self {
             Outcome::Acquired(_) => "acquired",
@@ -352,6 +393,8 @@ impl Outcome {
             Outcome::NotExtended(_) => "not_extended",
             Outcome::Released(_) => "released",
             Outcome::NotReleased(_) => "not_released",
+            Outcome::Inspected(_) => "inspected",
+            Outcome::NotInspected(_) => "not_inspected",
         }
     }
 
@@ -361,7 +404,11 @@ impl Outcome {
             Outcome::Acquired(a) => Some(&a.lease),
             Outcome::Extended(e) => Some(&e.lease),
             Outcome::NotExtended(n) => Some(&n.lease),
-            Outcome::NotAcquired(_) | Outcome::Released(_) | Outcome::NotReleased(_) => None,
+            Outcome::NotAcquired(_)
+            | Outcome::Released(_)
+            | Outcome::NotReleased(_)
+            | Outcome::Inspected(_)
+            | Outcome::NotInspected(_) => None,
         }
     }
 
@@ -383,6 +430,8 @@ impl Outcome {
             Outcome::NotExtended(n) => &n.nodes,
             Outcome::Released(r) => &r.nodes,
             Outcome::NotReleased(r) => &r.nodes,
+            Outcome::Inspected(i) => &i.nodes,
+            Outcome::NotInspected(i) => &i.nodes,
         }
     }
 }

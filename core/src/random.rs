@@ -52,6 +52,11 @@ impl Token {
         Ok(Token(String::from(text)))
     }
 
+    /// No token: for operations that carry none (inspections).
+    pub(crate) fn empty() -> Token {
+        Token(String::new())
+    }
+
     /// The token's text.
     pub fn as_str(&self) -> &str {
         &self.0

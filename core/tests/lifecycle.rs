@@ -537,3 +537,60 @@ fn stop_is_final() {
     keep.stop();
     assert_eq!(keep.poll(at(1)), KeepAliveAction::Stopped);
 }
+
+#[test]
+fn an_acquisition_names_its_notice_channels_while_it_runs() {
+    let config = Config::builder(3, Duration::from_secs(10))
+        .key_prefix(b"app:".to_vec())
+        .build()
+        .unwrap();
+    let mut redlock = Redlock::with_seed(config, [3; 32]);
+    let mut op = redlock
+        .acquire(&["a", "b"], Time::from_micros(1_000))
+        .unwrap();
+    assert_eq!(
+        op.notice_channels(),
+        vec![
+            b"redlock:released:app:a".to_vec(),
+            b"redlock:released:app:b".to_vec()
+        ]
+    );
+    op.abandon(Time::from_micros(2_000));
+    assert!(op.notice_channels().is_empty());
+}
+
+#[test]
+fn a_fenced_acquisition_on_a_stalled_node_is_owed_its_release_too() {
+    // The fenced acquisition script sets the lock key just as SET does: when its node
+    // stalls, the release of that attempt must still go out once the node thaws.
+    let mut link = open_link(0);
+    let config = Config::builder(1, ms(10_000))
+        .fencing(true)
+        .build()
+        .unwrap();
+    let mut redlock = Redlock::with_seed(config, [5; 32]);
+    let mut op = redlock.acquire(&["fenced"], at(1_000)).unwrap();
+    let script = sends(&mut op).remove(0);
+    assert_eq!(script.kind(), CommandKind::FencedAcquire);
+    let deadline = script.deadline();
+    link.submit(1, script, at(1_000));
+    let script_write = drain(&mut link).writes.remove(0);
+    link.handle_timeout(deadline);
+    assert!(link.is_stalled(deadline));
+
+    op.handle_timeout(deadline);
+    let release = sends(&mut op).remove(0);
+    assert_eq!(release.kind(), CommandKind::Release);
+    link.submit(1, release, deadline);
+    let d = drain(&mut link);
+    assert!(
+        d.deliveries.is_empty(),
+        "an owed release is not failed as stalled"
+    );
+    assert_eq!(link.queued(), 1);
+    let thaw = at(deadline.as_micros() + 5_000);
+    link.handle_reply(script_write.id(), Reply::Integer(1), thaw);
+    let d = drain(&mut link);
+    assert_eq!(d.writes.len(), 1);
+    assert!(name(&d.writes[0]).starts_with("EVALSHA"));
+}

@@ -970,3 +970,191 @@ proptest! {
         }
     }
 }
+
+/// Runs a release of a lease on `nodes` nodes where node `i` answers `answers[i]`
+/// (`None`: never) at its time; returns the outcome, when it came out, and when the
+/// decision fell (the last reply handed in before the first `Wait` that is not the
+/// round's deadline, or the outcome itself).
+fn run_release(nodes: usize, answers: &[(Option<Reply>, u64)]) -> (Outcome, u64, u64, Duration) {
+    let config = Config::builder(nodes, Duration::from_millis(1000))
+        .build()
+        .unwrap();
+    let node_timeout = config.node_timeout();
+    let client = Redlock::with_seed(config, [0; 32]);
+    let lease = client.lease(&["res"], "token", Time::ZERO).unwrap();
+    let start = 10_000u64;
+    let mut op = client.release(&lease, Time::from_micros(start));
+    let mut sent = Vec::new();
+    let mut deadline = 0;
+    while let Some(output) = op.poll_output() {
+        match output {
+            Output::Send(command) => sent.push(command),
+            Output::Wait(t) => deadline = t.as_micros(),
+            _ => {}
+        }
+    }
+    let mut schedule: Vec<(u64, usize)> = answers
+        .iter()
+        .enumerate()
+        .filter(|(_, (reply, _))| reply.is_some())
+        .map(|(node, (_, at))| (start + at, node))
+        .collect();
+    schedule.sort();
+    let mut decided_at = None;
+    let mut wake = deadline;
+    for (at, node) in schedule {
+        if at >= wake {
+            break;
+        }
+        let command = sent.iter().find(|c| c.node() == node).unwrap();
+        let reply = answers[node].0.clone().unwrap();
+        op.handle_reply(command.request_id(), reply, Time::from_micros(at))
+            .unwrap();
+        while let Some(output) = op.poll_output() {
+            match output {
+                Output::Wait(t) => {
+                    if t.as_micros() != deadline && decided_at.is_none() {
+                        decided_at = Some(at);
+                    }
+                    wake = t.as_micros();
+                }
+                Output::Outcome(outcome) => return (outcome, at, at, node_timeout),
+                _ => {}
+            }
+        }
+    }
+    // Time runs on until the outcome comes out.
+    let mut now = wake;
+    loop {
+        op.handle_timeout(Time::from_micros(now));
+        while let Some(output) = op.poll_output() {
+            match output {
+                Output::Wait(t) => now = t.as_micros(),
+                Output::Outcome(outcome) => {
+                    return (outcome, now, decided_at.unwrap_or(now), node_timeout)
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+
+    /// A release that waiters heard decides exactly as one nobody heard, and hands its
+    /// outcome out after the hand-off grace: at least the smaller of `HANDOFF_GRACE_MIN`
+    /// and the node timeout after the decision, never more than a node timeout after it.
+    /// One nobody heard hands it out at once.
+    #[test]
+    fn hand_off_grace_changes_only_when(
+        nodes in 1usize..6,
+        answers in prop::collection::vec((0u8..4, 0u64..60_000, 0i64..3), 5),
+    ) {
+        let heard: Vec<(Option<Reply>, u64)> = answers
+            .iter()
+            .take(nodes)
+            .map(|&(kind, at, listeners)| {
+                let reply = match kind {
+                    0 => Some(Reply::Array(vec![Reply::Integer(1), Reply::Integer(listeners)])),
+                    1 => Some(Reply::Array(vec![Reply::Integer(0), Reply::Integer(listeners)])),
+                    2 => Some(Reply::Integer(1)),
+                    _ => None,
+                };
+                (reply, at)
+            })
+            .collect();
+        let unheard: Vec<(Option<Reply>, u64)> = heard
+            .iter()
+            .map(|(reply, at)| {
+                let reply = reply.as_ref().map(|reply| match reply {
+                    Reply::Array(items) => items[0].clone(),
+                    other => other.clone(),
+                });
+                (reply, *at)
+            })
+            .collect();
+        let (with, with_at, decided, node_timeout) = run_release(nodes, &heard);
+        let (without, without_at, _, _) = run_release(nodes, &unheard);
+        prop_assert_eq!(format!("{with:?}"), format!("{without:?}"));
+        let listened = with.is_success()
+            && heard.iter().any(|(reply, at)| {
+                matches!(reply, Some(Reply::Array(items)) if items[1] != Reply::Integer(0))
+                    && 10_000 + at <= decided
+            });
+        let timeout = node_timeout.as_micros() as u64;
+        let min_grace = (redlock_core::HANDOFF_GRACE_MIN.as_micros() as u64).min(timeout);
+        if listened {
+            prop_assert!(with_at >= decided + min_grace, "handed out at {} after a decision at {}", with_at, decided);
+            prop_assert!(with_at <= decided + timeout);
+        } else {
+            prop_assert_eq!(with_at, without_at);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+
+    /// An inspection names a holder only when a quorum hold that token, says nobody only
+    /// when no token could have a quorum even on the nodes that failed, and says nothing
+    /// only when neither is certain; whatever the order of the answers.
+    #[test]
+    fn inspections_are_sound(
+        nodes in 1usize..8,
+        answers in prop::collection::vec((0u8..5, 0u64..100_000), 7),
+    ) {
+        let config = Config::builder(nodes, Duration::from_millis(1000)).build().unwrap();
+        let quorum = config.quorum();
+        let client = Redlock::with_seed(config, [1; 32]);
+        let mut op = client.inspect(&["r"], Time::from_micros(0)).unwrap();
+        let mut sent = Vec::new();
+        let mut deadline = 0;
+        while let Some(output) = op.poll_output() {
+            match output {
+                Output::Send(command) => sent.push(command),
+                Output::Wait(t) => deadline = t.as_micros(),
+                _ => {}
+            }
+        }
+        // 0: token a, 1: token b, 2: nil, 3: an error, 4: no answer (a timeout).
+        let answers = &answers[..nodes];
+        let mut order: Vec<usize> = (0..nodes).filter(|&n| answers[n].0 < 4).collect();
+        order.sort_by_key(|&n| answers[n].1);
+        let mut outcome = None;
+        for node in order {
+            let reply = match answers[node].0 {
+                0 => Reply::Bulk(b"a".to_vec()),
+                1 => Reply::Bulk(b"b".to_vec()),
+                2 => Reply::Nil,
+                _ => Reply::Error("ERR down".into()),
+            };
+            let at = Time::from_micros(answers[node].1.min(deadline - 1));
+            op.handle_reply(sent[node].request_id(), reply, at).unwrap();
+            while let Some(output) = op.poll_output() {
+                if let Output::Outcome(o) = output { outcome = Some(o); }
+            }
+        }
+        if outcome.is_none() {
+            op.handle_timeout(Time::from_micros(deadline));
+            while let Some(output) = op.poll_output() {
+                if let Output::Outcome(o) = output { outcome = Some(o); }
+            }
+        }
+        let count = |kind: u8| answers.iter().filter(|(k, _)| *k == kind).count();
+        let failed = count(3) + count(4);
+        let most = count(0).max(count(1));
+        match outcome {
+            Some(Outcome::Inspected(i)) => match i.holder.as_deref() {
+                Some(b"a") => prop_assert!(count(0) >= quorum),
+                Some(b"b") => prop_assert!(count(1) >= quorum),
+                Some(other) => prop_assert!(false, "holder {:?}", other),
+                None => prop_assert!(most + failed < quorum),
+            },
+            Some(Outcome::NotInspected(_)) => {
+                prop_assert!(most < quorum && most + failed >= quorum)
+            }
+            other => prop_assert!(false, "no inspection outcome: {:?}", other),
+        }
+    }
+}

@@ -173,6 +173,15 @@ fn outcome_to_json(outcome: &Outcome) -> Value {
             "released": r.released,
             "nodes": nodes_to_json(&r.nodes),
         }),
+        Outcome::Inspected(i) => json!({
+            "kind": "inspected",
+            "holder": i.holder.as_ref().map(|h| String::from_utf8_lossy(h).into_owned()),
+            "nodes": nodes_to_json(&i.nodes),
+        }),
+        Outcome::NotInspected(i) => json!({
+            "kind": "not_inspected",
+            "nodes": nodes_to_json(&i.nodes),
+        }),
         other => panic!("unexpected outcome variant {other:?}"),
     }
 }
@@ -259,6 +268,17 @@ impl Replay {
                 None => self.client.acquire_with_random(&resources, random, now),
             };
             match started {
+                Ok(op) => {
+                    self.ops.insert(target.clone(), op);
+                    self.last = Some(target.clone());
+                    result = Ok(());
+                }
+                Err(e) => return Ok((Some(e.code().to_string()), Vec::new())),
+            }
+        } else if let Some(args) = step.get("inspect") {
+            target = op_name.ok_or("inspect needs op")?;
+            let resources = strings(&args["resources"]);
+            match self.client.inspect(&resources, now) {
                 Ok(op) => {
                     self.ops.insert(target.clone(), op);
                     self.last = Some(target.clone());
@@ -495,7 +515,8 @@ fn every_conformance_vector() {
 fn every_fencing_and_waiting_vector() {
     let mut files = json_files(&vectors_dir().join("fencing"));
     files.extend(json_files(&vectors_dir().join("waiting")));
-    replay_all(&files, "fencing and waiting vectors", 5);
+    files.extend(json_files(&vectors_dir().join("inspect")));
+    replay_all(&files, "fencing, waiting and inspection vectors", 7);
 }
 
 #[test]

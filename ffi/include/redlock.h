@@ -166,9 +166,114 @@
 #define REDLOCK_SCRIPT_EXTEND 3
 
 /**
+ * The fenced acquisition script.
+ */
+#define REDLOCK_SCRIPT_FENCED_ACQUIRE 4
+
+/**
+ * The fencing write-back script.
+ */
+#define REDLOCK_SCRIPT_WRITE_BACK 5
+
+/**
+ * The resource-side check of a fencing token (`redlock_fenced_set_new`).
+ */
+#define REDLOCK_SCRIPT_FENCED_SET 6
+
+/**
+ * The largest fencing token the scripts handle exactly (2^53 - 1).
+ */
+#define REDLOCK_MAX_FENCING_TOKEN 9007199254740991
+
+/**
  * Longest message `redlock_result_message` writes, its NUL terminator included.
  */
 #define REDLOCK_MESSAGE_MAX 256
+
+/**
+ * The lock was acquired (`redlock_operation_poll_event`).
+ */
+#define REDLOCK_EVENT_ACQUIRED 1
+
+/**
+ * Every attempt failed.
+ */
+#define REDLOCK_EVENT_NOT_ACQUIRED 2
+
+/**
+ * An attempt failed; another starts at `redlock_operation_event_retry_at`.
+ */
+#define REDLOCK_EVENT_RETRY 3
+
+/**
+ * The lock was extended.
+ */
+#define REDLOCK_EVENT_EXTENDED 4
+
+/**
+ * An extension failed.
+ */
+#define REDLOCK_EVENT_NOT_EXTENDED 5
+
+/**
+ * A held lock is lost: bindings report it from the keep-alive's `REDLOCK_KEEPALIVE_LOST`
+ * (operations never emit it).
+ */
+#define REDLOCK_EVENT_LOST 6
+
+/**
+ * The lock was released.
+ */
+#define REDLOCK_EVENT_RELEASED 7
+
+/**
+ * Fewer than a quorum confirmed the release.
+ */
+#define REDLOCK_EVENT_NOT_RELEASED 8
+
+/**
+ * An inspection said who holds the lock.
+ */
+#define REDLOCK_EVENT_INSPECTED 9
+
+/**
+ * An inspection could not say.
+ */
+#define REDLOCK_EVENT_NOT_INSPECTED 10
+
+/**
+ * One node failed in a round: `redlock_operation_event_node`.
+ */
+#define REDLOCK_EVENT_NODE_FAILED 11
+
+/**
+ * No reply handed in yet (`redlock_fenced_set_result`).
+ */
+#define REDLOCK_FENCED_PENDING 0
+
+/**
+ * The item now holds the value; its guard holds the token.
+ */
+#define REDLOCK_FENCED_ACCEPTED 1
+
+/**
+ * Nothing changed: the item had already accepted a token at least as high
+ * (`redlock_fenced_set_seen`). The writer is a stale holder.
+ */
+#define REDLOCK_FENCED_STALE 2
+
+/**
+ * The server lacks the script: send the `EVAL` form (`eval = true`) and hand in that
+ * reply instead.
+ */
+#define REDLOCK_FENCED_RETRY_AS_EVAL 3
+
+/**
+ * The server answered an error or a malformed reply, or none came
+ * (`redlock_fenced_set_failure` says what). After a timeout or lost connection, whether
+ * the write happened is not known.
+ */
+#define REDLOCK_FENCED_FAILED 4
 
 /**
  * Start an extension of the keep-alive's lease now (`redlock_keepalive_poll`).
@@ -310,6 +415,11 @@
 #define REDLOCK_OPERATION_RELEASE 3
 
 /**
+ * An inspection (`redlock_client_inspect`).
+ */
+#define REDLOCK_OPERATION_INSPECT 4
+
+/**
  * `SET key token NX PX ttl`, acquiring one resource (`redlock_operation_command_kind`).
  */
 #define REDLOCK_COMMAND_SET 1
@@ -328,6 +438,21 @@
  * The extend script.
  */
 #define REDLOCK_COMMAND_EXTEND 4
+
+/**
+ * The fenced acquisition script (lock keys and fence keys).
+ */
+#define REDLOCK_COMMAND_FENCED_ACQUIRE 5
+
+/**
+ * The fencing write-back script.
+ */
+#define REDLOCK_COMMAND_WRITE_BACK 6
+
+/**
+ * `GET key` or `MGET key...`, reading who holds a lock.
+ */
+#define REDLOCK_COMMAND_INSPECT 7
 
 /**
  * The lock is held (`redlock_outcome_kind`).
@@ -359,6 +484,18 @@
  * still be held (by this token) until its keys' TTL. Not a success.
  */
 #define REDLOCK_OUTCOME_NOT_RELEASED 6
+
+/**
+ * A quorum of nodes answered an inspection (`redlock_client_inspect`): see
+ * `redlock_outcome_holder`.
+ */
+#define REDLOCK_OUTCOME_INSPECTED 7
+
+/**
+ * Too few nodes answered an inspection to say whether anyone holds the lock. Not a
+ * success.
+ */
+#define REDLOCK_OUTCOME_NOT_INSPECTED 8
 
 /**
  * Conflicts alone made the quorum impossible: held by someone else (acquire), or
@@ -552,6 +689,14 @@ enum redlock_result
      */
     REDLOCK_INVALID_TTL = 9109,
     /**
+     * A node index outside `0..N` (a release notice from a node the client does not have).
+     */
+    REDLOCK_UNKNOWN_NODE = 9110,
+    /**
+     * A fencing token of 0 or above `REDLOCK_MAX_FENCING_TOKEN` given to a fenced write.
+     */
+    REDLOCK_INVALID_FENCING_TOKEN = 9111,
+    /**
      * No nodes: N must be at least 1.
      */
     REDLOCK_CONFIG_NO_NODES = 9200,
@@ -673,6 +818,12 @@ typedef struct redlock_config_builder redlock_config_builder;
 typedef struct redlock_decoder redlock_decoder;
 
 /**
+ * One fenced write of a value to an item under a fencing token, and what became of it.
+ * Freed by `redlock_fenced_set_free`.
+ */
+typedef struct redlock_fenced_set redlock_fenced_set;
+
+/**
  * Keeps one lock alive. Freed by `redlock_keepalive_free`.
  */
 typedef struct redlock_keepalive redlock_keepalive;
@@ -784,6 +935,20 @@ redlock_result redlock_client_acquire(redlock_client *client,
                                       redlock_operation **out_operation);
 
 /**
+ * Starts reading who holds the lock on `resource_count` resources at `now_us`: one
+ * `GET` (`MGET` for several) per node, decided at the quorum. Its outcome is
+ * `REDLOCK_OUTCOME_INSPECTED` (`redlock_outcome_is_locked`, `redlock_outcome_holder`,
+ * `redlock_outcome_is_held_by`) or `REDLOCK_OUTCOME_NOT_INSPECTED`. It never changes a
+ * key. The same usage errors as `redlock_client_acquire`.
+ */
+redlock_result redlock_client_inspect(const redlock_client *client,
+                                      const uint8_t *const *resources,
+                                      const size_t *resource_lens,
+                                      size_t resource_count,
+                                      uint64_t now_us,
+                                      redlock_operation **out_operation);
+
+/**
  * Like `redlock_client_acquire`, with a TTL of `ttl_ms` for this lock only, checked
  * against the rest of the configuration (`REDLOCK_INVALID_TTL` when it breaks a rule).
  */
@@ -794,6 +959,42 @@ redlock_result redlock_client_acquire_for(redlock_client *client,
                                           uint64_t ttl_ms,
                                           uint64_t now_us,
                                           redlock_operation **out_operation);
+
+/**
+ * Like `redlock_client_acquire`, with this acquisition's options: a TTL of `ttl_ms`
+ * (0: the configured TTL; otherwise checked as `redlock_client_acquire_for` does) and,
+ * when `has_wait`, a wait limit of `wait_us` microseconds (without one, the configured
+ * attempts apply). With a wait limit the acquisition keeps trying until
+ * `now_us + wait_us`, never starting an attempt that could not end by then, and tries
+ * again early on release notices (`redlock_operation_handle_notice`).
+ */
+redlock_result redlock_client_acquire_with(redlock_client *client,
+                                           const uint8_t *const *resources,
+                                           const size_t *resource_lens,
+                                           size_t resource_count,
+                                           uint64_t ttl_ms,
+                                           bool has_wait,
+                                           uint64_t wait_us,
+                                           uint64_t now_us,
+                                           redlock_operation **out_operation);
+
+/**
+ * `redlock_client_acquire_with` with tokens and jitter from the `random_len` bytes at
+ * `random` (copied), as `redlock_client_acquire_with_random` takes them. With a wait
+ * limit the bytes MUST hold at least one token; when they run out no further attempt
+ * starts. For tests and replays: real locks use the client's own source.
+ */
+redlock_result redlock_client_acquire_with_random_options(const redlock_client *client,
+                                                          const uint8_t *const *resources,
+                                                          const size_t *resource_lens,
+                                                          size_t resource_count,
+                                                          uint64_t ttl_ms,
+                                                          bool has_wait,
+                                                          uint64_t wait_us,
+                                                          const uint8_t *random,
+                                                          size_t random_len,
+                                                          uint64_t now_us,
+                                                          redlock_operation **out_operation);
 
 /**
  * Like `redlock_client_acquire`, drawing tokens and retry jitter from the
@@ -955,6 +1156,12 @@ uint64_t redlock_lease_ttl_ms(const redlock_lease *lease);
 redlock_result redlock_lease_key_ttl_ms(const redlock_lease *lease, uint64_t *out_ttl_ms);
 
 /**
+ * The lease's fencing token (see `redlock_outcome_fencing_token`). `REDLOCK_NO_VALUE`
+ * without fencing, and for a lease rebuilt from its parts (`redlock_client_lease`).
+ */
+redlock_result redlock_lease_fencing_token(const redlock_lease *lease, uint64_t *out_token);
+
+/**
  * Successful extensions since the lock was acquired (0 for NULL).
  */
 uint32_t redlock_lease_extensions(const redlock_lease *lease);
@@ -1040,6 +1247,15 @@ redlock_result redlock_config_builder_set_max_extensions(redlock_config_builder 
  * Removes the bound on extensions (the default).
  */
 redlock_result redlock_config_builder_set_unbounded_extensions(redlock_config_builder *builder);
+
+/**
+ * Turns fencing on or off (default off): each acquisition then also raises a
+ * per-resource counter on the nodes and writes the result back to a quorum before
+ * handing out the lock, whose lease carries a fencing token
+ * (`redlock_lease_fencing_token`). One more round trip per acquisition; see the
+ * project's `docs/fencing.md`.
+ */
+redlock_result redlock_config_builder_set_fencing(redlock_config_builder *builder, bool fencing);
 
 /**
  * Sets the bytes put in front of every resource name to form its key (default none:
@@ -1141,6 +1357,11 @@ redlock_result redlock_config_max_extensions(const redlock_config *config,
                                              uint32_t *out_max);
 
 /**
+ * Whether acquisitions issue fencing tokens (false for NULL).
+ */
+bool redlock_config_fencing(const redlock_config *config);
+
+/**
  * The library's version (`"0.1.0"`). Static, NUL-terminated; never freed.
  */
 const char *redlock_version(void);
@@ -1180,6 +1401,130 @@ redlock_result redlock_result_message(uint32_t result,
                                       uint8_t *buf,
                                       size_t buf_len,
                                       size_t *out_len);
+
+/**
+ * The stable snake_case name of a `REDLOCK_EVENT_*` value (`"acquired"`, `"retry"`,
+ * `"node_failed"`, ...), NULL for a number that is none. Static; never freed.
+ */
+const char *redlock_event_kind_name(uint32_t kind);
+
+/**
+ * Takes the operation's next event (oldest first) into the handle, where the
+ * `redlock_operation_event*` getters read it until the next call, and writes its
+ * `REDLOCK_EVENT_*` kind. `REDLOCK_NO_VALUE` (and no current event) when there is none.
+ * Drain events after each input, next to `redlock_operation_poll_output`; an operation
+ * keeps at most 64 unread ones.
+ */
+redlock_result redlock_operation_poll_event(redlock_operation *operation, uint32_t *out_kind);
+
+/**
+ * The current event's timing and attempt: when it happened (`*out_at_us`), how long
+ * after the operation started (`*out_elapsed_us`), the attempt it concerns (from 1) and
+ * the operation's `REDLOCK_OPERATION_*` kind. `REDLOCK_NO_VALUE` without a current event.
+ */
+redlock_result redlock_operation_event(const redlock_operation *operation,
+                                       uint64_t *out_at_us,
+                                       uint64_t *out_elapsed_us,
+                                       uint32_t *out_attempt,
+                                       uint32_t *out_operation_kind);
+
+/**
+ * Why the attempt or operation failed (retry, not acquired, not extended): a
+ * `REDLOCK_REASON_*` value. `REDLOCK_NO_VALUE` for other events or none.
+ */
+redlock_result redlock_operation_event_reason(const redlock_operation *operation,
+                                              uint32_t *out_reason);
+
+/**
+ * When the next attempt starts (retry events). `REDLOCK_NO_VALUE` otherwise.
+ */
+redlock_result redlock_operation_event_retry_at(const redlock_operation *operation,
+                                                uint64_t *out_at_us);
+
+/**
+ * The failed node of a node-failed event (its index in the configuration) and its
+ * `REDLOCK_NODE_CAUSE_*` cause. `REDLOCK_NO_VALUE` for other events or none.
+ */
+redlock_result redlock_operation_event_node(const redlock_operation *operation,
+                                            size_t *out_node,
+                                            uint32_t *out_cause);
+
+/**
+ * The number of per-node results the current event carries (N for outcomes and
+ * retries, 1 for a node failure, 0 without a current event or NULL).
+ */
+size_t redlock_operation_event_node_count(const redlock_operation *operation);
+
+/**
+ * Per-node result `index` of the current event, as `redlock_outcome_node` gives one:
+ * a `REDLOCK_NODE_*` kind and, for errors, the text (borrowed until the next
+ * `redlock_operation_poll_event`). `REDLOCK_OUT_OF_RANGE` past the last.
+ */
+redlock_result redlock_operation_event_node_result(const redlock_operation *operation,
+                                                   size_t index,
+                                                   uint32_t *out_kind,
+                                                   const uint8_t **out_text,
+                                                   size_t *out_text_len);
+
+/**
+ * A fenced write of the `value_len` bytes at `value` to the item named by the
+ * `item_len` bytes at `item`, under `token` (a lease's `redlock_lease_fencing_token`).
+ * Both are copied. `REDLOCK_EMPTY_RESOURCE` for an empty item,
+ * `REDLOCK_INVALID_FENCING_TOKEN` for a token of 0 or above `REDLOCK_MAX_FENCING_TOKEN`.
+ */
+redlock_result redlock_fenced_set_new(const uint8_t *item,
+                                      size_t item_len,
+                                      const uint8_t *value,
+                                      size_t value_len,
+                                      uint64_t token,
+                                      redlock_fenced_set **out_write);
+
+/**
+ * Frees a fenced write. NULL is ignored.
+ */
+void redlock_fenced_set_free(redlock_fenced_set *write);
+
+/**
+ * The command to send, into caller arrays of `capacity` elements (7 suffice):
+ * `EVALSHA <sha> 2 <item> <guard key> <token> <value>`, or with `eval` the `EVAL` form.
+ * The arguments are borrowed until the write is freed; the count goes to `*out_argc`.
+ */
+redlock_result redlock_fenced_set_args(const redlock_fenced_set *write,
+                                       bool eval,
+                                       const uint8_t **args,
+                                       size_t *arg_lens,
+                                       size_t capacity,
+                                       size_t *out_argc);
+
+/**
+ * Hands in the server's reply (built with `redlock_reply_new*`, or from a
+ * `redlock_decoder`; copied, the caller still frees it) and returns what became of the
+ * write in `*out_result`, a `REDLOCK_FENCED_*` value. Each reply replaces the last.
+ */
+redlock_result redlock_fenced_set_handle_reply(redlock_fenced_set *write,
+                                               const redlock_reply *reply,
+                                               uint32_t *out_result);
+
+/**
+ * The last result, a `REDLOCK_FENCED_*` value (`REDLOCK_FENCED_PENDING` before any
+ * reply and for NULL).
+ */
+uint32_t redlock_fenced_set_result(const redlock_fenced_set *write);
+
+/**
+ * The token the item had accepted when the write was refused as stale.
+ * `REDLOCK_NO_VALUE` unless the last result is `REDLOCK_FENCED_STALE`.
+ */
+redlock_result redlock_fenced_set_seen(const redlock_fenced_set *write, uint64_t *out_seen);
+
+/**
+ * What went wrong when the last result is `REDLOCK_FENCED_FAILED`, borrowed (UTF-8, not
+ * NUL-terminated) until the next reply or the write is freed. `REDLOCK_NO_VALUE`
+ * otherwise.
+ */
+redlock_result redlock_fenced_set_failure(const redlock_fenced_set *write,
+                                          const uint8_t **out_text,
+                                          size_t *out_text_len);
 
 /**
  * Keep-alive for `lease` under `client`'s configuration (the one the lock was acquired
@@ -1564,6 +1909,36 @@ redlock_result redlock_operation_take_outcome(redlock_operation *operation,
 redlock_result redlock_operation_abandon(redlock_operation *operation, uint64_t now_us);
 
 /**
+ * Hands in a release notice for this acquisition's resource from node `node` (0-based,
+ * in configuration order), received at `now_us`: a message on one of the channels
+ * `redlock_operation_notice_channel` names, from that node's subscriber connection.
+ * A waiting acquisition may try again at once; a notice never decides anything by
+ * itself. `REDLOCK_UNKNOWN_NODE` for an index outside `0..N`. Poll afterwards.
+ */
+redlock_result redlock_operation_handle_notice(redlock_operation *operation,
+                                               size_t node,
+                                               uint64_t now_us);
+
+/**
+ * The number of notice channels of a running acquisition (one per resource; 0 for
+ * other operations, finished ones and NULL).
+ */
+size_t redlock_operation_notice_channel_count(const redlock_operation *operation);
+
+/**
+ * Notice channel `index` of a running acquisition: the channel on which releases of
+ * its resource's key are announced (subscribe on every node while it waits). Copied
+ * into `buffer` (`capacity` bytes); `*out_len` is the full length, and
+ * `REDLOCK_BUFFER_TOO_SMALL` (nothing copied) when `capacity` is below it.
+ * `REDLOCK_OUT_OF_RANGE` past the last channel.
+ */
+redlock_result redlock_operation_notice_channel(const redlock_operation *operation,
+                                                size_t index,
+                                                uint8_t *buffer,
+                                                size_t capacity,
+                                                size_t *out_len);
+
+/**
  * What the operation does: a `REDLOCK_OPERATION_*` value (0 for NULL).
  */
 uint32_t redlock_operation_kind(const redlock_operation *operation);
@@ -1613,7 +1988,7 @@ void redlock_outcome_free(redlock_outcome *outcome);
 uint32_t redlock_outcome_kind(const redlock_outcome *outcome);
 
 /**
- * True for acquired, extended and released (false for NULL).
+ * True for acquired, extended, released and inspected (false for NULL).
  */
 bool redlock_outcome_is_success(const redlock_outcome *outcome);
 
@@ -1685,6 +2060,36 @@ redlock_result redlock_outcome_released(const redlock_outcome *outcome, size_t *
  * otherwise.
  */
 redlock_result redlock_outcome_lease(const redlock_outcome *outcome, redlock_lease **out_lease);
+
+/**
+ * The fencing token of a fenced acquisition's lease (acquired, extended, not
+ * extended): strictly greater than every token handed out before it for the same
+ * resource. `REDLOCK_NO_VALUE` without fencing or for other outcomes.
+ */
+redlock_result redlock_outcome_fencing_token(const redlock_outcome *outcome, uint64_t *out_token);
+
+/**
+ * The token that holds the lock, per an inspection: at least a quorum of nodes hold it
+ * on every key. Borrowed until the outcome is freed. `REDLOCK_NO_VALUE` when nobody
+ * holds the lock, and for outcomes other than `REDLOCK_OUTCOME_INSPECTED`.
+ */
+redlock_result redlock_outcome_holder(const redlock_outcome *outcome,
+                                      const uint8_t **out_token,
+                                      size_t *out_token_len);
+
+/**
+ * Whether an inspection found the lock held by anyone (false for other outcomes and
+ * NULL).
+ */
+bool redlock_outcome_is_locked(const redlock_outcome *outcome);
+
+/**
+ * Whether an inspection found the lock held by `lease` at `now_us`: a quorum hold its
+ * token and its validity has not run out (false for other outcomes and NULLs).
+ */
+bool redlock_outcome_is_held_by(const redlock_outcome *outcome,
+                                const redlock_lease *lease,
+                                uint64_t now_us);
 
 /**
  * Number of per-node results (N; 0 for NULL).

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use redlock_core::{Lease, Redlock, Time, Token, UsageError};
+use redlock_core::{AcquireOptions, Lease, Redlock, Time, Token, UsageError};
 
 use crate::boundary::{copy_out, free_handle, guard, guard_value, into_handle, put_bytes};
 use crate::config::redlock_config;
@@ -113,6 +113,33 @@ pub unsafe extern "C" fn redlock_client_acquire(
     })
 }
 
+/// Starts reading who holds the lock on `resource_count` resources at `now_us`: one
+/// `GET` (`MGET` for several) per node, decided at the quorum. Its outcome is
+/// `REDLOCK_OUTCOME_INSPECTED` (`redlock_outcome_is_locked`, `redlock_outcome_holder`,
+/// `redlock_outcome_is_held_by`) or `REDLOCK_OUTCOME_NOT_INSPECTED`. It never changes a
+/// key. The same usage errors as `redlock_client_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_client_inspect(
+    client: *const redlock_client,
+    resources: *const *const u8,
+    resource_lens: *const usize,
+    resource_count: usize,
+    now_us: u64,
+    out_operation: *mut *mut redlock_operation,
+) -> redlock_result {
+    guard(|| {
+        let client = arg_ref!(client);
+        let resources = arg_byte_strings!(resources, resource_lens, resource_count);
+        let out = arg_out!(out_operation);
+        start(
+            client
+                .inner
+                .inspect(&resources[..], Time::from_micros(now_us)),
+            out,
+        )
+    })
+}
+
 /// Like `redlock_client_acquire`, with a TTL of `ttl_ms` for this lock only, checked
 /// against the rest of the configuration (`REDLOCK_INVALID_TTL` when it breaks a rule).
 #[no_mangle]
@@ -133,6 +160,86 @@ pub unsafe extern "C" fn redlock_client_acquire_for(
             client.inner.acquire_for(
                 &resources[..],
                 Duration::from_millis(ttl_ms),
+                Time::from_micros(now_us),
+            ),
+            out,
+        )
+    })
+}
+
+/// Like `redlock_client_acquire`, with this acquisition's options: a TTL of `ttl_ms`
+/// (0: the configured TTL; otherwise checked as `redlock_client_acquire_for` does) and,
+/// when `has_wait`, a wait limit of `wait_us` microseconds (without one, the configured
+/// attempts apply). With a wait limit the acquisition keeps trying until
+/// `now_us + wait_us`, never starting an attempt that could not end by then, and tries
+/// again early on release notices (`redlock_operation_handle_notice`).
+#[no_mangle]
+pub unsafe extern "C" fn redlock_client_acquire_with(
+    client: *mut redlock_client,
+    resources: *const *const u8,
+    resource_lens: *const usize,
+    resource_count: usize,
+    ttl_ms: u64,
+    has_wait: bool,
+    wait_us: u64,
+    now_us: u64,
+    out_operation: *mut *mut redlock_operation,
+) -> redlock_result {
+    guard(|| {
+        let client = arg_mut!(client);
+        let resources = arg_byte_strings!(resources, resource_lens, resource_count);
+        let out = arg_out!(out_operation);
+        let mut options = AcquireOptions::new();
+        if ttl_ms != 0 {
+            options = options.ttl(Duration::from_millis(ttl_ms));
+        }
+        if has_wait {
+            options = options.wait(Duration::from_micros(wait_us));
+        }
+        start(
+            client
+                .inner
+                .acquire_with(&resources[..], &options, Time::from_micros(now_us)),
+            out,
+        )
+    })
+}
+
+/// `redlock_client_acquire_with` with tokens and jitter from the `random_len` bytes at
+/// `random` (copied), as `redlock_client_acquire_with_random` takes them. With a wait
+/// limit the bytes MUST hold at least one token; when they run out no further attempt
+/// starts. For tests and replays: real locks use the client's own source.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_client_acquire_with_random_options(
+    client: *const redlock_client,
+    resources: *const *const u8,
+    resource_lens: *const usize,
+    resource_count: usize,
+    ttl_ms: u64,
+    has_wait: bool,
+    wait_us: u64,
+    random: *const u8,
+    random_len: usize,
+    now_us: u64,
+    out_operation: *mut *mut redlock_operation,
+) -> redlock_result {
+    guard(|| {
+        let client = arg_ref!(client);
+        let resources = arg_byte_strings!(resources, resource_lens, resource_count);
+        let random = arg_bytes!(random, random_len);
+        let out = arg_out!(out_operation);
+        let mut options = AcquireOptions::new();
+        if ttl_ms != 0 {
+            options = options.ttl(Duration::from_millis(ttl_ms));
+        }
+        if has_wait {
+            options = options.wait(Duration::from_micros(wait_us));
+        }
+        start(
+            client.inner.acquire_with_random_options(
+                &resources[..],
+                &options,
+                random.to_vec(),
                 Time::from_micros(now_us),
             ),
             out,
@@ -491,6 +598,26 @@ pub unsafe extern "C" fn redlock_lease_key_ttl_ms(
         match lease.inner.key_ttl_ms() {
             Some(ttl) => {
                 out.write(ttl);
+                R::REDLOCK_OK
+            }
+            None => R::REDLOCK_NO_VALUE,
+        }
+    })
+}
+
+/// The lease's fencing token (see `redlock_outcome_fencing_token`). `REDLOCK_NO_VALUE`
+/// without fencing, and for a lease rebuilt from its parts (`redlock_client_lease`).
+#[no_mangle]
+pub unsafe extern "C" fn redlock_lease_fencing_token(
+    lease: *const redlock_lease,
+    out_token: *mut u64,
+) -> redlock_result {
+    guard(|| {
+        let lease = arg_ref!(lease);
+        let out = arg_out!(out_token);
+        match lease.inner.fencing_token() {
+            Some(token) => {
+                out.write(token);
                 R::REDLOCK_OK
             }
             None => R::REDLOCK_NO_VALUE,

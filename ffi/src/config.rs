@@ -193,6 +193,22 @@ pub unsafe extern "C" fn redlock_config_builder_set_unbounded_extensions(
     })
 }
 
+/// Turns fencing on or off (default off): each acquisition then also raises a
+/// per-resource counter on the nodes and writes the result back to a quorum before
+/// handing out the lock, whose lease carries a fencing token
+/// (`redlock_lease_fencing_token`). One more round trip per acquisition; see the
+/// project's `docs/fencing.md`.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_config_builder_set_fencing(
+    builder: *mut redlock_config_builder,
+    fencing: bool,
+) -> redlock_result {
+    guard(|| {
+        let builder = arg_mut!(builder);
+        update(builder, |b| b.fencing(fencing))
+    })
+}
+
 /// Sets the bytes put in front of every resource name to form its key (default none:
 /// the key is the resource name, so other Redlock clients using the same name exclude
 /// us and we them). The bytes are copied.
@@ -384,4 +400,10 @@ pub unsafe extern "C" fn redlock_config_max_extensions(
         out_max.write(max.unwrap_or(0));
         R::REDLOCK_OK
     })
+}
+
+/// Whether acquisitions issue fencing tokens (false for NULL).
+#[no_mangle]
+pub unsafe extern "C" fn redlock_config_fencing(config: *const redlock_config) -> bool {
+    guard_value(false, || arg_ref!(config, false).inner.fencing())
 }

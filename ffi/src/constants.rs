@@ -39,6 +39,14 @@ pub const REDLOCK_SCRIPT_ACQUIRE: u32 = 1;
 pub const REDLOCK_SCRIPT_RELEASE: u32 = 2;
 /// The extend script.
 pub const REDLOCK_SCRIPT_EXTEND: u32 = 3;
+/// The fenced acquisition script.
+pub const REDLOCK_SCRIPT_FENCED_ACQUIRE: u32 = 4;
+/// The fencing write-back script.
+pub const REDLOCK_SCRIPT_WRITE_BACK: u32 = 5;
+/// The resource-side check of a fencing token (`redlock_fenced_set_new`).
+pub const REDLOCK_SCRIPT_FENCED_SET: u32 = 6;
+/// The largest fencing token the scripts handle exactly (2^53 - 1).
+pub const REDLOCK_MAX_FENCING_TOKEN: u64 = 9_007_199_254_740_991;
 
 /// `text` with a NUL appended, at compile time.
 const fn nul_terminated<const N: usize>(text: &str) -> [u8; N] {
@@ -92,6 +100,18 @@ fn script(script: u32) -> Option<(&'static CStr, &'static CStr)> {
         REDLOCK_SCRIPT_EXTEND => Some((
             c_text!(redlock_core::EXTEND_SCRIPT),
             c_text!(redlock_core::EXTEND_SHA1),
+        )),
+        REDLOCK_SCRIPT_FENCED_ACQUIRE => Some((
+            c_text!(redlock_core::FENCED_ACQUIRE_SCRIPT),
+            c_text!(redlock_core::FENCED_ACQUIRE_SHA1),
+        )),
+        REDLOCK_SCRIPT_WRITE_BACK => Some((
+            c_text!(redlock_core::WRITE_BACK_SCRIPT),
+            c_text!(redlock_core::WRITE_BACK_SHA1),
+        )),
+        REDLOCK_SCRIPT_FENCED_SET => Some((
+            c_text!(redlock_core::FENCED_SET_SCRIPT),
+            c_text!(redlock_core::FENCED_SET_SHA1),
         )),
         _ => None,
     }
@@ -184,6 +204,27 @@ mod tests {
             redlock_core::EXTEND_SHA1
         );
         assert!(redlock_script_text(0).is_null());
-        assert!(redlock_script_sha1(4).is_null());
+        for (script, text_, sha) in [
+            (
+                REDLOCK_SCRIPT_FENCED_ACQUIRE,
+                redlock_core::FENCED_ACQUIRE_SCRIPT,
+                redlock_core::FENCED_ACQUIRE_SHA1,
+            ),
+            (
+                REDLOCK_SCRIPT_WRITE_BACK,
+                redlock_core::WRITE_BACK_SCRIPT,
+                redlock_core::WRITE_BACK_SHA1,
+            ),
+            (
+                REDLOCK_SCRIPT_FENCED_SET,
+                redlock_core::FENCED_SET_SCRIPT,
+                redlock_core::FENCED_SET_SHA1,
+            ),
+        ] {
+            assert_eq!(text(redlock_script_text(script)), text_);
+            assert_eq!(text(redlock_script_sha1(script)), sha);
+        }
+        assert!(redlock_script_sha1(7).is_null());
+        assert_eq!(REDLOCK_MAX_FENCING_TOKEN, redlock_core::MAX_FENCING_TOKEN);
     }
 }

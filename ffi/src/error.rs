@@ -59,6 +59,10 @@ pub enum redlock_result {
     /// A TTL given for one operation that the configuration does not allow with it;
     /// `redlock_client_check_ttl` says which rule it breaks.
     REDLOCK_INVALID_TTL = 9109,
+    /// A node index outside `0..N` (a release notice from a node the client does not have).
+    REDLOCK_UNKNOWN_NODE = 9110,
+    /// A fencing token of 0 or above `REDLOCK_MAX_FENCING_TOKEN` given to a fenced write.
+    REDLOCK_INVALID_FENCING_TOKEN = 9111,
 
     /// No nodes: N must be at least 1.
     REDLOCK_CONFIG_NO_NODES = 9200,
@@ -132,6 +136,8 @@ const NAMES: &[(redlock_result, &std::ffi::CStr)] = &[
     ),
     (R::REDLOCK_RANDOM_SOURCE_FAILED, c"random_source_failed"),
     (R::REDLOCK_INVALID_TTL, c"invalid_ttl"),
+    (R::REDLOCK_UNKNOWN_NODE, c"unknown_node"),
+    (R::REDLOCK_INVALID_FENCING_TOKEN, c"invalid_fencing_token"),
     (R::REDLOCK_CONFIG_NO_NODES, c"no_nodes"),
     (R::REDLOCK_CONFIG_TOO_MANY_NODES, c"too_many_nodes"),
     (R::REDLOCK_CONFIG_TTL_ZERO, c"ttl_zero"),
@@ -186,6 +192,11 @@ const USAGE: &[(redlock_result, UsageError)] = &[
     (
         R::REDLOCK_RANDOM_SOURCE_FAILED,
         UsageError::RandomSourceFailed,
+    ),
+    (R::REDLOCK_UNKNOWN_NODE, UsageError::UnknownNode),
+    (
+        R::REDLOCK_INVALID_FENCING_TOKEN,
+        UsageError::InvalidFencingToken,
     ),
 ];
 

@@ -26,6 +26,8 @@ pub const REDLOCK_OPERATION_ACQUIRE: u32 = 1;
 pub const REDLOCK_OPERATION_EXTEND: u32 = 2;
 /// A release.
 pub const REDLOCK_OPERATION_RELEASE: u32 = 3;
+/// An inspection (`redlock_client_inspect`).
+pub const REDLOCK_OPERATION_INSPECT: u32 = 4;
 
 /// `SET key token NX PX ttl`, acquiring one resource (`redlock_operation_command_kind`).
 pub const REDLOCK_COMMAND_SET: u32 = 1;
@@ -35,6 +37,12 @@ pub const REDLOCK_COMMAND_ACQUIRE: u32 = 2;
 pub const REDLOCK_COMMAND_RELEASE: u32 = 3;
 /// The extend script.
 pub const REDLOCK_COMMAND_EXTEND: u32 = 4;
+/// The fenced acquisition script (lock keys and fence keys).
+pub const REDLOCK_COMMAND_FENCED_ACQUIRE: u32 = 5;
+/// The fencing write-back script.
+pub const REDLOCK_COMMAND_WRITE_BACK: u32 = 6;
+/// `GET key` or `MGET key...`, reading who holds a lock.
+pub const REDLOCK_COMMAND_INSPECT: u32 = 7;
 
 enum Current {
     None,
@@ -47,7 +55,7 @@ enum Current {
 
 /// One acquisition, extension or release. Freed by `redlock_operation_free`.
 pub struct redlock_operation {
-    inner: Operation,
+    pub(crate) inner: Operation,
     /// The output of the last poll: what the `command`/`wait_until`/`take_outcome`
     /// getters read. Borrowed pointers into it stay valid until the next poll.
     current: Current,
@@ -58,6 +66,8 @@ pub struct redlock_operation {
     submitted: bool,
     /// The live per-node view as of the last `redlock_operation_node` call.
     nodes: Vec<NodeResult>,
+    /// The event taken by the last `redlock_operation_poll_event`.
+    pub(crate) event: Option<redlock_core::Event>,
 }
 
 impl redlock_operation {
@@ -69,6 +79,7 @@ impl redlock_operation {
             resp_ready: false,
             submitted: false,
             nodes: Vec::new(),
+            event: None,
         }
     }
 
@@ -361,6 +372,9 @@ pub unsafe extern "C" fn redlock_operation_command_kind(
             CommandKind::Acquire => REDLOCK_COMMAND_ACQUIRE,
             CommandKind::Release => REDLOCK_COMMAND_RELEASE,
             CommandKind::Extend => REDLOCK_COMMAND_EXTEND,
+            CommandKind::FencedAcquire => REDLOCK_COMMAND_FENCED_ACQUIRE,
+            CommandKind::WriteBack => REDLOCK_COMMAND_WRITE_BACK,
+            CommandKind::Inspect => REDLOCK_COMMAND_INSPECT,
             _ => return R::REDLOCK_UNKNOWN_ERROR,
         };
         out_kind.write(kind);
@@ -431,6 +445,69 @@ pub unsafe extern "C" fn redlock_operation_abandon(
     })
 }
 
+/// Hands in a release notice for this acquisition's resource from node `node` (0-based,
+/// in configuration order), received at `now_us`: a message on one of the channels
+/// `redlock_operation_notice_channel` names, from that node's subscriber connection.
+/// A waiting acquisition may try again at once; a notice never decides anything by
+/// itself. `REDLOCK_UNKNOWN_NODE` for an index outside `0..N`. Poll afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_operation_handle_notice(
+    operation: *mut redlock_operation,
+    node: usize,
+    now_us: u64,
+) -> redlock_result {
+    guard(|| {
+        let op = arg_mut!(operation);
+        code_of(op.inner.handle_notice(node, Time::from_micros(now_us)))
+    })
+}
+
+/// The number of notice channels of a running acquisition (one per resource; 0 for
+/// other operations, finished ones and NULL).
+#[no_mangle]
+pub unsafe extern "C" fn redlock_operation_notice_channel_count(
+    operation: *const redlock_operation,
+) -> usize {
+    guard_value(0, || arg_ref!(operation, 0).inner.notice_channels().len())
+}
+
+/// Notice channel `index` of a running acquisition: the channel on which releases of
+/// its resource's key are announced (subscribe on every node while it waits). Copied
+/// into `buffer` (`capacity` bytes); `*out_len` is the full length, and
+/// `REDLOCK_BUFFER_TOO_SMALL` (nothing copied) when `capacity` is below it.
+/// `REDLOCK_OUT_OF_RANGE` past the last channel.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_operation_notice_channel(
+    operation: *const redlock_operation,
+    index: usize,
+    buffer: *mut u8,
+    capacity: usize,
+    out_len: *mut usize,
+) -> redlock_result {
+    guard(|| {
+        let op = arg_ref!(operation);
+        let out_len = arg_out!(out_len);
+        let channels = op.inner.notice_channels();
+        let Some(channel) = channels.get(index) else {
+            return R::REDLOCK_OUT_OF_RANGE;
+        };
+        out_len.write(channel.len());
+        if capacity < channel.len() {
+            return R::REDLOCK_BUFFER_TOO_SMALL;
+        }
+        if channel.is_empty() {
+            return R::REDLOCK_OK;
+        }
+        if buffer.is_null() {
+            return R::REDLOCK_NULL_PARAMETER;
+        }
+        // SAFETY: `buffer` is non-NULL and writable for `capacity >= channel.len()`
+        // bytes by the crate's contract.
+        unsafe { std::ptr::copy_nonoverlapping(channel.as_ptr(), buffer, channel.len()) };
+        R::REDLOCK_OK
+    })
+}
+
 /// What the operation does: a `REDLOCK_OPERATION_*` value (0 for NULL).
 #[no_mangle]
 pub unsafe extern "C" fn redlock_operation_kind(operation: *const redlock_operation) -> u32 {
@@ -438,6 +515,7 @@ pub unsafe extern "C" fn redlock_operation_kind(operation: *const redlock_operat
         OperationKind::Acquire => REDLOCK_OPERATION_ACQUIRE,
         OperationKind::Extend => REDLOCK_OPERATION_EXTEND,
         OperationKind::Release => REDLOCK_OPERATION_RELEASE,
+        OperationKind::Inspect => REDLOCK_OPERATION_INSPECT,
         _ => 0,
     })
 }

@@ -20,6 +20,12 @@ pub const REDLOCK_OUTCOME_RELEASED: u32 = 5;
 /// Every node settled and fewer than a quorum confirmed the keys are gone: the lock may
 /// still be held (by this token) until its keys' TTL. Not a success.
 pub const REDLOCK_OUTCOME_NOT_RELEASED: u32 = 6;
+/// A quorum of nodes answered an inspection (`redlock_client_inspect`): see
+/// `redlock_outcome_holder`.
+pub const REDLOCK_OUTCOME_INSPECTED: u32 = 7;
+/// Too few nodes answered an inspection to say whether anyone holds the lock. Not a
+/// success.
+pub const REDLOCK_OUTCOME_NOT_INSPECTED: u32 = 8;
 
 /// Conflicts alone made the quorum impossible: held by someone else (acquire), or
 /// lost (extend) (`redlock_outcome_reason`).
@@ -75,7 +81,25 @@ pub(crate) fn node_kind(node: &NodeResult) -> (u32, &[u8]) {
     }
 }
 
-fn micros(duration: std::time::Duration) -> u64 {
+/// Writes the `REDLOCK_REASON_*` number of `reason` (`REDLOCK_UNKNOWN_ERROR` for a
+/// reason this version has no number for).
+pub(crate) fn write_reason(
+    reason: FailureReason,
+    out: &mut std::mem::MaybeUninit<u32>,
+) -> redlock_result {
+    let number = match reason {
+        FailureReason::Conflict => REDLOCK_REASON_CONFLICT,
+        FailureReason::NodesFailed => REDLOCK_REASON_NODES_FAILED,
+        FailureReason::Mixed => REDLOCK_REASON_MIXED,
+        FailureReason::ValidityTooShort => REDLOCK_REASON_VALIDITY_TOO_SHORT,
+        FailureReason::NotHeld => REDLOCK_REASON_NOT_HELD,
+        _ => return R::REDLOCK_UNKNOWN_ERROR,
+    };
+    out.write(number);
+    R::REDLOCK_OK
+}
+
+pub(crate) fn micros(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
@@ -98,11 +122,13 @@ pub unsafe extern "C" fn redlock_outcome_kind(outcome: *const redlock_outcome) -
         Outcome::NotExtended(_) => REDLOCK_OUTCOME_NOT_EXTENDED,
         Outcome::Released(_) => REDLOCK_OUTCOME_RELEASED,
         Outcome::NotReleased(_) => REDLOCK_OUTCOME_NOT_RELEASED,
+        Outcome::Inspected(_) => REDLOCK_OUTCOME_INSPECTED,
+        Outcome::NotInspected(_) => REDLOCK_OUTCOME_NOT_INSPECTED,
         _ => 0,
     })
 }
 
-/// True for acquired, extended and released (false for NULL).
+/// True for acquired, extended, released and inspected (false for NULL).
 #[no_mangle]
 pub unsafe extern "C" fn redlock_outcome_is_success(outcome: *const redlock_outcome) -> bool {
     guard_value(false, || arg_ref!(outcome, false).inner.is_success())
@@ -118,17 +144,10 @@ pub unsafe extern "C" fn redlock_outcome_reason(
     guard(|| {
         let outcome = arg_ref!(outcome);
         let out = arg_out!(out_reason);
-        let reason = match outcome.inner.reason() {
-            Some(FailureReason::Conflict) => REDLOCK_REASON_CONFLICT,
-            Some(FailureReason::NodesFailed) => REDLOCK_REASON_NODES_FAILED,
-            Some(FailureReason::Mixed) => REDLOCK_REASON_MIXED,
-            Some(FailureReason::ValidityTooShort) => REDLOCK_REASON_VALIDITY_TOO_SHORT,
-            Some(FailureReason::NotHeld) => REDLOCK_REASON_NOT_HELD,
-            Some(_) => return R::REDLOCK_UNKNOWN_ERROR,
-            None => return R::REDLOCK_NO_VALUE,
-        };
-        out.write(reason);
-        R::REDLOCK_OK
+        match outcome.inner.reason() {
+            Some(reason) => write_reason(reason, out),
+            None => R::REDLOCK_NO_VALUE,
+        }
     })
 }
 
@@ -321,6 +340,77 @@ pub unsafe extern "C" fn redlock_outcome_lease(
             }
             None => R::REDLOCK_NO_VALUE,
         }
+    })
+}
+
+/// The fencing token of a fenced acquisition's lease (acquired, extended, not
+/// extended): strictly greater than every token handed out before it for the same
+/// resource. `REDLOCK_NO_VALUE` without fencing or for other outcomes.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_outcome_fencing_token(
+    outcome: *const redlock_outcome,
+    out_token: *mut u64,
+) -> redlock_result {
+    guard(|| {
+        let outcome = arg_ref!(outcome);
+        let out = arg_out!(out_token);
+        match lease_of(&outcome.inner).and_then(Lease::fencing_token) {
+            Some(token) => {
+                out.write(token);
+                R::REDLOCK_OK
+            }
+            None => R::REDLOCK_NO_VALUE,
+        }
+    })
+}
+
+/// The token that holds the lock, per an inspection: at least a quorum of nodes hold it
+/// on every key. Borrowed until the outcome is freed. `REDLOCK_NO_VALUE` when nobody
+/// holds the lock, and for outcomes other than `REDLOCK_OUTCOME_INSPECTED`.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_outcome_holder(
+    outcome: *const redlock_outcome,
+    out_token: *mut *const u8,
+    out_token_len: *mut usize,
+) -> redlock_result {
+    guard(|| {
+        let outcome = arg_ref!(outcome);
+        let (out_ptr, out_len) = (arg_out!(out_token), arg_out!(out_token_len));
+        match &outcome.inner {
+            Outcome::Inspected(inspected) => match &inspected.holder {
+                Some(holder) => {
+                    put_bytes(out_ptr, out_len, holder);
+                    R::REDLOCK_OK
+                }
+                None => R::REDLOCK_NO_VALUE,
+            },
+            _ => R::REDLOCK_NO_VALUE,
+        }
+    })
+}
+
+/// Whether an inspection found the lock held by anyone (false for other outcomes and
+/// NULL).
+#[no_mangle]
+pub unsafe extern "C" fn redlock_outcome_is_locked(outcome: *const redlock_outcome) -> bool {
+    guard_value(
+        false,
+        || matches!(&arg_ref!(outcome, false).inner, Outcome::Inspected(i) if i.is_locked()),
+    )
+}
+
+/// Whether an inspection found the lock held by `lease` at `now_us`: a quorum hold its
+/// token and its validity has not run out (false for other outcomes and NULLs).
+#[no_mangle]
+pub unsafe extern "C" fn redlock_outcome_is_held_by(
+    outcome: *const redlock_outcome,
+    lease: *const redlock_lease,
+    now_us: u64,
+) -> bool {
+    guard_value(false, || {
+        let outcome = arg_ref!(outcome, false);
+        let lease = arg_ref!(lease, false);
+        matches!(&outcome.inner, Outcome::Inspected(i) if i.is_held_by(&lease.inner, Time::from_micros(now_us)))
     })
 }
 

@@ -5,10 +5,13 @@
 #    that they match what the simulation draws is checked by `cargo test -p redlock-sim`
 #    (tests/docs.rs);
 # 2. the pause-after-acquire sequence against real systems on loopback (five Redis nodes
-#    on base port 7600, ZooKeeper on 7690, etcd on 7695/7696), compared with what the
-#    simulation predicts (tests/lab/real_check.py).
+#    on base port 7600 and a sixth, 7605, as the fenced writes' resource; ZooKeeper on
+#    7690, etcd on 7695/7696), and the clock-jump sequence against the Redis nodes (its
+#    effect injected: see real_check.py), compared with what the simulation predicts
+#    (tests/lab/real_check.py). The fenced Redlock checks use the Python package's
+#    fencing API and fail, saying so, while the package lacks it.
 #
-# Python comes from $REDLOCK_CACHE/venv-lab (kazoo, redis-py; tests/lab/requirements.txt);
+# Python comes from $REDLOCK_CACHE/venv-lab (kazoo, redis-py, ruff; tests/lab/requirements.txt);
 # the project's Python package is used from the source tree with the libredlock just built.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,15 +57,26 @@ if ! [ -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   "$venv/bin/python" -m pip install -q -r "$here/requirements.txt"
   echo "$want" >"$stamp"
 fi
+"$venv/bin/ruff" check -q --config "$here/ruff.toml" "$here" &&
+  "$venv/bin/ruff" format -q --config "$here/ruff.toml" --check "$here" ||
+  die "ruff: tests/lab needs fixing (ruff check / ruff format, tests/lab/ruff.toml)"
 (cd "$repo" && cargo build -q -p redlock-sim -p redlock-ffi --release)
 target=$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
   sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-"$repo/scripts/redis-nodes.sh" start --base-port "$REDIS_BASE_PORT" >/dev/null
+"$repo/scripts/redis-nodes.sh" start --nodes 6 --base-port "$REDIS_BASE_PORT" >/dev/null
 "$repo/scripts/coord-servers.sh" start "$work/servers"
 ports=$(seq -s, "$REDIS_BASE_PORT" $((REDIS_BASE_PORT + 4)))
-PYTHONPATH="$repo/bindings/python/src" REDLOCK_LIBRARY="$target/release/libredlock.so" \
-  "$venv/bin/python" "$here/real_check.py" check --sim "$target/release/redlock-sim" \
-  --redis-ports "$ports" --workdir "$work/logs" \
-  redlock zookeeper zookeeper-fenced etcd etcd-fenced ||
-  { tail -n 30 "$work"/logs/*.log >&2 || true; die "the lab and reality disagree"; }
+real_check() {
+  PYTHONPATH="$repo/bindings/python/src" REDLOCK_LIBRARY="$target/release/libredlock.so" \
+    "$venv/bin/python" "$here/real_check.py" check --sim "$target/release/redlock-sim" \
+    --redis-ports "$ports" --resource-port $((REDIS_BASE_PORT + 5)) --workdir "$work/logs" "$@"
+}
+failed=0
+real_check --scenario pause-after-acquire \
+  redlock redlock-fenced zookeeper zookeeper-fenced etcd etcd-fenced || failed=1
+real_check --scenario clock-jump redlock redlock-fenced || failed=1
+if [ "$failed" != 0 ]; then
+  tail -n 30 "$work"/logs/*.log >&2 || true
+  die "the lab and reality disagree (or a check could not run: see above)"
+fi
 echo "lab: real systems agree with the simulation"

@@ -55,19 +55,34 @@ final class Engine
      * abandoned: what the core then emits (the release of an acquisition's token) goes
      * to the links before the exception goes on.
      *
+     * With `$listen` (an acquisition with a wait limit) the driver subscribes to the
+     * operation's notice channels for as long as it runs, and each release notice goes
+     * to the core (Operation::handleNotice), which may start the next attempt at once.
+     *
      * @param list<string> $names the resources, for CancelledException
      */
-    public function run(Operation $op, ?int $limitUs = null, array $names = []): Outcome
+    public function run(Operation $op, ?int $limitUs = null, array $names = [], bool $listen = false): Outcome
     {
         $this->op = $op;
         $this->tag = $this->nextTag++;
+        $listening = false;
         try {
+            if ($listen) {
+                $channels = $op->noticeChannels();
+                if ($channels !== []) {
+                    $this->driver->listen($channels, $this->events);
+                    $listening = true;
+                }
+            }
             // Replies that arrived since the last operation first: a node that answers
             // again is no longer stalled.
             $this->driver->poll($this->events);
             $this->pump();
             $this->linkTimeouts(Clock::nowUs());
-            $this->state = $this->drain();
+            // A release notice heard meanwhile has already been handed in and polled.
+            if ($this->state === null) {
+                $this->state = $this->drain();
+            }
             while (!$this->state instanceof Outcome) {
                 if ($limitUs !== null && Clock::nowUs() >= $limitUs) {
                     throw new CancelledException('gave up at the time limit: ' . implode(', ', $names), $names);
@@ -86,6 +101,9 @@ final class Engine
         } finally {
             $this->op = null;
             $this->state = null;
+            if ($listening) {
+                $this->driver->unlisten();
+            }
         }
     }
 
@@ -188,6 +206,10 @@ final class Engine
             $progress = false;
             while (($event = $this->events->shift()) !== null) {
                 $progress = true;
+                if ($event[0] === Events::NOTICE) {
+                    $delivered = $this->notice($event[1]) || $delivered;
+                    continue;
+                }
                 $this->apply($event);
             }
             foreach ($this->links as $node => $link) {
@@ -224,6 +246,20 @@ final class Engine
         } else {
             $link->handleReply($id, $value, $now);
         }
+    }
+
+    /**
+     * A release notice from node `$node`: to the running operation (the core decides
+     * whether it starts an attempt now). Notices heard after it ended are dropped.
+     */
+    private function notice(int $node): bool
+    {
+        if ($this->op === null || $this->state instanceof Outcome) {
+            return false;
+        }
+        $this->op->handleNotice($node, Clock::nowUs());
+        $this->state = $this->drain();
+        return true;
     }
 
     /** A Deliver: to the running operation if it is the one tagged, else dropped. */

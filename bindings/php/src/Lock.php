@@ -51,6 +51,19 @@ final class Lock
         return $this->lease->token();
     }
 
+    /**
+     * The fencing token (with `Options(fencing: true)`): strictly greater than every
+     * token handed out before this lock for the same resource, whatever the clocks do.
+     * Send it with every write to the protected resource and let the resource refuse
+     * writes with a lower token than one it accepted (FencedStore, or SQL:
+     * `UPDATE ... SET ..., fence = :token WHERE id = :id AND fence < :token`). Null
+     * without fencing and for a lock rebuilt from a token (lockFromToken()).
+     */
+    public function fencingToken(): ?int
+    {
+        return $this->lease->fencingToken();
+    }
+
     /** @return list<string> the keys (resources with the key prefix) */
     public function keys(): array
     {

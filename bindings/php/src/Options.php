@@ -34,13 +34,20 @@ final class Options
         public readonly ?string $keyPrefix = null,
         /** A bound on extensions of one lock (default unbounded). */
         public readonly ?int $maxExtensions = null,
+        /**
+         * Fencing tokens (docs/fencing.md): every acquisition also raises a per-resource
+         * counter on the nodes and writes it back to a quorum before handing out the
+         * lock, whose Lock::fencingToken() then strictly increases across holders. One
+         * more round trip per acquisition; one counter key per resource and node.
+         */
+        public readonly bool $fencing = false,
     ) {
     }
 
     /**
      * The settings in the core's terms (microseconds).
      *
-     * @return array<string, int|float|string|null>
+     * @return array<string, int|float|string|bool|null>
      */
     public function coreSettings(): array
     {
@@ -56,6 +63,7 @@ final class Options
             'token_bytes' => $this->tokenBytes,
             'key_prefix' => $this->keyPrefix,
             'max_extensions' => $this->maxExtensions,
+            'fencing' => $this->fencing,
         ];
     }
 }

@@ -42,6 +42,8 @@ final class Redlock
     public readonly Native $native;
     private readonly Config $config;
     private readonly Client $client;
+    /** The same settings with fencing the other way, for acquire(fencing: ...); built on first use. */
+    private ?Client $otherFencing = null;
     private readonly Engine $engine;
     /** @var list<string> */
     private readonly array $labels;
@@ -115,15 +117,41 @@ final class Redlock
      * With `$timeLimitMs` the acquisition is given up at that time (CancelledException),
      * and what it may have set is released.
      *
+     * With `$waitMs` it waits for the lock up to that long instead (the core's wait
+     * limit: the configured attempts do not apply; 0 tries once): it keeps trying on the
+     * core's retry schedule, never starting an attempt that could not end by the limit,
+     * and listens for release notices on every node, so a release elsewhere starts the
+     * next attempt at once. Gives up with LockHeldException about one node timeout after
+     * the limit at most, every attempt released.
+     *
+     * `$fencing` overrides Options::$fencing for this lock: with it the lock carries a
+     * fencing token (Lock::fencingToken()).
+     *
      * @param string|list<string> $resources
      * @throws LockHeldException someone else holds it (held_elsewhere)
      * @throws NodesFailedException nodes failed (nodes_failing), each node's cause in `nodes`
      * @throws CancelledException the time limit passed first (cancelled)
      */
-    public function acquire(string|array $resources, ?int $ttlMs = null, bool $keepAlive = false, ?int $timeLimitMs = null): Lock
-    {
+    public function acquire(
+        string|array $resources,
+        ?int $ttlMs = null,
+        bool $keepAlive = false,
+        ?int $timeLimitMs = null,
+        ?int $waitMs = null,
+        ?bool $fencing = null,
+    ): Lock {
         $names = self::names($resources);
         $client = $this->usable();
+        if ($fencing !== null && $fencing !== $this->options->fencing) {
+            // Same settings, fencing the other way; extensions and releases of the lock
+            // do not depend on it (its lease carries the token).
+            $client = $this->otherFencing ??= Client::create(Config::build(
+                $this->native,
+                count($this->labels),
+                $this->options->ttlMs,
+                ['fencing' => $fencing] + $this->options->coreSettings(),
+            ));
+        }
         $limitUs = null;
         if ($timeLimitMs !== null) {
             if ($timeLimitMs < 0) {
@@ -131,7 +159,13 @@ final class Redlock
             }
             $limitUs = Clock::nowUs() + $timeLimitMs * 1000;
         }
-        $outcome = $this->engine->run($client->acquire($names, $ttlMs, Clock::nowUs()), $limitUs, $names);
+        if ($waitMs !== null && $waitMs < 0) {
+            throw new InvalidArgumentException("the wait limit must not be negative, got $waitMs");
+        }
+        $op = $waitMs === null
+            ? $client->acquire($names, $ttlMs, Clock::nowUs())
+            : $client->acquireWaiting($names, $ttlMs, $waitMs * 1000, Clock::nowUs());
+        $outcome = $this->engine->run($op, $limitUs, $names, $waitMs !== null);
         $lease = $outcome->lease();
         if ($outcome->kind === Constants::OUTCOME_ACQUIRED && $lease !== null) {
             $lock = new Lock($this, $names, $lease, $outcome->attempts() ?? 1, $keepAlive ? KeepAlive::create($client, $lease) : null);
@@ -143,15 +177,22 @@ final class Redlock
 
     /**
      * Like acquire(), but a lock held by someone else gives null instead of an
-     * exception. Failing nodes still throw NodesFailedException.
+     * exception (with `$waitMs`: still held when the wait limit came). Failing nodes
+     * still throw NodesFailedException.
      *
      * @param string|list<string> $resources
      * @throws NodesFailedException
      */
-    public function tryAcquire(string|array $resources, ?int $ttlMs = null, bool $keepAlive = false, ?int $timeLimitMs = null): ?Lock
-    {
+    public function tryAcquire(
+        string|array $resources,
+        ?int $ttlMs = null,
+        bool $keepAlive = false,
+        ?int $timeLimitMs = null,
+        ?int $waitMs = null,
+        ?bool $fencing = null,
+    ): ?Lock {
         try {
-            return $this->acquire($resources, $ttlMs, $keepAlive, $timeLimitMs);
+            return $this->acquire($resources, $ttlMs, $keepAlive, $timeLimitMs, $waitMs, $fencing);
         } catch (LockHeldException) {
             return null;
         }
@@ -163,16 +204,17 @@ final class Redlock
      * `$lock->keepAlive()` from long callbacks (PHP cannot extend behind your back). If
      * the core counts the lock lost when the callback returns (expired, taken),
      * LockLostException (or NotHeldException) is thrown after it: the work was not
-     * protected to the end.
+     * protected to the end. With `$waitMs`, waits for the lock up to that long (see
+     * acquire()).
      *
      * @template T
      * @param string|list<string> $resources
      * @param callable(Lock): T $callback
      * @return T
      */
-    public function synchronized(string|array $resources, int $ttlMs, callable $callback): mixed
+    public function synchronized(string|array $resources, int $ttlMs, callable $callback, ?int $waitMs = null): mixed
     {
-        $lock = $this->acquire($resources, $ttlMs, true);
+        $lock = $this->acquire($resources, $ttlMs, true, null, $waitMs);
         try {
             $result = $callback($lock);
         } catch (\Throwable $e) {

@@ -75,7 +75,7 @@ final class ErrorPathsTest extends TestCase
         new StreamDriver($urls);
     }
 
-    /** @return iterable<string, array{string|list<string>, ?int, string}> */
+    /** @return iterable<string, array{string|list<string>, ?int, string, 3?: ?int}> */
     public static function badAcquisitions(): iterable
     {
         yield 'empty resource' => ['', null, 'empty_resource'];
@@ -84,17 +84,21 @@ final class ErrorPathsTest extends TestCase
         yield 'too many resources' => [array_map('strval', range(1, 65)), null, 'too_many_resources'];
         yield 'ttl zero for one lock' => ['a', 0, 'invalid_ttl'];
         yield 'negative ttl' => ['a', -5, 'invalid_argument'];
+        yield 'negative wait' => ['a', null, 'invalid_argument', -1];
+        yield 'ttl zero while waiting' => ['a', 0, 'invalid_ttl', 100];
+        yield 'empty resource while waiting' => ['', null, 'empty_resource', 100];
+        yield 'duplicate resource while waiting' => [['a', 'a'], null, 'duplicate_resource', 100];
     }
 
     /**
      * @dataProvider badAcquisitions
      * @param string|list<string> $resources
      */
-    public function testBadAcquisitionsAreRefusedWithTheCoresName(string|array $resources, ?int $ttlMs, string $code): void
+    public function testBadAcquisitionsAreRefusedWithTheCoresName(string|array $resources, ?int $ttlMs, string $code, ?int $waitMs = null): void
     {
         $redlock = Redlock::create(self::URLS);
         try {
-            $redlock->acquire($resources, $ttlMs);
+            $redlock->acquire($resources, $ttlMs, waitMs: $waitMs);
             $this->fail("accepted, expected $code");
         } catch (InvalidArgumentException $e) {
             $this->assertSame($code, $e->codeName, $e->getMessage());

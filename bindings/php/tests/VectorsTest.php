@@ -17,14 +17,15 @@ use Redlock\Ffi\Operation;
 use Redlock\Ffi\Outcome;
 
 /**
- * Every conformance vector (tests/vectors/*.json) replayed through FFI: the same
- * outputs and outcomes as the Rust core, the C ABI and the other bindings.
+ * Every conformance vector (tests/vectors/*.json, and the fencing/ and waiting/ ones)
+ * replayed through FFI: the same outputs and outcomes as the Rust core, the C ABI and
+ * the other bindings.
  */
 final class VectorsTest extends TestCase
 {
     private const SETTINGS = [
         'drift_factor', 'drift_fixed_us', 'node_timeout_us', 'min_validity_us', 'attempts',
-        'retry_delay_us', 'retry_jitter_us', 'key_prefix', 'token_bytes',
+        'retry_delay_us', 'retry_jitter_us', 'key_prefix', 'token_bytes', 'fencing',
     ];
 
     /** @return iterable<string, array{string}> */
@@ -34,6 +35,13 @@ final class VectorsTest extends TestCase
         self::assertGreaterThan(50, count($files), 'the conformance vectors are missing');
         foreach ($files as $file) {
             yield basename($file, '.json') => [$file];
+        }
+        foreach (['fencing', 'waiting'] as $dir) {
+            $files = glob(VectorSupport::vectorsDir() . "/$dir/*.json") ?: [];
+            self::assertNotEmpty($files, "the $dir vectors are missing");
+            foreach ($files as $file) {
+                yield "$dir/" . basename($file, '.json') => [$file];
+            }
         }
     }
 
@@ -73,7 +81,13 @@ final class VectorsTest extends TestCase
                     continue;
                 }
                 if (isset($step['acquire'])) {
-                    $op = $client->acquireWithRandom($step['acquire']['resources'], (string) hex2bin($step['acquire']['random']), $step['now']);
+                    $random = (string) hex2bin($step['acquire']['random']);
+                    $op = isset($step['acquire']['wait_ms'])
+                        ? $client->acquireWaitingWithRandom($step['acquire']['resources'], $step['acquire']['wait_ms'] * 1000, $random, $step['now'])
+                        : $client->acquireWithRandom($step['acquire']['resources'], $random, $step['now']);
+                    foreach ($op->noticeChannels() as $channel) {
+                        $this->assertStringStartsWith('redlock:released:', $channel);
+                    }
                     $ops[$step['op']] = $op;
                     $last = $step['op'];
                 } elseif (isset($step['extend'])) {
@@ -92,6 +106,9 @@ final class VectorsTest extends TestCase
                 } elseif (isset($step['timeout'])) {
                     $op = $ops[$name];
                     $op->handleTimeout($step['now']);
+                } elseif (isset($step['notice'])) {
+                    $op = $ops[$name];
+                    $op->handleNotice($step['notice']['node'], $step['now']);
                 } elseif (isset($step['abandon'])) {
                     $op = $ops[$name];
                     $op->abandon($step['now']);
@@ -138,6 +155,7 @@ final class VectorsTest extends TestCase
                 $outcome = $op->takeOutcome();
                 if ($outcome->lease() !== null) {
                     $leases[$name] = $outcome->lease();
+                    $this->assertSame($outcome->fencingToken(), $outcome->lease()->fencingToken(), 'the lease carries the fencing token');
                 }
                 $outputs[] = ['outcome' => self::outcome($outcome)];
             } else {
@@ -173,7 +191,7 @@ final class VectorsTest extends TestCase
                 'validity' => $o->validityUs(),
                 'attempts' => $o->attempts(),
                 'nodes' => $nodes,
-            ],
+            ] + ($o->fencingToken() === null ? [] : ['fencing_token' => $o->fencingToken()]),
             Constants::OUTCOME_NOT_ACQUIRED => [
                 'kind' => $kind,
                 'reason' => $o->reasonName(),
@@ -214,6 +232,8 @@ final class VectorsTest extends TestCase
             '{{ACQUIRE_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_ACQUIRE),
             '{{RELEASE_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_RELEASE),
             '{{EXTEND_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_EXTEND),
+            '{{FENCED_ACQUIRE_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_FENCED_ACQUIRE),
+            '{{WRITE_BACK_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_WRITE_BACK),
         ];
         $out = [];
         foreach ($expect as $output) {
@@ -224,7 +244,10 @@ final class VectorsTest extends TestCase
                     'send' => ['node' => $send['node'], 'request' => $send['request'], 'deadline' => $send['deadline'], 'argv' => $send['argv']],
                 ];
             } elseif (isset($output['outcome'])) {
-                $order = ['kind', 'reason', 'token', 'valid_until', 'validity', 'attempts', 'extensions', 'retry_at', 'released', 'nodes'];
+                $order = [
+                    'kind', 'reason', 'token', 'valid_until', 'validity', 'attempts', 'extensions', 'retry_at', 'released', 'nodes',
+                    'fencing_token',
+                ];
                 $outcome = $output['outcome'];
                 $sorted = [];
                 $layout = match ($outcome['kind']) {
@@ -236,6 +259,9 @@ final class VectorsTest extends TestCase
                 };
                 foreach ($layout as $key) {
                     $sorted[$key] = array_key_exists($key, $outcome) ? $outcome[$key] : '(not in the vector)';
+                }
+                if (array_key_exists('fencing_token', $outcome)) {
+                    $sorted['fencing_token'] = $outcome['fencing_token'];
                 }
                 $extra = array_diff(array_keys($outcome), $order);
                 if ($extra !== []) {

@@ -14,14 +14,17 @@
    then the release script by EVALSHA) with redis-py alone, each round returning at
    the quorum (3), once with ``asyncio.gather``-style concurrency (tasks, first
    completed) and once with a thread pool. The summary gives ours against the floors
-   (target: within 1.2x) and the frozen-node p50 against the healthy one (target:
-   within 1.3x).
+   (target: within 1.2x), the frozen-node p50 against the healthy one (target:
+   within 1.3x), and the fenced rows (``fencing=True``: one more round, the write-back)
+   against the unfenced ones (target: within 1.6x).
 2. The ctypes overhead of one N = 5 decision cycle with no I/O: acquire, five OK
    replies, the outcome and its lease, release, five replies, through this package's
    ctypes layer and the core's node links (what the drivers pay per lock on top of
    the network).
 
-    python bench/bench.py [--cycles N] [--base-port P]
+    python bench/bench.py [--cycles N] [--base-port P]   (P also $REDLOCK_BENCH_BASE_PORT)
+
+bench/handoff.py measures hand-offs between contenders (release notices).
 """
 
 from __future__ import annotations
@@ -80,8 +83,13 @@ def timed(cycle: Callable[[int], None], cycles: int, warmup: int) -> list[float]
     return samples
 
 
+#: The Redlock settings of the fenced rows (the rest are the defaults).
+FENCED = {"fencing": True}
+
+
 def run_sync(ports: list[int], name: str, cycles: int, warmup: int, **client: Any) -> list[float]:
-    with Redlock([redis.Redis(port=port, **client) for port in ports]) as redlock:
+    settings = client.pop("redlock", {})
+    with Redlock([redis.Redis(port=port, **client) for port in ports], **settings) as redlock:
 
         def cycle(i: int) -> None:
             redlock.acquire(name).release()
@@ -90,9 +98,11 @@ def run_sync(ports: list[int], name: str, cycles: int, warmup: int, **client: An
 
 
 def run_async(ports: list[int], name: str, cycles: int, warmup: int, **client: Any) -> list[float]:
+    settings = client.pop("redlock", {})
+
     async def main() -> list[float]:
         clients = [redis.asyncio.Redis(port=port, **client) for port in ports]
-        async with AsyncRedlock(clients) as redlock:
+        async with AsyncRedlock(clients, **settings) as redlock:
             samples = []
             for i in range(warmup + cycles):
                 started = time.perf_counter()
@@ -119,6 +129,11 @@ def run_pottery(
 
 
 QUORUM = 3
+
+
+def released(reply: Any) -> bool:
+    """The release script deleted the key: ``{deleted, listeners}`` with deleted 1."""
+    return isinstance(reply, list) and bool(reply) and reply[0] == 1
 
 
 def _release_script(clients: list[redis.Redis]) -> str:
@@ -153,7 +168,7 @@ def run_floor_gather(
             await quorum(
                 [c.set(name, token, nx=True, px=10_000) for c in clients], lambda r: bool(r)
             )
-            await quorum([c.evalsha(sha, 1, name, token) for c in clients], lambda r: r == 1)
+            await quorum([c.evalsha(sha, 1, name, token) for c in clients], released)
             if i >= warmup:
                 samples.append(time.perf_counter() - started)
         await asyncio.sleep(0.01)  # the slower nodes' replies
@@ -189,7 +204,7 @@ def run_floor_threads(
                 [lambda c=c: c.set(name, token, nx=True, px=10_000) for c in clients],
                 lambda r: bool(r),
             )
-            quorum([lambda c=c: c.evalsha(sha, 1, name, token) for c in clients], lambda r: r == 1)
+            quorum([lambda c=c: c.evalsha(sha, 1, name, token) for c in clients], released)
 
         return timed(cycle, cycles, warmup)
 
@@ -208,7 +223,9 @@ def bench_nodes(cycles: int, base_port: int) -> None:
     warmup = 30
     healthy = [
         ("redlock-core sync", run_sync, {}),
+        ("redlock-core sync, fencing", run_sync, {"redlock": FENCED}),
         ("redlock-core asyncio", run_async, {}),
+        ("redlock-core asyncio, fencing", run_async, {"redlock": FENCED}),
         ("floor: redis-py thread pool, quorum", run_floor_threads, {}),
         ("floor: redis.asyncio tasks (gather), quorum", run_floor_gather, {}),
         ("pottery 3.0.1", run_pottery, {}),
@@ -240,6 +257,12 @@ def bench_nodes(cycles: int, base_port: int) -> None:
         f"p50 against the floors: sync {medians['redlock-core sync'] / sync_floor:.2f}x the "
         f"thread pool, asyncio {medians['redlock-core asyncio'] / async_floor:.2f}x the tasks "
         "(target 1.2x)"
+    )
+    print(
+        f"p50 fenced against unfenced: sync "
+        f"{medians['redlock-core sync, fencing'] / medians['redlock-core sync']:.2f}x, asyncio "
+        f"{medians['redlock-core asyncio, fencing'] / medians['redlock-core asyncio']:.2f}x "
+        "(target 1.6x: one more round trip)"
     )
     frozen_sync = medians["redlock-core sync, node 4 frozen, redis-py defaults"]
     frozen_async = medians["redlock-core asyncio, node 4 frozen, redis-py defaults"]
@@ -331,7 +354,9 @@ def bench_ctypes(repeats: int = 5, cycles: int = 5_000) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cycles", type=int, default=500)
-    parser.add_argument("--base-port", type=int, default=7380)
+    parser.add_argument(
+        "--base-port", type=int, default=int(os.environ.get("REDLOCK_BENCH_BASE_PORT", 7380))
+    )
     args = parser.parse_args()
     print(
         f"python {sys.version.split()[0]}, redis-py {redis.__version__}, "

@@ -18,12 +18,16 @@ from .conftest import REPO
 
 VECTORS = REPO / "tests" / "vectors"
 VECTOR_FILES = sorted(VECTORS.glob("*.json"))
+# Fencing and wait limits with release notices, replayed the same way.
+FEATURE_FILES = sorted([*VECTORS.glob("fencing/*.json"), *VECTORS.glob("waiting/*.json")])
 RESP_FILES = sorted((VECTORS / "resp").glob("*.json"))
 
 PLACEHOLDERS = {
     "{{ACQUIRE_SCRIPT}}": core.script_text(ffi.SCRIPT_ACQUIRE),
     "{{RELEASE_SCRIPT}}": core.script_text(ffi.SCRIPT_RELEASE),
     "{{EXTEND_SCRIPT}}": core.script_text(ffi.SCRIPT_EXTEND),
+    "{{FENCED_ACQUIRE_SCRIPT}}": core.script_text(ffi.SCRIPT_FENCED_ACQUIRE),
+    "{{WRITE_BACK_SCRIPT}}": core.script_text(ffi.SCRIPT_WRITE_BACK),
 }
 
 
@@ -40,6 +44,7 @@ def config_from(value: dict[str, Any]) -> core.Config:
         retry_jitter_us=value.get("retry_jitter_us"),
         key_prefix=value.get("key_prefix"),
         token_bytes=value.get("token_bytes"),
+        fencing=value.get("fencing"),
     )
 
 
@@ -83,7 +88,7 @@ def outcome_to_json(outcome: core.Outcome) -> dict[str, Any]:
     kind = outcome.kind
     nodes = nodes_to_json(outcome.nodes())
     if kind == "acquired":
-        return {
+        acquired = {
             "kind": kind,
             "token": outcome.token,
             "valid_until": outcome.valid_until,
@@ -91,6 +96,13 @@ def outcome_to_json(outcome: core.Outcome) -> dict[str, Any]:
             "attempts": outcome.attempts,
             "nodes": nodes,
         }
+        fencing_token = outcome.fencing_token
+        if fencing_token is not None:
+            # The lease carries the same token.
+            with outcome.lease() as lease:  # type: ignore[union-attr]
+                assert lease.fencing_token == fencing_token
+            acquired["fencing_token"] = fencing_token
+        return acquired
     if kind == "not_acquired":
         return {
             "kind": kind,
@@ -180,9 +192,13 @@ class Replay:
         name = step.get("op")
         if "acquire" in step:
             args = step["acquire"]
+            wait_ms = args.get("wait_ms")
             try:
                 op = self.client.acquire_with_random(
-                    args["resources"], bytes.fromhex(args["random"]), now
+                    args["resources"],
+                    bytes.fromhex(args["random"]),
+                    now,
+                    wait_us=None if wait_ms is None else wait_ms * 1000,
                 )
             except CoreError as error:
                 return error.code, []
@@ -241,6 +257,16 @@ class Replay:
             name = name or self.last
             assert name is not None
             self.ops[name].handle_timeout(now)
+        elif "notice" in step:
+            name = name or self.last
+            assert name is not None
+            op = self.ops[name]
+            # Every channel an acquisition names is its key's release channel.
+            assert all(c.startswith(b"redlock:released:") for c in op.notice_channels())
+            try:
+                op.handle_notice(step["notice"]["node"], now)
+            except CoreError as error:
+                return error.code, []
         elif "abandon" in step:
             name = name or self.last
             assert name is not None
@@ -266,10 +292,15 @@ def resp_encode(argv: tuple[bytes, ...]) -> bytes:
 
 def test_there_are_vectors() -> None:
     assert len(VECTOR_FILES) >= 40, f"only {len(VECTOR_FILES)} vectors"
+    assert {p.parent.name for p in FEATURE_FILES} == {"fencing", "waiting"}
     assert len(RESP_FILES) >= 10, f"only {len(RESP_FILES)} RESP vectors"
 
 
-@pytest.mark.parametrize("path", VECTOR_FILES, ids=[p.stem for p in VECTOR_FILES])
+@pytest.mark.parametrize(
+    "path",
+    VECTOR_FILES + FEATURE_FILES,
+    ids=[p.stem for p in VECTOR_FILES] + [f"{p.parent.name}/{p.stem}" for p in FEATURE_FILES],
+)
 def test_conformance_vector(path: Path) -> None:
     vector = json.loads(path.read_text())
     assert vector["name"] == path.stem, "name does not match the file name"
@@ -316,6 +347,13 @@ def test_resp_vector(path: Path) -> None:
 
 
 def test_script_sha1s_match_their_texts() -> None:
-    for script in (ffi.SCRIPT_ACQUIRE, ffi.SCRIPT_RELEASE, ffi.SCRIPT_EXTEND):
+    for script in (
+        ffi.SCRIPT_ACQUIRE,
+        ffi.SCRIPT_RELEASE,
+        ffi.SCRIPT_EXTEND,
+        ffi.SCRIPT_FENCED_ACQUIRE,
+        ffi.SCRIPT_WRITE_BACK,
+        ffi.SCRIPT_FENCED_SET,
+    ):
         text = core.script_text(script)
         assert hashlib.sha1(text.encode()).hexdigest() == core.script_sha1(script)

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use redlock_core::{AcquireOptions, Config, Lease, Operation, Outcome, Output, Redlock, Reply, RequestId, Time};
+use redlock_core::{
+    AcquireOptions, Config, FencedSet, FencedWrite, Lease, Operation, Outcome, Output, Redlock, Reply, RequestId, Time,
+};
 
 fn reply(u: &mut Unstructured<'_>, depth: u32) -> Result<Reply> {
     let text = |u: &mut Unstructured<'_>| -> Result<String> { Ok(u.arbitrary::<&str>()?.to_string()) };
@@ -55,7 +57,13 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     while !u.is_empty() && ops.len() < 16 {
         now = now.saturating_add(u.int_in_range(0..=40_000)?);
         let at = Time::from_micros(now);
-        match u.int_in_range(0..=9)? {
+        match u.int_in_range(0..=10)? {
+            10 => {
+                let resources: Vec<Vec<u8>> = u.arbitrary()?;
+                if let Ok(op) = client.inspect(&resources, at) {
+                    ops.push((op, 1));
+                }
+            }
             0 => {
                 let resources: Vec<Vec<u8>> = u.arbitrary()?;
                 let started = match u.int_in_range(0..=2)? {
@@ -116,10 +124,25 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                 let index = u.choose_index(ops.len())?;
                 let node = u.int_in_range(0..=8)?;
                 let _ = ops[index].0.handle_notice(node, at);
+                let _ = ops[index].0.notice_channels();
+            }
+            9 => {
+                // The resource-side check: any item, value, token and reply.
+                let item: Vec<u8> = u.arbitrary()?;
+                let value: Vec<u8> = u.arbitrary()?;
+                if let Ok(write) = FencedSet::new(&item, &value, u.arbitrary()?) {
+                    assert_eq!(write.args(u.arbitrary()?).len(), 7);
+                    if let FencedWrite::Stale { seen } = write.handle_reply(&reply(u, 0)?) {
+                        assert!(seen >= write.token());
+                    }
+                }
             }
             _ => {}
         }
         for (op, wait) in &mut ops {
+            while let Some(event) = op.poll_event() {
+                let _ = (event.kind.code(), event.kind.number(), event.nodes.len());
+            }
             while let Some(output) = op.poll_output() {
                 if let Output::Wait(until) = output {
                     *wait = until.as_micros();
@@ -130,6 +153,12 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                         assert!(!acquired.validity.is_zero());
                     }
                     let _ = (outcome.code(), outcome.reason(), outcome.nodes().len());
+                    if let Outcome::Inspected(inspected) = &outcome {
+                        assert_eq!(inspected.is_locked(), inspected.holder.is_some());
+                        for lease in &leases {
+                            let _ = inspected.is_held_by(lease, at);
+                        }
+                    }
                     if let Some(lease) = outcome.lease() {
                         leases.push(lease.clone());
                     }

@@ -821,7 +821,7 @@ static void buffers_and_texts(void) {
         CHECK(n > 0 && n < sizeof buf && buf[n] == '\0' && strlen(buf) == n);
         EXPECT(redlock_result_message(code, (uint8_t *)buf, n, &n), REDLOCK_BUFFER_TOO_SMALL);
     }
-    CHECK(codes == 40);
+    CHECK(codes == 42);
     CHECK(strcmp(redlock_result_name(0), "unknown_result") == 0);
     CHECK(strcmp(redlock_result_name(REDLOCK_OK), "ok") == 0);
     OK(redlock_result_message(12, (uint8_t *)buf, sizeof buf, &n));
@@ -859,7 +859,8 @@ static void buffers_and_texts(void) {
     CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_ACQUIRE), "4df62321cd567593267878acb4c28e1f7a3cc4af") == 0);
     CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_EXTEND), "6aec6dabb71e80f87fc28910be87b135f17d85ab") == 0);
     CHECK(strstr(redlock_script_text(REDLOCK_SCRIPT_EXTEND), "PEXPIRE") != NULL);
-    CHECK(redlock_script_text(0) == NULL && redlock_script_sha1(4) == NULL);
+    CHECK(redlock_script_text(0) == NULL && redlock_script_sha1(7) == NULL);
+    CHECK(strstr(redlock_script_text(REDLOCK_SCRIPT_FENCED_SET), "fencing token") != NULL);
 }
 
 /* Links, keep-alive, error classes and duplicate nodes: NULL for every pointer,
@@ -1147,6 +1148,251 @@ static void links_and_keepalive(void) {
     redlock_config_free(config);
 }
 
+/* Fencing, waiting and the fenced write: NULLs, bad tokens, unknown nodes, short
+ * buffers, and every result of a fenced write's reply. */
+static void fencing_and_waiting(void) {
+    redlock_config_builder *b = NULL;
+    OK(redlock_config_builder_new(5, 10000, &b));
+    EXPECT(redlock_config_builder_set_fencing(NULL, true), REDLOCK_NULL_PARAMETER);
+    OK(redlock_config_builder_set_fencing(b, true));
+    redlock_config *config = NULL;
+    OK(redlock_config_builder_build(b, &config));
+    redlock_config_builder_free(b);
+    CHECK(redlock_config_fencing(config) && !redlock_config_fencing(NULL));
+
+    redlock_client *client = NULL;
+    OK(redlock_client_new(config, &client));
+    const uint8_t *resources[] = {(const uint8_t *)"res"};
+    const size_t lens[] = {3};
+    redlock_operation *op = (redlock_operation *)0x1;
+    EXPECT(redlock_client_acquire_with(NULL, resources, lens, 1, 0, true, 1000, 0, &op),
+           REDLOCK_NULL_PARAMETER);
+    EXPECT(redlock_client_acquire_with(client, resources, lens, 1, 0, true, 1000, 0, NULL),
+           REDLOCK_NULL_PARAMETER);
+    EXPECT(redlock_client_acquire_with(client, resources, lens, 0, 0, true, 1000, 0, &op),
+           REDLOCK_NO_RESOURCES);
+    CHECK(op == (redlock_operation *)0x1);
+    EXPECT(redlock_client_acquire_with(client, resources, lens, 1, 1, true, 1000, 0, &op),
+           REDLOCK_INVALID_TTL);
+    EXPECT(redlock_client_acquire_with_random_options(client, resources, lens, 1, 0, true, 1000,
+                                                       (const uint8_t *)"short", 5, 0, &op),
+           REDLOCK_NOT_ENOUGH_RANDOM_BYTES);
+    OK(redlock_client_acquire_with(client, resources, lens, 1, 0, true, 2000000, 1000, &op));
+    /* The first attempt of a fenced acquisition is the fenced script on every node. */
+    uint32_t kind = 0, command_kind = 0;
+    bool is_eval = true;
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_SEND);
+    OK(redlock_operation_command_kind(op, &command_kind, &is_eval));
+    CHECK(command_kind == REDLOCK_COMMAND_FENCED_ACQUIRE && !is_eval);
+    /* Notices: node indices are checked; the channel is the key's. */
+    EXPECT(redlock_operation_handle_notice(op, 5, 2000), REDLOCK_UNKNOWN_NODE);
+    EXPECT(redlock_operation_handle_notice(NULL, 0, 2000), REDLOCK_NULL_PARAMETER);
+    OK(redlock_operation_handle_notice(op, 4, 2000));
+    CHECK(redlock_operation_notice_channel_count(op) == 1);
+    CHECK(redlock_operation_notice_channel_count(NULL) == 0);
+    uint8_t channel[64];
+    size_t channel_len = 0;
+    EXPECT(redlock_operation_notice_channel(op, 0, channel, 4, &channel_len), REDLOCK_BUFFER_TOO_SMALL);
+    CHECK(channel_len == 20);
+    EXPECT(redlock_operation_notice_channel(op, 0, NULL, sizeof channel, &channel_len),
+           REDLOCK_NULL_PARAMETER);
+    EXPECT(redlock_operation_notice_channel(op, 1, channel, sizeof channel, &channel_len),
+           REDLOCK_OUT_OF_RANGE);
+    OK(redlock_operation_notice_channel(op, 0, channel, sizeof channel, &channel_len));
+    CHECK(channel_len == 20 && memcmp(channel, "redlock:released:res", 20) == 0);
+    OK(redlock_operation_abandon(op, 3000));
+    CHECK(redlock_operation_notice_channel_count(op) == 0);
+    redlock_operation_free(op);
+    uint64_t fence = 77;
+    EXPECT(redlock_outcome_fencing_token(NULL, &fence), REDLOCK_NULL_PARAMETER);
+    EXPECT(redlock_lease_fencing_token(NULL, &fence), REDLOCK_NULL_PARAMETER);
+    CHECK(fence == 77);
+    redlock_client_free(client);
+    redlock_config_free(config);
+
+    /* The fenced write. */
+    redlock_fenced_set *w = (redlock_fenced_set *)0x1;
+    EXPECT(redlock_fenced_set_new((const uint8_t *)"item", 4, (const uint8_t *)"v", 1, 0, &w),
+           REDLOCK_INVALID_FENCING_TOKEN);
+    EXPECT(redlock_fenced_set_new((const uint8_t *)"item", 4, (const uint8_t *)"v", 1,
+                                  REDLOCK_MAX_FENCING_TOKEN + 1, &w),
+           REDLOCK_INVALID_FENCING_TOKEN);
+    EXPECT(redlock_fenced_set_new((const uint8_t *)"", 0, (const uint8_t *)"v", 1, 7, &w),
+           REDLOCK_EMPTY_RESOURCE);
+    EXPECT(redlock_fenced_set_new(NULL, 4, (const uint8_t *)"v", 1, 7, &w), REDLOCK_NULL_PARAMETER);
+    CHECK(w == (redlock_fenced_set *)0x1);
+    OK(redlock_fenced_set_new((const uint8_t *)"item", 4, (const uint8_t *)"v", 1, 7, &w));
+    const uint8_t *args[7];
+    size_t arg_lens[7], argc = 0;
+    EXPECT(redlock_fenced_set_args(w, false, args, arg_lens, 6, &argc), REDLOCK_BUFFER_TOO_SMALL);
+    EXPECT(redlock_fenced_set_args(w, false, NULL, arg_lens, 7, &argc), REDLOCK_NULL_PARAMETER);
+    OK(redlock_fenced_set_args(w, false, args, arg_lens, 7, &argc));
+    CHECK(argc == 7 && arg_lens[0] == 7 && memcmp(args[0], "EVALSHA", 7) == 0 &&
+          arg_lens[4] == 21 && memcmp(args[4], "{item}:fence:accepted", 21) == 0 &&
+          arg_lens[5] == 1 && args[5][0] == '7');
+    OK(redlock_fenced_set_args(w, true, args, arg_lens, 7, &argc));
+    CHECK(argc == 7 && arg_lens[0] == 4 && memcmp(args[0], "EVAL", 4) == 0);
+    CHECK(redlock_fenced_set_result(w) == REDLOCK_FENCED_PENDING);
+    CHECK(redlock_fenced_set_result(NULL) == REDLOCK_FENCED_PENDING);
+    uint64_t seen = 0;
+    EXPECT(redlock_fenced_set_seen(w, &seen), REDLOCK_NO_VALUE);
+    /* {0, 9}: stale, seen 9. */
+    redlock_reply *array = NULL, *zero = NULL, *nine = NULL, *seven = NULL, *one = NULL;
+    OK(redlock_reply_new(REDLOCK_REPLY_ARRAY, 0, NULL, 0, &array));
+    OK(redlock_reply_new(REDLOCK_REPLY_INTEGER, 0, NULL, 0, &zero));
+    OK(redlock_reply_new(REDLOCK_REPLY_INTEGER, 9, NULL, 0, &nine));
+    OK(redlock_reply_array_push(array, zero));
+    OK(redlock_reply_array_push(array, nine));
+    uint32_t result = 99;
+    EXPECT(redlock_fenced_set_handle_reply(w, NULL, &result), REDLOCK_NULL_PARAMETER);
+    CHECK(result == 99);
+    OK(redlock_fenced_set_handle_reply(w, array, &result));
+    CHECK(result == REDLOCK_FENCED_STALE && redlock_fenced_set_result(w) == REDLOCK_FENCED_STALE);
+    OK(redlock_fenced_set_seen(w, &seen));
+    CHECK(seen == 9);
+    redlock_reply_free(array);
+    /* {1, 7}: accepted. */
+    OK(redlock_reply_new(REDLOCK_REPLY_ARRAY, 0, NULL, 0, &array));
+    OK(redlock_reply_new(REDLOCK_REPLY_INTEGER, 1, NULL, 0, &one));
+    OK(redlock_reply_new(REDLOCK_REPLY_INTEGER, 7, NULL, 0, &seven));
+    OK(redlock_reply_array_push(array, one));
+    OK(redlock_reply_array_push(array, seven));
+    OK(redlock_fenced_set_handle_reply(w, array, &result));
+    CHECK(result == REDLOCK_FENCED_ACCEPTED);
+    EXPECT(redlock_fenced_set_seen(w, &seen), REDLOCK_NO_VALUE);
+    redlock_reply_free(array);
+    /* NOSCRIPT: retry as EVAL; another error: failed, with its text. */
+    redlock_reply *error = NULL;
+    OK(redlock_reply_new(REDLOCK_REPLY_ERROR, 0, (const uint8_t *)"NOSCRIPT No matching script.", 28,
+                         &error));
+    OK(redlock_fenced_set_handle_reply(w, error, &result));
+    CHECK(result == REDLOCK_FENCED_RETRY_AS_EVAL);
+    redlock_reply_free(error);
+    OK(redlock_reply_new(REDLOCK_REPLY_ERROR, 0, (const uint8_t *)"ERR boom", 8, &error));
+    OK(redlock_fenced_set_handle_reply(w, error, &result));
+    CHECK(result == REDLOCK_FENCED_FAILED);
+    const uint8_t *text = NULL;
+    size_t text_len = 0;
+    OK(redlock_fenced_set_failure(w, &text, &text_len));
+    CHECK(text_len == 8 && memcmp(text, "ERR boom", 8) == 0);
+    redlock_reply_free(error);
+    /* A bare integer is no fenced write's reply. */
+    OK(redlock_fenced_set_handle_reply(w, one, &result));
+    CHECK(result == REDLOCK_FENCED_FAILED);
+    redlock_reply_free(zero);
+    redlock_reply_free(nine);
+    redlock_reply_free(one);
+    redlock_reply_free(seven);
+    redlock_fenced_set_free(w);
+    redlock_fenced_set_free(NULL);
+
+    /* Inspection: usage errors, NULLs, and one whole inspection on one node. */
+    redlock_config *single = make_config(1, 10000);
+    redlock_client *reader = NULL;
+    OK(redlock_client_new(single, &reader));
+    redlock_operation *inspect = (redlock_operation *)0x1;
+    EXPECT(redlock_client_inspect(reader, resources, lens, 0, 0, &inspect), REDLOCK_NO_RESOURCES);
+    EXPECT(redlock_client_inspect(NULL, resources, lens, 1, 0, &inspect), REDLOCK_NULL_PARAMETER);
+    CHECK(inspect == (redlock_operation *)0x1);
+    OK(redlock_client_inspect(reader, resources, lens, 1, 0, &inspect));
+    CHECK(redlock_operation_kind(inspect) == REDLOCK_OPERATION_INSPECT);
+    OK(redlock_operation_poll_output(inspect, &kind));
+    OK(redlock_operation_command_kind(inspect, &command_kind, &is_eval));
+    CHECK(command_kind == REDLOCK_COMMAND_INSPECT && !is_eval);
+    OK(redlock_operation_handle_reply(inspect, 1, REDLOCK_REPLY_BULK, 0, (const uint8_t *)"tok", 3,
+                                      100));
+    OK(redlock_operation_poll_output(inspect, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_OUTCOME);
+    redlock_outcome *seen_outcome = NULL;
+    OK(redlock_operation_take_outcome(inspect, &seen_outcome));
+    CHECK(redlock_outcome_kind(seen_outcome) == REDLOCK_OUTCOME_INSPECTED);
+    CHECK(redlock_outcome_is_locked(seen_outcome) && !redlock_outcome_is_locked(NULL));
+    const uint8_t *holder = NULL;
+    size_t holder_len = 0;
+    EXPECT(redlock_outcome_holder(seen_outcome, NULL, &holder_len), REDLOCK_NULL_PARAMETER);
+    OK(redlock_outcome_holder(seen_outcome, &holder, &holder_len));
+    CHECK(holder_len == 3 && memcmp(holder, "tok", 3) == 0);
+    redlock_lease *mine = NULL, *theirs = NULL;
+    OK(redlock_client_lease(reader, resources, lens, 1, (const uint8_t *)"tok", 3, 5000, &mine));
+    OK(redlock_client_lease(reader, resources, lens, 1, (const uint8_t *)"other", 5, 5000, &theirs));
+    CHECK(redlock_outcome_is_held_by(seen_outcome, mine, 200));
+    CHECK(!redlock_outcome_is_held_by(seen_outcome, mine, 5000));
+    CHECK(!redlock_outcome_is_held_by(seen_outcome, theirs, 200));
+    CHECK(!redlock_outcome_is_held_by(seen_outcome, NULL, 200));
+    CHECK(!redlock_outcome_is_held_by(NULL, mine, 200));
+    redlock_lease_free(mine);
+    redlock_lease_free(theirs);
+    redlock_outcome_free(seen_outcome);
+    redlock_operation_free(inspect);
+    redlock_client_free(reader);
+    redlock_config_free(single);
+}
+
+/* Events: names, NULLs, and the events of one acquisition on one node that fails. */
+static void events(void) {
+    CHECK(strcmp(redlock_event_kind_name(REDLOCK_EVENT_RETRY), "retry") == 0);
+    CHECK(strcmp(redlock_event_kind_name(REDLOCK_EVENT_NODE_FAILED), "node_failed") == 0);
+    CHECK(redlock_event_kind_name(0) == NULL && redlock_event_kind_name(99) == NULL);
+    uint32_t kind = 0;
+    EXPECT(redlock_operation_poll_event(NULL, &kind), REDLOCK_NULL_PARAMETER);
+    redlock_config *config = make_config(1, 10000);
+    redlock_client *client = NULL;
+    OK(redlock_client_new(config, &client));
+    const uint8_t *resources[] = {(const uint8_t *)"ev"};
+    const size_t lens[] = {2};
+    redlock_operation *op = NULL;
+    OK(redlock_client_acquire(client, resources, lens, 1, 1000, &op));
+    EXPECT(redlock_operation_poll_event(op, NULL), REDLOCK_NULL_PARAMETER);
+    EXPECT(redlock_operation_poll_event(op, &kind), REDLOCK_NO_VALUE);
+    uint64_t at = 0, elapsed = 0;
+    uint32_t attempt = 0, operation_kind = 0, reason = 0;
+    EXPECT(redlock_operation_event(op, &at, &elapsed, &attempt, &operation_kind), REDLOCK_NO_VALUE);
+    OK(redlock_operation_poll_output(op, &kind));
+    OK(redlock_operation_handle_reply(op, 1, REDLOCK_REPLY_ERROR, 0, (const uint8_t *)"ERR x", 5,
+                                      1500));
+    OK(redlock_operation_poll_event(op, &kind));
+    CHECK(kind == REDLOCK_EVENT_NODE_FAILED);
+    OK(redlock_operation_event(op, &at, &elapsed, &attempt, &operation_kind));
+    CHECK(at == 1500 && elapsed == 500 && attempt == 1 &&
+          operation_kind == REDLOCK_OPERATION_ACQUIRE);
+    size_t node = 99;
+    uint32_t cause = 0;
+    OK(redlock_operation_event_node(op, &node, &cause));
+    CHECK(node == 0 && cause == REDLOCK_NODE_CAUSE_ERROR);
+    CHECK(redlock_operation_event_node_count(op) == 1);
+    const uint8_t *text = NULL;
+    size_t text_len = 0;
+    uint32_t node_kind = 0;
+    OK(redlock_operation_event_node_result(op, 0, &node_kind, &text, &text_len));
+    CHECK(node_kind == REDLOCK_NODE_ERROR && text_len == 5 && memcmp(text, "ERR x", 5) == 0);
+    EXPECT(redlock_operation_event_node_result(op, 1, &node_kind, &text, &text_len),
+           REDLOCK_OUT_OF_RANGE);
+    EXPECT(redlock_operation_event_reason(op, &reason), REDLOCK_NO_VALUE);
+    uint64_t retry_at = 0;
+    EXPECT(redlock_operation_event_retry_at(op, &retry_at), REDLOCK_NO_VALUE);
+    /* The failed attempt's cleanup; when it answers, a retry is scheduled. */
+    while (redlock_operation_poll_output(op, &kind) == REDLOCK_OK && kind == REDLOCK_OUTPUT_SEND) {
+        size_t n, argc;
+        uint64_t request, deadline;
+        OK(redlock_operation_command(op, &n, &request, &deadline, &argc));
+        OK(redlock_operation_handle_reply(op, request, REDLOCK_REPLY_INTEGER, 0, NULL, 0, 1600));
+    }
+    OK(redlock_operation_poll_event(op, &kind));
+    CHECK(kind == REDLOCK_EVENT_RETRY);
+    OK(redlock_operation_event_reason(op, &reason));
+    CHECK(reason == REDLOCK_REASON_NODES_FAILED);
+    OK(redlock_operation_event_retry_at(op, &retry_at));
+    CHECK(retry_at > 1600);
+    EXPECT(redlock_operation_event_node(op, &node, &cause), REDLOCK_NO_VALUE);
+    CHECK(redlock_operation_event_node_count(op) == 1);
+    EXPECT(redlock_operation_poll_event(op, &kind), REDLOCK_NO_VALUE);
+    CHECK(redlock_operation_event_node_count(op) == 0 && redlock_operation_event_node_count(NULL) == 0);
+    redlock_operation_free(op);
+    redlock_client_free(client);
+    redlock_config_free(config);
+}
+
 int main(void) {
     frees_accept_null();
     links_and_keepalive();
@@ -1156,6 +1402,8 @@ int main(void) {
     operation_misuse();
     replies_and_decoder();
     buffers_and_texts();
+    fencing_and_waiting();
+    events();
     printf("errors: %d checks of the C ABI's error paths\n", checks);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

@@ -87,6 +87,8 @@ static const char *outcome_name(uint32_t kind) {
     case REDLOCK_OUTCOME_NOT_EXTENDED: return "not_extended";
     case REDLOCK_OUTCOME_RELEASED: return "released";
     case REDLOCK_OUTCOME_NOT_RELEASED: return "not_released";
+    case REDLOCK_OUTCOME_INSPECTED: return "inspected";
+    case REDLOCK_OUTCOME_NOT_INSPECTED: return "not_inspected";
     default: return "?";
     }
 }
@@ -142,6 +144,10 @@ static bool build_config(const json *c, redlock_result *out_rc, redlock_config *
         ok = ok && v->type == JSON_STRING &&
              redlock_config_builder_set_key_prefix(b, (const uint8_t *)v->text, v->text_len) ==
                  REDLOCK_OK;
+    if ((v = json_get(c, "fencing")))
+        ok = ok && v->type == JSON_BOOL &&
+             redlock_config_builder_set_fencing(b, v->boolean) == REDLOCK_OK &&
+             redlock_config_fencing(NULL) == false;
     if ((v = json_get(c, "token_bytes")))
         ok = ok && json_u64(v, &n) &&
              redlock_config_builder_set_token_bytes(b, (size_t)n) == REDLOCK_OK;
@@ -342,6 +348,18 @@ static json *outcome_to_json(const redlock_outcome *o) {
         ok = ok && redlock_outcome_token(o, &token, &token_len) == REDLOCK_OK;
         if (ok) json_set(out, "token", json_new_string(token, token_len));
     }
+    uint64_t fencing_token = 0;
+    if (kind == REDLOCK_OUTCOME_ACQUIRED &&
+        redlock_outcome_fencing_token(o, &fencing_token) == REDLOCK_OK) {
+        /* The lease carries the same token. */
+        redlock_lease *lease = NULL;
+        uint64_t lease_token = 0;
+        ok = ok && redlock_outcome_lease(o, &lease) == REDLOCK_OK &&
+             redlock_lease_fencing_token(lease, &lease_token) == REDLOCK_OK &&
+             lease_token == fencing_token;
+        redlock_lease_free(lease);
+        if (ok) json_set(out, "fencing_token", json_new_u64(fencing_token));
+    }
     if (has_lease) {
         ok = ok && redlock_outcome_valid_until(o, &valid_until) == REDLOCK_OK &&
              redlock_outcome_validity(o, &validity) == REDLOCK_OK &&
@@ -376,9 +394,25 @@ static json *outcome_to_json(const redlock_outcome *o) {
     } else {
         ok = ok && redlock_outcome_released(o, &released) == REDLOCK_NO_VALUE;
     }
+    if (kind == REDLOCK_OUTCOME_INSPECTED) {
+        const uint8_t *holder = NULL;
+        size_t holder_len = 0;
+        redlock_result held = redlock_outcome_holder(o, &holder, &holder_len);
+        ok = ok && (held == REDLOCK_OK || held == REDLOCK_NO_VALUE) &&
+             redlock_outcome_is_locked(o) == (held == REDLOCK_OK);
+        if (ok)
+            json_set(out, "holder",
+                     held == REDLOCK_OK ? json_new_string((const char *)holder, holder_len)
+                                        : json_new_null());
+    } else {
+        const uint8_t *holder = NULL;
+        size_t holder_len = 0;
+        ok = ok && redlock_outcome_holder(o, &holder, &holder_len) == REDLOCK_NO_VALUE &&
+             !redlock_outcome_is_locked(o);
+    }
     ok = ok && redlock_outcome_is_success(o) ==
                    (kind == REDLOCK_OUTCOME_ACQUIRED || kind == REDLOCK_OUTCOME_EXTENDED ||
-                    kind == REDLOCK_OUTCOME_RELEASED);
+                    kind == REDLOCK_OUTCOME_RELEASED || kind == REDLOCK_OUTCOME_INSPECTED);
     /* A failure has exactly one error class, a success none; each failed node a cause. */
     uint32_t error_class = redlock_outcome_error_class(o);
     ok = ok && (error_class == 0) == redlock_outcome_is_success(o) &&
@@ -581,9 +615,37 @@ static bool step(replay *r, const json *s, const char **error, json **outputs) {
             free(random);
             return false;
         }
-        rc = redlock_client_acquire_with_random(r->client, ptrs, lens, count, random, random_len,
-                                                now, &op);
+        const json *wait_ms = json_get(args, "wait_ms");
+        uint64_t wait = 0;
+        if (wait_ms && !json_u64(wait_ms, &wait)) {
+            free(random);
+            free(ptrs);
+            free(lens);
+            return fail("wait_ms must be an integer");
+        }
+        if (wait_ms)
+            rc = redlock_client_acquire_with_random_options(r->client, ptrs, lens, count, 0, true,
+                                                            wait * 1000, random, random_len, now,
+                                                            &op);
+        else
+            rc = redlock_client_acquire_with_random(r->client, ptrs, lens, count, random,
+                                                    random_len, now, &op);
         free(random);
+        free(ptrs);
+        free(lens);
+        if (rc != REDLOCK_OK) {
+            *error = redlock_result_name(rc);
+            *outputs = json_new_array();
+            return true;
+        }
+        TRY(put_op(r, op_name, op));
+        target = op_name;
+    } else if ((args = json_get(s, "inspect"))) {
+        if (!op_name) return fail("inspect needs op");
+        const uint8_t **ptrs;
+        size_t *lens, count;
+        TRY(resources_of(json_get(args, "resources"), &ptrs, &lens, &count));
+        rc = redlock_client_inspect(r->client, ptrs, lens, count, now, &op);
         free(ptrs);
         free(lens);
         if (rc != REDLOCK_OK) {
@@ -673,6 +735,23 @@ static bool step(replay *r, const json *s, const char **error, json **outputs) {
         op = find_op(r, target);
         if (!op) return fail("no operation %s", target);
         rc = redlock_operation_handle_timeout(op, now);
+    } else if ((args = json_get(s, "notice"))) {
+        target = op_name ? op_name : r->last;
+        if (!target) return fail("notice before any operation");
+        op = find_op(r, target);
+        if (!op) return fail("no operation %s", target);
+        uint64_t node;
+        if (!json_u64(json_get(args, "node"), &node)) return fail("notice needs node");
+        /* Every channel the acquisition names is its key's, under the core's prefix. */
+        for (size_t i = 0; i < redlock_operation_notice_channel_count(op); i++) {
+            char channel[512];
+            size_t len = 0;
+            if (redlock_operation_notice_channel(op, i, (uint8_t *)channel, sizeof channel, &len) !=
+                    REDLOCK_OK ||
+                len < 17 || memcmp(channel, "redlock:released:", 17) != 0)
+                return fail("notice channel %zu is not a release channel", i);
+        }
+        rc = redlock_operation_handle_notice(op, (size_t)node, now);
     } else if (json_get(s, "abandon")) {
         target = op_name ? op_name : r->last;
         if (!target) return fail("abandon before any operation");
@@ -910,17 +989,28 @@ int main(int argc, char **argv) {
     }
     char resp_dir[4096];
     snprintf(resp_dir, sizeof resp_dir, "%s/resp", argv[1]);
-    size_t vectors = 0, resp_vectors = 0;
+    size_t vectors = 0, resp_vectors = 0, fencing = 0, waiting = 0, inspect = 0;
+    char fencing_dir[4096], waiting_dir[4096], inspect_dir[4096];
+    snprintf(inspect_dir, sizeof inspect_dir, "%s/inspect", argv[1]);
+    snprintf(fencing_dir, sizeof fencing_dir, "%s/fencing", argv[1]);
+    snprintf(waiting_dir, sizeof waiting_dir, "%s/waiting", argv[1]);
     int failed = run_dir(argv[1], false, &vectors);
+    int fencing_failed = run_dir(fencing_dir, false, &fencing);
+    int waiting_failed = run_dir(waiting_dir, false, &waiting);
+    int inspect_failed = run_dir(inspect_dir, false, &inspect);
     int resp_failed = run_dir(resp_dir, true, &resp_vectors);
-    if (failed < 0 || resp_failed < 0 || vectors == 0 || resp_vectors == 0) {
+    if (failed < 0 || resp_failed < 0 || fencing_failed < 0 || waiting_failed < 0 ||
+        inspect_failed < 0 || vectors == 0 || resp_vectors == 0 || fencing == 0 || waiting == 0 ||
+        inspect == 0) {
         fprintf(stderr, "no vectors found under %s\n", argv[1]);
         return 1;
     }
-    size_t total = vectors + resp_vectors;
-    size_t total_failed = (size_t)failed + (size_t)resp_failed;
-    printf("vectors: %zu conformance and %zu RESP vectors replayed through the C ABI\n", vectors,
-           resp_vectors);
+    size_t total = vectors + fencing + waiting + inspect + resp_vectors;
+    size_t total_failed = (size_t)failed + (size_t)fencing_failed + (size_t)waiting_failed +
+                          (size_t)inspect_failed + (size_t)resp_failed;
+    printf("vectors: %zu conformance (%zu fencing, %zu waiting, %zu inspection) and %zu RESP "
+           "vectors replayed through the C ABI\n",
+           vectors + fencing + waiting + inspect, fencing, waiting, inspect, resp_vectors);
     printf("%zu passed, %zu failed\n", total - total_failed, total_failed);
     return total_failed ? 1 : 0;
 }

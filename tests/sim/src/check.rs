@@ -11,6 +11,11 @@
 //!   write from a holder that was granted the lock *before* another holder who has
 //!   already written is a stale write: the two holders' writes interleaved. This is
 //!   exactly the write a fencing token would let the resource reject.
+//! - **Token order** (strategies with fencing tokens): a holder that started asking for
+//!   the lock after another holder had been granted it must get a greater token. This is
+//!   what fencing guarantees; a node that restarts empty and forgets its counter can
+//!   break it, and then the resource turns away the newer holder's writes, or accepts
+//!   the older holder's after them.
 //! - **Key left behind**: once every client has finished (released, given up or
 //!   crashed) and every scheduled fault is over, the simulation lets another
 //!   `2 x TTL + 1 s` of global time pass; a lock key still present then on a node that
@@ -18,7 +23,11 @@
 //!   that still had some TTL when the clients finished are allowed (a release can fail
 //!   to reach a node; the TTL is what cleans up then) and are listed in the trace.
 
+use redlock_core::{FencedSet, FencedWrite};
+
+use crate::clock::Clock;
 use crate::model::millis;
+use crate::node::{Effects, Node};
 use crate::trace::stamp;
 
 /// One holding of the lock, as the holder believed it.
@@ -30,6 +39,8 @@ pub struct Session {
     pub token: String,
     /// When it learned it holds the lock (global time).
     pub granted: u64,
+    /// When it started the acquisition that granted it (global time).
+    pub asked: u64,
     /// Believed-valid intervals `[from, to)` in global time; `to == u64::MAX` for
     /// open-ended beliefs.
     pub intervals: Vec<(u64, u64)>,
@@ -52,31 +63,65 @@ pub struct Write {
     pub accepted: bool,
 }
 
-/// The shared resource: it logs who wrote when and, once fencing exists, rejects a
-/// token lower than one it has already accepted.
-#[derive(Debug, Default)]
+/// How the resource checks a write's fencing token.
+pub enum TokenCheck {
+    /// Rejects a token lower than the highest it accepted (a holder may write several
+    /// times with its token): the check described for ZooKeeper's `czxid` and etcd's
+    /// revision.
+    RejectLower,
+    /// The core's own check ([`redlock_core::FencedSet`]): the item is a key on a Redis
+    /// node that runs `FENCED_SET_SCRIPT`, which accepts only a token greater than the
+    /// highest it accepted.
+    Core(Box<Node>),
+}
+
+/// The shared resource: it logs who wrote when and rejects a write whose fencing token
+/// its [`TokenCheck`] refuses. A write without a token is accepted, except under the
+/// core's check, where it is an error (a fenced client always has one).
 pub struct Resource {
-    /// Whether the resource checks fencing tokens.
-    pub fencing: bool,
+    /// How tokens are checked.
+    pub check: TokenCheck,
     highest: Option<u64>,
     /// Every write, in order.
     pub log: Vec<Write>,
 }
 
+/// The protected item under the core's check (its guard key is next to it).
+pub const ITEM: &[u8] = b"protected-item";
+
 impl Resource {
     /// A resource that rejects a fencing token lower than the highest it accepted.
     pub fn with_fencing() -> Resource {
         Resource {
-            fencing: true,
-            ..Resource::default()
+            check: TokenCheck::RejectLower,
+            highest: None,
+            log: Vec::new(),
         }
     }
 
-    /// Records a write of `session` at `at`; returns whether it was accepted.
-    pub fn write(&mut self, at: u64, session: usize, fencing_token: Option<u64>) -> bool {
-        let accepted = match (self.fencing, fencing_token, self.highest) {
-            (true, Some(token), Some(highest)) => token >= highest,
-            _ => true,
+    /// A resource behind the core's check: a Redis node running `FENCED_SET_SCRIPT`.
+    pub fn with_core_check() -> Resource {
+        Resource {
+            check: TokenCheck::Core(Box::new(Node::new(Clock::new(0, 0), false))),
+            ..Resource::with_fencing()
+        }
+    }
+
+    /// Records a write of `session` at `at`; returns whether it was accepted, or what
+    /// went wrong with the core's check.
+    pub fn write(
+        &mut self,
+        at: u64,
+        session: usize,
+        fencing_token: Option<u64>,
+    ) -> Result<bool, String> {
+        let accepted = match (&mut self.check, fencing_token) {
+            (TokenCheck::RejectLower, Some(token)) => self.highest.is_none_or(|h| token >= h),
+            (TokenCheck::RejectLower, None) => true,
+            (TokenCheck::Core(node), Some(token)) => core_check(node, at, session, token)?,
+            (TokenCheck::Core(_), None) => {
+                return Err("a write without a fencing token under the core's check".into())
+            }
         };
         if accepted {
             if let Some(token) = fencing_token {
@@ -89,7 +134,30 @@ impl Resource {
             fencing_token,
             accepted,
         });
-        accepted
+        Ok(accepted)
+    }
+}
+
+/// One write through the core's [`FencedSet`], as a binding's helper sends it:
+/// `EVALSHA`, then `EVAL` if the node answers `NOSCRIPT`.
+fn core_check(node: &mut Node, at: u64, session: usize, token: u64) -> Result<bool, String> {
+    let value = format!("written by session {session}");
+    let write = FencedSet::new(ITEM, value.as_bytes(), token)
+        .map_err(|error| format!("the core refused the write: {error:?}"))?;
+    let mut eval = false;
+    loop {
+        let reply = node.execute(
+            at,
+            &write.args(eval),
+            &mut Vec::new(),
+            &mut Effects::default(),
+        );
+        match write.handle_reply(&reply) {
+            FencedWrite::Accepted => return Ok(true),
+            FencedWrite::Stale { .. } => return Ok(false),
+            FencedWrite::RetryAsEval if !eval => eval = true,
+            other => return Err(format!("the fenced write failed: {other:?}")),
+        }
     }
 }
 
@@ -100,6 +168,8 @@ pub struct Verdict {
     pub exclusion: Option<String>,
     /// A stale write reached the resource.
     pub stale_write: Option<String>,
+    /// A holder that asked after another was granted got a token that is not greater.
+    pub token_order: Option<String>,
     /// A lock key was left behind forever.
     pub key_left: Option<String>,
 }
@@ -107,22 +177,27 @@ pub struct Verdict {
 impl Verdict {
     /// True if every check passed.
     pub fn is_safe(&self) -> bool {
-        self.exclusion.is_none() && self.stale_write.is_none() && self.key_left.is_none()
+        self.checks().iter().all(|(_, result)| result.is_none())
+    }
+
+    /// Every check with its name (as the report prints it) and its finding, in a fixed
+    /// order.
+    pub fn checks(&self) -> [(&'static str, &Option<String>); 4] {
+        [
+            ("exclusion", &self.exclusion),
+            ("stale write", &self.stale_write),
+            ("token order", &self.token_order),
+            ("key left", &self.key_left),
+        ]
     }
 
     /// Names of the failed checks, in a fixed order.
     pub fn failed(&self) -> Vec<&'static str> {
-        let mut names = Vec::new();
-        if self.exclusion.is_some() {
-            names.push("exclusion");
-        }
-        if self.stale_write.is_some() {
-            names.push("stale write");
-        }
-        if self.key_left.is_some() {
-            names.push("key left");
-        }
-        names
+        self.checks()
+            .into_iter()
+            .filter(|(_, result)| result.is_some())
+            .map(|(name, _)| name)
+            .collect()
     }
 }
 
@@ -198,6 +273,31 @@ pub fn stale_write(resource: &Resource, sessions: &[Session], names: &[String]) 
     None
 }
 
+/// The first pair of holders where one asked for the lock after the other was granted
+/// it, and yet got a token that is not greater.
+pub fn token_order(sessions: &[Session], names: &[String]) -> Option<String> {
+    for (i, earlier) in sessions.iter().enumerate() {
+        let Some(first) = earlier.fencing_token else {
+            continue;
+        };
+        for (j, later) in sessions.iter().enumerate() {
+            let Some(second) = later.fencing_token else {
+                continue;
+            };
+            if i != j && later.asked >= earlier.granted && second <= first {
+                return Some(format!(
+                    "{} asked at {} and got token {second}, not above the token {first} {} was granted at {}",
+                    names[later.client],
+                    stamp(later.asked),
+                    names[earlier.client],
+                    stamp(earlier.granted),
+                ));
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +307,7 @@ mod tests {
             client,
             token: String::new(),
             granted,
+            asked: granted,
             intervals,
             valid_until: None,
             fencing_token: None,
@@ -237,11 +338,11 @@ mod tests {
     #[test]
     fn a_write_after_a_later_holder_wrote_is_stale() {
         let sessions = vec![session(0, 10, vec![]), session(1, 20, vec![])];
-        let mut resource = Resource::default();
-        resource.write(11, 0, None);
-        resource.write(21, 1, None);
+        let mut resource = Resource::with_fencing();
+        assert_eq!(resource.write(11, 0, None), Ok(true));
+        assert_eq!(resource.write(21, 1, None), Ok(true));
         assert_eq!(stale_write(&resource, &sessions, &names()), None);
-        resource.write(22, 0, None);
+        assert_eq!(resource.write(22, 0, None), Ok(true));
         assert!(stale_write(&resource, &sessions, &names()).is_some());
     }
 
@@ -249,9 +350,38 @@ mod tests {
     fn fencing_rejects_a_lower_token_and_then_nothing_is_stale() {
         let sessions = vec![session(0, 10, vec![]), session(1, 20, vec![])];
         let mut resource = Resource::with_fencing();
-        assert!(resource.write(11, 0, Some(33)));
-        assert!(resource.write(21, 1, Some(34)));
-        assert!(!resource.write(22, 0, Some(33)));
+        assert_eq!(resource.write(11, 0, Some(33)), Ok(true));
+        assert_eq!(resource.write(21, 1, Some(34)), Ok(true));
+        assert_eq!(resource.write(22, 1, Some(34)), Ok(true));
+        assert_eq!(resource.write(23, 0, Some(33)), Ok(false));
         assert_eq!(stale_write(&resource, &sessions, &names()), None);
+    }
+
+    #[test]
+    fn a_later_holder_needs_a_greater_token() {
+        let mut sessions = vec![session(0, 10, vec![]), session(1, 20, vec![])];
+        assert_eq!(token_order(&sessions, &names()), None);
+        sessions[0].fencing_token = Some(5);
+        sessions[1].fencing_token = Some(5);
+        assert!(token_order(&sessions, &names()).is_some());
+        sessions[1].fencing_token = Some(6);
+        assert_eq!(token_order(&sessions, &names()), None);
+        // Overlapping acquisitions are ordered by their write-backs, not by time.
+        sessions[1].fencing_token = Some(4);
+        sessions[1].asked = 9;
+        assert_eq!(token_order(&sessions, &names()), None);
+    }
+
+    #[test]
+    fn the_core_check_accepts_only_a_greater_token_once() {
+        let sessions = vec![session(0, 10, vec![]), session(1, 20, vec![])];
+        let mut resource = Resource::with_core_check();
+        assert_eq!(resource.write(11, 0, Some(33)), Ok(true));
+        assert_eq!(resource.write(21, 1, Some(34)), Ok(true));
+        // The same token again is refused: the core's check wants a greater one.
+        assert_eq!(resource.write(22, 1, Some(34)), Ok(false));
+        assert_eq!(resource.write(23, 0, Some(33)), Ok(false));
+        assert_eq!(stale_write(&resource, &sessions, &names()), None);
+        assert!(resource.write(24, 0, None).is_err());
     }
 }

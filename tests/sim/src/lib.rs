@@ -7,9 +7,10 @@
 //! - **Time**: one virtual global clock in microseconds; an event queue ordered by
 //!   (time, sequence number). Nothing reads the wall clock.
 //! - **Nodes** ([`node`]): a keyspace with `SET NX PX`, `SETNX`, `EXPIRE`, `GETSET`,
-//!   `GET`, `DEL` and the project's three scripts (`EVALSHA`, `NOSCRIPT`, `EVAL`),
-//!   expiry on the node's own clock (which drifts and can jump), crashes with or
-//!   without data, restarts, an optional asynchronous replica promoted on failover.
+//!   `GET`, `DEL` and the core's scripts, fenced acquisition and write-back included
+//!   (`EVALSHA`, `NOSCRIPT`, `EVAL`), expiry on the node's own clock (which drifts and
+//!   can jump), crashes with or without data (fence counters included), restarts, an
+//!   optional asynchronous replica promoted on failover.
 //! - **Network** ([`network`]): per-message delay, loss, partitions, scripted loss of
 //!   one reply; order kept per connection.
 //! - **Clients**: their own monotonic clocks (drift) and wall clocks (offset); pauses
@@ -17,9 +18,10 @@
 //!   strategies drive the real core through its public API with the bindings' loop
 //!   ([`model::CoreModel`]); legacy clients are small state machines
 //!   ([`model::LegacyModel`]).
-//! - **Resource** ([`check::Resource`]): logs who wrote when; the fencing-token check
-//!   is in place for when the core provides tokens.
-//! - **Checks** ([`check`]): exclusion, stale writes, keys left behind.
+//! - **Resource** ([`check::Resource`]): logs who wrote when and checks fencing tokens:
+//!   with the core's own check (`FencedSet` against a simulated Redis) for our fenced
+//!   strategies, by rejecting a lower token for ZooKeeper's and etcd's.
+//! - **Checks** ([`check`]): exclusion, stale writes, token order, keys left behind.
 //!
 //! Randomness comes only from ChaCha streams seeded with the run's seed; collections
 //! that are iterated are ordered (`BTreeMap`, `Vec`). The same seed gives the same

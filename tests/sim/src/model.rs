@@ -51,7 +51,7 @@ pub enum Action {
         /// for a client that has no notion of validity (it believes it holds the lock
         /// until it releases it).
         valid_until: Option<Time>,
-        /// The fencing token to send with writes, once the core provides one.
+        /// The fencing token to send with writes (the lease's, with fencing on).
         fencing_token: Option<u64>,
         /// Details for the trace.
         note: String,
@@ -563,6 +563,14 @@ pub fn describe_reply(reply: &Reply) -> String {
         Reply::Nil => "(nil)".into(),
         Reply::Integer(n) => format!("(integer) {n}"),
         Reply::Bulk(bytes) => format!("\"{}\"", crate::trace::short(bytes)),
+        Reply::Array(items) if items.len() <= 4 => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(describe_reply)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         Reply::Array(items) => format!("array of {}", items.len()),
         Reply::Error(text) => format!("(error) {text}"),
         Reply::Timeout => "timeout".into(),

@@ -1,5 +1,7 @@
 //! A simulated Redis node: a keyspace with expiry on the node's own clock, the commands
-//! lock clients send, the project's three scripts, crashes and an asynchronous replica.
+//! lock clients send, the project's scripts (the lock's three, the fenced acquisition and
+//! its write-back, and the resource-side fencing check), crashes and an asynchronous
+//! replica.
 //!
 //! Expiry follows Redis: `PX ms` stores `when = mstime() + ms` and the key is gone once
 //! `mstime() > when`, where `mstime()` is the node's clock in whole milliseconds. Keys
@@ -12,7 +14,10 @@
 
 use std::collections::BTreeMap;
 
-use redlock_core::{Reply, ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT};
+use redlock_core::{
+    Reply, ACQUIRE_SCRIPT, EXTEND_SCRIPT, FENCED_ACQUIRE_SCRIPT, FENCED_SET_SCRIPT,
+    MAX_FENCING_TOKEN, RELEASE_SCRIPT, WRITE_BACK_SCRIPT,
+};
 
 use crate::clock::Clock;
 
@@ -28,18 +33,30 @@ pub enum Script {
     Release,
     /// `EXTEND_SCRIPT`.
     Extend,
+    /// `FENCED_ACQUIRE_SCRIPT`: lock keys and fence keys.
+    FencedAcquire,
+    /// `WRITE_BACK_SCRIPT`: the fencing write-back.
+    WriteBack,
+    /// `FENCED_SET_SCRIPT`: the resource-side check of a fencing token.
+    FencedSet,
 }
+
+/// Every script a node runs, with its text.
+const SCRIPTS: [(&str, Script); 6] = [
+    (ACQUIRE_SCRIPT, Script::Acquire),
+    (RELEASE_SCRIPT, Script::Release),
+    (EXTEND_SCRIPT, Script::Extend),
+    (FENCED_ACQUIRE_SCRIPT, Script::FencedAcquire),
+    (WRITE_BACK_SCRIPT, Script::WriteBack),
+    (FENCED_SET_SCRIPT, Script::FencedSet),
+];
 
 impl Script {
     fn from_text(text: &[u8]) -> Option<Script> {
-        [
-            (ACQUIRE_SCRIPT, Script::Acquire),
-            (RELEASE_SCRIPT, Script::Release),
-            (EXTEND_SCRIPT, Script::Extend),
-        ]
-        .into_iter()
-        .find(|(script, _)| script.as_bytes() == text)
-        .map(|(_, kind)| kind)
+        SCRIPTS
+            .into_iter()
+            .find(|(script, _)| script.as_bytes() == text)
+            .map(|(_, kind)| kind)
     }
 
     /// A short name for traces.
@@ -48,6 +65,9 @@ impl Script {
             Script::Acquire => "acquire",
             Script::Release => "release",
             Script::Extend => "extend",
+            Script::FencedAcquire => "fenced-acquire",
+            Script::WriteBack => "write-back",
+            Script::FencedSet => "fenced-set",
         }
     }
 }
@@ -60,11 +80,15 @@ pub fn sha1_hex(text: &[u8]) -> String {
 /// The name of the script whose SHA-1 is `sha` (any case), for traces.
 pub fn script_name_for_sha(sha: &[u8]) -> Option<&'static str> {
     let sha = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
-    [ACQUIRE_SCRIPT, RELEASE_SCRIPT, EXTEND_SCRIPT]
+    SCRIPTS
         .into_iter()
-        .find(|script| sha1_hex(script.as_bytes()) == sha)
-        .and_then(|script| Script::from_text(script.as_bytes()))
-        .map(Script::name)
+        .find(|(script, _)| sha1_hex(script.as_bytes()) == sha)
+        .map(|(_, kind)| kind.name())
+}
+
+/// The name of the script whose text is `text`, for traces.
+pub fn script_name_for_text(text: &[u8]) -> Option<&'static str> {
+    Script::from_text(text).map(Script::name)
 }
 
 /// A stored value and its absolute expiry (node milliseconds), if any.
@@ -408,8 +432,15 @@ impl Node {
                         released += 1;
                     }
                 }
-                Reply::Integer(released)
+                // `{deleted, listeners}`: the script publishes a release notice per key it
+                // deleted; nobody in the simulation subscribes, so no notice is heard.
+                Reply::Array(vec![Reply::Integer(released), Reply::Integer(0)])
             }
+            Script::FencedAcquire => {
+                self.fenced_acquire(keys, token, argv.get(1), ms, log, effects)
+            }
+            Script::WriteBack => self.write_back(keys, token, argv.get(1), ms, log),
+            Script::FencedSet => self.fenced_set(keys, token, argv.get(1), ms, log),
             Script::Extend => {
                 let Some(ttl) = argv.get(1).and_then(|t| parse_u64(t)) else {
                     return Reply::Error("ERR Error running script: invalid expire time".into());
@@ -436,6 +467,141 @@ impl Node {
     }
 }
 
+impl Node {
+    /// `FENCED_ACQUIRE_SCRIPT`: `keys` are the lock keys then as many fence keys. If no
+    /// lock key exists, sets them all to the token with the TTL and every fence key to
+    /// one more than the largest of them (a fence key that is missing or not a number
+    /// counts as 0), answering that number; otherwise 0, changing nothing.
+    fn fenced_acquire(
+        &mut self,
+        keys: &[Vec<u8>],
+        token: &[u8],
+        ttl: Option<&Vec<u8>>,
+        ms: u64,
+        log: &mut Vec<Mutation>,
+        effects: &mut Effects,
+    ) -> Reply {
+        let Some((locks, fences)) = split_fenced(keys) else {
+            return Reply::Error("ERR Error running script: lock and fence keys differ".into());
+        };
+        if locks.iter().any(|key| self.get(key, ms).is_some()) {
+            return Reply::Integer(0);
+        }
+        let fence = fences
+            .iter()
+            .map(|key| self.counter(key, ms))
+            .max()
+            .unwrap_or(0)
+            + 1;
+        if fence > MAX_FENCING_TOKEN {
+            return Reply::Error("ERR fence counter at its limit".into());
+        }
+        // The script's `SET key token PX ttl` fails inside Lua on a bad TTL, before any
+        // lock key is set.
+        let Some(ttl) = ttl.and_then(|t| parse_u64(t)).filter(|&t| t > 0) else {
+            return Reply::Error("ERR Error running script: invalid expire time".into());
+        };
+        for key in locks {
+            let entry = Entry {
+                value: token.to_vec(),
+                expire_ms: Some(ms.saturating_add(ttl)),
+            };
+            self.put(key, entry, log);
+        }
+        for key in fences {
+            self.put_counter(key, fence, log);
+        }
+        effects.created = !locks.is_empty();
+        Reply::Integer(fence as i64)
+    }
+
+    /// `WRITE_BACK_SCRIPT`: only if every lock key holds the token, raises each fence key
+    /// to at least the fencing token and answers 1; otherwise 0, changing nothing.
+    fn write_back(
+        &mut self,
+        keys: &[Vec<u8>],
+        token: &[u8],
+        fence: Option<&Vec<u8>>,
+        ms: u64,
+        log: &mut Vec<Mutation>,
+    ) -> Reply {
+        let Some((locks, fences)) = split_fenced(keys) else {
+            return Reply::Error("ERR Error running script: lock and fence keys differ".into());
+        };
+        let holder = locks
+            .iter()
+            .all(|key| self.get(key, ms).is_some_and(|entry| entry.value == token));
+        if !holder {
+            return Reply::Integer(0);
+        }
+        // `tonumber(ARGV[2])` is nil for a non-number, and comparing with nil fails in Lua.
+        let Some(fence) = fence.and_then(|f| parse_u64(f)) else {
+            return Reply::Error("ERR Error running script: attempt to compare nil".into());
+        };
+        for key in fences {
+            if self.counter(key, ms) < fence {
+                self.put_counter(key, fence, log);
+            }
+        }
+        Reply::Integer(1)
+    }
+
+    /// `FENCED_SET_SCRIPT`: `keys` are the item and its guard key, `token` the fencing
+    /// token, `value` what to write. Sets both and answers `{1, token}` only if the token
+    /// is greater than the guard's; otherwise `{0, seen}`, changing nothing.
+    fn fenced_set(
+        &mut self,
+        keys: &[Vec<u8>],
+        token: &[u8],
+        value: Option<&Vec<u8>>,
+        ms: u64,
+        log: &mut Vec<Mutation>,
+    ) -> Reply {
+        let (Some(item), Some(guard)) = (keys.first(), keys.get(1)) else {
+            return Reply::Error("ERR Error running script: item and guard keys needed".into());
+        };
+        let Some(number) = parse_u64(token).filter(|&t| (1..=MAX_FENCING_TOKEN).contains(&t))
+        else {
+            return Reply::Error("ERR fencing token must be an integer from 1 to 2^53-1".into());
+        };
+        let seen = self.counter(guard, ms);
+        if number <= seen {
+            return Reply::Array(vec![Reply::Integer(0), Reply::Integer(seen as i64)]);
+        }
+        let entry = Entry {
+            value: value.cloned().unwrap_or_default(),
+            expire_ms: None,
+        };
+        self.put(item, entry, log);
+        self.put_counter(guard, number, log);
+        Reply::Array(vec![Reply::Integer(1), Reply::Integer(number as i64)])
+    }
+
+    /// A counter key's number, as the scripts read it: `tonumber(GET key or '0') or 0`.
+    fn counter(&mut self, key: &[u8], ms: u64) -> u64 {
+        self.get(key, ms)
+            .and_then(|entry| parse_u64(&entry.value))
+            .unwrap_or(0)
+    }
+
+    /// `SET key number` (no TTL), as the scripts write counters.
+    fn put_counter(&mut self, key: &[u8], number: u64, log: &mut Vec<Mutation>) {
+        let entry = Entry {
+            value: number.to_string().into_bytes(),
+            expire_ms: None,
+        };
+        self.put(key, entry, log);
+    }
+}
+
+/// Keys as a script receives them.
+type Keys = [Vec<u8>];
+
+/// The lock keys and the fence keys of a fenced script's `KEYS` (two equal halves).
+fn split_fenced(keys: &Keys) -> Option<(&Keys, &Keys)> {
+    (!keys.is_empty() && keys.len() % 2 == 0).then(|| keys.split_at(keys.len() / 2))
+}
+
 fn parse_u64(text: &[u8]) -> Option<u64> {
     std::str::from_utf8(text).ok()?.parse().ok()
 }
@@ -443,7 +609,10 @@ fn parse_u64(text: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use redlock_core::{ACQUIRE_SHA1, EXTEND_SHA1, RELEASE_SHA1};
+    use redlock_core::{
+        fence_guard_key, fence_key, FencedSet, FencedWrite, ACQUIRE_SHA1, EXTEND_SHA1,
+        FENCED_ACQUIRE_SHA1, FENCED_SET_SHA1, RELEASE_SHA1, WRITE_BACK_SHA1,
+    };
 
     fn args(parts: &[&str]) -> Vec<Vec<u8>> {
         parts.iter().map(|p| p.as_bytes().to_vec()).collect()
@@ -464,6 +633,117 @@ mod tests {
         assert_eq!(sha1_hex(ACQUIRE_SCRIPT.as_bytes()), ACQUIRE_SHA1);
         assert_eq!(sha1_hex(RELEASE_SCRIPT.as_bytes()), RELEASE_SHA1);
         assert_eq!(sha1_hex(EXTEND_SCRIPT.as_bytes()), EXTEND_SHA1);
+        assert_eq!(
+            sha1_hex(FENCED_ACQUIRE_SCRIPT.as_bytes()),
+            FENCED_ACQUIRE_SHA1
+        );
+        assert_eq!(sha1_hex(WRITE_BACK_SCRIPT.as_bytes()), WRITE_BACK_SHA1);
+        assert_eq!(sha1_hex(FENCED_SET_SCRIPT.as_bytes()), FENCED_SET_SHA1);
+    }
+
+    fn fenced(script: &str, token: &str, number: &str) -> Vec<String> {
+        let fence = String::from_utf8(fence_key(b"k")).expect("text");
+        ["EVAL", script, "2", "k", &fence, token, number]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    fn run_owned(node: &mut Node, now_ms: u64, parts: &[String]) -> Reply {
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        run(node, now_ms, &parts)
+    }
+
+    #[test]
+    fn fenced_acquisition_raises_the_counter_and_only_a_holder_writes_back() {
+        let mut node = Node::new(Clock::new(0, 0), false);
+        let acquire = |token: &str| fenced(FENCED_ACQUIRE_SCRIPT, token, "100");
+        let write_back = |token: &str, t: &str| fenced(WRITE_BACK_SCRIPT, token, t);
+        assert_eq!(run_owned(&mut node, 0, &acquire("a")), Reply::Integer(1));
+        // Held: nothing changes, not even the counter.
+        assert_eq!(run_owned(&mut node, 1, &acquire("b")), Reply::Integer(0));
+        assert_eq!(
+            run_owned(&mut node, 2, &write_back("b", "50")),
+            Reply::Integer(0)
+        );
+        assert_eq!(
+            run_owned(&mut node, 2, &write_back("a", "50")),
+            Reply::Integer(1)
+        );
+        // A lower write-back never lowers the counter.
+        assert_eq!(
+            run_owned(&mut node, 3, &write_back("a", "7")),
+            Reply::Integer(1)
+        );
+        // The fence key has no TTL: after the lock expired, the next one gets 51.
+        assert_eq!(run_owned(&mut node, 200, &acquire("b")), Reply::Integer(51));
+        assert_eq!(
+            node.live_keys(10_000_000),
+            vec![(fence_key(b"k"), b"51".to_vec(), None)]
+        );
+        assert!(matches!(
+            run_owned(&mut node, 300, &write_back("b", "x")),
+            Reply::Error(_)
+        ));
+        // Lock keys without their fence keys are refused.
+        let sha = ["EVALSHA", WRITE_BACK_SHA1, "1", "k", "b", "60"];
+        assert!(matches!(run(&mut node, 300, &sha), Reply::Error(_)));
+        node.crash(true);
+        node.restart();
+        assert_eq!(run(&mut node, 300, &sha), Reply::Error(NOSCRIPT.into()));
+    }
+
+    #[test]
+    fn a_restart_without_data_loses_the_counter_and_one_with_data_keeps_it() {
+        let mut node = Node::new(Clock::new(0, 0), false);
+        let acquire = |token: &str| fenced(FENCED_ACQUIRE_SCRIPT, token, "100");
+        assert_eq!(run_owned(&mut node, 0, &acquire("a")), Reply::Integer(1));
+        node.crash(true);
+        node.restart();
+        assert_eq!(run_owned(&mut node, 200, &acquire("b")), Reply::Integer(2));
+        node.crash(false);
+        node.restart();
+        assert_eq!(run_owned(&mut node, 400, &acquire("c")), Reply::Integer(1));
+    }
+
+    #[test]
+    fn the_resource_check_accepts_only_a_greater_token() {
+        let mut node = Node::new(Clock::new(0, 0), false);
+        let mut write = |token: u64| {
+            let set = FencedSet::new(b"item", b"v", token).expect("a valid token");
+            let mut reply = run_owned(&mut node, 0, &strings(&set.args(false)));
+            if set.handle_reply(&reply) == FencedWrite::RetryAsEval {
+                reply = run_owned(&mut node, 0, &strings(&set.args(true)));
+            }
+            set.handle_reply(&reply)
+        };
+        assert_eq!(write(5), FencedWrite::Accepted);
+        assert_eq!(write(5), FencedWrite::Stale { seen: 5 });
+        assert_eq!(write(4), FencedWrite::Stale { seen: 5 });
+        assert_eq!(write(6), FencedWrite::Accepted);
+        let guard = fence_guard_key(b"item");
+        assert_eq!(
+            run(
+                &mut node,
+                0,
+                &["GET", std::str::from_utf8(&guard).expect("text")]
+            ),
+            Reply::Bulk(b"6".to_vec())
+        );
+        assert!(matches!(
+            run(
+                &mut node,
+                0,
+                &["EVALSHA", FENCED_SET_SHA1, "2", "i", "g", "0", "v"]
+            ),
+            Reply::Error(_)
+        ));
+    }
+
+    fn strings(args: &[Vec<u8>]) -> Vec<String> {
+        args.iter()
+            .map(|a| String::from_utf8(a.clone()).expect("text"))
+            .collect()
     }
 
     #[test]
@@ -511,12 +791,16 @@ mod tests {
         );
         assert_eq!(
             run(&mut node, 0, &["EVAL", RELEASE_SCRIPT, "1", "k", "t"]),
-            Reply::Integer(1)
+            released(1)
         );
-        assert_eq!(run(&mut node, 0, &release), Reply::Integer(0));
+        assert_eq!(run(&mut node, 0, &release), released(0));
         node.crash(true);
         node.restart();
         assert_eq!(run(&mut node, 0, &release), Reply::Error(NOSCRIPT.into()));
+    }
+
+    fn released(count: i64) -> Reply {
+        Reply::Array(vec![Reply::Integer(count), Reply::Integer(0)])
     }
 
     #[test]
@@ -540,16 +824,16 @@ mod tests {
         let release = ["EVALSHA", RELEASE_SHA1, "2", "a", "b", "other"];
         assert_eq!(
             run(&mut node, 200, &["EVAL", RELEASE_SCRIPT, "1", "zz", "x"]),
-            Reply::Integer(0)
+            released(0)
         );
-        assert_eq!(run(&mut node, 200, &release), Reply::Integer(0));
+        assert_eq!(run(&mut node, 200, &release), released(0));
         assert_eq!(
             run(
                 &mut node,
                 200,
                 &["EVALSHA", RELEASE_SHA1, "2", "a", "b", "t"]
             ),
-            Reply::Integer(1)
+            released(1)
         );
         // Extending a missing key never re-creates it.
         assert_eq!(

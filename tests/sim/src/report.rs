@@ -217,7 +217,7 @@ pub fn with_table(document: &str, table: &str) -> Option<String> {
 }
 
 /// What the resource saw in a run: one line per acquisition (`granted C1 8064`, global
-/// microseconds), one per write (`write C2 accepted token 7`), then the three checks (`check stale-write ok`): what the real-system checks compare
+/// microseconds), one per write (`write C2 accepted token 7`), then the four checks (`check stale-write ok`): what the real-system checks compare
 /// with what they observe.
 pub fn resource_summary(result: &RunResult) -> String {
     let mut out = String::new();
@@ -231,13 +231,10 @@ pub fn resource_summary(result: &RunResult) -> String {
             token.map_or(String::new(), |t| format!(" token {t}"))
         ));
     }
-    for (check, result) in [
-        ("exclusion", &result.verdict.exclusion),
-        ("stale-write", &result.verdict.stale_write),
-        ("key-left", &result.verdict.key_left),
-    ] {
+    for (check, result) in result.verdict.checks() {
         out.push_str(&format!(
-            "check {check} {}\n",
+            "check {} {}\n",
+            check.replace(' ', "-"),
             if result.is_some() { "violated" } else { "ok" }
         ));
     }
@@ -280,17 +277,20 @@ const fn picture(scenario: Scenario, strategy: Strategy) -> Picture {
 
 /// The pictures `docs/safety.md` shows: one per kind of violated cell, and each row's
 /// most instructive safe case.
-pub const PICTURES: [Picture; 16] = [
+pub const PICTURES: [Picture; 19] = [
     picture(Scenario::NoFaults, Strategy::Redlock),
     picture(Scenario::ClientCrash, Strategy::SetnxExpire),
     picture(Scenario::ClientCrash, Strategy::ZooKeeper),
     picture(Scenario::LostReply, Strategy::Redlock),
     picture(Scenario::RestartEmpty, Strategy::Redlock),
+    picture(Scenario::RestartEmpty, Strategy::RedlockFenced),
     picture(Scenario::RestartDelayed, Strategy::RedlockDelayed),
     picture(Scenario::ClockJump, Strategy::Redlock),
+    picture(Scenario::ClockJump, Strategy::RedlockFenced),
     picture(Scenario::ClockJump, Strategy::ZooKeeper),
     picture(Scenario::PauseBeforeReplies, Strategy::Redlock),
     picture(Scenario::PauseAfterAcquire, Strategy::Redlock),
+    picture(Scenario::PauseAfterAcquire, Strategy::RedlockFenced),
     picture(Scenario::PauseAfterAcquire, Strategy::ZooKeeperFenced),
     picture(Scenario::PauseAfterAcquire, Strategy::Etcd),
     picture(Scenario::PauseInRelease, Strategy::GetThenDel),

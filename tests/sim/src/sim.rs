@@ -317,6 +317,8 @@ struct Client {
     acquire_calls: u32,
     release_calls: u32,
     writes_total: u32,
+    /// When the client last started an acquisition (global time).
+    asked: u64,
 }
 
 struct World {
@@ -447,8 +449,13 @@ impl World {
             clients,
             client_names,
             rules: plan.rules.iter().cloned().map(|r| (r, false)).collect(),
-            // The resource checks every token it is given; today the core gives none.
-            resource: Resource::with_fencing(),
+            // The resource checks every token it is given: our fenced strategies through
+            // the core's own check, the others by rejecting a lower token.
+            resource: if strategy.core_fencing() {
+                Resource::with_core_check()
+            } else {
+                Resource::with_fencing()
+            },
             sessions: Vec::new(),
             replication_lag: plan.replication_lag,
             trace,
@@ -517,6 +524,7 @@ impl World {
             acquire_calls: 0,
             release_calls: 0,
             writes_total: 0,
+            asked: 0,
         })
     }
 
@@ -1213,6 +1221,7 @@ impl World {
         let now = self.local(client);
         let state = &mut self.clients[client];
         state.phase = Phase::Acquiring;
+        state.asked = self.now;
         state.acquire_calls += 1;
         let nth = state.acquire_calls;
         let mut out = Vec::new();
@@ -1246,7 +1255,13 @@ impl World {
             return;
         };
         let fencing_token = self.sessions[session].fencing_token;
-        let accepted = self.resource.write(self.now, session, fencing_token);
+        let accepted = match self.resource.write(self.now, session, fencing_token) {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                self.error = Some(SimError(format!("{}: {error}", self.client_names[client])));
+                return;
+            }
+        };
         self.stats.writes += 1;
         let state = &mut self.clients[client];
         state.writes_done += 1;
@@ -1256,7 +1271,8 @@ impl World {
         let who = self.client_names[client].clone();
         self.trace.line(self.now, &who, || {
             format!(
-                "WRITES to the resource ({done}/{writes}){}",
+                "WRITES to the resource ({done}/{writes}){}{}",
+                fencing_token.map_or(String::new(), |t| format!(" with token {t}")),
                 if accepted { "" } else { " - rejected" }
             )
         });
@@ -1343,6 +1359,7 @@ impl World {
                         client,
                         token,
                         granted: self.now,
+                        asked: self.clients[client].asked,
                         intervals: vec![(self.now, end)],
                         valid_until: valid_until.map(Time::as_micros),
                         fencing_token,
@@ -1437,6 +1454,7 @@ impl World {
         let names: Vec<String> = self.client_names.iter().map(|n| n.to_string()).collect();
         let exclusion = check::exclusion(&self.sessions, &names);
         let stale_write = check::stale_write(&self.resource, &self.sessions, &names);
+        let token_order = check::token_order(&self.sessions, &names);
         let finished = self.now;
         let mut lingering = Vec::new();
         for (index, node) in self.nodes.iter().enumerate() {
@@ -1456,7 +1474,9 @@ impl World {
         let mut left_behind = Vec::new();
         for (index, node) in self.nodes.iter().enumerate() {
             if node.is_up() {
-                for (key, value, _) in node.live_keys(horizon) {
+                // Only the lock key: a fence key has no TTL by design (docs/fencing.md).
+                let keys = node.live_keys(horizon).into_iter();
+                for (key, value, _) in keys.filter(|(key, _, _)| key == KEY.as_bytes()) {
                     left_behind.push(format!(
                         "{}: {} = {}",
                         self.node_names[index],
@@ -1476,16 +1496,13 @@ impl World {
         let verdict = Verdict {
             exclusion,
             stale_write,
+            token_order,
             key_left,
         };
         let stats = self.stats;
         let picture = self.timeline.take().map(|timeline| {
             let mut lines = Vec::new();
-            for (check, result) in [
-                ("exclusion", &verdict.exclusion),
-                ("stale write", &verdict.stale_write),
-                ("key left", &verdict.key_left),
-            ] {
+            for (check, result) in verdict.checks() {
                 lines.push(match result {
                     None => format!("{check}: ok"),
                     Some(text) => format!("{check}: VIOLATED: {text}"),
@@ -1520,11 +1537,7 @@ impl World {
                 )
             });
             trace.plain(|| format!("{stats:?}"));
-            for (check, result) in [
-                ("exclusion", &verdict.exclusion),
-                ("stale write", &verdict.stale_write),
-                ("key left", &verdict.key_left),
-            ] {
+            for (check, result) in verdict.checks() {
                 trace.plain(|| match result {
                     None => format!("check {check}: ok"),
                     Some(text) => format!("check {check}: VIOLATED: {text}"),

@@ -38,6 +38,11 @@ pub enum Strategy {
     GetThenDel,
     /// Our Redlock, N = 5, where a crashed node stays down longer than the TTL.
     RedlockDelayed,
+    /// Our Redlock, N = 5, with the core's fencing tokens; every write goes through the
+    /// core's resource-side check.
+    RedlockFenced,
+    /// The same with fencing, and a crashed node stays down longer than the TTL.
+    RedlockDelayedFenced,
     /// ZooKeeper's lock recipe (kazoo's `Lock`), session timeout = TTL.
     ZooKeeper,
     /// The same, writes carrying the lock node's `czxid` as a fencing token.
@@ -50,9 +55,11 @@ pub enum Strategy {
 
 impl Strategy {
     /// Every strategy, in table order.
-    pub const ALL: [Strategy; 12] = [
+    pub const ALL: [Strategy; 14] = [
         Strategy::Redlock,
         Strategy::RedlockDelayed,
+        Strategy::RedlockFenced,
+        Strategy::RedlockDelayedFenced,
         Strategy::Single,
         Strategy::SingleReplica,
         Strategy::SetnxExpire,
@@ -76,6 +83,8 @@ impl Strategy {
             Strategy::PlainDel => "plain-del",
             Strategy::GetThenDel => "get-then-del",
             Strategy::RedlockDelayed => "redlock-delayed",
+            Strategy::RedlockFenced => "redlock-fenced",
+            Strategy::RedlockDelayedFenced => "redlock-delayed-fenced",
             Strategy::ZooKeeper => "zookeeper",
             Strategy::ZooKeeperFenced => "zookeeper-fenced",
             Strategy::Etcd => "etcd",
@@ -93,6 +102,8 @@ impl Strategy {
         match self {
             Strategy::Redlock => "Redlock N=5",
             Strategy::RedlockDelayed => "Redlock N=5, delayed restart",
+            Strategy::RedlockFenced => "Redlock N=5 + fencing",
+            Strategy::RedlockDelayedFenced => "Redlock N=5, delayed restart + fencing",
             Strategy::Single => "single N=1",
             Strategy::SingleReplica => "single N=1 + replica",
             Strategy::SetnxExpire => "SETNX then EXPIRE",
@@ -109,7 +120,10 @@ impl Strategy {
     /// Number of nodes the clients lock on.
     pub fn nodes(self) -> usize {
         match self {
-            Strategy::Redlock | Strategy::RedlockDelayed => 5,
+            Strategy::Redlock
+            | Strategy::RedlockDelayed
+            | Strategy::RedlockFenced
+            | Strategy::RedlockDelayedFenced => 5,
             _ => 1,
         }
     }
@@ -130,7 +144,22 @@ impl Strategy {
 
     /// True if the strategy's writes carry a fencing token the resource checks.
     pub fn fenced(self) -> bool {
-        matches!(self, Strategy::ZooKeeperFenced | Strategy::EtcdFenced)
+        matches!(
+            self,
+            Strategy::ZooKeeperFenced
+                | Strategy::EtcdFenced
+                | Strategy::RedlockFenced
+                | Strategy::RedlockDelayedFenced
+        )
+    }
+
+    /// True for our strategies with fencing: the core issues the tokens and the resource
+    /// checks them with the core's own check (`FencedSet`).
+    pub fn core_fencing(self) -> bool {
+        matches!(
+            self,
+            Strategy::RedlockFenced | Strategy::RedlockDelayedFenced
+        )
     }
 
     /// True for our strategies, which run the real core.
@@ -139,6 +168,8 @@ impl Strategy {
             self,
             Strategy::Redlock
                 | Strategy::RedlockDelayed
+                | Strategy::RedlockFenced
+                | Strategy::RedlockDelayedFenced
                 | Strategy::Single
                 | Strategy::SingleReplica
         )
@@ -148,7 +179,7 @@ impl Strategy {
     pub fn min_downtime(self) -> u64 {
         match self {
             // Longer than the longest TTL, with room for clock-rate differences.
-            Strategy::RedlockDelayed => delayed_restart(),
+            Strategy::RedlockDelayed | Strategy::RedlockDelayedFenced => delayed_restart(),
             _ => 0,
         }
     }
@@ -178,7 +209,8 @@ impl Strategy {
             Strategy::PlainDel => Legacy::PlainDel,
             Strategy::GetThenDel => Legacy::GetThenDel,
             _ => {
-                let mut config = Config::builder(self.nodes(), Duration::from_millis(TTL_MS));
+                let mut config = Config::builder(self.nodes(), Duration::from_millis(TTL_MS))
+                    .fencing(self.core_fencing());
                 if let Some((delay, jitter)) = core_retry {
                     config = config
                         .retry_delay(Duration::from_micros(delay))

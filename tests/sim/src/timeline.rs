@@ -426,6 +426,10 @@ impl Timeline {
         // Writes: a tick on the writer's lane and a mark on the resource lane.
         let stale = stale_index(resource, sessions);
         let ry = lane_y(resource_lane) + lane / 2.0;
+        // A rejected write is labelled once per holding, on the first of two rows with
+        // room for it (a holder whose check refuses its repeated token has many).
+        let mut labelled = Vec::new();
+        let mut free_from = [f64::MIN; 2];
         for (index, write) in resource.log.iter().enumerate() {
             let client = sessions[write.session].client;
             let cx = x(write.at);
@@ -446,7 +450,7 @@ impl Timeline {
                 if write.accepted {
                     ""
                 } else {
-                    ": rejected (stale token)"
+                    ": rejected (the resource had accepted this token or a greater one)"
                 }
             );
             if write.accepted {
@@ -464,14 +468,25 @@ impl Timeline {
                     escape(&tip)
                 );
                 cross(w, cx, ry, colour(Some(client)));
-                let _ = writeln!(
-                    w,
-                    r##"<text x="{:.1}" y="{:.1}" font-size="11" {HALO}>{} rejected (token {})</text>"##,
-                    cx - 20.0,
-                    ry + 22.0,
-                    escape(&self.clients[client]),
+                let text = format!(
+                    "{} rejected (token {})",
+                    self.clients[client],
                     write.fencing_token.unwrap_or(0)
                 );
+                // About 6 px per character at this size.
+                let width = 6.0 * text.len() as f64;
+                let row = free_from.iter().position(|&free| cx - 20.0 >= free);
+                if let (false, Some(row)) = (labelled.contains(&write.session), row) {
+                    labelled.push(write.session);
+                    free_from[row] = cx - 20.0 + width + 6.0;
+                    let _ = writeln!(
+                        w,
+                        r##"<text x="{:.1}" y="{:.1}" font-size="11" {HALO}>{}</text>"##,
+                        cx - 20.0,
+                        ry + 22.0 + 12.0 * row as f64,
+                        escape(&text)
+                    );
+                }
             }
             if stale == Some(index) {
                 let _ = writeln!(

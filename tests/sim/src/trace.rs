@@ -3,9 +3,7 @@
 
 use std::fmt::Write as _;
 
-use redlock_core::{ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT};
-
-use crate::node::script_name_for_sha;
+use crate::node::{script_name_for_sha, script_name_for_text};
 
 /// A growing timeline, or nothing when tracing is off.
 #[derive(Default)]
@@ -55,14 +53,8 @@ pub fn stamp(micros: u64) -> String {
 
 /// A value for a trace: tokens cut to 8 characters, scripts named.
 pub fn short(bytes: &[u8]) -> String {
-    for (script, name) in [
-        (ACQUIRE_SCRIPT, "<acquire script>"),
-        (RELEASE_SCRIPT, "<release script>"),
-        (EXTEND_SCRIPT, "<extend script>"),
-    ] {
-        if bytes == script.as_bytes() {
-            return name.into();
-        }
+    if let Some(name) = script_name_for_text(bytes) {
+        return format!("<{name} script>");
     }
     let text = String::from_utf8_lossy(bytes);
     if text.len() > 16 && text.bytes().all(|b| b.is_ascii_hexdigit()) {

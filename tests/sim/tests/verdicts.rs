@@ -1,7 +1,9 @@
 //! The verdicts the literature predicts, obtained by running the simulation.
 
 use redlock_sim::report::evaluate_many;
-use redlock_sim::{Cell, Scenario, Strategy};
+use redlock_sim::scenario::{Cycle, Fault, Trigger};
+use redlock_sim::trace::Trace;
+use redlock_sim::{run_plan, Cell, Scenario, Strategy};
 
 const SCRIPTED_SEEDS: u64 = 50;
 const RANDOMISED_SEEDS: u64 = 3000;
@@ -41,9 +43,11 @@ fn assert_violated(scenario: Scenario, strategy: Strategy, check: &str, not: &[&
     }
 }
 
-const OURS: [Strategy; 4] = [
+const OURS: [Strategy; 6] = [
     Strategy::Redlock,
     Strategy::RedlockDelayed,
+    Strategy::RedlockFenced,
+    Strategy::RedlockDelayedFenced,
     Strategy::Single,
     Strategy::SingleReplica,
 ];
@@ -294,5 +298,128 @@ fn with_their_tokens_no_stale_write_reaches_the_resource_in_any_randomised_run()
                 strategy.name()
             );
         }
+    }
+}
+
+#[test]
+fn with_the_cores_tokens_a_pause_or_a_clock_jump_no_longer_reaches_the_resource() {
+    for strategy in [Strategy::RedlockFenced, Strategy::RedlockDelayedFenced] {
+        assert_safe(Scenario::PauseAfterAcquire, strategy);
+        // Both still believe they hold the lock; the older token's writes are refused.
+        assert_violated(
+            Scenario::ClockJump,
+            strategy,
+            "exclusion",
+            &["stale write", "token order"],
+        );
+    }
+}
+
+#[test]
+fn a_restart_without_persistence_breaks_the_token_order_unless_the_restart_is_delayed() {
+    assert_violated(
+        Scenario::RestartEmpty,
+        Strategy::RedlockFenced,
+        "token order",
+        &[],
+    );
+    assert_violated(
+        Scenario::RestartEmpty,
+        Strategy::RedlockFenced,
+        "exclusion",
+        &[],
+    );
+    assert_safe(Scenario::RestartEmpty, Strategy::RedlockDelayedFenced);
+}
+
+/// Restart-empty after the first client has already held the lock once on the same
+/// three nodes: their counters are at 1 and its second token is 2. The pivot restarts
+/// (with or without its data) and the second client locks the pivot and the minority.
+fn restart_after_a_second_lock(keep_data: bool, seed: u64) -> redlock_sim::RunResult {
+    restart_after(Strategy::RedlockFenced, keep_data, false, seed)
+}
+
+/// The same under `strategy`; with `cut`, the second client never reaches the first
+/// two nodes, so the pivot is the only node it can share with the first client, and it
+/// starts only once the pivot serves again (a client that tried earlier would have
+/// raised the minority's counters with its failed attempts).
+fn restart_after(
+    strategy: Strategy,
+    keep_data: bool,
+    cut: bool,
+    seed: u64,
+) -> redlock_sim::RunResult {
+    let mut plan = Scenario::RestartEmpty.plan(strategy, seed);
+    plan.clients[0].cycles = vec![Cycle::standard(1), Cycle::standard(3)];
+    if cut {
+        plan.rules.push(redlock_sim::scenario::Rule {
+            trigger: Trigger::At(0),
+            delay: 0,
+            fault: Fault::Cut {
+                client: 1,
+                nodes: vec![0, 1],
+            },
+        });
+    }
+    for rule in &mut plan.rules {
+        if let Trigger::Acquired { client: 0, nth } = &mut rule.trigger {
+            *nth = 2;
+        }
+        if let Fault::CrashNode {
+            keep_data: keep, ..
+        } = &mut rule.fault
+        {
+            *keep = keep_data;
+        }
+        if cut && rule.fault == (Fault::StartClient { client: 1 }) {
+            rule.delay = 10_000 + redlock_sim::strategy::delayed_restart() + 100_000;
+        }
+    }
+    run_plan(&plan, strategy, seed, Trace::new(false))
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"))
+}
+
+#[test]
+fn without_persistence_tokens_go_backwards_and_with_it_they_do_not() {
+    for seed in 0..SCRIPTED_SEEDS {
+        let lost = restart_after_a_second_lock(false, seed);
+        let tokens: Vec<_> = lost.writes.iter().map(|w| (w.0.as_str(), w.2)).collect();
+        // C1 writes with 1, then 2; C2 gets 1 from the pivot's forgotten counter and the
+        // minority's untouched ones: lower than C1's, and the resource refuses it.
+        assert!(tokens.contains(&("C1", Some(2))), "seed {seed}: {tokens:?}");
+        assert!(tokens.contains(&("C2", Some(1))), "seed {seed}: {tokens:?}");
+        assert!(lost.verdict.token_order.is_some(), "seed {seed}");
+        assert!(
+            lost.writes.iter().all(|w| w.0 != "C2" || !w.1),
+            "seed {seed}: the newer holder is turned away"
+        );
+        let kept = restart_after_a_second_lock(true, seed);
+        assert!(kept.verdict.is_safe(), "seed {seed}: {:?}", kept.verdict);
+        let second = kept.writes.iter().find(|w| w.0 == "C2").map(|w| w.2);
+        assert!(
+            second.flatten().is_some_and(|t| t > 2),
+            "seed {seed}: {second:?}"
+        );
+    }
+}
+
+#[test]
+fn a_delayed_restart_does_not_bring_the_counter_back() {
+    for seed in 0..SCRIPTED_SEEDS {
+        // The first client has released long before the pivot serves again: exclusion
+        // holds, but the pivot is back without its counter and it is the only node the
+        // second client shares with the first one's write-back.
+        let result = restart_after(Strategy::RedlockDelayedFenced, false, true, seed);
+        assert_eq!(result.verdict.exclusion, None, "seed {seed}");
+        assert!(result.verdict.token_order.is_some(), "seed {seed}");
+        let second = result.writes.iter().find(|w| w.0 == "C2").map(|w| w.2);
+        assert_eq!(second, Some(Some(1)), "seed {seed}");
+        // Without the cut it reaches nodes that kept the counter, and gets 3.
+        let result = restart_after(Strategy::RedlockDelayedFenced, false, false, seed);
+        assert!(
+            result.verdict.is_safe(),
+            "seed {seed}: {:?}",
+            result.verdict
+        );
     }
 }

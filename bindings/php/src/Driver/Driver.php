@@ -53,6 +53,19 @@ interface Driver
      */
     public function hasPendingIo(): bool;
 
+    /**
+     * Starts hearing release notices on `$channels` (an acquisition waits): each message
+     * on one of them is reported as Events::notice() by wait() and poll(). A driver
+     * that cannot subscribe on some node reports nothing for it: the core's retry
+     * schedule covers what is not heard.
+     *
+     * @param list<string> $channels
+     */
+    public function listen(array $channels, Events $events): void;
+
+    /** Stops hearing notices (the waiting acquisition ended). */
+    public function unlisten(): void;
+
     /** Closes every connection (the client is closing). */
     public function shutdown(): void;
 }

@@ -9,14 +9,16 @@ use Redlock\Ffi\Reply;
 /**
  * What the transports saw, in order, for the loop (Redlock\Engine) to hand to each
  * node's link: a connection ready, a connection closed or not opened (with its cause),
- * the reply to a write. A queue, so a transport that learns something at once (a
- * refused port) never calls back into the loop.
+ * the reply to a write; and release notices, for the waiting acquisition. A queue, so a
+ * transport that learns something at once (a refused port) never calls back into the
+ * loop.
  */
 final class Events
 {
     public const CONNECTED = 1;
     public const CLOSED = 2;
     public const REPLY = 3;
+    public const NOTICE = 4;
 
     /** @var list<array{int, int, int, mixed, string}> kind, node, write id or cause, value, text */
     private array $queue = [];
@@ -40,6 +42,12 @@ final class Events
     public function reply(int $node, int $writeId, Reply|array $reply): void
     {
         $this->queue[] = [self::REPLY, $node, $writeId, $reply, ''];
+    }
+
+    /** A release notice for the waiting acquisition, from node `$node`'s subscriber connection. */
+    public function notice(int $node): void
+    {
+        $this->queue[] = [self::NOTICE, $node, 0, null, ''];
     }
 
     public function isEmpty(): bool

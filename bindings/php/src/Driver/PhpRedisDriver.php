@@ -31,6 +31,15 @@ use Redlock\Ffi\Reply;
  *   whose last read timed out is served after the others, so one frozen node does not
  *   hold the others' commands behind its timeout.
  *
+ * Release notices (waiting acquisitions): phpredis can subscribe only inside its
+ * blocking `subscribe()` loop, which returns when a callback unsubscribes and fails the
+ * connection on a read timeout, so it cannot be polled while the driver waits. The
+ * driver therefore opens its own subscriber socket per node (NoticeListener) to the
+ * host, port, AUTH and database each `Redis` object reports, and reads it whenever it
+ * would otherwise sleep or between commands. Nodes reached over TLS or a Unix socket get
+ * no subscriber (their settings are not readable back from phpredis): a waiting
+ * acquisition then hears no notices from them and follows the core's retry schedule.
+ *
  * Reconnecting uses `$reconnect($node, $redis)` if given, else connect() to the same
  * host, port and timeout, then AUTH and SELECT as before. phpredis reports every status
  * reply as `true`, so any status counts as `OK`. The driver changes each object's read
@@ -56,6 +65,8 @@ final class PhpRedisDriver implements Driver
     private array $labels;
     private readonly Native $native;
     private readonly ?\Closure $reconnect;
+    private ?NoticeListener $notices = null;
+    private bool $listening = false;
 
     /**
      * @param list<\Redis> $nodes connected phpredis objects, one per node
@@ -121,7 +132,23 @@ final class PhpRedisDriver implements Driver
 
     public function poll(Events $events): void
     {
-        // phpredis only reads when asked, in wait().
+        // phpredis only reads when asked, in wait(); the subscriber sockets can be polled.
+        if ($this->listening) {
+            $this->notices?->select(0);
+        }
+    }
+
+    public function listen(array $channels, Events $events): void
+    {
+        $this->notices ??= new NoticeListener($this->native, $this->noticeAddresses());
+        $this->notices->listen($channels, $events);
+        $this->listening = true;
+    }
+
+    public function unlisten(): void
+    {
+        $this->listening = false;
+        $this->notices?->unlisten();
     }
 
     public function hasPendingIo(): bool
@@ -142,9 +169,17 @@ final class PhpRedisDriver implements Driver
         $now = Clock::nowUs();
         if ($pick === null) {
             if ($untilUs > $now) {
-                usleep($untilUs - $now);
+                if ($this->listening && $this->notices !== null) {
+                    // Nothing to run: wait for a notice instead of sleeping blind.
+                    $this->notices->select($untilUs - $now);
+                } else {
+                    usleep($untilUs - $now);
+                }
             }
             return;
+        }
+        if ($this->listening) {
+            $this->notices?->select(0);
         }
         [$node, $writeId, $args] = $this->pending[$pick];
         array_splice($this->pending, $pick, 1);
@@ -159,6 +194,40 @@ final class PhpRedisDriver implements Driver
     public function shutdown(): void
     {
         $this->pending = [];
+        $this->notices?->shutdown();
+    }
+
+    /**
+     * Where each node's subscriber connects: the object's plain TCP endpoint and
+     * credentials, or null (TLS, a Unix socket, an unknown address).
+     *
+     * @return array<int, ?NodeAddress>
+     */
+    private function noticeAddresses(): array
+    {
+        $out = [];
+        foreach (array_keys($this->nodes) as $node) {
+            $endpoint = $this->endpoints[$node] ?? null;
+            $out[$node] = null;
+            if ($endpoint === null) {
+                continue;
+            }
+            [$host, $port, , $auth, $db] = $endpoint;
+            if (str_starts_with($host, 'tcp://')) {
+                $host = substr($host, 6);
+            }
+            if ($host === '' || str_contains($host, '://') || str_starts_with($host, '/') || $port < 1) {
+                continue;
+            }
+            [$user, $password] = match (true) {
+                is_array($auth) && count($auth) >= 2 => [(string) array_values($auth)[0], (string) array_values($auth)[1]],
+                is_array($auth) && count($auth) === 1 => [null, (string) array_values($auth)[0]],
+                is_string($auth) => [null, $auth],
+                default => [null, null],
+            };
+            $out[$node] = new NodeAddress($host, $port, false, $user, $password, $db);
+        }
+        return $out;
     }
 
     /** Opens (or checks) node `$node`'s connection within `$budgetUs`. */
@@ -296,16 +365,38 @@ final class PhpRedisDriver implements Driver
     /** @param array<mixed> $items */
     private function toReply(array $items): Reply
     {
+        return self::arrayReply($this->native, $items);
+    }
+
+    /** @param array<mixed> $items */
+    private static function arrayReply(Native $native, array $items): Reply
+    {
         $built = [];
         foreach ($items as $item) {
             if (is_array($item)) {
-                $built[] = $this->toReply($item);
+                $built[] = self::arrayReply($native, $item);
             } else {
                 [$kind, $integer, $text] = self::simple($item);
-                $built[] = Reply::create($this->native, $kind, $integer, $text);
+                $built[] = Reply::create($native, $kind, $integer, $text);
             }
         }
-        return Reply::array($this->native, $built);
+        return Reply::array($native, $built);
+    }
+
+    /**
+     * @internal What a phpredis `rawCommand()` returned (and its last error, for
+     * `false`), as a core reply: the same mapping the driver uses.
+     */
+    public static function replyOf(Native $native, mixed $result, ?string $error): Reply
+    {
+        if ($result === false && $error !== null) {
+            return Reply::create($native, Constants::REPLY_ERROR, 0, $error);
+        }
+        if (is_array($result)) {
+            return self::arrayReply($native, $result);
+        }
+        [$kind, $integer, $text] = self::simple($result);
+        return Reply::create($native, $kind, $integer, $text);
     }
 
     /** Where node `$node` is, while its object still knows (it forgets once closed). */

@@ -18,11 +18,17 @@ use Redlock\Ffi\Native;
  *
  * Supports `rediss://` (TLS, PHP's `ssl` context options via `$tlsOptions`) and AUTH
  * (`redis://:password@host` or `redis://user:password@host`).
+ *
+ * Release notices for waiting acquisitions come over a second connection per node in
+ * `SUBSCRIBE` mode (NoticeListener), opened by the first acquisition that waits and
+ * served by the same select loop.
  */
 final class StreamDriver implements Driver
 {
     /** @var list<StreamChannel> */
     private array $channels = [];
+    private ?NoticeListener $notices = null;
+    private readonly Native $native;
 
     /**
      * @param list<string|NodeAddress> $nodes URLs (redis://, rediss://) or addresses
@@ -34,6 +40,7 @@ final class StreamDriver implements Driver
             throw new InvalidArgumentException('no nodes: give at least one Redis URL', 'no_nodes');
         }
         $native ??= Native::get();
+        $this->native = $native;
         foreach (array_values($nodes) as $i => $node) {
             $address = $node instanceof NodeAddress ? $node : NodeAddress::fromUrl($node, $tlsOptions);
             $this->channels[] = new StreamChannel($native, $address, $i);
@@ -86,11 +93,26 @@ final class StreamDriver implements Driver
         return false;
     }
 
+    public function listen(array $channels, Events $events): void
+    {
+        $this->notices ??= new NoticeListener(
+            $this->native,
+            array_map(static fn (StreamChannel $c): NodeAddress => $c->connection->address, $this->channels),
+        );
+        $this->notices->listen($channels, $events);
+    }
+
+    public function unlisten(): void
+    {
+        $this->notices?->unlisten();
+    }
+
     public function shutdown(): void
     {
         foreach ($this->channels as $channel) {
             $channel->close();
         }
+        $this->notices?->shutdown();
     }
 
     /** One stream_select round of at most `$timeoutUs`, then the events it found. */
@@ -112,6 +134,13 @@ final class StreamDriver implements Driver
                 $write[$id] = $w;
             }
         }
+        $subscribers = $this->notices?->streams() ?? [];
+        foreach ($subscribers as $id => [$r, $w]) {
+            $read[$id] = $r;
+            if ($w !== null) {
+                $write[$id] = $w;
+            }
+        }
         if ($read === []) {
             if ($timeoutUs > 0) {
                 usleep(min($timeoutUs, 1_000_000));
@@ -124,10 +153,12 @@ final class StreamDriver implements Driver
             return;
         }
         foreach ($write as $stream) {
-            $byId[(int) $stream]->connection->onWritable();
+            $id = (int) $stream;
+            ($byId[$id] ?? $subscribers[$id][2])->connection->onWritable();
         }
         foreach ($read as $stream) {
-            $byId[(int) $stream]->connection->onReadable();
+            $id = (int) $stream;
+            ($byId[$id] ?? $subscribers[$id][2])->connection->onReadable();
         }
     }
 }

@@ -56,6 +56,71 @@ final class Client
     }
 
     /**
+     * An acquisition with a wait limit: it keeps trying until `$nowUs + $waitUs` (the
+     * configured attempts do not apply), never starting an attempt that could not end
+     * by then, and tries again early on release notices (Operation::handleNotice()).
+     * `$ttlMs` null: the configured TTL.
+     *
+     * @param list<string> $resources
+     */
+    public function acquireWaiting(array $resources, ?int $ttlMs, int $waitUs, int $nowUs): Operation
+    {
+        self::nonNegative($waitUs, 'wait limit');
+        if ($ttlMs !== null) {
+            self::nonNegative($ttlMs, 'TTL');
+            if ($ttlMs === 0) {
+                // 0 means "the configured TTL" to the C ABI; here it is a TTL of zero,
+                // refused as acquire() refuses it (invalid_ttl).
+                throw $this->native->error(Constants::INVALID_TTL, 'acquire');
+            }
+        }
+        [$pointers, $lengths, $keep] = $this->native->resourceArrays($resources);
+        $out = $this->newOperationOut();
+        $rc = $this->native->ffi->redlock_client_acquire_with(
+            $this->handle,
+            $pointers,
+            $lengths,
+            count($resources),
+            $ttlMs ?? 0,
+            true,
+            $waitUs,
+            $nowUs,
+            FFI::addr($out),
+        );
+        unset($keep);
+        $this->native->check($rc, 'acquire');
+        return new Operation($this->native, $out);
+    }
+
+    /**
+     * acquireWithRandom() with a wait limit of `$waitUs` (the conformance vectors).
+     *
+     * @param list<string> $resources
+     */
+    public function acquireWaitingWithRandom(array $resources, int $waitUs, string $random, int $nowUs): Operation
+    {
+        self::nonNegative($waitUs, 'wait limit');
+        [$pointers, $lengths, $keep] = $this->native->resourceArrays($resources);
+        $out = $this->newOperationOut();
+        $rc = $this->native->ffi->redlock_client_acquire_with_random_options(
+            $this->handle,
+            $pointers,
+            $lengths,
+            count($resources),
+            0,
+            true,
+            $waitUs,
+            $random,
+            strlen($random),
+            $nowUs,
+            FFI::addr($out),
+        );
+        unset($keep);
+        $this->native->check($rc, 'acquire');
+        return new Operation($this->native, $out);
+    }
+
+    /**
      * An acquisition drawing its tokens and jitter from `$random` (the conformance
      * vectors; real locks use {@see acquire()}).
      *

@@ -26,6 +26,7 @@ final class Config
         'token_bytes' => ['redlock_config_builder_set_token_bytes', 'int'],
         'max_extensions' => ['redlock_config_builder_set_max_extensions', 'int'],
         'key_prefix' => ['redlock_config_builder_set_key_prefix', 'string'],
+        'fencing' => ['redlock_config_builder_set_fencing', 'bool'],
     ];
 
     private function __construct(public readonly Native $native, public readonly CData $handle)
@@ -33,7 +34,7 @@ final class Config
     }
 
     /**
-     * @param array<string, int|float|string|null> $settings keys of SETTINGS; null keeps the default
+     * @param array<string, int|float|string|bool|null> $settings keys of SETTINGS; null keeps the default
      */
     public static function build(Native $native, int $nodes, int $ttlMs, array $settings = []): self
     {
@@ -50,7 +51,12 @@ final class Config
                 }
                 [$function, $type] = self::SETTINGS[$name]
                     ?? throw new InvalidArgumentException("unknown setting '$name'");
-                if ($type === 'string') {
+                if ($type === 'bool') {
+                    if (!is_bool($value)) {
+                        throw new InvalidArgumentException("setting '$name' must be true or false");
+                    }
+                    $rc = $ffi->$function($builder, $value);
+                } elseif ($type === 'string') {
                     $text = (string) $value;
                     $rc = $ffi->$function($builder, $text, strlen($text));
                 } elseif ($type === 'float') {
@@ -100,6 +106,12 @@ final class Config
     public function attempts(): int
     {
         return $this->native->ffi->redlock_config_attempts($this->handle);
+    }
+
+    /** Whether acquisitions issue fencing tokens. */
+    public function fencing(): bool
+    {
+        return $this->native->ffi->redlock_config_fencing($this->handle);
     }
 
     public function driftUs(): int

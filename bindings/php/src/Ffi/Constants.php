@@ -11,6 +11,7 @@ namespace Redlock\Ffi;
 final class Constants
 {
     public const OK = 9000;
+    public const INVALID_TTL = 9109;
 
     public const OUTPUT_NONE = 0;
     public const OUTPUT_SEND = 1;
@@ -25,6 +26,8 @@ final class Constants
     public const COMMAND_ACQUIRE = 2;
     public const COMMAND_RELEASE = 3;
     public const COMMAND_EXTEND = 4;
+    public const COMMAND_FENCED_ACQUIRE = 5;
+    public const COMMAND_WRITE_BACK = 6;
 
     public const OUTCOME_ACQUIRED = 1;
     public const OUTCOME_NOT_ACQUIRED = 2;
@@ -100,6 +103,17 @@ final class Constants
     public const SCRIPT_ACQUIRE = 1;
     public const SCRIPT_RELEASE = 2;
     public const SCRIPT_EXTEND = 3;
+    public const SCRIPT_FENCED_ACQUIRE = 4;
+    public const SCRIPT_WRITE_BACK = 5;
+    public const SCRIPT_FENCED_SET = 6;
+
+    public const MAX_FENCING_TOKEN = 9007199254740991;
+
+    public const FENCED_PENDING = 0;
+    public const FENCED_ACCEPTED = 1;
+    public const FENCED_STALE = 2;
+    public const FENCED_RETRY_AS_EVAL = 3;
+    public const FENCED_FAILED = 4;
 
     public const REASONS = [
         self::REASON_CONFLICT => 'conflict',

@@ -56,6 +56,18 @@ final class Lease
         return $this->native->ffi->redlock_lease_ttl_ms($this->handle);
     }
 
+    /**
+     * The fencing token (docs/fencing.md): strictly greater than every token handed out
+     * before it for the same resource. Null without fencing and for a lease rebuilt from
+     * its parts.
+     */
+    public function fencingToken(): ?int
+    {
+        $native = $this->native;
+        $rc = $native->ffi->redlock_lease_fencing_token($this->handle, FFI::addr($native->u64));
+        return $rc === Constants::OK ? $native->u64->cdata : null;
+    }
+
     public function extensions(): int
     {
         return $this->native->ffi->redlock_lease_extensions($this->handle);

@@ -276,7 +276,8 @@ final class Native
         if ($result >= 9200 && $result < 9300) {
             return new ConfigurationException($message, $name, $result);
         }
-        if (($result >= 9102 && $result <= 9107) || $result === 9109 || $result === 9004 || $result === 9005 || $result === 9001) {
+        $invalid = ($result >= 9102 && $result <= 9107) || ($result >= 9109 && $result <= 9111);
+        if ($invalid || $result === 9004 || $result === 9005 || $result === 9001) {
             return new InvalidArgumentException($message, $name, $result);
         }
         return new CoreException($message, $name, $result);

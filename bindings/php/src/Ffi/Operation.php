@@ -163,6 +163,48 @@ final class Operation
         $this->native->check($this->ffi->redlock_operation_abandon($this->handle, $nowUs), 'abandon');
     }
 
+    /**
+     * Hands in a release notice from node `$node` (a message on one of
+     * noticeChannels(), from that node's subscriber connection). A waiting acquisition
+     * may try again at once; a notice never decides anything by itself. Poll afterwards.
+     */
+    public function handleNotice(int $node, int $nowUs): void
+    {
+        if ($node < 0) {
+            throw new \Redlock\Exception\InvalidArgumentException("no node $node", 'unknown_node');
+        }
+        $this->native->check($this->ffi->redlock_operation_handle_notice($this->handle, $node, $nowUs), 'notice');
+    }
+
+    /**
+     * The channels on which releases of this acquisition's keys are announced (one per
+     * resource; none for other operations and finished ones).
+     *
+     * @return list<string>
+     */
+    public function noticeChannels(): array
+    {
+        $n = $this->native;
+        $count = $this->ffi->redlock_operation_notice_channel_count($this->handle);
+        $channels = [];
+        for ($i = 0; $i < $count; $i++) {
+            $capacity = 256;
+            while (true) {
+                $buffer = $this->ffi->new("uint8_t[$capacity]");
+                $rc = $this->ffi->redlock_operation_notice_channel($this->handle, $i, $buffer, $capacity, FFI::addr($n->size));
+                if ($rc === Constants::OK) {
+                    $channels[] = FFI::string($buffer, $n->size->cdata);
+                    break;
+                }
+                if ($rc !== 9003 || $n->size->cdata <= $capacity) {
+                    $n->check($rc, 'notice channel');
+                }
+                $capacity = $n->size->cdata;
+            }
+        }
+        return $channels;
+    }
+
     public function handleTimeout(int $nowUs): void
     {
         $this->native->check($this->ffi->redlock_operation_handle_timeout($this->handle, $nowUs), 'timeout');

@@ -50,6 +50,14 @@ final class Outcome
         });
     }
 
+    /** The fencing token of a fenced acquisition's lease; null otherwise. */
+    public function fencingToken(): ?int
+    {
+        return $this->memo('fencing_token', function (Native $n): ?int {
+            return $n->ffi->redlock_outcome_fencing_token($this->handle, FFI::addr($n->u64)) === Constants::OK ? $n->u64->cdata : null;
+        });
+    }
+
     public function validUntilUs(): ?int
     {
         return $this->memo('valid_until', function (Native $n): ?int {

@@ -6,6 +6,7 @@ namespace Redlock\Tests\Integration;
 
 use PHPUnit\Framework\TestCase;
 use Redlock\Clock;
+use Redlock\Exception\CancelledException;
 use Redlock\Exception\LockHeldException;
 use Redlock\Exception\LockLostException;
 use Redlock\Exception\NodesFailedException;
@@ -79,6 +80,7 @@ abstract class DriverScenarios extends TestCase
             tokenBytes: $o->tokenBytes,
             keyPrefix: $o->keyPrefix,
             maxExtensions: $o->maxExtensions,
+            fencing: $o->fencing,
         );
     }
 
@@ -464,6 +466,312 @@ abstract class DriverScenarios extends TestCase
         $this->assertSame(0, proc_close($process), $stderr);
         $this->assertMatchesRegularExpression('/^[0-9a-f]{40}$/', $token);
         $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $this->resource()));
+    }
+
+    public function testAWaiterAcquiresRightAfterTheReleaseThroughANotice(): void
+    {
+        // A retry delay of 3 s: only a release notice can explain an acquisition soon
+        // after the release.
+        $waiter = $this->redlock(new Options(ttlMs: 10_000, nodeTimeoutMs: 100, retryDelayMs: 3_000, retryJitterMs: 0));
+        $waiter->acquire($this->resource() . ':warm')->release();
+        [$process, $stdout, $stderr] = $this->spawnHolder($this->resource(), 400, false);
+        $this->awaitHeld($stdout, $stderr);
+        $started = Clock::nowUs();
+        $lock = $waiter->acquire($this->resource(), waitMs: 5_000);
+        $acquiredAt = Clock::nowUs();
+        $report = $this->finishHolder($process, $stdout, $stderr);
+        $this->assertTrue($lock->isValid());
+        $this->assertSame(2, $lock->attempts(), 'one attempt refused, the next one started by the notice');
+        $handOffMs = ($acquiredAt - $report['release_started']) / 1000;
+        $this->assertLessThan(100, $handOffMs, 'release to next holder, ms');
+        $this->assertLessThan(2_000_000, $acquiredAt - $started, 'long before the 3 s retry');
+        $lock->release();
+        $waiter->flush();
+        $this->assertNoSubscribers($this->resource());
+    }
+
+    public function testAWaitLimitIsHonouredAndLeavesNothingBehind(): void
+    {
+        // Someone else holds the key on three nodes; every attempt of the waiter gets
+        // the other two, which must be released each time.
+        for ($i = 0; $i < 3; $i++) {
+            Nodes::redis(static::basePort(), $i)->set($this->resource(), 'someone-else', ['px' => 20_000]);
+        }
+        $waiter = $this->redlock(new Options(ttlMs: 10_000, nodeTimeoutMs: 20, retryDelayMs: 60, retryJitterMs: 20));
+        $waiter->acquire($this->resource() . ':warm')->release();
+        $started = Clock::nowUs();
+        try {
+            $waiter->acquire($this->resource(), waitMs: 400);
+            $this->fail('acquired a lock held elsewhere');
+        } catch (LockHeldException $e) {
+            $tookMs = (Clock::nowUs() - $started) / 1000;
+            $this->assertGreaterThanOrEqual(350, $tookMs);
+            $this->assertLessThanOrEqual(450, $tookMs);
+            $this->assertGreaterThanOrEqual(3, $e->attempts, 'it kept trying');
+        }
+        $started = Clock::nowUs();
+        $this->assertNull($waiter->tryAcquire($this->resource(), waitMs: 200));
+        $tookMs = (Clock::nowUs() - $started) / 1000;
+        $this->assertGreaterThanOrEqual(150, $tookMs);
+        $this->assertLessThanOrEqual(250, $tookMs);
+        $waiter->flush();
+        $this->assertSame(
+            ['someone-else', 'someone-else', 'someone-else', false, false],
+            Nodes::values(static::basePort(), $this->resource()),
+        );
+        $this->assertNoSubscribers($this->resource());
+    }
+
+    public function testAnInterruptedWaitLeavesNothingBehind(): void
+    {
+        for ($i = 0; $i < 3; $i++) {
+            Nodes::redis(static::basePort(), $i)->set($this->resource(), 'someone-else', ['px' => 20_000]);
+        }
+        $waiter = $this->redlock(new Options(ttlMs: 10_000, nodeTimeoutMs: 20, retryDelayMs: 30, retryJitterMs: 10));
+        $started = Clock::nowUs();
+        try {
+            $waiter->acquire($this->resource(), timeLimitMs: 250, waitMs: 10_000);
+            $this->fail('acquired a lock held elsewhere');
+        } catch (CancelledException $e) {
+            $this->assertLessThan(400_000, Clock::nowUs() - $started);
+        }
+        $waiter->flush();
+        $this->assertSame([false, false], array_slice(Nodes::values(static::basePort(), $this->resource()), 3));
+        $this->assertNoSubscribers($this->resource());
+    }
+
+    public function testLostNoticesFallBackToTheRetrySchedule(): void
+    {
+        $waiter = $this->redlock(new Options(ttlMs: 10_000, nodeTimeoutMs: 100, retryDelayMs: 1_000, retryJitterMs: 0));
+        $waiter->acquire($this->resource() . ':warm')->release();
+        // The holder kills every subscriber connection (CLIENT KILL TYPE pubsub) before it
+        // releases: the waiter hears nothing and acquires at its next retry.
+        [$process, $stdout, $stderr] = $this->spawnHolder($this->resource(), 300, true);
+        $this->awaitHeld($stdout, $stderr);
+        $started = Clock::nowUs();
+        $lock = $waiter->acquire($this->resource(), waitMs: 5_000);
+        $acquiredAt = Clock::nowUs();
+        $report = $this->finishHolder($process, $stdout, $stderr);
+        $this->assertGreaterThan(0, $report['killed'], 'subscriber connections were killed');
+        $this->assertGreaterThan(300, ($acquiredAt - $report['release_started']) / 1000, 'no notice arrived, ms after the release');
+        $this->assertGreaterThanOrEqual(900, ($acquiredAt - $started) / 1000, 'acquired at the retry');
+        $this->assertLessThan(2_500, ($acquiredAt - $started) / 1000, 'acquired at the first retry after the release');
+        $lock->release();
+
+        // The next waiting acquisition opens the subscriber connections again.
+        [$process, $stdout, $stderr] = $this->spawnHolder($this->resource(), 300, false);
+        $this->awaitHeld($stdout, $stderr);
+        $lock = $waiter->acquire($this->resource(), waitMs: 5_000);
+        $acquiredAt = Clock::nowUs();
+        $report = $this->finishHolder($process, $stdout, $stderr);
+        $this->assertLessThan(100, ($acquiredAt - $report['release_started']) / 1000, 'notices heard again, ms after the release');
+        $lock->release();
+    }
+
+    /**
+     * Waits for the holder's "held" (its stderr is read only on failure: reading it
+     * waits for the process to end).
+     *
+     * @param resource $stdout
+     * @param resource $stderr
+     */
+    private function awaitHeld($stdout, $stderr): void
+    {
+        $line = trim(self::readLine($stdout));
+        if ($line !== 'held') {
+            $this->fail("the holder said: $line " . stream_get_contents($stderr));
+        }
+    }
+
+    public function testEightWaitersAllGetTheLockFromAHolderThatTakesItAgainInALoop(): void
+    {
+        $autoload = var_export(dirname(__DIR__, 2) . '/vendor/autoload.php', true);
+        $resource = var_export($this->resource(), true);
+        // The greedy holder (stream driver): for 4 s, take the lock, hold it 20 ms,
+        // release it and at once try again.
+        $greedy = sprintf(
+            <<<'PHP'
+                <?php
+                require %s;
+                $redlock = Redlock\Redlock::create(%s, new Redlock\Options(ttlMs: 10000, nodeTimeoutMs: 100));
+                $end = Redlock\Clock::nowUs() + 4000000;
+                $rounds = 0;
+                echo "looping\n";
+                while (Redlock\Clock::nowUs() < $end) {
+                    $lock = $redlock->acquire(%s, waitMs: 5000);
+                    usleep(20000);
+                    $lock->release();
+                    $rounds++;
+                }
+                echo json_encode(['rounds' => $rounds]), "\n";
+                PHP,
+            $autoload,
+            var_export(static::$urls, true),
+            $resource,
+        );
+        $waiter = sprintf(
+            <<<'PHP'
+                <?php
+                require %s;
+                $options = new Redlock\Options(ttlMs: 10000, nodeTimeoutMs: 100);
+                $redlock = %s;
+                $started = Redlock\Clock::nowUs();
+                $lock = $redlock->acquire(%s, waitMs: 10000);
+                $waited = Redlock\Clock::nowUs() - $started;
+                usleep(20000);
+                $lock->release();
+                echo json_encode(['waited_ms' => $waited / 1000, 'attempts' => $lock->attempts()]), "\n";
+                PHP,
+            $autoload,
+            $this->childRedlock(),
+            $resource,
+        );
+        $holder = self::spawn($greedy);
+        $line = trim(self::readLine($holder[1]));
+        if ($line !== 'looping') {
+            $this->fail("the holder said: $line " . stream_get_contents($holder[2]));
+        }
+        usleep(200_000);
+        $waiters = [];
+        for ($i = 0; $i < 8; $i++) {
+            $waiters[] = self::spawn($waiter);
+        }
+        $waits = [];
+        foreach ($waiters as $i => [$process, $stdout, $stderr]) {
+            $report = json_decode(self::readLine($stdout, 15_000_000), true);
+            $errors = (string) stream_get_contents($stderr);
+            $this->assertSame(0, proc_close($process), "waiter $i: $errors");
+            $this->assertIsArray($report, "waiter $i: $errors");
+            $waits[] = $report['waited_ms'];
+        }
+        [$process, $stdout, $stderr] = $holder;
+        $report = json_decode(self::readLine($stdout), true);
+        $errors = (string) stream_get_contents($stderr);
+        $this->assertSame(0, proc_close($process), $errors);
+        $this->assertGreaterThan(8, $report['rounds'], 'the holder kept taking the lock');
+        sort($waits);
+        // Every waiter is served while the holder loops, within 3 s (measured: at most
+        // 0.5 s with the stream driver, 1 s with phpredis, nine PHP processes on two cores).
+        $this->assertLessThan(3_000, max($waits), 'waits, ms: ' . implode(', ', $waits));
+    }
+
+    /** PHP code that builds a Redlock with this class's driver from `$options`. */
+    private function childRedlock(): string
+    {
+        return static::workerDriver() === 'stream'
+            ? sprintf('Redlock\Redlock::create(%s, $options)', var_export(static::$urls, true))
+            : sprintf(
+                'Redlock\Redlock::withPhpRedis(array_map(function ($p) { $x = new Redis(); $x->connect("127.0.0.1", $p, 1.0); return $x; }, %s), '
+                    . '$options)',
+                var_export(range(static::basePort(), static::basePort() + 4), true),
+            );
+    }
+
+    /** @return array{resource, resource, resource} a PHP process running `$script`, its stdout and stderr */
+    private static function spawn(string $script): array
+    {
+        $process = proc_open([PHP_BINARY], [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        if (!is_resource($process)) {
+            throw new \RuntimeException('could not start a PHP process');
+        }
+        fwrite($pipes[0], $script);
+        fclose($pipes[0]);
+        return [$process, $pipes[1], $pipes[2]];
+    }
+
+    /** Nobody is subscribed to the resource's notice channel on any node (in time). */
+    private function assertNoSubscribers(string $resource): void
+    {
+        $channel = 'redlock:released:' . $resource;
+        $deadline = Clock::nowUs() + 1_000_000;
+        do {
+            $counts = [];
+            for ($i = 0; $i < 5; $i++) {
+                $counts[] = Nodes::redis(static::basePort(), $i)->rawCommand('PUBSUB', 'NUMSUB', $channel)[1];
+            }
+            if ($counts === array_fill(0, 5, 0)) {
+                break;
+            }
+            usleep(10_000);
+        } while (Clock::nowUs() < $deadline);
+        $this->assertSame(array_fill(0, 5, 0), $counts, 'subscribers left on the notice channel');
+    }
+
+    /**
+     * A process that holds `$resource` (stream driver), prints "held", keeps it `$holdMs`,
+     * optionally kills every subscriber connection, then releases and prints when.
+     *
+     * @return array{resource, resource, resource}
+     */
+    private function spawnHolder(string $resource, int $holdMs, bool $killSubscribers): array
+    {
+        $script = sprintf(
+            <<<'PHP'
+                <?php
+                require %s;
+                $redlock = Redlock\Redlock::create(%s, new Redlock\Options(ttlMs: 10000, nodeTimeoutMs: 200));
+                $lock = $redlock->acquire(%s);
+                echo "held\n";
+                usleep(%d);
+                $killed = 0;
+                if (%s) {
+                    foreach (%s as $port) {
+                        $redis = new Redis();
+                        $redis->connect('127.0.0.1', $port, 1.0);
+                        $killed += (int) $redis->rawCommand('CLIENT', 'KILL', 'TYPE', 'pubsub');
+                    }
+                    usleep(50000);
+                }
+                $started = Redlock\Clock::nowUs();
+                $lock->release();
+                echo json_encode(['release_started' => $started, 'released' => Redlock\Clock::nowUs(), 'killed' => $killed]), "\n";
+                PHP,
+            var_export(dirname(__DIR__, 2) . '/vendor/autoload.php', true),
+            var_export(static::$urls, true),
+            var_export($resource, true),
+            $holdMs * 1000,
+            $killSubscribers ? 'true' : 'false',
+            var_export(range(static::basePort(), static::basePort() + 4), true),
+        );
+        $process = proc_open([PHP_BINARY], [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        if (!is_resource($process)) {
+            throw new \RuntimeException('could not start the holder process');
+        }
+        fwrite($pipes[0], $script);
+        fclose($pipes[0]);
+        return [$process, $pipes[1], $pipes[2]];
+    }
+
+    /**
+     * @param resource $process
+     * @param resource $stdout
+     * @param resource $stderr
+     * @return array{release_started: int, released: int, killed: int}
+     */
+    private function finishHolder($process, $stdout, $stderr): array
+    {
+        $line = self::readLine($stdout);
+        $errors = (string) stream_get_contents($stderr);
+        fclose($stdout);
+        fclose($stderr);
+        $this->assertSame(0, proc_close($process), $errors);
+        $report = json_decode($line, true);
+        $this->assertIsArray($report, "the holder said: $line $errors");
+        return $report;
+    }
+
+    /** @param resource $stream */
+    private static function readLine($stream, int $timeoutUs = 10_000_000): string
+    {
+        $deadline = Clock::nowUs() + $timeoutUs;
+        $none = null;
+        while (Clock::nowUs() < $deadline) {
+            $read = [$stream];
+            if (@stream_select($read, $none, $none, 0, 100_000) > 0) {
+                return (string) fgets($stream);
+            }
+        }
+        return '';
     }
 
     public function testSeveralResourcesAreLockedTogether(): void

@@ -5,7 +5,10 @@ declare(strict_types=1);
 namespace Redlock\Tests\Integration;
 
 use PHPUnit\Framework\TestCase;
+use Redlock\Driver\NodeAddress;
+use Redlock\Driver\StreamCommand;
 use Redlock\Exception\NodesFailedException;
+use Redlock\Ffi\Native;
 use Redlock\NodeResult;
 use Redlock\Options;
 use Redlock\Redlock;
@@ -50,6 +53,23 @@ final class TlsAuthTest extends TestCase
         $this->assertGreaterThanOrEqual(3, $lock->release());
         $this->assertNotNull($again = $rival->tryAcquire('php-tls:a'));
         $again->release();
+    }
+
+    public function testAWaitingAcquisitionSubscribesOverTlsWithAuth(): void
+    {
+        $holder = Redlock::create(self::$urls, self::options(), ['cafile' => self::$ca]);
+        $lock = $holder->acquire('php-tls:wait', 5_000);
+        $waiter = Redlock::create(self::$urls, new Options(nodeTimeoutMs: 1_000, retryDelayMs: 100, retryJitterMs: 0), ['cafile' => self::$ca]);
+        $this->assertNull($waiter->tryAcquire('php-tls:wait', waitMs: 1_500));
+        $waiter->flush();
+        // The waiter's subscriber connection came through TLS and AUTH, subscribed, and
+        // unsubscribed when the wait ended.
+        $admin = new StreamCommand(Native::get(), NodeAddress::fromUrl(self::$urls[0], ['cafile' => self::$ca]));
+        $clients = $admin->call(['CLIENT', 'LIST'], 2_000_000)->bytes();
+        $admin->close();
+        $this->assertMatchesRegularExpression('/ cmd=unsubscribe /', $clients);
+        $this->assertDoesNotMatchRegularExpression('/ sub=[1-9]/', $clients);
+        $lock->release();
     }
 
     public function testAWrongPasswordIsAnAuthFailureOnEveryNode(): void

@@ -38,6 +38,7 @@ from ._errors import (
     UsageError,
     UsedAfterCloseError,
 )
+from ._fenced import FencedResult, FencedWriteError, fenced_set, fenced_set_async
 from ._ffi import library_path
 from ._sync import Lock, LockContext, Redlock
 from .core import now_us, version
@@ -50,6 +51,8 @@ __all__ = [
     "AsyncRedlock",
     "ConfigError",
     "CoreError",
+    "FencedResult",
+    "FencedWriteError",
     "InvalidArgumentError",
     "LibraryNotFoundError",
     "Lock",
@@ -66,6 +69,8 @@ __all__ = [
     "ReleaseResult",
     "UsageError",
     "UsedAfterCloseError",
+    "fenced_set",
+    "fenced_set_async",
     "library_path",
     "now_us",
     "synchronized",

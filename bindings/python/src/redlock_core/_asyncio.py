@@ -30,11 +30,12 @@ from ._common import (
     check_clients,
     connection_like,
     shown,
+    subscriber_like,
 )
-from ._errors import NodeResult, UsedAfterCloseError
+from ._errors import UsedAfterCloseError
 from ._lock import LockContextBase, LockState, OnLost
-from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running
-from .core import Lease, Operation, Outcome, Resources, now_us, resource_list
+from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscription
+from .core import Operation, Outcome, Resources, now_us, resource_list
 
 __all__ = ["AsyncLock", "AsyncLockContext", "AsyncRedlock"]
 
@@ -162,6 +163,95 @@ class _StreamIO:
         return self._writer is not None
 
 
+class _Listener:
+    """One node's subscriber connection for release notices (made like the client's
+    own, speaking RESP2) and the task that keeps it subscribed to the channels waiting
+    acquisitions listen on; a second task reads its messages into the engine. Made on
+    the first wait."""
+
+    def __init__(self, owner: AsyncRedlock, index: int, client: Any) -> None:
+        self._owner = owner
+        self._client = client
+        self._subscription = Subscription(index)
+        self._poked = asyncio.Event()
+        self._writer: asyncio.StreamWriter | None = None
+        self._connection: Any = None
+        self._reader: asyncio.Task[None] | None = None
+        self.task = _spawn(self._run())
+
+    def poke(self) -> None:
+        """The channels changed, or the Redlock closes: look again."""
+        self._poked.set()
+
+    async def _run(self) -> None:
+        owner, subscription = self._owner, self._subscription
+        try:
+            while not owner._closed:
+                self._poked.clear()
+                wanted = owner._engine.channels()
+                now = now_us()
+                if subscription.should_open(wanted, now):
+                    await self._open()
+                    continue
+                writer = self._writer
+                if subscription.open and writer is not None:
+                    out = subscription.commands(wanted)
+                    if out:
+                        writer.write(out)
+                wait = subscription.wait_us(wanted, now)
+                try:
+                    await asyncio.wait_for(self._poked.wait(), None if wait is None else wait / 1e6)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            await self._drop()
+
+    async def _open(self) -> None:
+        connection: Any = None
+        try:
+            connection = subscriber_like(self._client, AsyncRetry(NoBackoff(), 0))
+            await connection.connect()
+            reader, writer = connection._reader, connection._writer
+            if reader is None or writer is None:
+                raise ConnectionError("the client's connection has no streams")
+        except Exception:  # no notices from this node for a while; waits go on
+            if connection is not None:
+                await _quietly(connection.disconnect())
+            self._subscription.lost(now_us())
+            return
+        self._connection, self._writer = connection, writer
+        self._subscription.opened()
+        self._reader = _spawn(self._read(reader, writer))
+
+    async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        subscription, engine = self._subscription, self._owner._engine
+        try:
+            while True:
+                data = await reader.read(65536)
+                if not data:
+                    raise ConnectionError("the node closed the connection")
+                for channel in subscription.received(data):
+                    engine.notice(subscription.index, channel)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the connection (or its stream) is lost
+            if self._writer is writer:
+                self._writer = None
+                subscription.lost(now_us())
+                writer.close()
+                self.poke()
+
+    async def _drop(self) -> None:
+        reader, self._reader = self._reader, None
+        self._writer = None
+        if reader is not None:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await _quietly(connection.disconnect())
+
+
 def _resolve(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
@@ -174,7 +264,7 @@ async def _quietly(awaitable: Any) -> None:
         pass
 
 
-class AsyncRedlock(RedlockBase):
+class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
     """A Redlock over independent Redis nodes, one ``redis.asyncio.Redis`` client per
     node. Settings as for :class:`redlock_core.Redlock`."""
 
@@ -186,6 +276,9 @@ class AsyncRedlock(RedlockBase):
         ]
         self._wakers: dict[int, asyncio.Future[None]] = {}
         self._engine.on_change = self._changed
+        self._node_clients = node_clients
+        self._listeners: list[_Listener | None] = [None] * len(node_clients)
+        self._engine.on_channels = self._channels_changed
         self._timer: asyncio.Task[None] | None = None
         self._timer_poke: asyncio.Event | None = None
         self._warmed = False
@@ -219,6 +312,15 @@ class AsyncRedlock(RedlockBase):
 
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
         self._streams[node.index].act(actions)
+
+    def _channels_changed(self) -> None:
+        """The channels to listen on changed; the listeners (made on the first wait)
+        catch up."""
+        for index, listener in enumerate(self._listeners):
+            if listener is None:
+                self._listeners[index] = _Listener(self, index, self._node_clients[index])
+            else:
+                listener.poke()
 
     def _pump(self, node: NodeProtocol) -> None:
         self._engine.pump(node)
@@ -259,37 +361,23 @@ class AsyncRedlock(RedlockBase):
         resources: Resources,
         *,
         ttl: Duration | None = None,
+        blocking_timeout: Duration | None = None,
+        fencing: bool | None = None,
         auto_extend: bool = False,
         on_lost: OnLost | None = None,
     ) -> AsyncLock:
-        """Acquires a lock on ``resources`` (see :meth:`redlock_core.Redlock.acquire`).
-        Cancelling the task abandons the acquisition: the core's release of its token
-        goes out, and the ``CancelledError`` propagates."""
+        """Acquires a lock on ``resources`` (see :meth:`redlock_core.Redlock.acquire`,
+        ``blocking_timeout`` and ``fencing`` included). Cancelling the task abandons the
+        acquisition: the core's release of its token goes out, and the
+        ``CancelledError`` propagates."""
         names = resource_list(resources)
         await self._warm()
-        with self._start_acquire(names, ttl) as op:
-            outcome = await self._drive(op)
+        with self._start_acquire(names, ttl, blocking_timeout, fencing) as op:
+            outcome = await self._drive(op, waits=self._waits(blocking_timeout))
         lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
         return AsyncLock(
             self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost
         )
-
-    def lock(
-        self,
-        resources: Resources,
-        *,
-        ttl: Duration | None = None,
-        auto_extend: bool = False,
-        on_lost: OnLost | None = None,
-    ) -> AsyncLockContext:
-        """``async with redlock.lock("name") as lock:``."""
-        return AsyncLockContext(self, resources, ttl=ttl, auto_extend=auto_extend, on_lost=on_lost)
-
-    def from_token(self, resources: Resources, token: str) -> AsyncLock:
-        """A lock rebuilt from a token kept elsewhere, to extend or release it."""
-        names = resource_list(resources)
-        lease = self._usable().lease(names, token, 0)
-        return AsyncLock(self, shown(resources, names), lease, None, (), False, None)
 
     async def extend(self, lock: AsyncLock, ttl: Duration | None = None) -> None:
         await lock.extend(ttl)
@@ -297,11 +385,11 @@ class AsyncRedlock(RedlockBase):
     async def release(self, lock: AsyncLock) -> ReleaseResult:
         return await lock.release()
 
-    async def _drive(self, op: Operation) -> Outcome:
+    async def _drive(self, op: Operation, *, waits: bool = False) -> Outcome:
         """Awaits ``op``'s outcome; wakes at its wait and at deliveries only."""
         engine = self._engine
         loop = asyncio.get_running_loop()
-        running = engine.start(op)
+        running = engine.start(op, waits=waits)
         self._poke_timer()
         try:
             while not engine.advance(running):
@@ -336,6 +424,10 @@ class AsyncRedlock(RedlockBase):
             return
         self._closed = True
         await self.flush()
+        listeners = [listener for listener in self._listeners if listener is not None]
+        for listener in listeners:
+            listener.poke()
+        await asyncio.gather(*(listener.task for listener in listeners), return_exceptions=True)
         for stream in self._streams:
             await stream.aclose()
         if self._timer is not None:
@@ -365,22 +457,13 @@ class AsyncLock(LockState):
     :class:`LockLostError` there if the block ran past the lock's validity or the lock
     was lost (unless the block is already raising)."""
 
-    def __init__(
-        self,
-        redlock: AsyncRedlock,
-        resources: Sequence[str | bytes],
-        lease: Lease,
-        attempts: int | None,
-        nodes: tuple[NodeResult, ...],
-        auto_extend: bool,
-        on_lost: OnLost | None,
-    ) -> None:
-        super().__init__(redlock, resources, lease, attempts, nodes, on_lost, auto_extend)
-        self._redlock: AsyncRedlock = redlock
+    _redlock: AsyncRedlock
+
+    def _setup(self) -> None:
         self._op_lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._keeper: asyncio.Task[None] | None = None
-        if auto_extend:
+        if self._auto_extend:
             self._keeper = _spawn(_keep_alive(weakref.ref(self), self._wake))
 
     async def extend(self, ttl: Duration | None = None) -> None:
@@ -467,9 +550,7 @@ class AsyncLockContext(LockContextBase):
     async def __aenter__(self) -> AsyncLock:
         if self._lock is not None:
             raise UsedAfterCloseError("this lock context is already entered")
-        self._lock = await self._redlock.acquire(
-            self._resources, ttl=self._ttl, auto_extend=self._auto_extend, on_lost=self._on_lost
-        )
+        self._lock = await self._redlock.acquire(self._resources, **self._arguments())
         return self._lock
 
     async def __aexit__(
@@ -481,3 +562,8 @@ class AsyncLockContext(LockContextBase):
         lock, self._lock = self._lock, None
         if lock is not None:
             await lock.__aexit__(exc_type, exc, traceback)
+
+
+# The classes the shared lock() and from_token() make (defined after the Redlock).
+AsyncRedlock._lock_class = AsyncLock  # type: ignore[misc]
+AsyncRedlock._context_class = AsyncLockContext  # type: ignore[misc]

@@ -46,12 +46,33 @@ class Client(_Handle):
         self.ttl_ms = config.ttl_ms
         self.node_timeout_us = config.node_timeout_us
 
-    def acquire(self, resources: Resources, now: int, *, ttl_ms: int | None = None) -> Operation:
+    def acquire(
+        self,
+        resources: Resources,
+        now: int,
+        *,
+        ttl_ms: int | None = None,
+        wait_us: int | None = None,
+    ) -> Operation:
         """Starts acquiring ``resources`` at ``now``, with the configured TTL or
-        ``ttl_ms`` for this lock only."""
+        ``ttl_ms`` for this lock only. With ``wait_us`` the acquisition keeps trying
+        until ``now + wait_us`` (a wait limit, instead of the configured attempts),
+        and tries again early on release notices (:meth:`Operation.handle_notice`)."""
         pointers, lengths, count = _byte_strings(resource_list(resources))
         out = _new_handle()
-        if ttl_ms is None:
+        if wait_us is not None:
+            rc = lib.redlock_client_acquire_with(
+                self._p(),
+                pointers,
+                lengths,
+                count,
+                0 if ttl_ms is None else _nonzero_ttl(ttl_ms),
+                True,
+                _u64(wait_us, "wait_us"),
+                _u64(now, "now"),
+                byref(out),
+            )
+        elif ttl_ms is None:
             rc = lib.redlock_client_acquire(
                 self._p(), pointers, lengths, count, _u64(now, "now"), byref(out)
             )
@@ -68,18 +89,39 @@ class Client(_Handle):
         _ffi.check(rc, "acquire")
         return Operation(out.value)
 
-    def acquire_with_random(self, resources: Resources, random: bytes, now: int) -> Operation:
+    def acquire_with_random(
+        self,
+        resources: Resources,
+        random: bytes,
+        now: int,
+        *,
+        ttl_ms: int | None = None,
+        wait_us: int | None = None,
+    ) -> Operation:
         """Like :meth:`acquire`, drawing tokens and jitter from ``random`` (the
         conformance vectors' way; real locks MUST use CSPRNG bytes)."""
         pointers, lengths, count = _byte_strings(resource_list(resources))
         data = _bytes(random, "random")
         out = _new_handle()
-        _ffi.check(
-            lib.redlock_client_acquire_with_random(
+        if ttl_ms is None and wait_us is None:
+            rc = lib.redlock_client_acquire_with_random(
                 self._p(), pointers, lengths, count, data, len(data), _u64(now, "now"), byref(out)
-            ),
-            "acquire",
-        )
+            )
+        else:
+            rc = lib.redlock_client_acquire_with_random_options(
+                self._p(),
+                pointers,
+                lengths,
+                count,
+                0 if ttl_ms is None else _nonzero_ttl(ttl_ms),
+                wait_us is not None,
+                0 if wait_us is None else _u64(wait_us, "wait_us"),
+                data,
+                len(data),
+                _u64(now, "now"),
+                byref(out),
+            )
+        _ffi.check(rc, "acquire")
         return Operation(out.value)
 
     def extend(self, lease: Lease, now: int, *, ttl_ms: int | None = None) -> Operation:
@@ -151,6 +193,14 @@ class Client(_Handle):
             "next_extension",
         )
         return int(at.value) if due.value else None
+
+
+def _nonzero_ttl(ttl_ms: int) -> int:
+    """A per-call TTL for the calls where 0 means "the configured TTL"."""
+    value = _u64(ttl_ms, "ttl_ms")
+    if value == 0:
+        raise ValueError("ttl_ms must be at least 1 (None: the configured TTL)")
+    return value
 
 
 def _lease_pointer(lease: object) -> int:

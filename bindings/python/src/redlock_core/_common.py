@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar, Union
 
 from . import _ffi
 from ._errors import (
@@ -38,9 +38,17 @@ from .core import (
     micros,
     millis,
     now_us,
+    resource_list,
 )
 
+if TYPE_CHECKING:
+    from ._lock import LockContextBase, LockState, OnLost
+
 logger = logging.getLogger("redlock_core")
+
+#: A driver's lock class and lock context class.
+LockT = TypeVar("LockT", bound="LockState")
+ContextT = TypeVar("ContextT", bound="LockContextBase")
 
 #: A duration in seconds: a number or a ``timedelta``.
 Duration = Union[int, float, timedelta]
@@ -71,6 +79,7 @@ def build_config(
     key_prefix: str | bytes | None,
     token_bytes: int | None,
     max_extensions: int | None,
+    fencing: bool = False,
 ) -> Config:
     """A core configuration from the drivers' settings (durations in seconds)."""
 
@@ -90,6 +99,7 @@ def build_config(
         token_bytes=token_bytes,
         max_extensions=max_extensions,
         key_prefix=key_prefix,
+        fencing=fencing,
     )
 
 
@@ -240,17 +250,28 @@ def shown(resources: Resources, names: list[bytes]) -> list[str | bytes]:
 OPEN_TIMEOUT = 2.0
 
 
-def connection_like(client: Any, retry: Any) -> Any:
+def connection_like(client: Any, retry: Any, **overrides: Any) -> Any:
     """A new connection made like the client's own (TLS, password, database), with
     ``retry`` (none: the core's link decides about reconnecting) and a bounded time to
-    open, whatever the client's settings."""
+    open, whatever the client's settings; ``overrides`` replace other settings."""
     pool = client.connection_pool
     kwargs = dict(pool.connection_kwargs)
     kwargs["retry"] = retry
+    kwargs.update(overrides)
     for name in ("socket_connect_timeout", "socket_timeout"):
         if kwargs.get(name) is None:
             kwargs[name] = OPEN_TIMEOUT
     return pool.connection_class(**kwargs)
+
+
+def subscriber_like(client: Any, retry: Any) -> Any:
+    """A new connection for release notices, made like the client's own but speaking
+    RESP2, where messages are replies the core's decoder reads (RESP3 pushes are not),
+    and so without redis-py's maintenance notifications, which need RESP3."""
+    overrides: dict[str, Any] = {"protocol": 2}
+    if "maint_notifications_config" in client.connection_pool.connection_kwargs:
+        overrides["maint_notifications_config"] = None
+    return connection_like(client, retry, **overrides)
 
 
 def node_address(client: Any, index: int) -> str:
@@ -268,11 +289,14 @@ def node_address(client: Any, index: int) -> str:
 # ---- the part of a Redlock both drivers share -----------------------------------------
 
 
-class RedlockBase:
+class RedlockBase(Generic[LockT, ContextT]):
     """Settings, the core client, the engine (links and operations), and turning
-    outcomes into locks and exceptions. The drivers add waiting and I/O."""
+    outcomes into locks and exceptions. The drivers add waiting and I/O, and name
+    their lock and lock context classes."""
 
     _closed = False
+    _lock_class: type[LockT]
+    _context_class: type[ContextT]
 
     def __init__(
         self,
@@ -289,9 +313,13 @@ class RedlockBase:
         key_prefix: str | bytes | None = None,
         token_bytes: int | None = None,
         max_extensions: int | None = None,
+        fencing: bool = False,
+        notices: bool = True,
         seed: bytes | None = None,
     ) -> None:
         self._owned: list[Any] = []
+        if not isinstance(notices, bool):
+            raise TypeError(f"notices must be a bool, not {type(notices).__name__}")
         pair = duplicate_node([node_address(c, i) for i, c in enumerate(clients)])
         if pair is not None:
             raise ConfigError(
@@ -300,8 +328,7 @@ class RedlockBase:
                 f"clients {pair[0]} and {pair[1]} are the same Redis server; Redlock needs "
                 "independent nodes",
             )
-        self._config: Config = build_config(
-            len(clients),
+        self._settings: dict[str, Any] = dict(
             ttl=ttl,
             drift_factor=drift_factor,
             drift_fixed=drift_fixed,
@@ -314,9 +341,15 @@ class RedlockBase:
             token_bytes=token_bytes,
             max_extensions=max_extensions,
         )
+        self._config: Config = build_config(len(clients), fencing=fencing, **self._settings)
         self._client = Client(self._config, seed=seed)
+        self._seed = seed
+        # The client of the other fencing setting, made on the first acquisition that
+        # asks for it (same settings otherwise).
+        self._other: Client | None = None
         self._labels = tuple(label_of(client, i) for i, client in enumerate(clients))
         self._engine = Engine(self._client, self._labels, self._act)
+        self._engine.notices = notices
 
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
         raise NotImplementedError
@@ -358,9 +391,69 @@ class RedlockBase:
                 ) from None
         return value
 
-    def _start_acquire(self, names: list[bytes], ttl: Duration | None) -> Operation:
+    def lock(
+        self,
+        resources: Resources,
+        *,
+        ttl: Duration | None = None,
+        blocking_timeout: Duration | None = None,
+        fencing: bool | None = None,
+        auto_extend: bool = False,
+        on_lost: OnLost | None = None,
+    ) -> ContextT:
+        """``with redlock.lock("name") as lock:`` (``async with`` for an
+        ``AsyncRedlock``) acquires on entry, with the arguments of ``acquire``, and
+        releases on exit."""
+        return self._context_class(
+            self,
+            resources,
+            ttl=ttl,
+            blocking_timeout=blocking_timeout,
+            fencing=fencing,
+            auto_extend=auto_extend,
+            on_lost=on_lost,
+        )
+
+    def from_token(self, resources: Resources, token: str) -> LockT:
+        """A lock rebuilt from a token kept elsewhere (another process, a command
+        line), to extend or release it. Its validity is unknown until extended."""
+        names = resource_list(resources)
+        lease = self._usable().lease(names, token, 0)
+        return self._lock_class(self, shown(resources, names), lease, None, (), False, None)
+
+    def _client_for(self, fencing: bool | None) -> Client:
+        """The core client of this acquisition: the configured one, or (``fencing``
+        other than configured) one built with the same settings and that fencing."""
         client = self._usable()
-        return client.acquire(names, now_us(), ttl_ms=self._check_ttl(ttl))
+        if fencing is None or fencing == self._config.fencing:
+            return client
+        if not isinstance(fencing, bool):
+            raise TypeError(f"fencing must be a bool, not {type(fencing).__name__}")
+        if self._other is None:
+            config = build_config(len(self._labels), fencing=fencing, **self._settings)
+            self._other = Client(config, seed=self._seed)
+            config.close()  # the client holds its own copy
+        return self._other
+
+    def _start_acquire(
+        self,
+        names: list[bytes],
+        ttl: Duration | None,
+        blocking_timeout: Duration | None = None,
+        fencing: bool | None = None,
+    ) -> Operation:
+        client = self._client_for(fencing)
+        wait = None if blocking_timeout is None else micros(blocking_timeout, "blocking_timeout")
+        return client.acquire(names, now_us(), ttl_ms=self._check_ttl(ttl), wait_us=wait)
+
+    @staticmethod
+    def _waits(blocking_timeout: Duration | None) -> bool:
+        """Whether an acquisition may wait (a wait limit above zero)."""
+        if blocking_timeout is None:
+            return False
+        if isinstance(blocking_timeout, timedelta):
+            return blocking_timeout.total_seconds() > 0
+        return blocking_timeout > 0
 
     def _acquired(
         self, outcome: Outcome, resources: Sequence[str | bytes]

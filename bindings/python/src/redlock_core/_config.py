@@ -20,7 +20,8 @@ from ._handle import (
 class Config(_Handle):
     """A checked configuration (``redlock_config``). Every setting is optional and
     defaults to the core's; durations are microseconds, the TTL milliseconds. An
-    unacceptable setting raises :class:`~redlock_core.ConfigError`."""
+    unacceptable setting raises :class:`~redlock_core.ConfigError`. With ``fencing``
+    every acquisition also issues a fencing token (``docs/fencing.md``)."""
 
     __slots__ = ()
     _free_name = "redlock_config_free"
@@ -40,6 +41,7 @@ class Config(_Handle):
         token_bytes: int | None = None,
         max_extensions: int | None = None,
         key_prefix: str | bytes | None = None,
+        fencing: bool | None = None,
     ) -> None:
         super().__init__(None)
         builder = _new_handle()
@@ -95,6 +97,10 @@ class Config(_Handle):
                     "redlock_config_builder_set_max_extensions",
                     _u32(max_extensions, "max_extensions"),
                 )
+            if fencing is not None:
+                if not isinstance(fencing, bool):
+                    raise TypeError(f"fencing must be a bool, not {type(fencing).__name__}")
+                apply("redlock_config_builder_set_fencing", fencing)
             if key_prefix is not None:
                 prefix = _bytes(key_prefix, "key_prefix")
                 apply("redlock_config_builder_set_key_prefix", prefix, len(prefix))
@@ -163,3 +169,8 @@ class Config(_Handle):
         bounded, maximum = c_bool(), c_uint32()
         _ffi.check(lib.redlock_config_max_extensions(self._p(), byref(bounded), byref(maximum)))
         return int(maximum.value) if bounded.value else None
+
+    @property
+    def fencing(self) -> bool:
+        """Whether acquisitions issue fencing tokens."""
+        return bool(lib.redlock_config_fencing(self._p()))

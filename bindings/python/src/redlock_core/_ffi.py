@@ -45,6 +45,8 @@ BUFFER_TOO_SMALL = 9003
 INVALID_INPUT = 9004
 OUT_OF_RANGE = 9005
 NO_VALUE = 9006
+UNKNOWN_NODE = 9110
+INVALID_FENCING_TOKEN = 9111
 
 MAX_NODES = 255
 MAX_RESOURCES = 64
@@ -58,6 +60,17 @@ MESSAGE_MAX = 256
 SCRIPT_ACQUIRE = 1
 SCRIPT_RELEASE = 2
 SCRIPT_EXTEND = 3
+SCRIPT_FENCED_ACQUIRE = 4
+SCRIPT_WRITE_BACK = 5
+SCRIPT_FENCED_SET = 6
+
+MAX_FENCING_TOKEN = 2**53 - 1
+
+FENCED_PENDING = 0
+FENCED_ACCEPTED = 1
+FENCED_STALE = 2
+FENCED_RETRY_AS_EVAL = 3
+FENCED_FAILED = 4
 
 OUTPUT_NONE = 0
 OUTPUT_SEND = 1
@@ -67,11 +80,15 @@ OUTPUT_OUTCOME = 3
 OPERATION_ACQUIRE = 1
 OPERATION_EXTEND = 2
 OPERATION_RELEASE = 3
+OPERATION_INSPECT = 4
 
 COMMAND_SET = 1
 COMMAND_ACQUIRE = 2
 COMMAND_RELEASE = 3
 COMMAND_EXTEND = 4
+COMMAND_FENCED_ACQUIRE = 5
+COMMAND_WRITE_BACK = 6
+COMMAND_INSPECT = 7
 
 OUTCOME_ACQUIRED = 1
 OUTCOME_NOT_ACQUIRED = 2
@@ -79,6 +96,8 @@ OUTCOME_EXTENDED = 3
 OUTCOME_NOT_EXTENDED = 4
 OUTCOME_RELEASED = 5
 OUTCOME_NOT_RELEASED = 6
+OUTCOME_INSPECTED = 7
+OUTCOME_NOT_INSPECTED = 8
 
 REASON_CONFLICT = 1
 REASON_NODES_FAILED = 2
@@ -138,6 +157,8 @@ OUTCOME_NAMES = {
     OUTCOME_NOT_EXTENDED: "not_extended",
     OUTCOME_RELEASED: "released",
     OUTCOME_NOT_RELEASED: "not_released",
+    OUTCOME_INSPECTED: "inspected",
+    OUTCOME_NOT_INSPECTED: "not_inspected",
 }
 REASON_NAMES = {
     REASON_CONFLICT: "conflict",
@@ -193,6 +214,10 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         RESULT,
         [HANDLE, BYTES_ARRAY, SIZES, c_size_t, c_uint64, OUT_HANDLE],
     ),
+    "redlock_client_inspect": (
+        RESULT,
+        [HANDLE, BYTES_ARRAY, SIZES, c_size_t, c_uint64, OUT_HANDLE],
+    ),
     "redlock_client_acquire_for": (
         RESULT,
         [HANDLE, BYTES_ARRAY, SIZES, c_size_t, c_uint64, c_uint64, OUT_HANDLE],
@@ -200,6 +225,26 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_client_acquire_with_random": (
         RESULT,
         [HANDLE, BYTES_ARRAY, SIZES, c_size_t, BYTES, c_size_t, c_uint64, OUT_HANDLE],
+    ),
+    "redlock_client_acquire_with": (
+        RESULT,
+        [HANDLE, BYTES_ARRAY, SIZES, c_size_t, c_uint64, c_bool, c_uint64, c_uint64, OUT_HANDLE],
+    ),
+    "redlock_client_acquire_with_random_options": (
+        RESULT,
+        [
+            HANDLE,
+            BYTES_ARRAY,
+            SIZES,
+            c_size_t,
+            c_uint64,
+            c_bool,
+            c_uint64,
+            BYTES,
+            c_size_t,
+            c_uint64,
+            OUT_HANDLE,
+        ],
     ),
     "redlock_client_extend": (RESULT, [HANDLE, HANDLE, c_uint64, OUT_HANDLE]),
     "redlock_client_extend_for": (RESULT, [HANDLE, HANDLE, c_uint64, c_uint64, OUT_HANDLE]),
@@ -221,6 +266,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_lease_validity": (c_uint64, [HANDLE, c_uint64]),
     "redlock_lease_is_valid": (c_bool, [HANDLE, c_uint64]),
     "redlock_lease_ttl_ms": (c_uint64, [HANDLE]),
+    "redlock_lease_fencing_token": (RESULT, [HANDLE, OUT_U64]),
     "redlock_lease_extensions": (c_uint32, [HANDLE]),
     "redlock_lease_key_ttl_ms": (RESULT, [HANDLE, OUT_U64]),
     "redlock_config_builder_new": (RESULT, [c_size_t, c_uint64, OUT_HANDLE]),
@@ -236,6 +282,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_config_builder_set_token_bytes": (RESULT, [HANDLE, c_size_t]),
     "redlock_config_builder_set_max_extensions": (RESULT, [HANDLE, c_uint32]),
     "redlock_config_builder_set_unbounded_extensions": (RESULT, [HANDLE]),
+    "redlock_config_builder_set_fencing": (RESULT, [HANDLE, c_bool]),
     "redlock_config_builder_set_key_prefix": (RESULT, [HANDLE, BYTES, c_size_t]),
     "redlock_config_builder_build": (RESULT, [HANDLE, OUT_HANDLE]),
     "redlock_config_free": (None, [HANDLE]),
@@ -253,12 +300,23 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_config_token_bytes": (c_size_t, [HANDLE]),
     "redlock_config_key_prefix": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
     "redlock_config_max_extensions": (RESULT, [HANDLE, OUT_BOOL, OUT_U32]),
+    "redlock_config_fencing": (c_bool, [HANDLE]),
     "redlock_version": (c_char_p, []),
     "redlock_max_ttl_ms": (c_uint64, []),
     "redlock_script_text": (c_char_p, [c_uint32]),
     "redlock_script_sha1": (c_char_p, [c_uint32]),
     "redlock_result_name": (c_char_p, [c_uint32]),
     "redlock_result_message": (RESULT, [c_uint32, BUFFER, c_size_t, OUT_SIZE]),
+    "redlock_fenced_set_new": (
+        RESULT,
+        [BYTES, c_size_t, BYTES, c_size_t, c_uint64, OUT_HANDLE],
+    ),
+    "redlock_fenced_set_free": (None, [HANDLE]),
+    "redlock_fenced_set_args": (RESULT, [HANDLE, c_bool, OUT_PTR, SIZES, c_size_t, OUT_SIZE]),
+    "redlock_fenced_set_handle_reply": (RESULT, [HANDLE, HANDLE, OUT_U32]),
+    "redlock_fenced_set_result": (c_uint32, [HANDLE]),
+    "redlock_fenced_set_seen": (RESULT, [HANDLE, OUT_U64]),
+    "redlock_fenced_set_failure": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
     "redlock_operation_free": (None, [HANDLE]),
     "redlock_operation_handle_reply": (
         RESULT,
@@ -276,6 +334,20 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_operation_take_outcome": (RESULT, [HANDLE, OUT_HANDLE]),
     "redlock_operation_abandon": (RESULT, [HANDLE, c_uint64]),
     "redlock_operation_handle_delivery": (RESULT, [HANDLE, HANDLE, c_uint64]),
+    "redlock_operation_handle_notice": (RESULT, [HANDLE, c_size_t, c_uint64]),
+    "redlock_operation_notice_channel_count": (c_size_t, [HANDLE]),
+    "redlock_operation_notice_channel": (RESULT, [HANDLE, c_size_t, BUFFER, c_size_t, OUT_SIZE]),
+    "redlock_operation_poll_event": (RESULT, [HANDLE, OUT_U32]),
+    "redlock_operation_event": (RESULT, [HANDLE, OUT_U64, OUT_U64, OUT_U32, OUT_U32]),
+    "redlock_operation_event_reason": (RESULT, [HANDLE, OUT_U32]),
+    "redlock_operation_event_retry_at": (RESULT, [HANDLE, OUT_U64]),
+    "redlock_operation_event_node": (RESULT, [HANDLE, OUT_SIZE, OUT_U32]),
+    "redlock_operation_event_node_count": (c_size_t, [HANDLE]),
+    "redlock_operation_event_node_result": (
+        RESULT,
+        [HANDLE, c_size_t, OUT_U32, OUT_PTR, OUT_SIZE],
+    ),
+    "redlock_event_kind_name": (c_char_p, [c_uint32]),
     "redlock_operation_kind": (c_uint32, [HANDLE]),
     "redlock_operation_is_finished": (c_bool, [HANDLE]),
     "redlock_operation_attempt": (c_uint32, [HANDLE]),
@@ -295,6 +367,10 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_outcome_is_lost": (RESULT, [HANDLE, OUT_BOOL]),
     "redlock_outcome_released": (RESULT, [HANDLE, OUT_SIZE]),
     "redlock_outcome_lease": (RESULT, [HANDLE, OUT_HANDLE]),
+    "redlock_outcome_fencing_token": (RESULT, [HANDLE, OUT_U64]),
+    "redlock_outcome_holder": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
+    "redlock_outcome_is_locked": (c_bool, [HANDLE]),
+    "redlock_outcome_is_held_by": (c_bool, [HANDLE, HANDLE, c_uint64]),
     "redlock_outcome_node_count": (c_size_t, [HANDLE]),
     "redlock_outcome_node": (RESULT, [HANDLE, c_size_t, OUT_U32, OUT_PTR, OUT_SIZE]),
     "redlock_outcome_error_class": (c_uint32, [HANDLE]),

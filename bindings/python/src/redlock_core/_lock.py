@@ -45,17 +45,20 @@ class LockState:
     """What a lock knows about itself. The lease's values are copied out whenever the
     lease changes, so reading them never touches a handle another thread may replace."""
 
+    _redlock: Any  # the driver's Redlock (its own type in each driver's lock class)
+
     def __init__(
         self,
-        redlock: RedlockBase,
+        redlock: RedlockBase[Any, Any],
         resources: Sequence[str | bytes],
         lease: Lease,
         attempts: int | None,
         nodes: tuple[NodeResult, ...],
-        on_lost: OnLost | None,
         auto_extend: bool,
+        on_lost: OnLost | None,
     ) -> None:
         self._owner = redlock
+        self._redlock = redlock
         self._resources = tuple(resources)
         self._attempts = attempts
         self._nodes = nodes
@@ -65,10 +68,15 @@ class LockState:
         self._signal_owed = False
         self._released: ReleaseResult | None = None
         self._token = lease.token
+        self._fencing_token = lease.fencing_token
         self._set_lease(lease)
         self._keepalive: KeepAlive | None = (
             KeepAlive(redlock._client, lease) if auto_extend else None
         )
+        self._setup()
+
+    def _setup(self) -> None:
+        """The driver's own state (its locks, its keep-alive thread or task)."""
 
     # ---- steps that do not wait ---------------------------------------------------
 
@@ -186,6 +194,15 @@ class LockState:
         return self._token
 
     @property
+    def fencing_token(self) -> int | None:
+        """The fencing token of a fenced acquisition (``fencing=True``): strictly
+        greater than every token handed out before it for the same resources. Send it
+        with every write to the protected resource, which refuses lower ones (see
+        :func:`redlock_core.fenced_set`). ``None`` without fencing and for a lock
+        rebuilt from its token."""
+        return self._fencing_token
+
+    @property
     def attempts(self) -> int | None:
         """Attempts the acquisition made (``None`` for a lock rebuilt from a token)."""
         return self._attempts
@@ -301,15 +318,29 @@ class LockContextBase:
 
     def __init__(
         self,
-        redlock: RedlockBase,
+        redlock: RedlockBase[Any, Any],
         resources: Resources,
         *,
         ttl: Duration | None,
+        blocking_timeout: Duration | None = None,
+        fencing: bool | None = None,
         auto_extend: bool,
         on_lost: OnLost | None,
     ) -> None:
         self._redlock: Any = redlock
         self._resources = resources
         self._ttl = ttl
+        self._blocking_timeout = blocking_timeout
+        self._fencing = fencing
         self._auto_extend = auto_extend
         self._on_lost = on_lost
+
+    def _arguments(self) -> dict[str, Any]:
+        """The acquisition's keyword arguments."""
+        return {
+            "ttl": self._ttl,
+            "blocking_timeout": self._blocking_timeout,
+            "fencing": self._fencing,
+            "auto_extend": self._auto_extend,
+            "on_lost": self._on_lost,
+        }

@@ -260,6 +260,35 @@ class Operation(_Handle):
         its token, then ``OUTPUT_NONE``. No outcome follows."""
         _ffi.check(lib.redlock_operation_abandon(self._p(), _u64(now, "now")), "abandon")
 
+    def handle_notice(self, node: int, now: int) -> None:
+        """A release notice for this acquisition's resource from node ``node`` (a
+        message on one of :meth:`notice_channels` from that node's subscriber
+        connection), received at ``now``. It may make a waiting acquisition try again at
+        once; it never decides anything by itself. Poll afterwards."""
+        rc = lib.redlock_operation_handle_notice(self._p(), _size(node, "node"), _u64(now, "now"))
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "handle_notice")
+
+    def notice_channels(self) -> list[bytes]:
+        """The channels on which releases of this acquisition's keys are announced
+        (one per resource; empty for other operations and once finished)."""
+        pointer = self._p()
+        channels = []
+        for index in range(int(lib.redlock_operation_notice_channel_count(pointer))):
+            length = c_size_t()
+            rc = lib.redlock_operation_notice_channel(pointer, index, None, 0, byref(length))
+            if rc not in (_ffi.OK, _ffi.BUFFER_TOO_SMALL):
+                _ffi.fail(rc, "notice_channel")
+            buffer = ctypes.create_string_buffer(max(length.value, 1))
+            _ffi.check(
+                lib.redlock_operation_notice_channel(
+                    pointer, index, buffer, len(buffer), byref(length)
+                ),
+                "notice_channel",
+            )
+            channels.append(buffer.raw[: length.value])
+        return channels
+
     def handle_delivery(self, link: Any, now: int) -> None:
         """Hands ``link``'s current delivery (its reply, any kind) to this operation."""
         rc = lib.redlock_operation_handle_delivery(self._p(), link._p(), now)
@@ -387,6 +416,11 @@ class Outcome(_Handle):
     def released(self) -> int | None:
         return self._optional("redlock_outcome_released", c_size_t())
 
+    @property
+    def fencing_token(self) -> int | None:
+        """A fenced acquisition's fencing token (also on its lease), else ``None``."""
+        return self._optional("redlock_outcome_fencing_token", c_uint64())
+
     def lease(self) -> Lease | None:
         """A copy of the lease (acquired, extended, not extended), else ``None``."""
         out = _new_handle()
@@ -482,6 +516,18 @@ class Lease(_Handle):
     @property
     def extensions(self) -> int:
         return int(lib.redlock_lease_extensions(self._p()))
+
+    @property
+    def fencing_token(self) -> int | None:
+        """The fencing token (strictly greater than every one handed out before it for
+        the same resource), or ``None`` without fencing and for a lease rebuilt from
+        its parts."""
+        out = c_uint64()
+        rc = lib.redlock_lease_fencing_token(self._p(), byref(out))
+        if rc == _ffi.NO_VALUE:
+            return None
+        _ffi.check(rc, "fencing_token")
+        return int(out.value)
 
     @property
     def key_ttl_ms(self) -> int | None:

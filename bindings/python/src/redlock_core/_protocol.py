@@ -9,7 +9,12 @@ events and bytes and say what to do, with no I/O of their own.
   ``CONNECT``, ``WRITE`` (RESP bytes from the core), ``CLOSE``.
 - :class:`Engine` is every node plus the operations under way, tagged: it starts
   operations, hands their commands to the links, delivers the links' replies to the
-  operation they belong to, cancels (``abandon``), and says when each wants waking.
+  operation they belong to, cancels (``abandon``), and says when each wants waking. It
+  also keeps which release-notice channels waiting acquisitions listen on, and hands
+  each notice to the acquisitions that listen (``Operation.handle_notice``).
+- :class:`Subscription` is one node's subscriber connection for release notices: what
+  to write to subscribe to the channels wanted now, the messages read back, and when a
+  lost connection may be opened again.
 
 The synchronous driver runs this on threads and sockets, the asyncio driver on asyncio
 streams; neither decides anything about the lock.
@@ -174,10 +179,19 @@ class NodeProtocol:
 
 
 class Running:
-    """One operation under way: its tag, when it wants waking, and whether a delivery
-    came since it was last polled."""
+    """One operation under way: its tag, when it wants waking, whether a delivery or a
+    notice came since it was last polled, and the notice channels it listens on."""
 
-    __slots__ = ("changed", "last_deadline", "operation", "outcome", "tag", "wait_until")
+    __slots__ = (
+        "changed",
+        "channels",
+        "last_deadline",
+        "may_listen",
+        "operation",
+        "outcome",
+        "tag",
+        "wait_until",
+    )
 
     def __init__(self, operation: Operation, tag: int) -> None:
         self.operation = operation
@@ -186,6 +200,8 @@ class Running:
         self.changed = False
         self.outcome: Outcome | None = None
         self.last_deadline = 0
+        self.may_listen = False
+        self.channels: list[bytes] = []
 
 
 class Engine:
@@ -208,6 +224,11 @@ class Engine:
         self._tags = itertools.count(1)
         #: Called with each operation a delivery changed (the driver wakes its waiter).
         self.on_change: Callable[[Running], None] = lambda running: None
+        #: Whether acquisitions listen for release notices once an attempt failed.
+        self.notices = False
+        #: Called when the set of channels to subscribe to changed (:meth:`channels`).
+        self.on_channels: Callable[[], None] = lambda: None
+        self._listeners: dict[bytes, set[int]] = {}
 
     def _deliver(self, link: Link, tag: int) -> None:
         running = self.running.get(tag)
@@ -225,11 +246,66 @@ class Engine:
         if actions:
             self._io(node, actions)
 
-    def start(self, operation: Operation) -> Running:
+    def start(self, operation: Operation, *, waits: bool = False) -> Running:
+        """Starts ``operation``. An acquisition with a wait limit (``waits``) listens
+        for release notices from the start, so that it hears a release that comes
+        while its first attempt is out; others from their first failed attempt."""
         running = Running(operation, next(self._tags))
+        running.may_listen = self.notices and operation.kind == _ffi.OPERATION_ACQUIRE
         self.running[running.tag] = running
+        if waits and running.may_listen:
+            self._listen(running)
         self.step(running)
         return running
+
+    # ---- release notices ------------------------------------------------------------
+
+    def _listen(self, running: Running) -> None:
+        """``running`` listens on its notice channels from now until it finishes: from
+        its start when it has a wait limit, else once an attempt failed (its release
+        round goes out), which keeps a plain acquisition that wins at once free of it."""
+        running.may_listen = False
+        running.channels = running.operation.notice_channels()
+        added = False
+        for channel in running.channels:
+            tags = self._listeners.setdefault(channel, set())
+            added = added or not tags
+            tags.add(running.tag)
+        if added:
+            self.on_channels()
+
+    def _unlisten(self, running: Running) -> None:
+        removed = False
+        for channel in running.channels:
+            tags = self._listeners.get(channel)
+            if tags is not None:
+                tags.discard(running.tag)
+                if not tags:
+                    del self._listeners[channel]
+                    removed = True
+        running.channels = []
+        if removed:
+            self.on_channels()
+
+    def channels(self) -> set[bytes]:
+        """The channels some acquisition listens on now."""
+        return set(self._listeners)
+
+    def notice(self, node: int, channel: bytes) -> None:
+        """A release notice from ``node`` on ``channel``: each acquisition listening
+        there gets it, and is polled (its waiter is woken to look)."""
+        for tag in list(self._listeners.get(channel, ())):
+            running = self.running.get(tag)
+            if running is None or running.outcome is not None:
+                continue
+            try:
+                running.operation.handle_notice(node, now_us())
+            except Exception:  # the core refused it: a notice never matters for safety
+                continue
+            # Polled here, so that an attempt it starts goes out at once, not after the
+            # waiter was woken to poll it.
+            self.step(running)
+            self.on_change(running)
 
     def step(self, running: Running) -> None:
         """Polls the operation until it waits or decides, handing its commands to the
@@ -239,6 +315,8 @@ class Engine:
         while running.outcome is None:
             kind = op.poll()
             if kind == _ffi.OUTPUT_SEND:
+                if running.may_listen and op.command_kind()[0] == _ffi.COMMAND_RELEASE:
+                    self._listen(running)
                 node_index, _, deadline = op.target()
                 running.last_deadline = max(running.last_deadline, deadline)
                 node = self.nodes[node_index]
@@ -280,12 +358,15 @@ class Engine:
         """The caller cancelled: the core says what must still be sent (the release of
         an acquisition's token), the links send it; the operation is then forgotten."""
         if running.outcome is None:
+            running.may_listen = False
             running.operation.abandon(now_us())
             self.step(running)
         self.finish(running)
 
     def finish(self, running: Running) -> None:
         self.running.pop(running.tag, None)
+        if running.channels:
+            self._unlisten(running)
         running.operation.close()
 
     def take_outcome(self, running: Running) -> Outcome:
@@ -328,3 +409,102 @@ def wake_at(running: Running, engine: Engine) -> int | None:
     links = [n.next_timeout for n in engine.nodes]
     candidates = [t for t in [running.wait_until, *links] if t is not None]
     return min(candidates) if candidates else None
+
+
+# ---- release notices --------------------------------------------------------------
+
+#: How long a subscriber connection that failed stays closed, at first and at most
+#: (doubling in between): notices only make waiting faster, so a node that refuses them
+#: costs a connection attempt now and then, never a stream of them.
+RESUBSCRIBE_FIRST_US = 100_000
+RESUBSCRIBE_MAX_US = 5_000_000
+
+
+def encode(args: Sequence[bytes]) -> bytes:
+    """``args`` as a RESP command."""
+    out = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        out.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
+    return b"".join(out)
+
+
+class Subscription:
+    """One node's subscriber connection for release notices, with no I/O: what to
+    write so that the connection listens on the channels wanted now, the notices in
+    what it reads, and when a lost connection may be opened again.
+
+    The connection speaks RESP2 (messages are then ordinary arrays the core's decoder
+    returns; RESP3 pushes are out-of-band for it). A notice changes only how soon an
+    acquisition tries again, so a lost connection is not urgent: it is opened again
+    after a delay, and notices sent meanwhile are lost (the retry schedule covers them).
+    """
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.open = False
+        self._sent: set[bytes] = set()
+        self._decoder = Decoder()
+        self._retry_at = 0
+        self._delay = RESUBSCRIBE_FIRST_US
+
+    def should_open(self, wanted: set[bytes], now: int) -> bool:
+        return not self.open and bool(wanted) and now >= self._retry_at
+
+    def wait_us(self, wanted: set[bytes], now: int) -> int | None:
+        """How long the I/O may sleep before it must look again (``None``: until woken
+        or the connection has data)."""
+        if not self.open and wanted:
+            return max(0, self._retry_at - now)
+        return None
+
+    def opened(self) -> None:
+        self.open = True
+        self._sent = set()
+        self._decoder.close()
+        self._decoder = Decoder()
+
+    def lost(self, now: int) -> None:
+        """The connection failed, could not be opened, or refused to subscribe."""
+        self.open = False
+        self._sent = set()
+        self._retry_at = now + self._delay
+        self._delay = min(2 * self._delay, RESUBSCRIBE_MAX_US)
+
+    def commands(self, wanted: set[bytes]) -> bytes:
+        """What to write now so that the connection listens on ``wanted`` only."""
+        added = sorted(wanted - self._sent)
+        removed = sorted(self._sent - wanted)
+        self._sent = set(wanted)
+        out = b""
+        if added:
+            out += encode([b"SUBSCRIBE", *added])
+        if removed:
+            out += encode([b"UNSUBSCRIBE", *removed])
+        return out
+
+    def received(self, data: bytes) -> list[bytes]:
+        """The channels of the messages in ``data``. Raises on a malformed stream or an
+        error reply (a server that refuses ``SUBSCRIBE``): the connection is then lost."""
+        channels: list[bytes] = []
+        self._decoder.feed(data)
+        while True:
+            reply = self._decoder.next_reply()
+            if reply is None:
+                return channels
+            with reply:
+                if reply.kind == _ffi.REPLY_ERROR:
+                    raise ConnectionError(f"the node refused to subscribe: {reply.bytes!r}")
+                items = reply.items()
+            try:
+                if len(items) == 3 and items[0].bytes == b"message":
+                    channel = items[1].bytes
+                    if channel is not None:
+                        channels.append(channel)
+                # The rest confirms a (un)subscription.
+                self._delay = RESUBSCRIBE_FIRST_US
+            finally:
+                for item in items:
+                    item.close()
+
+    def close(self) -> None:
+        self._decoder.close()

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import os
+import select
 import socket
+import ssl
 import threading
 import weakref
 from collections.abc import Sequence
@@ -32,11 +35,12 @@ from ._common import (
     check_clients,
     connection_like,
     shown,
+    subscriber_like,
 )
-from ._errors import NodeResult, UsedAfterCloseError
+from ._errors import UsedAfterCloseError
 from ._lock import KeepAlivePlan, LockContextBase, LockState, OnLost
-from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running
-from .core import Lease, Operation, Outcome, Resources, now_us, resource_list
+from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscription
+from .core import Operation, Outcome, Resources, now_us, resource_list
 
 __all__ = ["Lock", "LockContext", "Redlock"]
 
@@ -215,24 +219,151 @@ class _SocketIO:
             owner._engine.pump(node)
 
 
+class _Listener:
+    """One node's subscriber connection for release notices (made like the client's
+    own, speaking RESP2), and the daemon thread that owns it: it subscribes to the
+    channels waiting acquisitions listen on, reads the messages, and hands each to the
+    engine. Made on the first wait; woken through a pipe when the channels change."""
+
+    def __init__(self, owner: Redlock, index: int, client: redis.Redis) -> None:
+        self._owner = owner
+        self._client = client
+        self._subscription = Subscription(index)
+        self._connection: Any = None
+        self._sock: socket.socket | None = None
+        self._wake_read, self._wake_write = os.pipe()
+        self._pipe_open = True  # changed under the owner's lock
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+        self.thread = threading.Thread(
+            target=self._run, name=f"redlock-{owner.serial}-notices-{index}", daemon=True
+        )
+        self.thread.start()
+
+    def poke(self) -> None:
+        """Under the owner's lock: the channels changed, or the Redlock closes."""
+        if not self._pipe_open:
+            return
+        try:
+            os.write(self._wake_write, b"\0")
+        except OSError:  # the pipe is full: already poked
+            pass
+
+    def _run(self) -> None:
+        owner, subscription = self._owner, self._subscription
+        try:
+            while True:
+                with owner._cond:
+                    if owner._stopped:
+                        return
+                    wanted = owner._engine.channels()
+                    now = now_us()
+                    opening = subscription.should_open(wanted, now)
+                    out = subscription.commands(wanted) if subscription.open else b""
+                    wait = subscription.wait_us(wanted, now)
+                if opening:
+                    self._open()
+                    continue
+                if out:
+                    try:
+                        assert self._sock is not None
+                        self._sock.sendall(out)
+                    except OSError:
+                        self._lost()
+                        continue
+                self._wait(None if wait is None else wait / 1e6)
+        finally:
+            self._drop()
+            with owner._cond:
+                self._pipe_open = False
+                os.close(self._wake_read)
+                os.close(self._wake_write)
+
+    def _open(self) -> None:
+        connection: Any = None
+        try:
+            connection = subscriber_like(self._client, Retry(NoBackoff(), 0))
+            connection.connect()
+            if connection._sock is None:
+                raise ConnectionError("the client's connection has no socket")
+        except Exception:  # no notices from this node for a while; waits go on
+            if connection is not None:
+                connection.disconnect()
+            self._lost()
+            return
+        self._connection, self._sock = connection, connection._sock
+        with self._owner._cond:
+            self._subscription.opened()
+
+    def _lost(self) -> None:
+        self._drop()
+        with self._owner._cond:
+            self._subscription.lost(now_us())
+
+    def _drop(self) -> None:
+        connection, self._connection, self._sock = self._connection, None, None
+        if connection is not None:
+            try:
+                connection.disconnect()
+            except Exception:  # closing a connection that failed anyway
+                pass
+
+    def _wait(self, timeout: float | None) -> None:
+        sock = self._sock
+        ready: list[Any] = []
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            ready = [sock]
+        else:
+            readable = [self._wake_read] + ([sock] if sock is not None else [])
+            ready, _, _ = select.select(readable, [], [], IDLE_POLL if timeout is None else timeout)
+        if self._wake_read in ready:
+            try:
+                while os.read(self._wake_read, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+        if sock is None or sock not in ready:
+            return
+        try:
+            data = sock.recv(65536)
+            if not data:
+                raise ConnectionError("the node closed the connection")
+            channels = self._subscription.received(data)
+        except Exception:  # the connection (or its stream) is lost
+            self._lost()
+            return
+        if channels:
+            with self._owner._cond:
+                for channel in channels:
+                    self._owner._engine.notice(self._subscription.index, channel)
+
+    def join(self, timeout: float) -> None:
+        with self._owner._cond:
+            self.poke()
+        self.thread.join(timeout)
+
+
 def _seconds_until(instant: int | None) -> float:
     if instant is None:
         return IDLE_POLL
     return min(IDLE_POLL, max(0.001, (instant - now_us()) / 1e6))
 
 
-class Redlock(RedlockBase):
+class Redlock(RedlockBase["Lock", "LockContext"]):
     """A Redlock over independent Redis nodes, one ``redis.Redis`` client per node.
 
     Settings (durations in seconds, as numbers or ``timedelta``) are checked by the
     core; :class:`ConfigError` names the rule broken (the same server given twice
     included). Defaults: ``ttl`` 10 s, drift 1 % + 2 ms, ``node_timeout`` the smaller
     of 50 ms and a tenth of the TTL, 3 attempts 200 ms +- 100 ms apart, 160-bit tokens,
-    keys equal to the resource names.
+    keys equal to the resource names. ``fencing=True`` gives every lock a fencing
+    token (:attr:`Lock.fencing_token`); ``notices=False`` never subscribes to release
+    notices (waits then end at the retry delays only).
 
-    Each node gets one long-lived thread and one connection made like its client's.
-    The clients' own timeouts and retries do not matter: the core's deadlines and node
-    links decide.
+    Each node gets one long-lived thread and one connection made like its client's, and,
+    from the first acquisition that waits, a subscriber connection for release notices
+    with a thread of its own. The clients' own timeouts and retries do not matter: the
+    core's deadlines and node links decide.
     """
 
     def __init__(self, clients: Sequence[redis.Redis], **settings: Any) -> None:
@@ -245,6 +376,9 @@ class Redlock(RedlockBase):
             _SocketIO(self, node, client) for node, client in zip(self._engine.nodes, node_clients)
         ]
         self._engine.on_change = lambda running: self._cond.notify_all()
+        self._node_clients = node_clients
+        self._listeners: list[_Listener | None] = [None] * len(node_clients)
+        self._engine.on_channels = self._channels_changed
         with self._cond:
             for io in self._io:
                 io._start()  # opens a spare connection ahead of the first command
@@ -252,6 +386,15 @@ class Redlock(RedlockBase):
 
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
         self._io[node.index].act(actions)
+
+    def _channels_changed(self) -> None:
+        """Under the lock: the channels to listen on changed; the listeners (made on
+        the first wait) catch up."""
+        for index, listener in enumerate(self._listeners):
+            if listener is None:
+                self._listeners[index] = _Listener(self, index, self._node_clients[index])
+            else:
+                listener.poke()
 
     @classmethod
     def from_urls(cls, urls: Sequence[str], **settings: Any) -> Redlock:
@@ -285,6 +428,8 @@ class Redlock(RedlockBase):
         resources: Resources,
         *,
         ttl: Duration | None = None,
+        blocking_timeout: Duration | None = None,
+        fencing: bool | None = None,
         auto_extend: bool = False,
         on_lost: OnLost | None = None,
     ) -> Lock:
@@ -294,35 +439,22 @@ class Redlock(RedlockBase):
         (``KeyboardInterrupt``) during it cancels it: the core's release of its token
         is sent, and the interrupt propagates.
 
+        With ``blocking_timeout`` (seconds) it waits up to that long instead of making
+        the configured attempts: the core's wait limit, with release notices waking it
+        as soon as a release makes success possible (0: try once).
+        ``fencing`` overrides the Redlock's setting for this lock (see
+        :attr:`Lock.fencing_token`).
+
         With ``auto_extend`` a background thread keeps the lock alive as the core's
         keep-alive says; if the lock is lost, ``on_lost`` is called (from that thread)
         with the :class:`LockLostError`, ``lock.lost`` becomes true and ``lock.check()``
         raises.
         """
         names = resource_list(resources)
-        with self._start_acquire(names, ttl) as op:
-            outcome = self._drive(op)
+        with self._start_acquire(names, ttl, blocking_timeout, fencing) as op:
+            outcome = self._drive(op, waits=self._waits(blocking_timeout))
         lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
         return Lock(self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost)
-
-    def lock(
-        self,
-        resources: Resources,
-        *,
-        ttl: Duration | None = None,
-        auto_extend: bool = False,
-        on_lost: OnLost | None = None,
-    ) -> LockContext:
-        """``with redlock.lock("name") as lock:`` acquires on entry and releases on
-        exit (see :meth:`acquire`)."""
-        return LockContext(self, resources, ttl=ttl, auto_extend=auto_extend, on_lost=on_lost)
-
-    def from_token(self, resources: Resources, token: str) -> Lock:
-        """A lock rebuilt from a token kept elsewhere (another process, a command
-        line), to extend or release it. Its validity is unknown until extended."""
-        names = resource_list(resources)
-        lease = self._usable().lease(names, token, 0)
-        return Lock(self, shown(resources, names), lease, None, (), False, None)
 
     def extend(self, lock: Lock, ttl: Duration | None = None) -> None:
         lock.extend(ttl)
@@ -332,12 +464,12 @@ class Redlock(RedlockBase):
 
     # ---- the driver loop ----------------------------------------------------------
 
-    def _drive(self, op: Operation) -> Outcome:
+    def _drive(self, op: Operation, *, waits: bool = False) -> Outcome:
         """Runs ``op`` through the links until it decides; waits for nothing but its
         wait and the deliveries. An interrupt abandons it (the core's cleanup is sent)."""
         cond = self._cond
         with cond:
-            running = self._engine.start(op)
+            running = self._engine.start(op, waits=waits)
         try:
             with cond:
                 return self._wait(running)
@@ -371,8 +503,11 @@ class Redlock(RedlockBase):
             for io in self._io:
                 io._drop()
             self._cond.notify_all()
+            listeners = [listener for listener in self._listeners if listener is not None]
         # A thread still opening a connection to a frozen node ends within
         # OPEN_TIMEOUT; close does not wait that long for it.
+        for listener in listeners:
+            listener.join(0.5)
         for io in self._io:
             if io.thread is not None:
                 io.thread.join(0.5)
@@ -419,23 +554,14 @@ class Lock(LockState):
     :class:`LockLostError` there if the block ran past the lock's validity or the lock
     was lost (unless the block is already raising)."""
 
-    def __init__(
-        self,
-        redlock: Redlock,
-        resources: Sequence[str | bytes],
-        lease: Lease,
-        attempts: int | None,
-        nodes: tuple[NodeResult, ...],
-        auto_extend: bool,
-        on_lost: OnLost | None,
-    ) -> None:
-        super().__init__(redlock, resources, lease, attempts, nodes, on_lost, auto_extend)
-        self._redlock: Redlock = redlock
+    _redlock: Redlock
+
+    def _setup(self) -> None:
         # Held while an extension or the release runs: one at a time per lock.
         self._op_lock = threading.Lock()
         self._wake = threading.Condition(threading.Lock())
         self._keeper: threading.Thread | None = None
-        if auto_extend:
+        if self._auto_extend:
             self._keeper = threading.Thread(
                 target=_keep_alive,
                 args=(weakref.ref(self), self._wake),
@@ -530,9 +656,7 @@ class LockContext(LockContextBase):
     def __enter__(self) -> Lock:
         if self._lock is not None:
             raise UsedAfterCloseError("this lock context is already entered")
-        self._lock = self._redlock.acquire(
-            self._resources, ttl=self._ttl, auto_extend=self._auto_extend, on_lost=self._on_lost
-        )
+        self._lock = self._redlock.acquire(self._resources, **self._arguments())
         return self._lock
 
     def __exit__(
@@ -544,3 +668,8 @@ class LockContext(LockContextBase):
         lock, self._lock = self._lock, None
         if lock is not None:
             lock.__exit__(exc_type, exc, traceback)
+
+
+# The classes the shared lock() and from_token() make (defined after the Redlock).
+Redlock._lock_class = Lock  # type: ignore[misc]
+Redlock._context_class = LockContext  # type: ignore[misc]

@@ -12,7 +12,8 @@ are built on; use it directly to drive the core with another transport. Times ar
 microseconds on the caller's monotonic clock (see :func:`now_us`). The classes live in
 modules by what they wrap: configuration (``_config``), client (``_client``),
 operations, outcomes and leases (``_operation``), replies and the decoder
-(``_reply``), node links (``_link``), keep-alive (``_keepalive``).
+(``_reply``), node links (``_link``), keep-alive (``_keepalive``), the resource-side fencing check
+(``_guard``).
 
 The library is loaded with ``ctypes.PyDLL``, which keeps the GIL during every call, so
 no two threads are ever inside the library at once; objects that several threads share
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from ._client import Client
 from ._config import Config
+from ._guard import FencedSet
 from ._handle import (
     Resource,
     Resources,
@@ -50,6 +52,7 @@ __all__ = [
     "Config",
     "Decoder",
     "Delivery",
+    "FencedSet",
     "KeepAlive",
     "KeepAliveAction",
     "Lease",
