@@ -27,6 +27,8 @@ import { RedisNodes } from '../test/helpers.js';
 
 const SECONDS = Number(process.env.REDLOCK_BENCH_SECONDS ?? 3);
 const CONTENDERS = (process.env.REDLOCK_BENCH_CONTENDERS ?? '4,16').split(',').map(Number);
+// REDLOCK_BENCH_ONLY=node-redlock (or redlock-core): only the libraries whose name starts so.
+const ONLY = process.env.REDLOCK_BENCH_ONLY;
 const TTL_MS = 10_000;
 const WAIT_MS = 60_000;
 
@@ -47,7 +49,7 @@ const LIBRARIES = {
     return {
       lock: async (resource) => {
         const lock = await redlock.acquire(resource, { waitMs: WAIT_MS });
-        return () => lock.release();
+        return { unlock: () => lock.release(), attempts: lock.attempts };
       },
       close: () => redlock.close(),
     };
@@ -57,7 +59,7 @@ const LIBRARIES = {
     return {
       lock: async (resource) => {
         const lock = await redlock.acquire(resource, { waitMs: WAIT_MS });
-        return () => lock.release();
+        return { unlock: () => lock.release(), attempts: lock.attempts };
       },
       close: () => redlock.close(),
     };
@@ -70,7 +72,7 @@ const LIBRARIES = {
         for (;;) {
           try {
             const lock = await redlock.acquire([resource], TTL_MS);
-            return () => lock.release();
+            return { unlock: () => lock.release(), attempts: lock.attempts.length };
           } catch (error) {
             // Out of retries: keep waiting, as a caller who needs the lock would.
             if (error?.name !== 'ExecutionError') throw error;
@@ -89,16 +91,19 @@ async function run(ports, library, contenders) {
   const waits = lockers.map(() => []);
   const handOffs = [];
   let acquisitions = 0;
+  let attempts = 0;
   let lastHolder;
   let lastReleaseStart;
   let holders = 0;
   let overlaps = 0;
+  const cpuBefore = process.cpuUsage();
   const end = performance.now() + SECONDS * 1000;
   await Promise.all(
     lockers.map(async (locker, index) => {
       while (performance.now() < end) {
         const asked = performance.now();
-        const unlock = await locker.lock(resource);
+        const { unlock, attempts: tries } = await locker.lock(resource);
+        attempts += tries;
         const got = performance.now();
         holders += 1;
         if (holders > 1) overlaps += 1;
@@ -112,6 +117,7 @@ async function run(ports, library, contenders) {
       }
     }),
   );
+  const cpu = process.cpuUsage(cpuBefore);
   lockers.forEach((locker) => locker.close());
   clientSets.flat().forEach((client) => client.disconnect());
   const all = waits.flat();
@@ -119,6 +125,8 @@ async function run(ports, library, contenders) {
   handOffs.sort((a, b) => a - b);
   return {
     acquisitions: acquisitions / SECONDS,
+    attempts: attempts / acquisitions,
+    cpu: (cpu.user + cpu.system) / 1000 / (SECONDS * 1000),
     rate: handOffs.length / SECONDS,
     p50: percentile(handOffs, 50),
     p99: percentile(handOffs, 99),
@@ -154,13 +162,13 @@ try {
   const alone = await uncontended(ports);
   console.log(`lock hand-off, ${ports.length} Redis nodes (ports ${ports.join(',')}), ${SECONDS} s per run, Node ${process.version}`);
   console.log(`one uncontended acquisition (redlock-core + ioredis): p50 ${(alone * 1000).toFixed(0)} us`);
-  console.log('contenders  library                     acquisitions/s  hand-offs/s  release->next p50 / p99 (ms)  longest/mean wait  client means max/min');
+  console.log('contenders  library                     acquisitions/s  hand-offs/s  release->next p50 / p99 (ms)  longest/mean wait  client means max/min  attempts per acquisition  CPU of this process');
   for (const contenders of CONTENDERS) {
-    for (const library of Object.keys(LIBRARIES)) {
+    for (const library of Object.keys(LIBRARIES).filter((name) => !ONLY || name.startsWith(ONLY))) {
       const r = await run(ports, library, contenders);
       if (r.overlaps > 0) throw new Error(`${library}: two holders at once ${r.overlaps} times`);
       console.log(
-        `${String(contenders).padStart(11)}  ${library.padEnd(26)}  ${r.acquisitions.toFixed(0).padStart(14)}  ${r.rate.toFixed(0).padStart(11)}  ${r.p50.toFixed(2).padStart(13)} / ${r.p99.toFixed(2).padEnd(13)}  ${r.fairness.toFixed(1).padStart(17)}  ${r.clientSpread.toFixed(1).padStart(20)}${r.starved ? `  (${r.starved} never got it)` : ''}`,
+        `${String(contenders).padStart(11)}  ${library.padEnd(26)}  ${r.acquisitions.toFixed(0).padStart(14)}  ${r.rate.toFixed(0).padStart(11)}  ${r.p50.toFixed(2).padStart(13)} / ${r.p99.toFixed(2).padEnd(13)}  ${r.fairness.toFixed(1).padStart(17)}  ${r.clientSpread.toFixed(1).padStart(20)}  ${r.attempts.toFixed(1).padStart(24)}  ${`${Math.round(r.cpu * 100)} %`.padStart(18)}${r.starved ? `  (${r.starved} never got it)` : ''}`,
       );
     }
   }
