@@ -204,8 +204,13 @@ export class Driver {
         // An acquisition releasing its failed attempt is about to wait: listen for
         // releases from now on.
         if (output.kind === 'release' && task.watch !== undefined && task.watching === undefined) {
-          const channels = task.watch(op);
-          if (channels !== undefined) task.watching = this.notices.watch(tag, channels);
+          let channels;
+          try {
+            channels = task.watch(op);
+          } catch {
+            channels = undefined; // no notices for this one: it waits on the retry schedule
+          }
+          task.watching = channels === undefined ? [] : this.notices.watch(tag, channels);
         }
       } else if (output.type === 'wait') {
         task.alarm ??= new Alarm(() => {

@@ -24,17 +24,13 @@ class NodeSubscriber {
     this.#onMessage = onMessage;
   }
 
-  /** True when the transport can subscribe at all. */
-  get available() {
-    return typeof this.#transport.subscriber === 'function';
-  }
-
   subscribe(channel) {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#connection === undefined) {
       try {
-        this.#connection = this.#transport.subscriber(this.#onMessage) ?? null;
+        // Transports without `subscriber` (a `send(args)` connection) get no notices.
+        this.#connection = this.#transport.subscriber?.(this.#onMessage) ?? null;
       } catch {
         this.#connection = null; // this client cannot subscribe: no notices from it
       }
