@@ -254,16 +254,22 @@ class NodeRedisTransport extends LibraryTransport {
     const connected = sub.connect().catch(() => {});
     // Buffer mode: (message, channel) as Buffers, whatever bytes the channel holds.
     const listener = (message, channel) => onMessage(channel);
+    let closed = false;
     const call = (method, channel) =>
-      connected.then(() => sub.isOpen && sub[method](toClientArg(channel), listener, true)).catch(() => {});
+      connected.then(() => !closed && sub.isOpen && sub[method](toClientArg(channel), listener, true)).catch(() => {});
     return {
       subscribe: (channel) => call('subscribe', channel),
       unsubscribe: (channel) => call('unsubscribe', channel),
-      close: () =>
-        connected.then(() => {
-          if (!sub.isOpen) return undefined;
-          return (typeof sub.destroy === 'function' ? sub.destroy() : sub.disconnect());
-        }).catch(() => {}),
+      // At once, connected or not: a node that never answers would otherwise keep a
+      // connection attempt (and the process) alive.
+      close: () => {
+        closed = true;
+        try {
+          Promise.resolve(typeof sub.destroy === 'function' ? sub.destroy() : sub.disconnect()).catch(() => {});
+        } catch {
+          // Not open.
+        }
+      },
     };
   }
 
