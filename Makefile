@@ -10,7 +10,7 @@ export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 # Every test target; `make test` runs them all, in this order.
 TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-lab test-rust test-python test-node test-java test-php test-dist test-docs
 
-.PHONY: all setup test demo dist bench bench-rust bench-ffi bench-python bench-node bench-java bench-php fuzz lint safety-report safety-pictures $(TEST_TARGETS)
+.PHONY: all setup test demo dist bench bench-handoff bench-rust bench-ffi bench-python bench-node bench-java bench-php fuzz lint safety-report safety-pictures $(TEST_TARGETS)
 
 all: test
 
@@ -48,8 +48,8 @@ test-sim:
 	$(CARGO) test -p redlock-sim --release
 
 # The Rust driver and the redlock CLI (the `cli` feature) against real local Redis nodes
-# (scripts/redis-nodes.sh starts and stops them; base ports 7100-7160, and 7700-7722 for
-# the CLI's exit statuses and signals).
+# (scripts/redis-nodes.sh starts and stops them; base ports 7100-7180, and 7700-7738 for
+# the CLI's exit statuses and signals and the waiting tests' own node sets).
 test-rust:
 	$(CARGO) test -p redlock-client --features cli
 
@@ -119,6 +119,11 @@ bench: bench-ffi bench-rust bench-python bench-node bench-java bench-php
 
 # The Rust driver against five local nodes (base port 7185): Criterion means next to the
 # raw redis floor, then p50/p99 (healthy, one node frozen) and hand-offs per second.
+# Lock hand-off with 4 and 16 contenders, Rust, Node.js (and node-redlock) and Python
+# (and pottery) side by side on the same five nodes (base port 7800).
+bench-handoff:
+	scripts/bench-handoff.sh
+
 bench-rust:
 	$(CARGO) bench -p redlock-client --bench lock
 	$(CARGO) bench -p redlock-client --bench handoff

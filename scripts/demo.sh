@@ -11,6 +11,10 @@
 #   DEMO_ROUNDS     how many increments to make
 #   DEMO_STATS      a file to append one JSON line per acquisition to:
 #                   {"event":"acquired","attempts":N,"acquire_us":MICROSECONDS}
+#                   (plus "fencing_token":N from workers that take fencing tokens)
+#   DEMO_FENCE      the counter's fencing guard: a worker with fencing tokens writes the
+#                   counter only if its token is above the one in this file, then
+#                   records its token there (workers without tokens leave it alone)
 # (the lines `redlock exec --json` prints on stderr). Other bindings add their workers.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,15 +69,23 @@ echo 0 >"$DEMO_COUNTER"
 "$demo" unlocked --tasks 4 --rounds 10 --counter "$DEMO_COUNTER"
 echo "==> control run without the lock: 40 increments, counter $(cat "$DEMO_COUNTER"), lost $((40 - $(cat "$DEMO_COUNTER")))"
 
-# One shell command per redlock exec: read, sleep, write.
-cli_increment='n=$(cat "$DEMO_COUNTER"); sleep 0.005; echo $((n + 1)) >"$DEMO_COUNTER"'
-cli_worker="for i in \$(seq \"\$DEMO_ROUNDS\"); do \"\$REDLOCK\" --json exec \"\$DEMO_RESOURCE\" --ttl 5000 --retry 100000 --retry-delay 10 --retry-jitter 8 -- sh -c '$cli_increment' 2>>\"\$DEMO_STATS\" || exit 1; done"
+# Fencing (the Rust, Python and PHP workers, and every worker that reads DEMO_FENCE):
+# the counter refuses a write whose fencing token is not above the last one it
+# accepted, kept in $DEMO_FENCE.
+export DEMO_FENCE="$work/counter.fence"
+echo 0 >"$DEMO_FENCE"
+fence_check='f=$(cat "$DEMO_FENCE"); [ "$REDLOCK_FENCING_TOKEN" -gt "$f" ] || { echo "stale fencing token $REDLOCK_FENCING_TOKEN, counter saw $f" >&2; exit 3; }'
+fence_record='echo "$REDLOCK_FENCING_TOKEN" >"$DEMO_FENCE"'
+
+# One shell command per redlock exec: (check the token), read, sleep, write.
+cli_increment="$fence_check; "'n=$(cat "$DEMO_COUNTER"); sleep 0.005; echo $((n + 1)) >"$DEMO_COUNTER"; '"$fence_record"
+cli_worker="for i in \$(seq \"\$DEMO_ROUNDS\"); do \"\$REDLOCK\" --json exec \"\$DEMO_RESOURCE\" --fencing --ttl 5000 --retry 100000 --retry-delay 10 --retry-jitter 8 -- sh -c '$cli_increment' 2>>\"\$DEMO_STATS\" || exit 1; done"
 
 WORKERS=(
   "rust-cli-1|$cli_worker"
   "rust-cli-2|$cli_worker"
   "rust-cli-3|$cli_worker"
-  "rust-async|\"$demo\" worker --tasks 4 --rounds $((rounds * 2)) --counter \"\$DEMO_COUNTER\" --stats \"\$DEMO_STATS\" --resource \"\$DEMO_RESOURCE\""
+  "rust-async|\"$demo\" worker --tasks 4 --rounds $((rounds * 2)) --counter \"\$DEMO_COUNTER\" --stats \"\$DEMO_STATS\" --resource \"\$DEMO_RESOURCE\" --fence \"\$DEMO_FENCE\""
   "python-sync|$python_worker"
   "python-asyncio|$python_worker --asyncio --tasks 2"
   "node-ioredis|$node_worker ioredis"

@@ -52,6 +52,8 @@ deps() {
   need_php_ext redis php-redis
   # The fencing tests check the SQL pattern against SQLite through PDO.
   need_php_ext pdo_sqlite php-sqlite3
+  # RedlockStore is tested under Symfony Lock (and the benchmark compares with it).
+  need_deb "test -f /usr/share/php/Symfony/Component/Lock/autoload.php" php-symfony-lock
 }
 
 build_lib() {

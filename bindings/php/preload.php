@@ -31,6 +31,9 @@ $source = __DIR__ . '/src';
 $files = new RecursiveIteratorIterator(new RecursiveDirectoryIterator($source, FilesystemIterator::SKIP_DOTS));
 foreach ($files as $file) {
     if ($file->getExtension() === 'php') {
+        if (str_contains($file->getPathname(), '/Symfony/') && !interface_exists('Symfony\\Component\\Lock\\BlockingStoreInterface')) {
+            continue; // the Symfony store only where symfony/lock is installed
+        }
         $class = 'Redlock\\' . str_replace('/', '\\', substr($file->getPathname(), strlen($source) + 1, -4));
         class_exists($class) || interface_exists($class);
     }

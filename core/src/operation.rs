@@ -245,6 +245,9 @@ pub struct Operation {
     wait_until: Option<Time>,
     /// Per node: a release notice arrived since the current attempt failed.
     noticed: Vec<bool>,
+    /// While delaying: how long after the notice that makes a quorum possible the next
+    /// attempt starts (microseconds), so that waiters woken by one release spread out.
+    notice_delay: u64,
     /// Release: some node's release notice reached at least one subscriber (a waiter).
     listened: bool,
     /// Release, while handing off: the outcome, held until the grace ends.
@@ -365,6 +368,7 @@ impl Operation {
             fence: None,
             wait_until: None,
             noticed: Vec::new(),
+            notice_delay: 0,
             listened: false,
             held_outcome: None,
             held: Vec::new(),
@@ -534,10 +538,15 @@ impl Operation {
                 // Remembered: if this attempt fails, the retry may come at once.
                 self.notice(node);
             }
-            Phase::Delaying { .. } => {
+            Phase::Delaying { until } => {
                 self.notice(node);
                 if self.notices_make_quorum_possible() {
-                    self.start_next_attempt(now);
+                    let early = now.plus_micros(self.notice_delay);
+                    if early <= now {
+                        self.start_next_attempt(now);
+                    } else if early < until {
+                        self.phase = Phase::Delaying { until: early };
+                    }
                 }
             }
             _ => {}
@@ -1025,7 +1034,17 @@ impl Operation {
         if another {
             // delay = base - jitter + (r mod (2 * jitter + 1)), uniform in base ± jitter.
             let jitter = u128::from(self.config.retry_jitter_us());
-            let offset = u128::from(self.random.next_u64()) % (2 * jitter + 1);
+            let draw = self.random.next_u64();
+            let offset = u128::from(draw) % (2 * jitter + 1);
+            // A retry a notice brings forward waits (r >> 32) mod (window + 1), where the
+            // window is twice this cleanup round's duration (about a round trip), at
+            // most a node timeout: waiters woken by the same release spread over it, so
+            // that the first one's attempt can land whole before the others'.
+            let window = now
+                .micros_since(self.round.start)
+                .saturating_mul(2)
+                .min(self.config.node_timeout_us());
+            self.notice_delay = (draw >> 32) % window.saturating_add(1);
             let base = u128::from(self.config.retry_delay_us()).saturating_sub(jitter);
             let mut delay = u64::try_from(base + offset).unwrap_or(u64::MAX);
             if last_start.is_some() {
@@ -1034,7 +1053,7 @@ impl Operation {
             }
             let mut until = now.plus_micros(delay);
             if self.notices_make_quorum_possible() {
-                until = now;
+                until = until.min(now.plus_micros(self.notice_delay));
             }
             if let Some(last_start) = last_start {
                 // The last attempt starts at the latest instant it can still end by the

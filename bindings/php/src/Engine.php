@@ -38,6 +38,12 @@ final class Engine
     private int $tag = 0;
     /** The running operation's state after its last poll: a wake-up instant or its outcome. */
     private int|Outcome|null $state = null;
+    /** The running operation's resources, for its events. @var list<string> */
+    private array $names = [];
+    /** Called with each operation and its resources after every input (Redlock's listeners). */
+    private ?\Closure $onEvents = null;
+    /** An operation is being run (listeners run inside it and must not start another). */
+    private bool $running = false;
 
     public function __construct(Native $native, private readonly Driver $driver, int $nodes)
     {
@@ -50,6 +56,16 @@ final class Engine
     }
 
     /**
+     * `$onEvents($op, $resources)` runs after every input the running operation got
+     * (and after an abandon), to drain its events; null: events are not read (the core
+     * keeps the newest 64 and drops the rest).
+     */
+    public function onEvents(?\Closure $onEvents): void
+    {
+        $this->onEvents = $onEvents;
+    }
+
+    /**
      * Drives `$op` to its outcome. If anything throws meanwhile (a driver error, an
      * interrupt), or `$limitUs` passes first (CancelledException), the operation is
      * abandoned: what the core then emits (the release of an acquisition's token) goes
@@ -59,11 +75,27 @@ final class Engine
      * operation's notice channels for as long as it runs, and each release notice goes
      * to the core (Operation::handleNotice), which may start the next attempt at once.
      *
-     * @param list<string> $names the resources, for CancelledException
+     * @param list<string> $names the resources, for CancelledException and events
      */
     public function run(Operation $op, ?int $limitUs = null, array $names = [], bool $listen = false): Outcome
     {
+        if ($this->running) {
+            // Only an event listener can get here (PHP runs one thing at a time).
+            throw new \LogicException('an event listener cannot use its client while the client runs an operation');
+        }
+        $this->running = true;
+        try {
+            return $this->runOperation($op, $limitUs, $names, $listen);
+        } finally {
+            $this->running = false;
+        }
+    }
+
+    /** @param list<string> $names */
+    private function runOperation(Operation $op, ?int $limitUs, array $names, bool $listen): Outcome
+    {
         $this->op = $op;
+        $this->names = $names;
         $this->tag = $this->nextTag++;
         $listening = false;
         try {
@@ -186,12 +218,23 @@ final class Engine
                 $link = $this->links[$node] ?? throw new CoreException("the core named node $node of " . count($this->links), 'out_of_range', 9005);
                 $link->submit($this->tag, $op, Clock::nowUs());
             } elseif ($kind === Constants::OUTPUT_WAIT) {
+                $this->emit($op);
                 return $op->waitUntil();
             } elseif ($kind === Constants::OUTPUT_OUTCOME) {
-                return $op->takeOutcome();
+                $outcome = $op->takeOutcome();
+                $this->emit($op);
+                return $outcome;
             } else {
                 throw new CoreException("the operation produced output $kind where a wait or an outcome was due", 'unexpected_output', 0);
             }
+        }
+    }
+
+    /** The operation's events, to the listeners (which never throw: Redlock catches). */
+    private function emit(Operation $op): void
+    {
+        if ($this->onEvents !== null) {
+            ($this->onEvents)($op, $this->names);
         }
     }
 
@@ -287,6 +330,7 @@ final class Engine
                 $node = $op->command()[0];
                 $this->links[$node]->submit($this->tag, $op, Clock::nowUs());
             }
+            $this->emit($op);
             $this->op = null;
             $this->pump();
         } catch (\Throwable) {

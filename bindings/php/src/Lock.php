@@ -23,6 +23,8 @@ use Redlock\Ffi\Lease;
 final class Lock
 {
     private bool $released = false;
+    /** The `lost` event was reported (once per lock). */
+    private bool $lostReported = false;
     private int $attempts = 0;
 
     /**
@@ -112,6 +114,20 @@ final class Lock
     }
 
     /**
+     * Whether we hold the lock now, as the core decides it from every node's `GET`:
+     * a quorum of nodes hold our token on every key, and our validity has not run out
+     * on our clock (keys can outlive it by the clock drift, and a holder must not count
+     * on them then). False after release(). It never changes a key.
+     *
+     * @throws NodesFailedException too many nodes failed to say (nodes_failing)
+     */
+    public function isOwned(): bool
+    {
+        $outcome = $this->redlock->inspect($this->resources);
+        return $outcome->isHeldBy($this->lease, Clock::nowUs());
+    }
+
+    /**
      * Extends the lock by `$ttlMs` (default: its TTL) from now. On NodesFailedException
      * the lock is still held until its old validity ends (`validUntilUs`).
      *
@@ -123,7 +139,7 @@ final class Lock
     {
         $redlock = $this->redlock;
         $client = $redlock->client();
-        $outcome = $redlock->run($client->extend($this->lease, $ttlMs, Clock::nowUs()));
+        $outcome = $redlock->run($client->extend($this->lease, $ttlMs, Clock::nowUs()), $this->resources);
         $this->keepAlive?->handleOutcome($outcome, Clock::nowUs());
         $lease = $outcome->lease();
         if ($lease !== null) {
@@ -161,7 +177,7 @@ final class Lock
             }
             $redlock = $this->redlock;
             try {
-                $outcome = $redlock->run($redlock->client()->extend($this->lease, null, Clock::nowUs()));
+                $outcome = $redlock->run($redlock->client()->extend($this->lease, null, Clock::nowUs()), $this->resources);
             } catch (\Redlock\Exception\UsedAfterCloseException $e) {
                 throw $e;
             } catch (\Throwable) {
@@ -210,7 +226,7 @@ final class Lock
         $this->released = true;
         $redlock->forget($this);
         $this->keepAlive?->stop();
-        $outcome = $redlock->run($client->release($this->lease, Clock::nowUs()));
+        $outcome = $redlock->run($client->release($this->lease, Clock::nowUs()), $this->resources);
         if ($outcome->kind === Constants::OUTCOME_RELEASED) {
             return $outcome->released() ?? 0;
         }
@@ -230,6 +246,10 @@ final class Lock
     private function lostError(int $reason): \Throwable
     {
         $name = KeepAlive::lostReasonName($this->redlock->native, $reason);
+        if (!$this->lostReported) {
+            $this->lostReported = true;
+            $this->redlock->reportLost($this->resources, $name);
+        }
         $shown = implode(', ', $this->resources);
         if ($reason === Constants::LOST_NOT_HELD) {
             return new NotHeldException("the lock on '$shown' is lost: its keys are gone", $this->resources, $name);

@@ -50,6 +50,10 @@ final class Redlock
     private bool $closed = false;
     /** @var \WeakMap<Lock, true> locks handed out and not yet released, for close() */
     private \WeakMap $held;
+    /** @var array<int, array{callable(Event): void, ?callable(\Throwable, Event): void}> by spl_object_id of the listener */
+    private array $listeners = [];
+    /** @var array<int, array{callable, int}> what was given to addEventListener(), and its key in $listeners */
+    private array $listenerIds = [];
 
     public function __construct(
         private readonly Driver $driver,
@@ -173,6 +177,80 @@ final class Redlock
             return $lock;
         }
         throw $this->error($names, $outcome, 'could not lock');
+    }
+
+    /**
+     * Whether anyone holds the lock on `$resources` now, as the core decides it from
+     * every node's `GET` (`MGET` for several): held when one token holds every key on a
+     * quorum of nodes; free as soon as no token can reach a quorum, even with keys left
+     * on fewer nodes (a failed attempt, an expired holder). It never changes a key.
+     *
+     * The answer describes the moment the nodes answered: use it for monitoring and
+     * decisions that tolerate a lock taken or expiring a moment later, never in place
+     * of acquire().
+     *
+     * @param string|list<string> $resources
+     * @throws NodesFailedException too many nodes failed to say (nodes_failing)
+     */
+    public function isLocked(string|array $resources): bool
+    {
+        $names = self::names($resources);
+        return $this->inspect($names)->isLocked();
+    }
+
+    /**
+     * The token that holds the lock on `$resources` now (see isLocked()), or null when
+     * nobody does.
+     *
+     * @param string|list<string> $resources
+     * @throws NodesFailedException too many nodes failed to say (nodes_failing)
+     */
+    public function holder(string|array $resources): ?string
+    {
+        $names = self::names($resources);
+        return $this->inspect($names)->holder();
+    }
+
+    /**
+     * Calls `$listener` with an Event for everything the core reports about this
+     * client's locks (docs/observability.md): `acquired`, `not_acquired`, `retry`,
+     * `extended`, `not_extended`, `released`, `not_released`, `inspected`,
+     * `not_inspected`, `node_failed` with each node's cause, and `lost` when a lock's
+     * keep-alive finds it lost. Listeners run in the order added, right after the input
+     * that produced the event (inside acquire(), extend(), ...), so keep them short.
+     *
+     * A listener that throws does not affect the lock: the exception is caught, the
+     * operation goes on and the listener stays registered. `$onError($exception, $event)`
+     * gets it if given (what it throws is ignored); without it, the exception is written
+     * with error_log().
+     *
+     * @param callable(Event): void $listener
+     * @param null|callable(\Throwable, Event): void $onError
+     */
+    public function addEventListener(callable $listener, ?callable $onError = null): void
+    {
+        $closure = \Closure::fromCallable($listener);
+        $this->listeners[spl_object_id($closure)] = [$closure, $onError];
+        // Weakly: the engine must not keep its client alive (a cycle would delay close()
+        // until the garbage collector runs).
+        $self = \WeakReference::create($this);
+        $this->engine->onEvents(static function (Operation $op, array $names) use ($self): void {
+            $self->get()?->dispatch($op, $names);
+        });
+        $this->listenerIds[] = [$listener, spl_object_id($closure)];
+    }
+
+    /** Stops calling `$listener` (the same value given to addEventListener()). */
+    public function removeEventListener(callable $listener): void
+    {
+        foreach ($this->listenerIds as $i => [$given, $id]) {
+            if ($given === $listener) {
+                unset($this->listeners[$id], $this->listenerIds[$i]);
+            }
+        }
+        if ($this->listeners === []) {
+            $this->engine->onEvents(null);
+        }
     }
 
     /**
@@ -326,10 +404,115 @@ final class Redlock
         return $this->usable();
     }
 
-    /** @internal */
-    public function run(Operation $op): Outcome
+    /**
+     * @internal
+     * @param list<string> $names the lock's resources, for its events
+     */
+    public function run(Operation $op, array $names = []): Outcome
     {
-        return $this->engine->run($op);
+        return $this->engine->run($op, null, $names);
+    }
+
+    /**
+     * The inspection's outcome (inspected); NodesFailedException when it could not say.
+     *
+     * @internal used by isLocked(), holder() and Lock::isOwned()
+     * @param list<string> $names
+     */
+    public function inspect(array $names): Outcome
+    {
+        $outcome = $this->engine->run($this->usable()->inspect($names, Clock::nowUs()), null, $names);
+        if ($outcome->kind === Constants::OUTCOME_INSPECTED) {
+            return $outcome;
+        }
+        throw $this->error($names, $outcome, 'could not tell who holds');
+    }
+
+    /**
+     * A lock's keep-alive found it lost: the `lost` event.
+     *
+     * @internal used by Lock
+     * @param list<string> $names
+     */
+    public function reportLost(array $names, string $lostReason): void
+    {
+        if ($this->listeners !== []) {
+            $this->deliver(new Event(Event::LOST, $names, null, null, null, Clock::nowUs(), lostReason: $lostReason));
+        }
+    }
+
+    /**
+     * Drains `$op`'s events to the listeners.
+     *
+     * @param list<string> $names
+     */
+    private function dispatch(Operation $op, array $names): void
+    {
+        while (($raw = $op->pollEvent()) !== null) {
+            if ($this->listeners === []) {
+                continue;
+            }
+            $nodes = [];
+            foreach ($raw['nodes'] as $i => [$kind, $text]) {
+                $index = $raw['node'] ?? $i;
+                $status = Constants::NODE_STATUSES[$kind] ?? 'error';
+                $nodes[] = new NodeResult(
+                    $index,
+                    $this->labels[$index] ?? "node $index",
+                    $status,
+                    $status === NodeResult::ERROR ? $text : null,
+                    $raw['node'] !== null ? $this->causeName($raw['cause']) : null,
+                );
+            }
+            $kindName = $this->native->ffi->redlock_event_kind_name($raw['kind']);
+            $this->deliver(new Event(
+                is_string($kindName) ? $kindName : 'unknown',
+                $names,
+                Constants::OPERATION_KINDS[$raw['operation']] ?? null,
+                $raw['attempt'],
+                $raw['elapsed'],
+                $raw['at'],
+                $raw['reason'] === null ? null : (Constants::REASONS[$raw['reason']] ?? 'unknown'),
+                $raw['retryAt'],
+                $raw['node'],
+                $raw['node'] !== null ? $this->causeName($raw['cause']) : null,
+                $nodes,
+            ));
+        }
+    }
+
+    private function causeName(?int $cause): ?string
+    {
+        if ($cause === null || $cause === 0) {
+            return null;
+        }
+        $name = $this->native->ffi->redlock_node_cause_name($cause);
+        return is_string($name) ? $name : null;
+    }
+
+    /** One event to every listener; what a listener throws stays here. */
+    private function deliver(Event $event): void
+    {
+        foreach ($this->listeners as [$listener, $onError]) {
+            try {
+                $listener($event);
+            } catch (\Throwable $e) {
+                try {
+                    if ($onError !== null) {
+                        $onError($e, $event);
+                    } else {
+                        error_log(sprintf(
+                            'redlock: an event listener threw on %s: %s: %s',
+                            $event->kind,
+                            get_class($e),
+                            $e->getMessage(),
+                        ));
+                    }
+                } catch (\Throwable) {
+                    // Nothing about the lock depends on its listeners.
+                }
+            }
+        }
     }
 
     /** @internal a lock was released: close() no longer needs to */

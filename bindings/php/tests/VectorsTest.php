@@ -36,7 +36,7 @@ final class VectorsTest extends TestCase
         foreach ($files as $file) {
             yield basename($file, '.json') => [$file];
         }
-        foreach (['fencing', 'waiting'] as $dir) {
+        foreach (['fencing', 'waiting', 'inspect'] as $dir) {
             $files = glob(VectorSupport::vectorsDir() . "/$dir/*.json") ?: [];
             self::assertNotEmpty($files, "the $dir vectors are missing");
             foreach ($files as $file) {
@@ -88,6 +88,11 @@ final class VectorsTest extends TestCase
                     foreach ($op->noticeChannels() as $channel) {
                         $this->assertStringStartsWith('redlock:released:', $channel);
                     }
+                    $ops[$step['op']] = $op;
+                    $last = $step['op'];
+                } elseif (isset($step['inspect'])) {
+                    $op = $client->inspect($step['inspect']['resources'], $step['now']);
+                    $this->assertSame(Constants::OPERATION_INSPECT, $op->kind());
                     $ops[$step['op']] = $op;
                     $last = $step['op'];
                 } elseif (isset($step['extend'])) {
@@ -215,6 +220,8 @@ final class VectorsTest extends TestCase
                 'retry_at' => $o->retryAtUs(),
                 'nodes' => $nodes,
             ],
+            Constants::OUTCOME_INSPECTED => ['kind' => $kind, 'holder' => $o->holder(), 'nodes' => $nodes],
+            Constants::OUTCOME_NOT_INSPECTED => ['kind' => $kind, 'nodes' => $nodes],
             default => ['kind' => $kind, 'released' => $o->released(), 'nodes' => $nodes],
         };
     }
@@ -246,7 +253,7 @@ final class VectorsTest extends TestCase
             } elseif (isset($output['outcome'])) {
                 $order = [
                     'kind', 'reason', 'token', 'valid_until', 'validity', 'attempts', 'extensions', 'retry_at', 'released', 'nodes',
-                    'fencing_token',
+                    'fencing_token', 'holder',
                 ];
                 $outcome = $output['outcome'];
                 $sorted = [];
@@ -255,6 +262,8 @@ final class VectorsTest extends TestCase
                     'not_acquired' => ['kind', 'reason', 'attempts', 'token', 'nodes'],
                     'extended' => ['kind', 'token', 'valid_until', 'validity', 'extensions', 'nodes'],
                     'not_extended' => ['kind', 'reason', 'valid_until', 'validity', 'retry_at', 'nodes'],
+                    'inspected' => ['kind', 'holder', 'nodes'],
+                    'not_inspected' => ['kind', 'nodes'],
                     default => ['kind', 'released', 'nodes'],
                 };
                 foreach ($layout as $key) {

@@ -1,27 +1,33 @@
-//! Latency distributions (p50/p99) of acquire + release, with healthy nodes and with one
-//! node frozen, and lock hand-offs per second between contending clients, against five
-//! local nodes. Criterion reports means; this reports the tails.
+//! Latency distributions (p50/p99) of acquire + release, with and without fencing, with
+//! healthy nodes and with one node frozen; then lock hand-offs between contending
+//! clients (4 and 16, default settings, with release notices and without): hand-offs
+//! per second, release-to-next-holder latency, and how evenly the waiting is shared.
+//! Against five local nodes. Criterion reports means; this reports the tails.
 //!
 //! `cargo bench -p redlock-client --bench handoff`
 
 mod support;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redlock_client::Client;
+use redlock_client::{Client, LockOptions};
 
 const CYCLES: usize = 3000;
 const FROZEN_CYCLES: usize = 300;
-const CONTENDERS: usize = 4;
 const CONTENTION_SECONDS: u64 = 5;
+/// Long enough that no contender gives up during a run.
+const WAIT: Duration = Duration::from_secs(60);
 
 struct Stats(Vec<Duration>);
 
 impl Stats {
     fn percentile(&self, p: f64) -> Duration {
         let mut sorted = self.0.clone();
+        if sorted.is_empty() {
+            return Duration::ZERO;
+        }
         sorted.sort_unstable();
         let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
         sorted[rank.clamp(1, sorted.len()) - 1]
@@ -53,15 +59,36 @@ fn header(title: &str) {
 /// `gap`: idle time after each cycle (not counted), to compare with the frozen-node
 /// run, whose release idles for the node timeout.
 async fn client_cycles(client: &Client, cycles: usize, gap: Duration) -> (Stats, Stats, Stats) {
+    client_cycles_with(client, cycles, gap, false).await
+}
+
+async fn client_cycles_with(
+    client: &Client,
+    cycles: usize,
+    gap: Duration,
+    fencing: bool,
+) -> (Stats, Stats, Stats) {
     let (mut acquire, mut release, mut both) = (Vec::new(), Vec::new(), Vec::new());
+    let options = LockOptions::new()
+        .ttl(Duration::from_secs(10))
+        .fencing(fencing);
+    let mut failed = 0;
     for _ in 0..cycles {
+        // On a loaded machine a round can miss the 50 ms node timeout: such a cycle is
+        // counted, not fatal, and each cycle locks a resource of its own, so that a key
+        // an unconfirmed release left behind stays out of the way.
+        let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+        let resource = format!("bench:handoff:{serial}");
         let started = Instant::now();
-        let lock = client
-            .lock("bench:handoff", Duration::from_secs(10))
-            .await
-            .expect("acquired");
+        let Ok(lock) = client.lock_with(&[&resource], options.clone()).await else {
+            failed += 1;
+            continue;
+        };
         let acquired = Instant::now();
-        lock.release().await.expect("released");
+        if lock.release().await.is_err() {
+            failed += 1;
+            continue;
+        }
         let done = Instant::now();
         acquire.push(acquired - started);
         release.push(done - acquired);
@@ -70,8 +97,13 @@ async fn client_cycles(client: &Client, cycles: usize, gap: Duration) -> (Stats,
             tokio::time::sleep(gap).await;
         }
     }
+    if failed > 0 {
+        println!("({failed} of {cycles} cycles missed a node timeout and are left out)");
+    }
     (Stats(acquire), Stats(release), Stats(both))
 }
+
+static SERIAL: AtomicU64 = AtomicU64::new(0);
 
 async fn raw_cycles(
     connections: &[redis::aio::MultiplexedConnection],
@@ -88,55 +120,130 @@ async fn raw_cycles(
     Stats(both)
 }
 
-/// Contending clients lock, hold for a moment, release, again, for `seconds`. Counts
-/// acquisitions and hand-offs (an acquisition by another client than the last holder),
-/// and checks that no two hold at once.
-async fn contention(urls: &[String], delay: Duration, jitter: Duration) -> (u64, u64) {
+/// What one contention run measured.
+struct Contention {
+    acquisitions: usize,
+    handoffs: usize,
+    /// Release started (by one client) to acquired (by another).
+    release_to_next: Stats,
+    /// Per client, how long each of its acquisitions waited.
+    waits: Vec<Vec<Duration>>,
+    failures: usize,
+}
+
+#[derive(Default)]
+struct Shared {
+    inside: bool,
+    last_holder: Option<usize>,
+    released_at: Option<Instant>,
+    acquisitions: usize,
+    handoffs: usize,
+    release_to_next: Vec<Duration>,
+    /// Acquisitions and releases that missed a node timeout (a loaded machine).
+    failures: usize,
+}
+
+/// `contenders` clients with default settings lock (waiting up to [`WAIT`]), hold for
+/// 0.1 ms, release, and again, for [`CONTENTION_SECONDS`]. Counts acquisitions and
+/// hand-offs (an acquisition by another client than the last holder), measures the
+/// release-to-next-holder latency of each hand-off and every acquisition's wait, and
+/// checks that no two hold at once.
+async fn contention(urls: &[String], contenders: usize, notices: bool) -> Contention {
     let stop = Arc::new(AtomicBool::new(false));
-    let inside = Arc::new(AtomicBool::new(false));
-    let last_holder = Arc::new(AtomicUsize::new(usize::MAX));
-    let acquisitions = Arc::new(AtomicU64::new(0));
-    let handoffs = Arc::new(AtomicU64::new(0));
+    let shared = Arc::new(Mutex::new(Shared::default()));
     let mut tasks = Vec::new();
-    for id in 0..CONTENDERS {
+    for id in 0..contenders {
         let client = Client::builder(urls.to_vec())
-            .attempts(1_000_000)
-            .retry_delay(delay, jitter)
+            .release_notices(notices)
             .build()
             .unwrap();
-        let (stop, inside, last_holder, acquisitions, handoffs) = (
-            stop.clone(),
-            inside.clone(),
-            last_holder.clone(),
-            acquisitions.clone(),
-            handoffs.clone(),
-        );
+        let (stop, shared) = (stop.clone(), shared.clone());
         tasks.push(tokio::spawn(async move {
+            let mut waits = Vec::new();
+            // A short TTL, so that a key an unconfirmed release left (a round that missed
+            // its node timeout on a loaded machine) does not stop the run for long.
+            let options = LockOptions::new().wait(WAIT).ttl(Duration::from_secs(1));
             while !stop.load(Ordering::Relaxed) {
-                let lock = client
-                    .lock("bench:contended", Duration::from_secs(10))
+                let started = Instant::now();
+                let Ok(lock) = client
+                    .lock_with(&["bench:contended"], options.clone())
                     .await
-                    .expect("acquired");
-                assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
-                acquisitions.fetch_add(1, Ordering::Relaxed);
-                if last_holder.swap(id, Ordering::Relaxed) != id {
-                    handoffs.fetch_add(1, Ordering::Relaxed);
+                else {
+                    shared.lock().unwrap().failures += 1;
+                    continue;
+                };
+                let acquired = Instant::now();
+                waits.push(acquired - started);
+                {
+                    let mut shared = shared.lock().unwrap();
+                    assert!(!shared.inside, "two holders at once");
+                    shared.inside = true;
+                    shared.acquisitions += 1;
+                    if shared.last_holder.replace(id) != Some(id) {
+                        shared.handoffs += 1;
+                        if let Some(released) = shared.released_at {
+                            shared.release_to_next.push(acquired - released);
+                        }
+                    }
                 }
                 tokio::time::sleep(Duration::from_micros(100)).await;
-                inside.store(false, Ordering::SeqCst);
-                lock.release().await.expect("released");
+                {
+                    let mut shared = shared.lock().unwrap();
+                    shared.inside = false;
+                    shared.released_at = Some(Instant::now());
+                }
+                if lock.release().await.is_err() {
+                    shared.lock().unwrap().failures += 1;
+                }
             }
+            waits
         }));
     }
     tokio::time::sleep(Duration::from_secs(CONTENTION_SECONDS)).await;
     stop.store(true, Ordering::Relaxed);
+    let mut waits = Vec::new();
     for task in tasks {
-        task.await.unwrap();
+        waits.push(task.await.unwrap());
     }
-    (
-        acquisitions.load(Ordering::Relaxed),
-        handoffs.load(Ordering::Relaxed),
-    )
+    let shared = Arc::try_unwrap(shared)
+        .ok()
+        .expect("tasks done")
+        .into_inner()
+        .unwrap();
+    Contention {
+        acquisitions: shared.acquisitions,
+        handoffs: shared.handoffs,
+        release_to_next: Stats(shared.release_to_next),
+        waits,
+        failures: shared.failures,
+    }
+}
+
+fn mean(durations: &[Duration]) -> Duration {
+    durations.iter().sum::<Duration>() / durations.len().max(1) as u32
+}
+
+/// Node 0 frozen (SIGSTOP) for a few hundred cycles, then thawed.
+fn frozen_node(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    raw: &[redis::aio::MultiplexedConnection],
+    nodes: &support::Nodes,
+) {
+    nodes.signal("pause", 0);
+    header(&format!(
+        "node 0 frozen (SIGSTOP), {FROZEN_CYCLES} cycles, node timeout 50 ms"
+    ));
+    let (acquire, release, both) =
+        runtime.block_on(client_cycles(client, FROZEN_CYCLES, Duration::ZERO));
+    both.row("redlock-client acquire + release");
+    acquire.row("  of which acquire (decides at the quorum)");
+    release.row("  of which release (decides at the quorum)");
+    runtime
+        .block_on(raw_cycles(raw, FROZEN_CYCLES, 3))
+        .row("raw redis: wait for 3 (quorum)");
+    nodes.signal("resume", 0);
+    runtime.block_on(client.wait_idle(Duration::from_secs(2)));
 }
 
 fn main() {
@@ -171,6 +278,22 @@ fn main() {
     both.row("redlock-client acquire + release");
     acquire.row("  of which acquire");
     release.row("  of which release");
+    runtime.block_on(client_cycles_with(&client, 300, Duration::ZERO, true));
+    let (fenced_acquire, _, fenced_both) =
+        runtime.block_on(client_cycles_with(&client, CYCLES, Duration::ZERO, true));
+    fenced_both.row("with fencing: acquire + release");
+    fenced_acquire.row("  of which acquire (with the write-back)");
+    // Interleaved again, so that a drift of the machine's load shows.
+    let (_, _, both_again) = runtime.block_on(client_cycles(&client, CYCLES, Duration::ZERO));
+    both_again.row("redlock-client acquire + release (again)");
+    println!(
+        "fencing: p50 acquire + release {:.2}x the unfenced one",
+        fenced_both.percentile(50.0).as_secs_f64()
+            / both
+                .percentile(50.0)
+                .min(both_again.percentile(50.0))
+                .as_secs_f64()
+    );
     runtime
         .block_on(raw_cycles(&raw, CYCLES, 5))
         .row("raw redis: SET NX PX + EVALSHA, wait for all 5");
@@ -185,20 +308,11 @@ fn main() {
     ));
     acquire.row("acquire after 50 ms idle (compare below)");
 
-    nodes.signal("pause", 0);
-    header(&format!(
-        "node 0 frozen (SIGSTOP), {FROZEN_CYCLES} cycles, node timeout 50 ms"
-    ));
-    let (acquire, release, both) =
-        runtime.block_on(client_cycles(&client, FROZEN_CYCLES, Duration::ZERO));
-    both.row("redlock-client acquire + release");
-    acquire.row("  of which acquire (decides at the quorum)");
-    release.row("  of which release (decides at the quorum)");
-    runtime
-        .block_on(raw_cycles(&raw, FROZEN_CYCLES, 3))
-        .row("raw redis: wait for 3 (quorum)");
-    nodes.signal("resume", 0);
-    runtime.block_on(client.wait_idle(Duration::from_secs(2)));
+    if !nodes.own() {
+        println!("\n(nodes run elsewhere: the frozen-node runs are left out)");
+    } else {
+        frozen_node(&runtime, &client, &raw, &nodes);
+    }
 
     let contended = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -206,22 +320,69 @@ fn main() {
         .build()
         .unwrap();
     println!(
-        "\n{CONTENDERS} contending clients, {CONTENTION_SECONDS} s each (hold 0.1 ms, then release)"
+        "\ncontending clients, default settings (retry 200 ms ± 100 ms), waiting up to {} s, \
+         {CONTENTION_SECONDS} s each, hold 0.1 ms",
+        WAIT.as_secs()
     );
     println!(
-        "{:<44} {:>14} {:>14}",
-        "retry delay", "acquisitions/s", "hand-offs/s"
+        "{:<28} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "", "acquired/s", "hand-offs/s", "r->n p50 us", "r->n p99 us", "max/mean", "client/mean"
     );
-    for (delay, jitter) in [
-        (Duration::from_millis(2), Duration::from_millis(1)),
-        (Duration::from_millis(200), Duration::from_millis(100)),
-    ] {
-        let (acquisitions, handoffs) = contended.block_on(contention(&nodes.urls, delay, jitter));
-        println!(
-            "{:<44} {:>14.0} {:>14.0}",
-            format!("{} ms ± {} ms", delay.as_millis(), jitter.as_millis()),
-            acquisitions as f64 / CONTENTION_SECONDS as f64,
-            handoffs as f64 / CONTENTION_SECONDS as f64
-        );
+    for contenders in [4, 16] {
+        for notices in [true, false] {
+            let run = contended.block_on(contention(&nodes.urls, contenders, notices));
+            let all: Vec<Duration> = run.waits.iter().flatten().copied().collect();
+            let overall = mean(&all);
+            let longest = all.iter().max().copied().unwrap_or_default();
+            // The worst client's mean wait against everyone's mean.
+            let worst_client = run
+                .waits
+                .iter()
+                .filter(|waits| !waits.is_empty())
+                .map(|waits| mean(waits))
+                .max()
+                .unwrap_or_default();
+            let ratio = |d: Duration| d.as_secs_f64() / overall.as_secs_f64().max(1e-9);
+            let (p50, p99) = if run.release_to_next.0.is_empty() {
+                (f64::NAN, f64::NAN)
+            } else {
+                (
+                    run.release_to_next.percentile(50.0).as_secs_f64() * 1e6,
+                    run.release_to_next.percentile(99.0).as_secs_f64() * 1e6,
+                )
+            };
+            let starved = run.waits.iter().filter(|waits| waits.is_empty()).count();
+            let failures = if run.failures > 0 {
+                format!(
+                    "  ({} acquisitions or releases missed a node timeout)",
+                    run.failures
+                )
+            } else {
+                String::new()
+            };
+            println!(
+                "{:<28} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.1} {:>11.1}{}",
+                format!(
+                    "{contenders} clients, {}",
+                    if notices { "notices" } else { "no notices" }
+                ),
+                run.acquisitions as f64 / CONTENTION_SECONDS as f64,
+                run.handoffs as f64 / CONTENTION_SECONDS as f64,
+                p50,
+                p99,
+                ratio(longest),
+                ratio(worst_client),
+                if starved > 0 {
+                    format!("  ({starved} clients never acquired)")
+                } else {
+                    String::new()
+                } + &failures
+            );
+        }
     }
+    println!(
+        "r->n: a release started to another client's acquisition; max/mean: the longest \
+         single wait over the mean wait; client/mean: the worst client's mean wait over \
+         the mean wait"
+    );
 }

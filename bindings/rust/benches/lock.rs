@@ -1,6 +1,6 @@
-//! Criterion: one acquire + release against five local nodes, the async driver next to
-//! the raw cost of the same commands with the same `redis` client, then the driver with
-//! one node frozen.
+//! Criterion: one acquire + release against five local nodes, the async driver (without
+//! and with fencing) next to the raw cost of the same commands with the same `redis`
+//! client, then the driver with one node frozen.
 //!
 //! `cargo bench -p redlock-client --bench lock`
 
@@ -49,6 +49,29 @@ fn acquire_release(c: &mut Criterion) {
     group.bench_function("redlock_client", |b| {
         b.to_async(&runtime).iter(cycle);
     });
+    // The same cycle with fencing (the write-back round on top), same nodes, same run.
+    let fenced = Client::builder(nodes.urls.clone())
+        .attempts(1)
+        .fencing(true)
+        .build()
+        .unwrap();
+    let connected = runtime.block_on(fenced.connect(Duration::from_secs(5)));
+    assert!(connected.iter().all(Result::is_ok));
+    let fenced_serial = Cell::new(0u64);
+    group.bench_function("redlock_client_fenced", |b| {
+        b.to_async(&runtime).iter(|| async {
+            fenced_serial.set(fenced_serial.get() + 1);
+            let resource = format!("bench:criterion:fenced:{}", fenced_serial.get() % 64);
+            match fenced.lock(&resource, Duration::from_secs(10)).await {
+                Ok(lock) => {
+                    if lock.release().await.is_err() {
+                        failures.set((failures.get().0, failures.get().1 + 1));
+                    }
+                }
+                Err(_) => failures.set((failures.get().0 + 1, failures.get().1)),
+            }
+        });
+    });
     let mut n = 0u64;
     group.bench_function("raw_redis_wait_all", |b| {
         b.to_async(&runtime).iter(|| {
@@ -81,6 +104,7 @@ fn acquire_release(c: &mut Criterion) {
         serial.get()
     );
     runtime.block_on(client.wait_idle(Duration::from_secs(2)));
+    runtime.block_on(fenced.wait_idle(Duration::from_secs(2)));
 }
 
 criterion_group!(benches, acquire_release);

@@ -5,8 +5,13 @@
 //! is appended to the stats file as one JSON line, the format `redlock exec --json`
 //! prints (`{"event":"acquired","attempts":N,"acquire_us":T}`).
 //!
-//! `demo summary`: reads every worker's stats file and the counter, prints the table,
-//! and exits non-zero if an update was lost.
+//! With `--fence FILE` the worker takes fencing tokens and the counter checks them: under
+//! the lock, a write goes through only if the lock's token is above the last one recorded
+//! in FILE (which it then records); a stale token fails the worker. Its stats lines carry
+//! `"fencing_token":N`, as `redlock exec --json --fencing` prints them.
+//!
+//! `demo summary`: reads every worker's stats file and the counter, prints the table and
+//! the highest fencing token reported, and exits non-zero if an update was lost.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,7 +22,7 @@ use redlock_client::{Client, LockOptions};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: demo worker --name NAME --tasks N --rounds N --counter FILE --stats FILE [--resource R]\n\
+        "usage: demo worker --name NAME --tasks N --rounds N --counter FILE --stats FILE [--resource R] [--fence FILE]\n\
          \x20      demo unlocked --tasks N --rounds N --counter FILE\n\
          \x20      demo summary --counter FILE STATS_FILE...\n\
          Nodes come from REDLOCK_NODES (comma-separated URLs)."
@@ -32,6 +37,7 @@ struct Args {
     counter: PathBuf,
     stats: PathBuf,
     resource: String,
+    fence: Option<PathBuf>,
     rest: Vec<PathBuf>,
 }
 
@@ -43,6 +49,7 @@ fn parse(args: &[String]) -> Option<Args> {
         counter: PathBuf::new(),
         stats: PathBuf::new(),
         resource: String::from("demo:counter"),
+        fence: None,
         rest: Vec::new(),
     };
     let mut iter = args.iter();
@@ -54,6 +61,7 @@ fn parse(args: &[String]) -> Option<Args> {
             "--counter" => parsed.counter = iter.next()?.into(),
             "--stats" => parsed.stats = iter.next()?.into(),
             "--resource" => parsed.resource = iter.next()?.clone(),
+            "--fence" => parsed.fence = Some(iter.next()?.into()),
             other if !other.starts_with("--") => parsed.rest.push(other.into()),
             _ => return None,
         }
@@ -69,20 +77,42 @@ async fn increment(counter: &Path) -> std::io::Result<()> {
     std::fs::write(counter, format!("{}\n", value + 1))
 }
 
+/// The counter's fencing check: refuses `token` unless it is above the last one recorded
+/// in `fence`, then the increment, then records `token`.
+async fn fenced_increment(counter: &Path, fence: &Path, token: u64) -> Result<(), String> {
+    let seen: u64 = std::fs::read_to_string(fence)
+        .map_err(|e| e.to_string())?
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    if token <= seen {
+        return Err(format!(
+            "stale fencing token {token}: the counter has seen {seen}"
+        ));
+    }
+    increment(counter).await.map_err(|e| e.to_string())?;
+    std::fs::write(fence, format!("{token}\n")).map_err(|e| e.to_string())
+}
+
 async fn worker(args: Args) -> Result<(), String> {
     let nodes = std::env::var("REDLOCK_NODES").map_err(|_| "REDLOCK_NODES is not set")?;
     let client = Client::builder(nodes.split(',').map(str::to_string))
         .ttl(Duration::from_secs(5))
         .attempts(100_000)
         .retry_delay(Duration::from_millis(10), Duration::from_millis(8))
+        .fencing(args.fence.is_some())
         .build()
         .map_err(|e| e.to_string())?;
     let stats = Arc::new(tokio::sync::Mutex::new(Vec::<String>::new()));
     let mut tasks = Vec::new();
     for _ in 0..args.tasks {
         let (client, stats) = (client.clone(), stats.clone());
-        let (counter, resource, rounds) =
-            (args.counter.clone(), args.resource.clone(), args.rounds);
+        let (counter, resource, rounds, fence) = (
+            args.counter.clone(),
+            args.resource.clone(),
+            args.rounds,
+            args.fence.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             for _ in 0..rounds {
                 let started = Instant::now();
@@ -90,12 +120,18 @@ async fn worker(args: Args) -> Result<(), String> {
                     .lock_with(&[&resource], LockOptions::new())
                     .await
                     .map_err(|e| e.to_string())?;
+                let fencing = lock
+                    .fencing_token()
+                    .map_or_else(String::new, |t| format!(",\"fencing_token\":{t}"));
                 let line = format!(
-                    "{{\"event\":\"acquired\",\"attempts\":{},\"acquire_us\":{}}}",
+                    "{{\"event\":\"acquired\",\"attempts\":{},\"acquire_us\":{}{fencing}}}",
                     lock.attempts(),
                     started.elapsed().as_micros()
                 );
-                increment(&counter).await.map_err(|e| e.to_string())?;
+                match (&fence, lock.fencing_token()) {
+                    (Some(fence), Some(token)) => fenced_increment(&counter, fence, token).await?,
+                    _ => increment(&counter).await.map_err(|e| e.to_string())?,
+                }
                 lock.release().await.map_err(|e| e.to_string())?;
                 stats.lock().await.push(line);
             }
@@ -156,6 +192,8 @@ fn summary(args: Args) -> Result<bool, String> {
     let mut rows = Vec::new();
     let mut all = Vec::new();
     let (mut acquisitions, mut retries) = (0u64, 0u64);
+    // The highest fencing token any worker reported, and how many acquisitions had one.
+    let (mut highest_token, mut fenced) = (None::<u64>, 0u64);
     for path in &args.rest {
         let name = path
             .file_stem()
@@ -170,6 +208,10 @@ fn summary(args: Args) -> Result<bool, String> {
             let attempts = field(line, "attempts").unwrap_or(1);
             worker_retries += attempts.saturating_sub(1);
             latencies.push(field(line, "acquire_us").unwrap_or(0));
+            if let Some(token) = field(line, "fencing_token") {
+                fenced += 1;
+                highest_token = highest_token.max(Some(token));
+            }
         }
         latencies.sort_unstable();
         acquisitions += latencies.len() as u64;
@@ -211,6 +253,13 @@ fn summary(args: Args) -> Result<bool, String> {
     let lost = acquisitions as i64 - counter as i64;
     println!();
     println!("counter: expected {acquisitions}, final {counter}, lost updates {lost}");
+    match highest_token {
+        Some(token) => println!(
+            "fencing: {fenced} of {acquisitions} acquisitions carried a token (the workers \
+             that report one), highest {token}"
+        ),
+        None => println!("fencing: no worker reported a fencing token"),
+    }
     Ok(lost == 0 && acquisitions > 0)
 }
 

@@ -14,6 +14,9 @@ use crate::client::{ClientBuilder, ExtendReport, KeyStatus, LockOptions, Release
 use crate::error::{Error, NodeReport};
 use crate::lock::{LockState, Lost};
 
+/// [`crate::fenced_set`] on a blocking connection (`redis::Connection`).
+pub use crate::fence::fenced_set_blocking as fenced_set;
+
 struct OwnedRuntime(Option<tokio::runtime::Runtime>);
 
 impl OwnedRuntime {
@@ -173,6 +176,11 @@ impl Lock {
     /// How each node answered the acquisition.
     pub fn nodes(&self) -> &[NodeReport] {
         self.inner().nodes()
+    }
+
+    /// See [`crate::Lock::fencing_token`].
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.inner().fencing_token()
     }
 
     /// End of validity on the client's monotonic clock.

@@ -5,12 +5,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use redlock_core::{
-    Config, ConfigBuilder, Lease, Operation, Outcome, Output, Redlock, Reply, Time,
+    AcquireOptions, Config, ConfigBuilder, ConfigError, Lease, NodeResult, Operation, Outcome,
+    Output, Redlock, Reply, Time,
 };
 
 use crate::error::{Error, NodeReport, NotAcquired, NotExtended, NotReleased};
 use crate::lock::{Lock, LockShared};
 use crate::node::{redact, Clock, LinkStats, Node, Routes, UNROUTED};
+use crate::notice::{Listening, Notices};
 
 /// The TTL of a client built without one: 30 seconds.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
@@ -27,6 +29,7 @@ pub struct ClientBuilder {
     config: ConfigBuilder,
     root_certificate: Option<Vec<u8>>,
     connect_timeout: Duration,
+    notices: bool,
 }
 
 impl ClientBuilder {
@@ -60,6 +63,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Fencing tokens for every lock of this client ([`ConfigBuilder::fencing`], off by
+    /// default; [`LockOptions::fencing`] decides per lock). A fenced acquisition costs one
+    /// more round trip (the write-back) and keeps one counter key per resource and node,
+    /// without TTL; see `docs/fencing.md`. The token is [`Lock::fencing_token`].
+    pub fn fencing(mut self, on: bool) -> Self {
+        self.config = self.config.fencing(on);
+        self
+    }
+
     /// Bytes put in front of every resource name to form its key.
     pub fn key_prefix(mut self, prefix: impl Into<Vec<u8>>) -> Self {
         self.config = self.config.key_prefix(prefix);
@@ -69,6 +81,16 @@ impl ClientBuilder {
     /// Any other core setting (drift, minimum validity, token length, ...).
     pub fn configure(mut self, change: impl FnOnce(ConfigBuilder) -> ConfigBuilder) -> Self {
         self.config = change(self.config);
+        self
+    }
+
+    /// Whether acquisitions that wait listen for release notices (on by default). Each
+    /// node then gets a second connection, a subscriber, opened when the first
+    /// acquisition with a wait limit starts or another finds a lock held. Off, a waiter learns of a release only at its next
+    /// retry (and the releaser does not step back for it): for servers whose ACL refuses
+    /// `SUBSCRIBE`, or to keep one connection per node.
+    pub fn release_notices(mut self, on: bool) -> Self {
+        self.notices = on;
         self
     }
 
@@ -103,6 +125,7 @@ impl ClientBuilder {
         };
         let routes = Arc::new(Routes::default());
         let mut nodes = Vec::with_capacity(self.urls.len());
+        let mut clients = Vec::with_capacity(self.urls.len());
         for (index, url) in self.urls.iter().enumerate() {
             let label = redact(url);
             let invalid = |message: String| Error::InvalidUrl {
@@ -121,6 +144,7 @@ impl ClientBuilder {
                 .map_err(|e| invalid(e.to_string()))?,
                 _ => redis::Client::open(url.as_str()).map_err(|e| invalid(e.to_string()))?,
             };
+            clients.push(client.clone());
             nodes.push(Arc::new(Node::new(
                 label,
                 client,
@@ -129,12 +153,21 @@ impl ClientBuilder {
                 Arc::clone(&routes),
             )));
         }
+        // The same settings with fencing the other way, for locks that ask for it.
+        let flipped = config
+            .to_builder()
+            .fencing(!config.fencing())
+            .build()
+            .map(|flipped| Mutex::new(Redlock::new(flipped)));
         Ok(Client {
             inner: Arc::new(Inner {
                 nodes,
                 routes,
                 next_tag: AtomicU64::new(UNROUTED + 1),
                 redlock: Mutex::new(Redlock::new(config.clone())),
+                flipped,
+                notices: Notices::new(clients, self.connect_timeout),
+                listen: self.notices,
                 config,
                 clock,
             }),
@@ -162,6 +195,12 @@ pub(crate) struct Inner {
     routes: Arc<Routes>,
     next_tag: AtomicU64,
     redlock: Mutex<Redlock>,
+    /// The configuration with fencing the other way (or why it is not valid).
+    flipped: Result<Mutex<Redlock>, ConfigError>,
+    /// Release notices for waiting acquisitions.
+    pub(crate) notices: Notices,
+    /// Acquisitions that may retry listen for notices.
+    listen: bool,
     pub(crate) config: Config,
     /// The client's monotonic clock.
     clock: Clock,
@@ -173,6 +212,7 @@ impl Drop for Inner {
         for node in &self.nodes {
             node.shut_down();
         }
+        self.notices.close();
     }
 }
 
@@ -181,6 +221,8 @@ impl Drop for Inner {
 #[must_use]
 pub struct LockOptions {
     ttl: Option<Duration>,
+    wait: Option<Duration>,
+    fencing: Option<bool>,
     auto_extend: bool,
     on_retry: Option<Arc<dyn Fn(RetryProgress) + Send + Sync>>,
 }
@@ -194,6 +236,26 @@ impl LockOptions {
     /// This lock's TTL instead of the client's.
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = Some(ttl);
+        self
+    }
+
+    /// Wait up to `limit` for the lock (a deadline, not a number of attempts: the
+    /// client's `attempts` do not apply). The core keeps trying until then, never
+    /// starting an attempt that could not finish by the limit, and gives up with
+    /// [`Error::NotAcquired`] (held elsewhere) within about a node timeout of it (the
+    /// last attempt starts at the latest one node timeout before the limit). While
+    /// waiting, the client listens for release notices on every node and tries again as
+    /// soon as they make a quorum possible, instead of sleeping out the retry delay. A
+    /// limit of zero tries once. Dropping the future cancels the wait and leaves nothing
+    /// behind (no key, no subscription).
+    pub fn wait(mut self, limit: Duration) -> Self {
+        self.wait = Some(limit);
+        self
+    }
+
+    /// Fencing for this lock, whatever the client's setting ([`ClientBuilder::fencing`]).
+    pub fn fencing(mut self, on: bool) -> Self {
+        self.fencing = Some(on);
         self
     }
 
@@ -218,8 +280,11 @@ impl LockOptions {
 pub struct RetryProgress {
     /// The attempt starting now, from 2.
     pub attempt: u32,
-    /// The most attempts this acquisition makes.
+    /// The most attempts this acquisition makes (without a wait limit).
     pub attempts: u32,
+    /// The wait limit ([`LockOptions::wait`]), if one was given: attempts go on until
+    /// it, whatever [`RetryProgress::attempts`] says.
+    pub wait: Option<Duration>,
     /// Time since the acquisition started.
     pub elapsed: Duration,
 }
@@ -275,6 +340,7 @@ impl Client {
             urls,
             root_certificate: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            notices: true,
         }
     }
 
@@ -359,26 +425,46 @@ impl Client {
         options: LockOptions,
     ) -> Result<Lock, Error> {
         let started = self.now();
+        let mut acquire = AcquireOptions::new();
+        if let Some(ttl) = options.ttl {
+            acquire = acquire.ttl(ttl);
+        }
+        if let Some(wait) = options.wait {
+            acquire = acquire.wait(wait);
+        }
+        let fencing = options.fencing.unwrap_or(self.inner.config.fencing());
         let op = {
-            let mut redlock = self.inner.redlock();
-            match options.ttl {
-                Some(ttl) => redlock.acquire_for(resources, ttl, started)?,
-                None => redlock.acquire(resources, started)?,
-            }
+            let mut redlock = self.inner.redlock_for(fencing)?;
+            redlock.acquire_with(resources, &acquire, started)?
         };
         let origin = self.instant(started);
         let attempts = self.inner.config.attempts();
+        // An acquisition that may try again listens for releases: one with a wait limit
+        // from its start (a release landing while its first attempt is out is not
+        // missed), any other once it finds the lock held.
+        let listen = (self.inner.listen && (options.wait.is_some() || attempts > 1)).then(|| {
+            let keys = self.keys(resources);
+            let from_start = options.wait.is_some();
+            (keys, from_start)
+        });
         let outcome = self
             .inner
-            .drive(op, |attempt| {
-                if let Some(callback) = &options.on_retry {
-                    callback(RetryProgress {
-                        attempt,
-                        attempts,
-                        elapsed: origin.elapsed(),
-                    });
-                }
-            })
+            .drive_listening(
+                op,
+                |attempt| {
+                    if let Some(callback) = &options.on_retry {
+                        callback(RetryProgress {
+                            attempt,
+                            attempts,
+                            wait: options.wait,
+                            elapsed: origin.elapsed(),
+                        });
+                    }
+                },
+                listen
+                    .as_ref()
+                    .map(|(keys, from_start)| (keys.as_slice(), *from_start)),
+            )
             .await?;
         match outcome {
             Outcome::Acquired(acquired) => {
@@ -428,6 +514,24 @@ impl Client {
     ) -> Result<ReleaseReport, Error> {
         let lease = self.inner.redlock().lease(resources, token, Time::ZERO)?;
         self.inner.release(&lease).await
+    }
+
+    /// The keys of `resources` (the prefix, then the name), as the core forms them.
+    fn keys<R: AsRef<[u8]>>(&self, resources: &[R]) -> Vec<Vec<u8>> {
+        resources
+            .iter()
+            .map(|resource| {
+                let mut key = self.inner.config.key_prefix().to_vec();
+                key.extend_from_slice(resource.as_ref());
+                key
+            })
+            .collect()
+    }
+
+    /// How many nodes have a subscriber connection for release notices open (or being
+    /// opened) now. Diagnostics: it decides nothing.
+    pub fn notice_subscribers(&self) -> usize {
+        self.inner.notices.subscribers()
     }
 
     /// What each node holds under `resource`'s key, and for how long (`GET` and `PTTL`,
@@ -511,6 +615,19 @@ impl Inner {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The core client for acquisitions with `fencing` on or off.
+    fn redlock_for(&self, fencing: bool) -> Result<MutexGuard<'_, Redlock>, Error> {
+        if fencing == self.config.fencing() {
+            return Ok(self.redlock());
+        }
+        match &self.flipped {
+            Ok(redlock) => Ok(redlock
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())),
+            Err(error) => Err(Error::Config(*error)),
+        }
+    }
+
     pub(crate) fn reports(&self, results: &[redlock_core::NodeResult]) -> Vec<NodeReport> {
         results
             .iter()
@@ -551,8 +668,25 @@ impl Inner {
     pub(crate) async fn drive(
         &self,
         op: Operation,
-        mut on_attempt: impl FnMut(u32),
+        on_attempt: impl FnMut(u32),
     ) -> Result<Outcome, Error> {
+        self.drive_listening(op, on_attempt, None).await
+    }
+
+    /// [`Inner::drive`] for an acquisition that listens for release notices of `keys`,
+    /// from the start or once a node reports them held: each notice goes to
+    /// [`Operation::handle_notice`], and the core decides whether it changes anything.
+    pub(crate) async fn drive_listening(
+        &self,
+        op: Operation,
+        mut on_attempt: impl FnMut(u32),
+        listen: Option<(&[Vec<u8>], bool)>,
+    ) -> Result<Outcome, Error> {
+        let mut listening: Option<Listening> = match listen {
+            Some((keys, true)) => Some(self.notices.listen(keys)),
+            _ => None,
+        };
+        let keys = listen.map(|(keys, _)| keys);
         let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
         let mut replies = self.routes.open(tag);
         let mut driving = Driving {
@@ -588,12 +722,26 @@ impl Inner {
             let Some(at) = wake else {
                 return Err(Error::Internal("the operation stopped without an outcome"));
             };
+            if let (Some(keys), None) = (keys, &listening) {
+                if op.node_results().contains(&NodeResult::Conflict) {
+                    listening = Some(self.notices.listen(keys));
+                }
+            }
             tokio::select! {
                 biased;
                 Some((request, reply)) = replies.recv() => {
                     // A reply the operation refuses (a second one for a request) changes
                     // nothing, as the core documents.
                     let _ = op.handle_reply(request, reply, self.now());
+                }
+                Some(node) = async {
+                    match listening.as_mut() {
+                        Some(listening) => listening.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    // Only nodes 0..N subscribe, so the index is always known.
+                    let _ = op.handle_notice(node, self.now());
                 }
                 () = tokio::time::sleep_until(tokio::time::Instant::from_std(self.instant(at))) => {
                     op.handle_timeout(self.now());

@@ -121,6 +121,10 @@ pub enum Error {
     LockLost(Lost),
     /// The lock was already released.
     Released,
+    /// A fenced write ([`crate::fenced_set`]) whose server answered an error or something
+    /// other than the check's reply, or gave no answer: the text says which. After a lost
+    /// connection, whether the write happened is not known.
+    FencedWrite(String),
     /// The blocking client could not start its runtime.
     Runtime(std::io::Error),
     /// A broken invariant of this crate or the core (a bug: please report it).
@@ -142,7 +146,7 @@ impl Error {
                 _ => ErrorClass::NodesFailing,
             },
             Error::NotExtended(n) => n.class,
-            Error::NotReleased(_) => ErrorClass::NodesFailing,
+            Error::NotReleased(_) | Error::FencedWrite(_) => ErrorClass::NodesFailing,
             Error::LockLost(lost) => match lost.reason {
                 LostReason::NotHeld => ErrorClass::NotHeld,
                 _ => ErrorClass::LockLost,
@@ -274,6 +278,7 @@ impl fmt::Display for Error {
             }
             Error::LockLost(lost) => write!(f, "lock lost: {lost}"),
             Error::Released => f.write_str("the lock was already released"),
+            Error::FencedWrite(text) => write!(f, "fenced write failed: {text}"),
             Error::Runtime(error) => write!(f, "could not start the runtime: {error}"),
             Error::Internal(what) => write!(f, "internal error: {what}"),
         }

@@ -61,6 +61,24 @@
 //! holder extends it: it is a [`LockState`], announced by [`Lock::lost`].
 //! Cancelling is dropping the future, so `cancelled` is never returned.
 //!
+//! ## Waiting
+//!
+//! [`LockOptions::wait`] waits up to a limit for the lock (the core's wait limit: attempts
+//! until then, never one that could not end by it). A release publishes a notice per key;
+//! an acquisition with a wait limit (from its start), or one that may retry once it finds
+//! its key held, subscribes on every node (one
+//! subscriber connection per node, opened on first need, shared by the client's waiters)
+//! and hands each notice to [`redlock_core::Operation::handle_notice`], so it tries again
+//! as soon as the core says, not after its retry delay. A lost notice costs at most that
+//! delay; [`ClientBuilder::release_notices`] turns notices off.
+//!
+//! ## Fencing
+//!
+//! [`ClientBuilder::fencing`] or [`LockOptions::fencing`] gives each lock a fencing token,
+//! [`Lock::fencing_token`], strictly increasing per resource across the quorum. The
+//! protected resource must check it: [`fenced_set`] (and [`blocking::fenced_set`]) does
+//! that for a Redis key on your own connection.
+//!
 //! ## TLS and AUTH
 //!
 //! Through the `redis` crate's URLs: `redis://:password@host:port`,
@@ -78,14 +96,17 @@
 pub mod blocking;
 mod client;
 mod error;
+mod fence;
 mod lock;
 mod node;
+mod notice;
 
 pub use client::{
     Client, ClientBuilder, ExtendReport, KeyStatus, LockOptions, ReleaseReport, RetryProgress,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_TTL,
 };
 pub use error::{Error, NodeReport, NotAcquired, NotExtended, NotReleased};
+pub use fence::{fenced_set, FencedWrite};
 pub use lock::{Lock, LockState, Lost, LostReason};
 pub use node::LinkStats;
 pub use redlock_core::{

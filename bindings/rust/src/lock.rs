@@ -69,6 +69,7 @@ pub(crate) struct LockShared {
     client: Client,
     resources: Vec<String>,
     token: String,
+    fencing_token: Option<u64>,
     attempts: u32,
     nodes: Vec<NodeReport>,
     validity: Duration,
@@ -104,6 +105,7 @@ impl LockShared {
         Arc::new(LockShared {
             resources,
             token: lease.token().as_str().to_string(),
+            fencing_token: lease.fencing_token(),
             attempts: acquired.attempts,
             nodes,
             validity: acquired.validity,
@@ -270,6 +272,15 @@ impl Lock {
             shared,
             finished: false,
         }
+    }
+
+    /// The fencing token of this acquisition (with fencing on: [`crate::ClientBuilder::fencing`]
+    /// or [`crate::LockOptions::fencing`]), `None` without fencing. It is strictly greater
+    /// than every token handed out before for these resources (`docs/fencing.md`): send
+    /// it with every write to the protected resource, which refuses a token lower than
+    /// one it has accepted ([`crate::fenced_set`] does that for a Redis key).
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.shared.fencing_token
     }
 
     /// The locked resources, as given.

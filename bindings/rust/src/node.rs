@@ -574,7 +574,7 @@ pub(crate) fn reply_from_value(value: Value) -> Reply {
 }
 
 /// The full text (`CODE detail`) of an error the server sent, if `error` is one.
-fn server_error_text(error: &RedisError) -> Option<String> {
+pub(crate) fn server_error_text(error: &RedisError) -> Option<String> {
     if !matches!(error.kind(), redis::ErrorKind::Server(_)) && error.code().is_none() {
         return None;
     }

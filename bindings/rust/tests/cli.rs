@@ -55,12 +55,138 @@ fn help_documents_every_command() {
         "SIGTERM",
         "--ttl",
         "--retry",
+        "--wait",
+        "--fencing",
+        "REDLOCK_FENCING_TOKEN",
     ] {
         assert!(text.contains(word), "exec --help lacks {word}:\n{text}");
     }
     // Usage errors exit with 2.
     let output = run(Command::new(env!("CARGO_BIN_EXE_redlock")).args(["exec", "r"]));
     assert_eq!(output.status.code(), Some(2));
+    for bad in [
+        &["acquire", "r", "--wait", "soon"][..],
+        &["acquire", "r", "--wait", "-1"],
+        &["acquire", "r", "--wait", "3h"],
+        &["acquire", "r", "--wait", "1", "--retry", "3"],
+    ] {
+        let output = run(Command::new(env!("CARGO_BIN_EXE_redlock")).args(bad));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{bad:?}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn fencing_tokens_reach_the_command_and_the_json() {
+    let nodes = common::shared(7145);
+    let print_token = "echo \"${REDLOCK_FENCING_TOKEN-none}\"";
+    let fenced = |nodes: &Nodes| -> u64 {
+        let output = run(redlock(nodes).args([
+            "exec",
+            "cli:fenced",
+            "--fencing",
+            "--",
+            "sh",
+            "-c",
+            print_token,
+        ]));
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output).parse().expect("a number")
+    };
+    let first = fenced(&nodes);
+    let second = fenced(&nodes);
+    assert!(first >= 1 && second > first, "{first} then {second}");
+    // Without --fencing the variable is not set.
+    let output = run(redlock(&nodes).args(["exec", "cli:fenced", "--", "sh", "-c", print_token]));
+    assert_eq!(stdout(&output), "none");
+
+    // acquire --json: the token as a number, or null without fencing.
+    let output = run(redlock(&nodes).args(["--json", "acquire", "cli:fenced", "--fencing"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let third = json["fencing_token"].as_u64().expect("fencing_token");
+    assert!(third > second);
+    let token = json["token"].as_str().unwrap().to_string();
+    let output = run(redlock(&nodes).args(["release", "cli:fenced", &token]));
+    assert!(output.status.success());
+    let output = run(redlock(&nodes).args(["--json", "acquire", "cli:fenced"]));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert!(json["fencing_token"].is_null(), "{json}");
+    let token = json["token"].as_str().unwrap().to_string();
+    run(redlock(&nodes).args(["release", "cli:fenced", &token]));
+    // exec --json's acquired event carries it too.
+    let output =
+        run(redlock(&nodes).args(["--json", "exec", "cli:fenced", "--fencing", "--", "true"]));
+    let event = stderr(&output)
+        .lines()
+        .find(|line| line.contains("\"acquired\""))
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .expect("an acquired event");
+    assert!(event["fencing_token"].as_u64().unwrap() > third);
+}
+
+#[test]
+fn wait_gives_up_at_its_limit_or_wakes_at_the_release() {
+    let nodes = common::shared(7145);
+    let output = run(redlock(&nodes).args(["acquire", "cli:wait", "--ttl", "20000"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let token = stdout(&output);
+
+    // Held for longer than the wait: 75 at the limit. The last attempt starts no later
+    // than one node timeout (100 ms here) before the limit, so that it ends by then.
+    let started = Instant::now();
+    let output = run(redlock(&nodes).args(["exec", "cli:wait", "--wait", "0.4", "--", "true"]));
+    let waited = started.elapsed();
+    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_millis(1400),
+        "{waited:?}"
+    );
+    assert!(stderr(&output).contains("held by someone else"));
+
+    // Released while a long wait runs: the waiter runs its command soon after, not at
+    // its next retry (the retry delay is 5 s here).
+    let releaser = {
+        let urls = nodes.urls.join(",");
+        let token = token.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            let released = Instant::now();
+            let output = Command::new(env!("CARGO_BIN_EXE_redlock"))
+                .env("REDLOCK_NODES", urls)
+                .args(["release", "cli:wait", &token])
+                .output()
+                .unwrap();
+            assert!(output.status.success());
+            released
+        })
+    };
+    let output = run(redlock(&nodes).args([
+        "exec",
+        "cli:wait",
+        "--wait",
+        "30s",
+        "--retry-delay",
+        "5000",
+        "--retry-jitter",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "date +%s%N",
+    ]));
+    let ran_at = Instant::now();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let released = releaser.join().unwrap();
+    let after = ran_at.duration_since(released);
+    assert!(
+        after < Duration::from_secs(2),
+        "ran {after:?} after the release"
+    );
 }
 
 #[test]

@@ -146,6 +146,24 @@ final class Client
         return new Operation($this->native, $out);
     }
 
+    /**
+     * Reads who holds the lock on `$resources` (`GET`, or `MGET` for several, on every
+     * node), decided at the quorum; never changes a key. The outcome is
+     * OUTCOME_INSPECTED (Outcome::holder(), isLocked(), isHeldBy()) or
+     * OUTCOME_NOT_INSPECTED (too many nodes failed to say).
+     *
+     * @param list<string> $resources
+     */
+    public function inspect(array $resources, int $nowUs): Operation
+    {
+        [$pointers, $lengths, $keep] = $this->native->resourceArrays($resources);
+        $out = $this->newOperationOut();
+        $rc = $this->native->ffi->redlock_client_inspect($this->handle, $pointers, $lengths, count($resources), $nowUs, FFI::addr($out));
+        unset($keep);
+        $this->native->check($rc, 'inspect');
+        return new Operation($this->native, $out);
+    }
+
     public function extend(Lease $lease, ?int $ttlMs, int $nowUs): Operation
     {
         $ffi = $this->native->ffi;
@@ -229,6 +247,6 @@ final class Client
 
     public function __destruct()
     {
-        $this->native->ffi->redlock_client_free($this->handle);
+        $this->native->free('redlock_client_free', $this->handle);
     }
 }

@@ -121,6 +121,6 @@ final class Config
 
     public function __destruct()
     {
-        $this->native->ffi->redlock_config_free($this->handle);
+        $this->native->free('redlock_config_free', $this->handle);
     }
 }

@@ -11,6 +11,7 @@ namespace Redlock\Ffi;
 final class Constants
 {
     public const OK = 9000;
+    public const NO_VALUE = 9006;
     public const INVALID_TTL = 9109;
 
     public const OUTPUT_NONE = 0;
@@ -21,6 +22,7 @@ final class Constants
     public const OPERATION_ACQUIRE = 1;
     public const OPERATION_EXTEND = 2;
     public const OPERATION_RELEASE = 3;
+    public const OPERATION_INSPECT = 4;
 
     public const COMMAND_SET = 1;
     public const COMMAND_ACQUIRE = 2;
@@ -35,6 +37,20 @@ final class Constants
     public const OUTCOME_NOT_EXTENDED = 4;
     public const OUTCOME_RELEASED = 5;
     public const OUTCOME_NOT_RELEASED = 6;
+    public const OUTCOME_INSPECTED = 7;
+    public const OUTCOME_NOT_INSPECTED = 8;
+
+    public const EVENT_ACQUIRED = 1;
+    public const EVENT_NOT_ACQUIRED = 2;
+    public const EVENT_RETRY = 3;
+    public const EVENT_EXTENDED = 4;
+    public const EVENT_NOT_EXTENDED = 5;
+    public const EVENT_LOST = 6;
+    public const EVENT_RELEASED = 7;
+    public const EVENT_NOT_RELEASED = 8;
+    public const EVENT_INSPECTED = 9;
+    public const EVENT_NOT_INSPECTED = 10;
+    public const EVENT_NODE_FAILED = 11;
 
     public const REASON_CONFLICT = 1;
     public const REASON_NODES_FAILED = 2;
@@ -148,5 +164,15 @@ final class Constants
         self::OUTCOME_NOT_EXTENDED => 'not_extended',
         self::OUTCOME_RELEASED => 'released',
         self::OUTCOME_NOT_RELEASED => 'not_released',
+        self::OUTCOME_INSPECTED => 'inspected',
+        self::OUTCOME_NOT_INSPECTED => 'not_inspected',
+    ];
+
+    /** The operation kinds by name, as events report them. */
+    public const OPERATION_KINDS = [
+        self::OPERATION_ACQUIRE => 'acquire',
+        self::OPERATION_EXTEND => 'extend',
+        self::OPERATION_RELEASE => 'release',
+        self::OPERATION_INSPECT => 'inspect',
     ];
 }

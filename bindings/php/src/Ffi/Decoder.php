@@ -46,6 +46,6 @@ final class Decoder
 
     public function __destruct()
     {
-        $this->native->ffi->redlock_decoder_free($this->handle);
+        $this->native->free('redlock_decoder_free', $this->handle);
     }
 }

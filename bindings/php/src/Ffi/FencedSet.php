@@ -85,6 +85,6 @@ final class FencedSet
 
     public function __destruct()
     {
-        $this->native->ffi->redlock_fenced_set_free($this->handle);
+        $this->native->free('redlock_fenced_set_free', $this->handle);
     }
 }

@@ -71,6 +71,6 @@ final class KeepAlive
 
     public function __destruct()
     {
-        $this->native->ffi->redlock_keepalive_free($this->handle);
+        $this->native->free('redlock_keepalive_free', $this->handle);
     }
 }

@@ -75,6 +75,6 @@ final class Lease
 
     public function __destruct()
     {
-        $this->native->ffi->redlock_lease_free($this->handle);
+        $this->native->free('redlock_lease_free', $this->handle);
     }
 }

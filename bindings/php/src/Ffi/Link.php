@@ -188,6 +188,6 @@ final class Link
 
     public function __destruct()
     {
-        $this->ffi->redlock_link_free($this->handle);
+        $this->native->free('redlock_link_free', $this->handle);
     }
 }

@@ -260,6 +260,23 @@ final class Native
     }
 
     /**
+     * Frees a handle with `$free` and sets it to NULL, so that a later call with it is
+     * the library's NULL-argument error (or its documented NULL answer), never a use of
+     * freed memory. That happens when PHP's garbage collector destroys a cycle holding a
+     * client: it runs the destructors of the cycle's objects in any order, so the
+     * client's own destructor (which releases its locks) can come after its links' or
+     * its configuration's.
+     */
+    public function free(string $free, CData $handle): void
+    {
+        if (FFI::isNull($handle)) {
+            return;
+        }
+        $this->ffi->{$free}($handle);
+        FFI::memset(FFI::addr($handle), 0, FFI::sizeof($handle));
+    }
+
+    /**
      * Throws the exception that fits `$result` unless it is `REDLOCK_OK`.
      */
     public function check(int $result, string $context): void

@@ -205,6 +205,62 @@ final class Operation
         return $channels;
     }
 
+    /**
+     * The operation's next event (oldest first), or null when none is left: its
+     * `Constants::EVENT_*` kind, when it happened, how long after the operation started,
+     * the attempt, the operation's kind, and what the kind carries (reason, retry
+     * instant, failed node and cause, per-node results as [Constants::NODE_*, text]).
+     *
+     * @return array{kind: int, at: int, elapsed: int, attempt: int, operation: int, reason: ?int,
+     *     retryAt: ?int, node: ?int, cause: ?int, nodes: list<array{int, string}>}|null
+     */
+    public function pollEvent(): ?array
+    {
+        $n = $this->native;
+        $ffi = $this->ffi;
+        $rc = $ffi->redlock_operation_poll_event($this->handle, FFI::addr($n->u32));
+        if ($rc === Constants::NO_VALUE) {
+            return null;
+        }
+        $n->check($rc, 'event');
+        $kind = $n->u32->cdata;
+        $n->check(
+            $ffi->redlock_operation_event($this->handle, FFI::addr($n->u64), FFI::addr($n->u64b), FFI::addr($n->u32), FFI::addr($n->u32b)),
+            'event',
+        );
+        $event = [
+            'kind' => $kind,
+            'at' => $n->u64->cdata,
+            'elapsed' => $n->u64b->cdata,
+            'attempt' => $n->u32->cdata,
+            'operation' => $n->u32b->cdata,
+            'reason' => null,
+            'retryAt' => null,
+            'node' => null,
+            'cause' => null,
+            'nodes' => [],
+        ];
+        if ($ffi->redlock_operation_event_reason($this->handle, FFI::addr($n->u32)) === Constants::OK) {
+            $event['reason'] = $n->u32->cdata;
+        }
+        if ($ffi->redlock_operation_event_retry_at($this->handle, FFI::addr($n->u64)) === Constants::OK) {
+            $event['retryAt'] = $n->u64->cdata;
+        }
+        if ($ffi->redlock_operation_event_node($this->handle, FFI::addr($n->size), FFI::addr($n->u32)) === Constants::OK) {
+            $event['node'] = $n->size->cdata;
+            $event['cause'] = $n->u32->cdata;
+        }
+        $count = $ffi->redlock_operation_event_node_count($this->handle);
+        for ($i = 0; $i < $count; $i++) {
+            $n->check(
+                $ffi->redlock_operation_event_node_result($this->handle, $i, FFI::addr($n->u32), FFI::addr($n->bytes), FFI::addr($n->bytesLen)),
+                'event node',
+            );
+            $event['nodes'][] = [$n->u32->cdata, $n->takeBytes()];
+        }
+        return $event;
+    }
+
     public function handleTimeout(int $nowUs): void
     {
         $this->native->check($this->ffi->redlock_operation_handle_timeout($this->handle, $nowUs), 'timeout');
@@ -232,6 +288,6 @@ final class Operation
 
     public function __destruct()
     {
-        $this->ffi->redlock_operation_free($this->handle);
+        $this->native->free('redlock_operation_free', $this->handle);
     }
 }

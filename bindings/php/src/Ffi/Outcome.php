@@ -159,6 +159,33 @@ final class Outcome
         });
     }
 
+    /**
+     * For inspected: the token a quorum of nodes hold on every key, or null when nobody
+     * holds the lock (and for other outcomes).
+     */
+    public function holder(): ?string
+    {
+        return $this->memo('holder', function (Native $n): ?string {
+            $rc = $n->ffi->redlock_outcome_holder($this->handle, FFI::addr($n->bytes), FFI::addr($n->bytesLen));
+            return $rc === Constants::OK ? $n->takeBytes() : null;
+        });
+    }
+
+    /** For inspected: whether anyone holds the lock (false for other outcomes). */
+    public function isLocked(): bool
+    {
+        return $this->native->ffi->redlock_outcome_is_locked($this->handle);
+    }
+
+    /**
+     * For inspected: whether `$lease` holds the lock at `$nowUs` (a quorum hold its token
+     * and its validity has not run out); false for other outcomes.
+     */
+    public function isHeldBy(Lease $lease, int $nowUs): bool
+    {
+        return $this->native->ffi->redlock_outcome_is_held_by($this->handle, $lease->handle, $nowUs);
+    }
+
     /** @internal the handle, for KeepAlive::handleOutcome */
     public function handle(): CData
     {
@@ -189,6 +216,6 @@ final class Outcome
 
     public function __destruct()
     {
-        $this->native->ffi->redlock_outcome_free($this->handle);
+        $this->native->free('redlock_outcome_free', $this->handle);
     }
 }

@@ -73,6 +73,6 @@ final class Reply
 
     public function __destruct()
     {
-        $this->native->ffi->redlock_reply_free($this->handle);
+        $this->native->free('redlock_reply_free', $this->handle);
     }
 }

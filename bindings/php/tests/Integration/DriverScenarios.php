@@ -24,6 +24,8 @@ use Redlock\Redlock;
  */
 abstract class DriverScenarios extends TestCase
 {
+    use UserExpectationScenarios;
+
     /** @var list<string> */
     protected static array $urls = [];
 

@@ -57,9 +57,25 @@ Exit status:
        the terminal reach it directly), waits for it and releases the lock; if
        redlock is killed outright (SIGKILL) the command gets SIGKILL too
 
+Waiting: --wait DURATION (like flock -w) keeps trying until then instead of
+--retry times, and wakes up as soon as the holder releases (release notices);
+giving up exits with 75 as any other \"held elsewhere\". DURATION is seconds
+(fractions allowed) or a number with ms, s or m: --wait 10, --wait 1.5s,
+--wait 500ms. --wait 0 tries once.
+
+Fencing: --fencing gives the lock a fencing token, a number that strictly
+increases with every fenced acquisition of the resource (exec: in
+REDLOCK_FENCING_TOKEN; acquire --json: \"fencing_token\"). Pass it to the
+protected resource, which refuses writes with a token lower than one it has
+seen. Off by default: it costs one more round trip per acquisition and keeps a
+counter key per resource on every node forever ({RESOURCE}:fence), and it helps
+only a resource that checks it.
+
 Examples:
   redlock --nodes redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 \\
       exec nightly-report --ttl 30000 --auto-extend -- ./make-report.sh
+  redlock exec backup --wait 30 -- ./backup.sh
+  redlock exec ledger --fencing -- sh -c './append.sh --token \"$REDLOCK_FENCING_TOKEN\"'
   TOKEN=$(redlock acquire deploy --ttl 60000)
   redlock extend deploy \"$TOKEN\" --ttl 60000
   redlock release deploy \"$TOKEN\"
@@ -108,8 +124,9 @@ struct Cli {
 enum Command {
     /// Run COMMAND while holding the lock on RESOURCE, then release it.
     ///
-    /// The command sees REDLOCK_RESOURCE, REDLOCK_TOKEN and REDLOCK_VALID_UNTIL_MS (Unix
-    /// time in milliseconds when the first lease ends) in its environment. With
+    /// The command sees REDLOCK_RESOURCE, REDLOCK_TOKEN, REDLOCK_VALID_UNTIL_MS (Unix
+    /// time in milliseconds when the first lease ends) and, with --fencing,
+    /// REDLOCK_FENCING_TOKEN in its environment. With
     /// --auto-extend the lock is extended while the command runs; without it the command
     /// may run for the lock's validity only. If the lock is lost, the command gets
     /// SIGTERM, then SIGKILL after --grace, and redlock exits with 75. Every signal
@@ -137,6 +154,9 @@ enum Command {
         command: Vec<String>,
     },
     /// Acquire the lock and print its token (the lock stays until released or expired).
+    ///
+    /// With --json the object also carries "fencing_token" (a number with --fencing,
+    /// null without).
     Acquire {
         /// The resource to lock.
         resource: String,
@@ -181,6 +201,40 @@ struct AcquireArgs {
     /// Random jitter around the delay, in milliseconds (at most the delay).
     #[arg(long, value_name = "MS", default_value_t = 100)]
     retry_jitter: u64,
+    /// Wait up to DURATION for the lock (like flock -w), instead of --retry attempts:
+    /// seconds (fractions allowed), or a number with ms, s or m (500ms, 1.5s, 2m).
+    /// A release by the holder wakes the wait at once. Giving up exits with 75.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "retry")]
+    wait: Option<Duration>,
+    /// Take a fencing token with the lock (exec: REDLOCK_FENCING_TOKEN; acquire --json:
+    /// "fencing_token"). Off by default: one more round trip, and a counter key per
+    /// resource on every node that never expires.
+    #[arg(long)]
+    fencing: bool,
+}
+
+/// `--wait`'s DURATION: seconds as `flock -w` takes them (`10`, `0.5`), or a number with
+/// `ms`, `s` or `m`.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let scale = match unit {
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" => 60.0,
+        other => return Err(format!("unknown unit {other:?}: use ms, s or m")),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (e.g. 10, 1.5s, 500ms)"))?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!("{text:?} is not a duration of zero or more"));
+    }
+    Duration::try_from_secs_f64(value * scale).map_err(|_| format!("{text:?} is too long"))
 }
 
 fn main() -> ExitCode {
@@ -248,12 +302,23 @@ async fn run(cli: Cli) -> u8 {
     let code = match cli.command {
         Command::Exec {
             resource,
+            acquire,
             auto_extend,
             grace,
             command,
             ..
-        } => exec(&client, &out, &resource, auto_extend, grace, &command).await,
-        Command::Acquire { resource, .. } => acquire_command(&client, &out, &resource).await,
+        } => {
+            let run = Run {
+                resource: &resource,
+                acquire: &acquire,
+                auto_extend,
+                grace_ms: grace,
+            };
+            exec(&client, &out, &run, &command).await
+        }
+        Command::Acquire { resource, acquire } => {
+            acquire_command(&client, &out, &resource, &acquire).await
+        }
         Command::Extend {
             resource,
             token,
@@ -351,12 +416,20 @@ fn progress(
     let last: Mutex<Option<Instant>> = Mutex::new(None);
     let resource = resource.to_string();
     Some(move |p: RetryProgress| {
-        let line = format!(
-            "redlock: waiting for {resource}: attempt {} of {}, {:.1} s so far",
-            p.attempt,
-            p.attempts,
-            p.elapsed.as_secs_f64()
-        );
+        let line = match p.wait {
+            Some(wait) => format!(
+                "redlock: waiting for {resource}: attempt {}, {:.1} s of {:.1} s",
+                p.attempt,
+                p.elapsed.as_secs_f64(),
+                wait.as_secs_f64()
+            ),
+            None => format!(
+                "redlock: waiting for {resource}: attempt {} of {}, {:.1} s so far",
+                p.attempt,
+                p.attempts,
+                p.elapsed.as_secs_f64()
+            ),
+        };
         if terminal {
             eprint!("\r{line}\x1b[K");
             drawn.store(true, Ordering::Relaxed);
@@ -374,9 +447,15 @@ async fn lock(
     client: &Client,
     out: &Output,
     resource: &str,
+    acquire: &AcquireArgs,
     auto_extend: bool,
 ) -> Result<Lock, Error> {
-    let mut options = LockOptions::new().auto_extend(auto_extend);
+    let mut options = LockOptions::new()
+        .auto_extend(auto_extend)
+        .fencing(acquire.fencing);
+    if let Some(wait) = acquire.wait {
+        options = options.wait(wait);
+    }
     let drawn = Arc::new(AtomicBool::new(false));
     if let Some(callback) = progress(out, resource, Arc::clone(&drawn)) {
         options = options.on_retry(callback);
@@ -428,7 +507,12 @@ fn exit_status(error: &Error) -> u8 {
     }
 }
 
-async fn acquire_command(client: &Client, out: &Output, resource: &str) -> u8 {
+async fn acquire_command(
+    client: &Client,
+    out: &Output,
+    resource: &str,
+    acquire: &AcquireArgs,
+) -> u8 {
     // A signal while waiting ends the wait and releases what the attempt set.
     let mut signals = match signals::Signals::install() {
         Ok(signals) => signals,
@@ -439,7 +523,7 @@ async fn acquire_command(client: &Client, out: &Output, resource: &str) -> u8 {
     };
     let started = Instant::now();
     let acquired = tokio::select! {
-        acquired = lock(client, out, resource, false) => acquired,
+        acquired = lock(client, out, resource, acquire, false) => acquired,
         caught = signals.recv() => {
             out.info(&format!("{resource}: stopped by signal {} while acquiring", caught.signal));
             return signal_status(caught.signal);
@@ -454,6 +538,7 @@ async fn acquire_command(client: &Client, out: &Output, resource: &str) -> u8 {
                     json!({
                         "resource": resource,
                         "token": lock.token(),
+                        "fencing_token": lock.fencing_token(),
                         "validity_ms": validity.as_millis() as u64,
                         "valid_until_ms": unix_ms_after(validity) as u64,
                         "attempts": lock.attempts(),
@@ -463,8 +548,11 @@ async fn acquire_command(client: &Client, out: &Output, resource: &str) -> u8 {
                 );
             } else {
                 println!("{}", lock.token());
+                let fencing = lock
+                    .fencing_token()
+                    .map_or_else(String::new, |token| format!(", fencing token {token}"));
                 out.info(&format!(
-                    "acquired {resource} for {} ms",
+                    "acquired {resource} for {} ms{fencing}",
                     validity.as_millis()
                 ));
             }
@@ -686,14 +774,21 @@ fn exit_code(exit: std::process::ExitStatus) -> u8 {
     }
 }
 
-async fn exec(
-    client: &Client,
-    out: &Output,
-    resource: &str,
+/// What `exec` was asked to do, besides the command.
+struct Run<'a> {
+    resource: &'a str,
+    acquire: &'a AcquireArgs,
     auto_extend: bool,
     grace_ms: u64,
-    command: &[String],
-) -> u8 {
+}
+
+async fn exec(client: &Client, out: &Output, run: &Run<'_>, command: &[String]) -> u8 {
+    let Run {
+        resource,
+        acquire,
+        auto_extend,
+        grace_ms,
+    } = *run;
     // Watch signals from the start: one that arrives while the lock is being acquired
     // ends the wait (what was set is released); one that arrives later is passed on.
     let mut signals = match signals::Signals::install() {
@@ -706,7 +801,7 @@ async fn exec(
 
     let started = Instant::now();
     let acquired = tokio::select! {
-        acquired = lock(client, out, resource, auto_extend) => acquired,
+        acquired = lock(client, out, resource, acquire, auto_extend) => acquired,
         caught = signals.recv() => {
             out.info(&format!("{resource}: stopped by signal {} while acquiring", caught.signal));
             return signal_status(caught.signal);
@@ -726,6 +821,7 @@ async fn exec(
         "event": "acquired",
         "resource": resource,
         "token": lock.token(),
+        "fencing_token": lock.fencing_token(),
         "attempts": lock.attempts(),
         "acquire_us": acquire_us,
         "validity_ms": validity.as_millis() as u64,
@@ -746,6 +842,9 @@ async fn exec(
             "REDLOCK_VALID_UNTIL_MS",
             unix_ms_after(validity).to_string(),
         );
+    if let Some(token) = lock.fencing_token() {
+        child_command.env("REDLOCK_FENCING_TOKEN", token.to_string());
+    }
     signals::kill_with_parent(&mut child_command);
     let mut child = match child_command.spawn() {
         Ok(child) => child,

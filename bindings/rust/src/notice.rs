@@ -1,0 +1,286 @@
+//! Release notices: one subscriber connection per node, shared by every waiting
+//! acquisition of the client.
+//!
+//! The release script publishes each key it deletes on the key's notice channel
+//! ([`redlock_core::notice_channel`]). An acquisition with a wait limit (from its start)
+//! or one that may retry and found its key held ([`Notices::listen`]) subscribes to its keys' channels on every node, and the driver
+//! hands each message to [`redlock_core::Operation::handle_notice`] with the node it came
+//! from; the core decides whether to try again at once. Nothing here decides anything
+//! about the lock: a notice that is lost costs at most the retry delay the core would
+//! have waited anyway, and a forged one at most one early attempt.
+//!
+//! - A node's subscriber connection (`SUBSCRIBE` takes a connection over, so it is not
+//!   the node's command connection) is opened when the first waiter needs it and kept
+//!   for the next ones; its task subscribes to a channel when the first waiter of that
+//!   channel arrives and unsubscribes when the last one leaves.
+//! - A subscriber connection that dies (the node restarted, `CLIENT KILL`) ends its task.
+//!   The waiters it served fall back to the core's retry schedule; the next waiter to
+//!   arrive opens a new connection, subscribed to every channel still wanted.
+//! - A waiter that goes away (its acquisition finished, or its future was dropped)
+//!   leaves nothing behind: dropping its [`Listening`] unsubscribes what nobody else
+//!   wants.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+
+/// A change of one node's subscriptions, in the order the waiters came and went.
+enum Control {
+    Subscribe(Vec<u8>),
+    Unsubscribe(Vec<u8>),
+}
+
+/// One node's live subscriber task.
+struct Subscriber {
+    control: mpsc::UnboundedSender<Control>,
+    /// Tells this task's end from a newer task's.
+    generation: u64,
+}
+
+#[derive(Default)]
+struct State {
+    next_waiter: u64,
+    next_generation: u64,
+    /// Per channel, its waiters: each gets the index of the node a notice came from.
+    channels: HashMap<Vec<u8>, HashMap<u64, mpsc::UnboundedSender<usize>>>,
+    /// Per node, its subscriber task, if one runs.
+    subscribers: Vec<Option<Subscriber>>,
+    /// The client is gone: no new subscriber starts.
+    closed: bool,
+}
+
+struct Shared {
+    clients: Vec<redis::Client>,
+    connect_timeout: Duration,
+    state: Mutex<State>,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Plain maps, consistent after a panic elsewhere.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The client's release notices: a subscriber per node, started lazily.
+pub(crate) struct Notices {
+    shared: Arc<Shared>,
+}
+
+/// How a subscriber task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    /// The connection could not be opened, broke, or refused a subscription.
+    Failed,
+    /// The client was dropped.
+    Closed,
+}
+
+impl Notices {
+    pub(crate) fn new(clients: Vec<redis::Client>, connect_timeout: Duration) -> Notices {
+        let nodes = clients.len();
+        let mut state = State::default();
+        state.subscribers.resize_with(nodes, || None);
+        Notices {
+            shared: Arc::new(Shared {
+                clients,
+                connect_timeout,
+                state: Mutex::new(state),
+            }),
+        }
+    }
+
+    /// Starts listening for releases of `keys` on every node. The notices come out of
+    /// the returned [`Listening`] as node indexes; dropping it stops listening.
+    /// Must run inside a Tokio runtime (a subscriber task may start).
+    pub(crate) fn listen(&self, keys: &[Vec<u8>]) -> Listening {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let channels: Vec<Vec<u8>> = keys
+            .iter()
+            .map(|key| redlock_core::notice_channel(key))
+            .collect();
+        let mut state = self.shared.state();
+        let id = state.next_waiter;
+        state.next_waiter += 1;
+        for channel in &channels {
+            let waiters = state.channels.entry(channel.clone()).or_default();
+            let first = waiters.is_empty();
+            waiters.insert(id, sender.clone());
+            if first {
+                for subscriber in state.subscribers.iter().flatten() {
+                    // A task that ended drops its receiver; the next `start` replaces it.
+                    let _ = subscriber.control.send(Control::Subscribe(channel.clone()));
+                }
+            }
+        }
+        if !state.closed {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                for node in 0..state.subscribers.len() {
+                    // A task whose runtime ended was dropped without freeing its slot.
+                    if state.subscribers[node]
+                        .as_ref()
+                        .is_some_and(|s| s.control.is_closed())
+                    {
+                        state.subscribers[node] = None;
+                    }
+                    if state.subscribers[node].is_none() {
+                        self.start(&mut state, node, &runtime);
+                    }
+                }
+            }
+        }
+        Listening {
+            shared: Arc::clone(&self.shared),
+            id,
+            channels,
+            receiver,
+        }
+    }
+
+    /// Starts node `node`'s subscriber task, subscribed to every channel wanted now.
+    fn start(&self, state: &mut State, node: usize, runtime: &tokio::runtime::Handle) {
+        let (control, receiver) = mpsc::unbounded_channel();
+        for channel in state.channels.keys() {
+            let _ = control.send(Control::Subscribe(channel.clone()));
+        }
+        let generation = state.next_generation;
+        state.next_generation += 1;
+        state.subscribers[node] = Some(Subscriber {
+            control,
+            generation,
+        });
+        runtime.spawn(subscriber(
+            Arc::clone(&self.shared),
+            node,
+            generation,
+            receiver,
+        ));
+    }
+
+    /// How many nodes have a live subscriber connection (or one being opened).
+    pub(crate) fn subscribers(&self) -> usize {
+        self.shared.state().subscribers.iter().flatten().count()
+    }
+
+    /// The client is gone: every subscriber task ends, and none starts again.
+    pub(crate) fn close(&self) {
+        let mut state = self.shared.state();
+        state.closed = true;
+        for slot in &mut state.subscribers {
+            // Dropping the sender ends the task's control stream.
+            *slot = None;
+        }
+    }
+}
+
+/// One waiter's subscription: notices come out of [`Listening::recv`]; dropped, it
+/// unsubscribes the channels no other waiter wants.
+pub(crate) struct Listening {
+    shared: Arc<Shared>,
+    id: u64,
+    channels: Vec<Vec<u8>>,
+    receiver: mpsc::UnboundedReceiver<usize>,
+}
+
+impl Listening {
+    /// The next notice's node index. Never ends while the client lives (a waiter keeps
+    /// its sender in the map until dropped).
+    pub(crate) async fn recv(&mut self) -> Option<usize> {
+        self.receiver.recv().await
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let mut state = self.shared.state();
+        for channel in &self.channels {
+            let Some(waiters) = state.channels.get_mut(channel) else {
+                continue;
+            };
+            waiters.remove(&self.id);
+            if waiters.is_empty() {
+                state.channels.remove(channel);
+                for subscriber in state.subscribers.iter().flatten() {
+                    let _ = subscriber
+                        .control
+                        .send(Control::Unsubscribe(channel.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// One node's subscriber: opens the connection, applies subscription changes in order,
+/// and hands each message to the channel's waiters. Ends when the connection fails or
+/// the client is dropped, and then frees its slot so that the next waiter starts anew.
+async fn subscriber(
+    shared: Arc<Shared>,
+    node: usize,
+    generation: u64,
+    mut control: mpsc::UnboundedReceiver<Control>,
+) -> Ended {
+    let ended = serve(&shared, node, &mut control).await;
+    let mut state = shared.state();
+    if state.subscribers[node]
+        .as_ref()
+        .is_some_and(|s| s.generation == generation)
+    {
+        state.subscribers[node] = None;
+    }
+    ended
+}
+
+async fn serve(
+    shared: &Shared,
+    node: usize,
+    control: &mut mpsc::UnboundedReceiver<Control>,
+) -> Ended {
+    let client = &shared.clients[node];
+    let pubsub = match tokio::time::timeout(shared.connect_timeout, client.get_async_pubsub()).await
+    {
+        Ok(Ok(pubsub)) => pubsub,
+        _ => return Ended::Failed,
+    };
+    let (mut sink, mut stream) = pubsub.split();
+    loop {
+        tokio::select! {
+            change = control.recv() => {
+                // A node that does not confirm (frozen) within the connect timeout counts
+                // as a dead subscriber, so that changes do not pile up behind it.
+                let result = match change {
+                    Some(Control::Subscribe(channel)) => {
+                        tokio::time::timeout(shared.connect_timeout, sink.subscribe(channel)).await
+                    }
+                    Some(Control::Unsubscribe(channel)) => {
+                        tokio::time::timeout(shared.connect_timeout, sink.unsubscribe(channel))
+                            .await
+                    }
+                    None => return Ended::Closed,
+                };
+                if !matches!(result, Ok(Ok(()))) {
+                    return Ended::Failed;
+                }
+            }
+            message = stream.next() => {
+                let Some(message) = message else {
+                    return Ended::Failed;
+                };
+                let Ok(channel) = message.get_channel::<Vec<u8>>() else {
+                    continue;
+                };
+                let state = shared.state();
+                if let Some(waiters) = state.channels.get(&channel) {
+                    for waiter in waiters.values() {
+                        // A waiter that finished drops its receiver just before leaving.
+                        let _ = waiter.send(node);
+                    }
+                }
+            }
+        }
+    }
+}

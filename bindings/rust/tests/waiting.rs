@@ -1,0 +1,387 @@
+//! Waiting for a lock against real nodes: wait limits, release notices that wake a
+//! waiter long before its retry delay, notices lost with their subscriber connections,
+//! cancelled waits, fairness while a holder re-acquires in a loop, and subscribers
+//! through AUTH and TLS. Nodes on base ports 7176 (shared), 7723 (the test that kills
+//! subscriber connections), 7733 (password) and 7736 (TLS). The tests measure time, so
+//! they run one at a time.
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use redlock_client::core::notice_channel;
+use redlock_client::{Client, ErrorClass, LockOptions};
+
+use common::Nodes;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A client whose retry delay is `delay` exactly: a waiter that gets the lock sooner than
+/// that after a failed attempt was woken by a notice.
+fn client(nodes: &Nodes, delay: Duration) -> Client {
+    Client::builder(nodes.urls.clone())
+        .retry_delay(delay, Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
+/// Subscribers of `resource`'s notice channel on each node.
+fn listeners(nodes: &Nodes, resource: &str) -> Vec<i64> {
+    let channel = notice_channel(resource.as_bytes());
+    (0..nodes.urls.len())
+        .map(|i| {
+            let reply: (Vec<u8>, i64) = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(&channel)
+                .query(&mut nodes.conn(i))
+                .unwrap();
+            reply.1
+        })
+        .collect()
+}
+
+fn eventually(check: impl FnMut() -> bool) -> bool {
+    Nodes::eventually(Duration::from_secs(3), check)
+}
+
+#[test]
+fn a_waiter_acquires_within_a_few_round_trips_of_the_release() {
+    let _serial = serial();
+    let nodes = common::shared(7176);
+    let rt = runtime();
+    let holder = client(&nodes, Duration::from_millis(200));
+    let waiter = client(&nodes, Duration::from_secs(2));
+    rt.block_on(async {
+        // One uncontended acquisition, for scale.
+        let started = Instant::now();
+        let lock = waiter
+            .lock("wait:fast", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let uncontended = started.elapsed();
+        lock.release().await.unwrap();
+
+        let lock = holder
+            .lock("wait:fast", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let waiting = tokio::spawn({
+            let waiter = waiter.clone();
+            async move {
+                let options = LockOptions::new().wait(Duration::from_secs(10));
+                let lock = waiter.lock_with(&["wait:fast"], options).await;
+                (lock, Instant::now())
+            }
+        });
+        // The waiter tried once, found the lock held and subscribed on every node.
+        assert!(eventually(|| listeners(&nodes, "wait:fast") == vec![1; 5]));
+        assert_eq!(waiter.notice_subscribers(), 5);
+        let released = Instant::now();
+        lock.release().await.unwrap();
+        let (lock, acquired) = waiting.await.unwrap();
+        let lock = lock.expect("the waiter got the lock");
+        let handoff = acquired.duration_since(released);
+        println!("release to next holder: {handoff:?} (uncontended acquisition {uncontended:?})");
+        // Its retry delay is 2 s: only the notices explain a hand-off this fast.
+        assert!(handoff < Duration::from_millis(50), "{handoff:?}");
+        assert_eq!(lock.attempts(), 2);
+        // Nobody waits any more: the channel is unsubscribed everywhere, the connections
+        // stay for the next waiter.
+        assert!(eventually(|| listeners(&nodes, "wait:fast") == vec![0; 5]));
+        assert_eq!(waiter.notice_subscribers(), 5);
+        lock.release().await.unwrap();
+    });
+}
+
+#[test]
+fn a_wait_limit_gives_up_at_the_limit_with_held_elsewhere() {
+    let _serial = serial();
+    let nodes = common::shared(7176);
+    let rt = runtime();
+    let holder = client(&nodes, Duration::from_millis(200));
+    // The core starts the last attempt at the latest one node timeout (and the 1 ms
+    // retry floor) before the limit, so that it ends by then: the limit is kept to within
+    // a node timeout on either side. 30 ms here (the default, 50 ms, can end 51 ms early).
+    let waiter = Client::builder(nodes.urls.clone())
+        .node_timeout(Duration::from_millis(30))
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let lock = holder
+            .lock("wait:limit", Duration::from_secs(10))
+            .await
+            .unwrap();
+        for limit in [Duration::from_millis(500), Duration::from_millis(1200)] {
+            let started = Instant::now();
+            let error = waiter
+                .lock_with(&["wait:limit"], LockOptions::new().wait(limit))
+                .await
+                .unwrap_err();
+            let waited = started.elapsed();
+            assert_eq!(error.class(), Some(ErrorClass::HeldElsewhere), "{error}");
+            assert!(
+                waited + Duration::from_millis(50) >= limit
+                    && waited <= limit + Duration::from_millis(50),
+                "limit {limit:?}, gave up after {waited:?}"
+            );
+        }
+        // A limit of zero tries once.
+        let error = waiter
+            .lock_with(&["wait:limit"], LockOptions::new().wait(Duration::ZERO))
+            .await
+            .unwrap_err();
+        assert!(matches!(&error, redlock_client::Error::NotAcquired(n) if n.attempts == 1));
+        // Nothing left behind: the holder's keys, no subscription.
+        let token = lock.token().to_string();
+        assert!(nodes
+            .values("wait:limit")
+            .iter()
+            .all(|v| v.as_deref() == Some(token.as_str())));
+        assert!(eventually(|| listeners(&nodes, "wait:limit") == vec![0; 5]));
+        lock.release().await.unwrap();
+    });
+}
+
+#[test]
+fn a_cancelled_wait_leaves_nothing_behind() {
+    let _serial = serial();
+    let nodes = common::shared(7176);
+    let rt = runtime();
+    let holder = client(&nodes, Duration::from_millis(200));
+    let waiter = client(&nodes, Duration::from_millis(20));
+    rt.block_on(async {
+        let lock = holder
+            .lock("wait:cancel", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let options = LockOptions::new().wait(Duration::from_secs(10));
+        let wait = waiter.lock_with(&["wait:cancel"], options);
+        assert!(tokio::time::timeout(Duration::from_millis(300), wait)
+            .await
+            .is_err());
+        assert!(eventually(|| listeners(&nodes, "wait:cancel") == vec![0; 5]));
+        lock.release().await.unwrap();
+        assert!(waiter.wait_idle(Duration::from_secs(2)).await);
+        assert_eq!(nodes.values("wait:cancel"), vec![None; 5]);
+    });
+}
+
+#[test]
+fn lost_notices_fall_back_to_the_retry_schedule() {
+    let _serial = serial();
+    let nodes = Nodes::start(7723);
+    let rt = runtime();
+    let holder = client(&nodes, Duration::from_millis(200));
+    let waiter = client(&nodes, Duration::from_secs(1));
+    rt.block_on(async {
+        let lock = holder
+            .lock("wait:lost", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let waiting = tokio::spawn({
+            let waiter = waiter.clone();
+            async move {
+                let options = LockOptions::new().wait(Duration::from_secs(10));
+                let lock = waiter.lock_with(&["wait:lost"], options).await;
+                (lock, Instant::now())
+            }
+        });
+        assert!(eventually(|| listeners(&nodes, "wait:lost") == vec![1; 5]));
+        // Every subscriber connection dies: the notices of the release are lost.
+        for i in 0..5 {
+            let _: i64 = redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("TYPE")
+                .arg("pubsub")
+                .query(&mut nodes.conn(i))
+                .unwrap();
+        }
+        assert!(eventually(|| waiter.notice_subscribers() == 0));
+        let released = Instant::now();
+        lock.release().await.unwrap();
+        let (lock, acquired) = waiting.await.unwrap();
+        let lock = lock.expect("the waiter got the lock at its next retry");
+        // Not woken (no notice came), but not later than its retry delay (1 s after its
+        // first attempt) either.
+        let after_release = acquired.duration_since(released);
+        let after_start = acquired.duration_since(started);
+        println!("without notices: acquired {after_release:?} after the release");
+        assert!(
+            after_release >= Duration::from_millis(300),
+            "{after_release:?}"
+        );
+        assert!(after_start < Duration::from_millis(1500), "{after_start:?}");
+        lock.release().await.unwrap();
+
+        // The next waiter opens new subscriber connections, and notices work again.
+        let lock = holder
+            .lock("wait:lost", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let waiting = tokio::spawn({
+            let waiter = waiter.clone();
+            async move {
+                let options = LockOptions::new().wait(Duration::from_secs(10));
+                let lock = waiter.lock_with(&["wait:lost"], options).await;
+                (lock, Instant::now())
+            }
+        });
+        assert!(eventually(|| listeners(&nodes, "wait:lost") == vec![1; 5]));
+        assert_eq!(waiter.notice_subscribers(), 5);
+        let released = Instant::now();
+        lock.release().await.unwrap();
+        let (lock, acquired) = waiting.await.unwrap();
+        let handoff = acquired.duration_since(released);
+        assert!(handoff < Duration::from_millis(50), "{handoff:?}");
+        lock.unwrap().release().await.unwrap();
+    });
+}
+
+#[test]
+fn every_waiter_gets_the_lock_while_a_holder_re_acquires_in_a_loop() {
+    let _serial = serial();
+    let nodes = common::shared(7176);
+    let rt = runtime();
+    const WAITERS: usize = 8;
+    const HOLD: Duration = Duration::from_millis(10);
+    // Every waiter is served within this, from the moment it starts waiting.
+    const BOUND: Duration = Duration::from_secs(3);
+    rt.block_on(async {
+        let holder = Client::new(nodes.urls.clone()).unwrap();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let looping = tokio::spawn({
+            let done = done.clone();
+            async move {
+                let mut turns = 0u32;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let options = LockOptions::new().wait(Duration::from_secs(10));
+                    let lock = holder.lock_with(&["wait:fair"], options).await.unwrap();
+                    turns += 1;
+                    tokio::time::sleep(HOLD).await;
+                    lock.release().await.unwrap();
+                }
+                turns
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut waiters = Vec::new();
+        for _ in 0..WAITERS {
+            let client = Client::new(nodes.urls.clone()).unwrap();
+            waiters.push(tokio::spawn(async move {
+                let started = Instant::now();
+                let options = LockOptions::new().wait(Duration::from_secs(10));
+                let lock = client.lock_with(&["wait:fair"], options).await?;
+                let waited = started.elapsed();
+                tokio::time::sleep(HOLD).await;
+                lock.release().await?;
+                Ok::<Duration, redlock_client::Error>(waited)
+            }));
+        }
+        let mut waits = Vec::new();
+        for waiter in waiters {
+            waits.push(waiter.await.unwrap().expect("every waiter gets the lock"));
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let turns = looping.await.unwrap();
+        let max = waits.iter().max().copied().unwrap();
+        let mean = waits.iter().sum::<Duration>() / WAITERS as u32;
+        println!(
+            "8 waiters against a looping holder ({turns} turns): mean wait {mean:?}, max {max:?}"
+        );
+        assert!(max < BOUND, "a waiter waited {max:?}");
+    });
+}
+
+/// Hand-off through notices on `nodes` with `waiter`: fast although its retry delay is 2 s.
+async fn handoff_through_notices(holder: &Client, waiter: &Client, nodes: usize) -> Duration {
+    let lock = holder
+        .lock("wait:secured", Duration::from_secs(10))
+        .await
+        .unwrap();
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move {
+            let options = LockOptions::new().wait(Duration::from_secs(10));
+            let lock = waiter.lock_with(&["wait:secured"], options).await;
+            (lock, Instant::now())
+        }
+    });
+    let subscribed = Instant::now() + Duration::from_secs(5);
+    while waiter.notice_subscribers() < nodes && Instant::now() < subscribed {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Time for the SUBSCRIBE commands to land after the connections opened.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released = Instant::now();
+    lock.release().await.unwrap();
+    let (lock, acquired) = waiting.await.unwrap();
+    lock.expect("the waiter got the lock")
+        .release()
+        .await
+        .unwrap();
+    acquired.duration_since(released)
+}
+
+#[test]
+fn subscriber_connections_authenticate_and_use_tls() {
+    let _serial = serial();
+    let rt = runtime();
+    let secured = Nodes::start_with(7733, &["--nodes", "3", "--requirepass", "s3cret"]);
+    assert!(secured.urls[0].contains(":s3cret@"));
+    let tls = Nodes::start_with(7736, &["--nodes", "3", "--tls"]);
+    let pem = std::fs::read(tls.run("ca", None)).expect("the set's CA certificate");
+    rt.block_on(async {
+        let holder = client(&secured, Duration::from_millis(200));
+        let waiter = client(&secured, Duration::from_secs(2));
+        let handoff = handoff_through_notices(&holder, &waiter, 3).await;
+        assert!(
+            handoff < Duration::from_millis(50),
+            "with AUTH: {handoff:?}"
+        );
+        assert_eq!(waiter.notice_subscribers(), 3);
+
+        let tls_client = |delay: Duration| {
+            Client::builder(tls.urls.clone())
+                .retry_delay(delay, Duration::ZERO)
+                .node_timeout(Duration::from_millis(150))
+                .tls_root_certificate(pem.clone())
+                .build()
+                .unwrap()
+        };
+        let (holder, waiter) = (
+            tls_client(Duration::from_millis(200)),
+            tls_client(Duration::from_secs(2)),
+        );
+        // TLS handshakes may outlast a node timeout: connect first.
+        assert!(holder
+            .connect(Duration::from_secs(5))
+            .await
+            .iter()
+            .all(Result::is_ok));
+        assert!(waiter
+            .connect(Duration::from_secs(5))
+            .await
+            .iter()
+            .all(Result::is_ok));
+        let handoff = handoff_through_notices(&holder, &waiter, 3).await;
+        assert!(
+            handoff < Duration::from_millis(100),
+            "with TLS: {handoff:?}"
+        );
+        assert_eq!(waiter.notice_subscribers(), 3);
+    });
+}
