@@ -146,15 +146,16 @@ export class Driver {
    * Runs `op` (a core Operation) to its outcome. With `signal`, aborting it abandons
    * the operation (the links still get the release it emits) and rejects with a
    * CancelledError. With `watch` (acquisitions), once an attempt has failed (the
-   * operation releases it) `watch(op)` names the notice channels to listen on until the
-   * operation ends, or undefined. The caller frees `op`.
+   * operation releases it), or at once with `watchNow`, `watch(op)` names the notice
+   * channels to listen on until the operation ends, or undefined. The caller frees `op`.
    */
-  run(op, signal, watch) {
+  run(op, signal, watch, watchNow = false) {
     return new Promise((resolve, reject) => {
       const tag = this.#nextTag++;
       const task = new Task(op, resolve, reject);
       if (this.notices) task.watch = watch;
       this.#tasks.set(tag, task);
+      if (watchNow) this.#watch(tag, task);
       if (signal) {
         const abort = () => this.#abandon(tag, signal.reason);
         signal.addEventListener('abort', abort, { once: true });
@@ -203,15 +204,7 @@ export class Driver {
         node.pump();
         // An acquisition releasing its failed attempt is about to wait: listen for
         // releases from now on.
-        if (output.kind === 'release' && task.watch !== undefined && task.watching === undefined) {
-          let channels;
-          try {
-            channels = task.watch(op);
-          } catch {
-            channels = undefined; // no notices for this one: it waits on the retry schedule
-          }
-          task.watching = channels === undefined ? [] : this.notices.watch(tag, channels);
-        }
+        if (output.kind === 'release') this.#watch(tag, task);
       } else if (output.type === 'wait') {
         task.alarm ??= new Alarm(() => {
           if (!this.#tasks.has(tag)) return;
@@ -234,6 +227,18 @@ export class Driver {
     task.alarm?.clear();
     task.detach?.();
     if (task.watching !== undefined) this.notices.unwatch(tag, task.watching);
+  }
+
+  /** Starts listening for the task's notice channels, once. */
+  #watch(tag, task) {
+    if (task.watch === undefined || task.watching !== undefined) return;
+    let channels;
+    try {
+      channels = task.watch(task.op);
+    } catch {
+      channels = undefined; // no notices for this one: it waits on the retry schedule
+    }
+    task.watching = channels === undefined ? [] : this.notices.watch(tag, channels);
   }
 
   /** A release notice from `node` for the operation tagged `tag`. */

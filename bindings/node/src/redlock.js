@@ -188,13 +188,15 @@ export class Redlock {
       coreOptions = { ttlMs, waitUs: waitMs === undefined ? undefined : Math.round(waitMs * 1000) };
     }
     const op = core(() => client.acquire(names, nowUs(), coreOptions));
-    // Listen for release notices once an attempt failed, while another may follow.
+    // Listen for release notices while another attempt may follow: an acquisition with a
+    // wait limit from its start (a release during its first attempt is then heard too),
+    // one with attempts once an attempt failed.
     const attempts = this.#attempts;
     const watch = (running) =>
       waitMs !== undefined || running.attempt < attempts ? client.noticeChannels(names) : undefined;
     let outcome;
     try {
-      outcome = await this.#driver.run(op, signal, watch);
+      outcome = await this.#driver.run(op, signal, watch, waitMs !== undefined && waitMs > 0);
     } finally {
       op.free();
     }

@@ -63,12 +63,13 @@ describe('fenced locks on 5 nodes', () => {
         await lock.release();
       }
       await redlock.idle();
-      // The counter lives next to the key on every node, with no TTL.
+      // The counter lives next to the key, with no TTL, on at least a quorum of nodes
+      // (the write-back decides at a quorum; a node whose fenced script came too late
+      // may have missed every round).
       const fenceKey = core.fenceKey('fenced:order');
-      for (const client of clients) {
-        assert.equal(Number(await client.get(fenceKey)), previous);
-        assert.equal(await client.pttl(fenceKey), -1);
-      }
+      const counters = await Promise.all(clients.map((client) => client.get(fenceKey)));
+      assert.ok(counters.filter((value) => Number(value) === previous).length >= 3, `counters ${counters}`);
+      assert.equal(await clients[counters.findIndex((value) => Number(value) === previous)].pttl(fenceKey), -1);
     } finally {
       redlock.close();
     }
