@@ -13,6 +13,8 @@
 #                                    end-to-end comparison with node-redlock (base port
 #                                    7270), fenced against unfenced (7280) and lock
 #                                    hand-off (7290, or REDLOCK_BENCH_PORTS)
+#   bindings/node/build.sh handoff   install, then only the hand-off benchmark (on the
+#                                    nodes in REDLOCK_BENCH_PORTS when set)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -55,8 +57,13 @@ case "${1:-}" in
     node bench/fencing.js
     node bench/handoff.js
     ;;
+  handoff)
+    install
+    cd "$here"
+    node bench/handoff.js
+    ;;
   *)
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
