@@ -69,7 +69,7 @@ echo 0 >"$DEMO_COUNTER"
 "$demo" unlocked --tasks 4 --rounds 10 --counter "$DEMO_COUNTER"
 echo "==> control run without the lock: 40 increments, counter $(cat "$DEMO_COUNTER"), lost $((40 - $(cat "$DEMO_COUNTER")))"
 
-# Fencing (the Rust, Python and PHP workers, and every worker that reads DEMO_FENCE):
+# Fencing (the Rust, Python, Node and PHP workers, and every worker that reads DEMO_FENCE):
 # the counter refuses a write whose fencing token is not above the last one it
 # accepted, kept in $DEMO_FENCE.
 export DEMO_FENCE="$work/counter.fence"
