@@ -251,6 +251,12 @@ export class Lock implements AsyncDisposable {
    * fewer than a quorum confirmed, UsedAfterCloseError when already released or closed.
    */
   release(): Promise<ReleaseResult>;
+  /**
+   * Whether this lock still holds, read from the nodes (docs/inspection.md): a quorum
+   * hold its token and its validity has not run out. False once released. Rejects with
+   * NodesFailingError when fewer than a quorum of nodes answered.
+   */
+  isOwned(): Promise<boolean>;
   /** Releases (`await using held = await redlock.acquire(...)`). */
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -275,6 +281,12 @@ export class Redlock {
   extend(lock: Lock, ttlMs?: number): Promise<Lock>;
   /** Releases `lock` on every node; same as `lock.release()`. */
   release(lock: Lock): Promise<ReleaseResult>;
+  /**
+   * Whether someone holds the lock on `resources`, read from the nodes (it changes no
+   * key; docs/inspection.md): a quorum hold one token on every key. Rejects with
+   * NodesFailingError when fewer than a quorum of nodes answered.
+   */
+  isLocked(resources: Resource | Resource[]): Promise<boolean>;
   /** A lock rebuilt from a token kept elsewhere, to release or extend it. */
   lock(resources: Resource | Resource[], token: string): Lock;
   /**

@@ -161,6 +161,21 @@ impl Redlock {
         Ok(Operation::new(op))
     }
 
+    /// Starts reading who holds the lock on `resources` at `nowUs` (docs/inspection.md):
+    /// one `GET` (or `MGET`) per node, decided at the quorum. The outcome is `inspected`
+    /// (`holder`: the token a quorum hold, or `null`) or `not_inspected` (too few nodes
+    /// answered; error class `nodes_failing`). It never changes a key.
+    pub fn inspect(
+        &self,
+        resources: ResourcesJs,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<Operation, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let resources = crate::convert::resources(&resources)?;
+        let op = self.inner.inspect(&resources, now).map_err(error::usage)?;
+        Ok(Operation::new(op))
+    }
+
     /// Starts releasing `lease` on every node at `nowUs`.
     pub fn release(
         &self,

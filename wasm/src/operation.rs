@@ -1,4 +1,4 @@
-//! `Operation`: one acquisition, extension or release, driven by replies and time.
+//! `Operation`: one acquisition, extension, release or inspection, driven by replies and time.
 
 use redlock_core::{Command, CommandKind, NodeResult, OperationKind, Outcome, Output, RequestId};
 use wasm_bindgen::prelude::*;
@@ -38,6 +38,7 @@ fn command_kind(strings: &Strings, kind: CommandKind) -> JsValue {
         CommandKind::Extend => strings.extend.clone(),
         CommandKind::FencedAcquire => strings.fenced_acquire.clone(),
         CommandKind::WriteBack => strings.write_back.clone(),
+        CommandKind::Inspect => JsValue::from_str("inspect"),
         _ => JsValue::from_str("unknown"),
     }
 }
@@ -102,6 +103,29 @@ fn outcome_to_js(outcome: Outcome) -> JsValue {
             }
             Outcome::Released(r) => strings::released(r.released as f64, &nodes),
             Outcome::NotReleased(r) => strings::not_released(r.released as f64, &nodes, &class),
+            // Inspections are not on the lock's path: built property by property.
+            Outcome::Inspected(i) => {
+                let value = Plain::new();
+                value.put(&s.kind, &JsValue::from_str("inspected"));
+                let holder = i.holder.as_deref().map_or(JsValue::NULL, |h| {
+                    JsValue::from_str(&String::from_utf8_lossy(h))
+                });
+                value.put(&JsValue::from_str("holder"), &holder);
+                value.put(
+                    &JsValue::from_str("locked"),
+                    &JsValue::from_bool(i.is_locked()),
+                );
+                value.put(&s.nodes, &nodes);
+                value.put(&JsValue::from_str("errorClass"), &JsValue::NULL);
+                value.into()
+            }
+            Outcome::NotInspected(_) => {
+                let value = Plain::new();
+                value.put(&s.kind, &JsValue::from_str("not_inspected"));
+                value.put(&s.nodes, &nodes);
+                value.put(&JsValue::from_str("errorClass"), &class);
+                value.into()
+            }
             other => {
                 // `Outcome` is non-exhaustive: a future kind still reports its code.
                 let value = Plain::new();
@@ -127,7 +151,8 @@ impl Operation {
         self.last_send.take()
     }
 
-    /// The last outcome this operation output, if it was an extension's.
+    /// The last outcome this operation output, if it was an extension's or an
+    /// inspection's.
     pub(crate) fn outcome(&self) -> Option<&Outcome> {
         self.last_outcome.as_ref()
     }
@@ -220,7 +245,10 @@ impl Operation {
             }
             Some(Output::Wait(until)) => strings::wait_output(time_to_js(until)),
             Some(Output::Outcome(outcome)) => {
-                if matches!(outcome, Outcome::Extended(_) | Outcome::NotExtended(_)) {
+                if matches!(
+                    outcome,
+                    Outcome::Extended(_) | Outcome::NotExtended(_) | Outcome::Inspected(_)
+                ) {
                     self.last_outcome = Some(outcome.clone());
                 }
                 strings::outcome_output(&outcome_to_js(outcome))
@@ -230,13 +258,33 @@ impl Operation {
         Ok(Some(value.unchecked_into()))
     }
 
-    /// `acquire`, `extend` or `release`.
+    /// Whether `lease` holds the lock at `nowUs`, by this inspection's outcome (the
+    /// core's `Inspected::is_held_by`: a quorum of nodes hold its token and its
+    /// validity has not run out). Throws `not_inspected` before an `inspected` outcome.
+    #[wasm_bindgen(js_name = isHeldBy)]
+    pub fn is_held_by(
+        &self,
+        lease: &Lease,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<bool, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        match &self.last_outcome {
+            Some(Outcome::Inspected(inspected)) => Ok(inspected.is_held_by(&lease.inner, now)),
+            _ => Err(error::error(
+                "not_inspected",
+                "isHeldBy needs an inspection's `inspected` outcome",
+            )),
+        }
+    }
+
+    /// `acquire`, `extend`, `release` or `inspect`.
     #[wasm_bindgen(getter, unchecked_return_type = "OperationKind")]
     pub fn kind(&self) -> String {
         match self.inner.kind() {
             OperationKind::Acquire => "acquire",
             OperationKind::Extend => "extend",
             OperationKind::Release => "release",
+            OperationKind::Inspect => "inspect",
             _ => "unknown",
         }
         .to_string()

@@ -120,8 +120,8 @@ export interface NodeError {
 /** How one node answered the round an outcome reports on. */
 export type NodeResult = "not_asked" | "pending" | "success" | "conflict" | "timeout" | NodeError;
 
-export type CommandKind = "set" | "acquire" | "release" | "extend" | "fenced_acquire" | "write_back";
-export type OperationKind = "acquire" | "extend" | "release";
+export type CommandKind = "set" | "acquire" | "release" | "extend" | "fenced_acquire" | "write_back" | "inspect";
+export type OperationKind = "acquire" | "extend" | "release" | "inspect";
 /**
  * Why an acquisition or extension failed. `not_held` (extensions only): every conflict
  * found the key gone, none held by another token.
@@ -314,7 +314,25 @@ export interface NotReleased {
   errorClass: "nodes_failing";
 }
 
-export type Outcome = Acquired | NotAcquired | Extended | NotExtended | Released | NotReleased;
+/** An inspection a quorum of nodes answered (docs/inspection.md). */
+export interface Inspected {
+  kind: "inspected";
+  /** The token a quorum of nodes hold on every key, or null: nobody holds the lock. */
+  holder: string | null;
+  /** Whether someone holds the lock (`holder !== null`). */
+  locked: boolean;
+  nodes: NodeResult[];
+  errorClass: null;
+}
+
+/** An inspection fewer than a quorum of nodes answered: nothing can be said. */
+export interface NotInspected {
+  kind: "not_inspected";
+  nodes: NodeResult[];
+  errorClass: "nodes_failing";
+}
+
+export type Outcome = Acquired | NotAcquired | Extended | NotExtended | Released | NotReleased | Inspected | NotInspected;
 
 export interface DecoderLimits {
   maxBulk?: number;

@@ -121,6 +121,27 @@ class Task {
     this.watch = undefined;
     /** The notice channels listened on for this task (ids), once watching. */
     this.watching = undefined;
+    /** Whether string replies are bulk strings (an inspection's GET / MGET). */
+    this.bulk = false;
+  }
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * A client's string reply as the bulk string it was: ioredis and node-redis give status
+ * and bulk replies alike as strings, and an inspection's GET answers bulk strings only.
+ */
+function asBulk(reply) {
+  switch (reply.type) {
+    case 'status':
+      return { type: 'bulk', value: encoder.encode(reply.value) };
+    case 'ok':
+      return { type: 'bulk', value: encoder.encode('OK') };
+    case 'array':
+      return { type: 'array', value: reply.value.map(asBulk) };
+    default:
+      return reply;
   }
 }
 
@@ -149,10 +170,11 @@ export class Driver {
    * operation releases it), or at once with `watchNow`, `watch(op)` names the notice
    * channels to listen on until the operation ends, or undefined. The caller frees `op`.
    */
-  run(op, signal, watch, watchNow = false) {
+  run(op, signal, watch, watchNow = false, bulk = false) {
     return new Promise((resolve, reject) => {
       const tag = this.#nextTag++;
       const task = new Task(op, resolve, reject);
+      task.bulk = bulk;
       if (this.notices) task.watch = watch;
       this.#tasks.set(tag, task);
       if (watchNow) this.#watch(tag, task);
@@ -177,7 +199,7 @@ export class Driver {
         // An operation already finished or abandoned: its late replies change nothing.
         if (task === undefined) continue;
         try {
-          task.op.handleReply(d.request, d.reply, now);
+          task.op.handleReply(d.request, task.bulk ? asBulk(d.reply) : d.reply, now);
         } catch (error) {
           this.#finish(d.tag, task);
           task.reject(error);

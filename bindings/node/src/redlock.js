@@ -223,6 +223,35 @@ export class Redlock {
     return this.#otherCore;
   }
 
+  /**
+   * Whether someone holds the lock on `resources` now (docs/inspection.md): reads the
+   * keys on every node (it never changes one) and resolves true when a quorum of nodes
+   * hold one token on every key. Keys left on fewer than a quorum (a failed attempt, a
+   * lost holder) do not make it locked. Rejects with NodesFailingError when fewer than
+   * a quorum of nodes answered: nothing can be said then.
+   */
+  async isLocked(resources) {
+    const names = resourceList(resources);
+    return this._inspect(names, (outcome) => outcome.locked);
+  }
+
+  /** @internal Inspects `names`; resolves to `decide(outcome, op)` for an `inspected` outcome. */
+  async _inspect(names, decide) {
+    this.#open();
+    const op = core(() => this.#core.inspect(names, nowUs()));
+    try {
+      const outcome = await this.#driver.run(op, undefined, undefined, false, true);
+      if (outcome.kind === 'inspected') return decide(outcome, op);
+      throw outcomeError(outcome, `the lock on ${names.join(', ')} could not be inspected: too few nodes answered`, {
+        reason: outcome.kind,
+        nodes: this._details(outcome.nodes),
+        resources: names,
+      });
+    } finally {
+      op.free();
+    }
+  }
+
   /** Same as `lock.extend(ttlMs)`. */
   extend(lock, ttlMs) {
     return lock.extend(ttlMs);
@@ -448,6 +477,18 @@ export class Lock {
       nodes,
       resources: this.resources,
     });
+  }
+
+  /**
+   * Whether this lock still holds now, read from the nodes (docs/inspection.md): a
+   * quorum of nodes hold its token on every key and its validity has not run out (the
+   * core decides). False once released. Rejects with NodesFailingError when fewer than
+   * a quorum of nodes answered.
+   */
+  async isOwned() {
+    if (this.#redlock.closed) throw new UsedAfterCloseError('this Redlock was closed');
+    if (this.#released) return false;
+    return this.#redlock._inspect(this.resources, (outcome, op) => core(() => op.isHeldBy(this.#lease, nowUs())));
   }
 
   /** For `await using lock = await redlock.acquire(...)`. */

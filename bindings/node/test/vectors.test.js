@@ -1,4 +1,5 @@
-// Replays every conformance vector (tests/vectors/*.json, fencing/*.json, waiting/*.json
+// Replays every conformance vector (tests/vectors/*.json, fencing/*.json, waiting/*.json,
+// inspect/*.json
 // and resp/*.json) through the WebAssembly build, as the Rust core's own replayer does
 // (see tests/vectors/README.md and core/tests/vectors.rs).
 
@@ -76,6 +77,8 @@ const EXPECTED_CLASS = {
   extended: () => null,
   released: () => null,
   not_released: () => 'nodes_failing',
+  inspected: () => null,
+  not_inspected: () => 'nodes_failing',
   not_acquired: (o) => (o.reason === 'conflict' ? 'held_elsewhere' : 'nodes_failing'),
   not_extended: (o) =>
     o.reason === 'conflict' ? 'lock_lost' : o.reason === 'not_held' ? 'not_held' : o.validityUs === 0 ? 'lock_lost' : 'nodes_failing',
@@ -130,6 +133,11 @@ function outcomeFields(outcome) {
     case 'released':
     case 'not_released':
       return { kind: outcome.kind, released: outcome.released, nodes: outcome.nodes };
+    case 'inspected':
+      assert.equal(outcome.locked, outcome.holder !== null, 'locked is holder !== null');
+      return { kind: outcome.kind, holder: outcome.holder, nodes: outcome.nodes };
+    case 'not_inspected':
+      return { kind: outcome.kind, nodes: outcome.nodes };
     default:
       throw new Error(`unknown outcome ${outcome.kind}`);
   }
@@ -194,6 +202,11 @@ class Replay {
           : this.client.release(lease, now);
         this.ops.set(target, op);
         this.last = target;
+      } else if (step.inspect) {
+        target = step.op;
+        const op = this.client.inspect(step.inspect.resources, now);
+        this.ops.set(target, op);
+        this.last = target;
       } else if (step.lease) {
         const { resources, token, valid_until: validUntil } = step.lease;
         this.leases.set(step.name, this.client.lease(resources, token, validUntil ?? 0));
@@ -227,14 +240,16 @@ class Replay {
 const vectorFiles = jsonFiles(vectorsDir);
 const fencingFiles = jsonFiles(new URL('fencing/', vectorsDir));
 const waitingFiles = jsonFiles(new URL('waiting/', vectorsDir));
+const inspectFiles = jsonFiles(new URL('inspect/', vectorsDir));
 
 test('there are conformance vectors to replay', () => {
   assert.ok(vectorFiles.length >= 40, `only ${vectorFiles.length} vectors`);
   assert.ok(fencingFiles.length >= 3, `only ${fencingFiles.length} fencing vectors`);
   assert.ok(waitingFiles.length >= 3, `only ${waitingFiles.length} waiting vectors`);
+  assert.ok(inspectFiles.length >= 2, `only ${inspectFiles.length} inspect vectors`);
 });
 
-for (const file of [...vectorFiles, ...fencingFiles, ...waitingFiles]) {
+for (const file of [...vectorFiles, ...fencingFiles, ...waitingFiles, ...inspectFiles]) {
   const vector = JSON.parse(readFileSync(file, 'utf8'));
   test(`vector ${vector.name}`, () => {
     assert.equal(`${vector.name}.json`, file.pathname.split('/').pop());
