@@ -8,7 +8,7 @@
 #                                    (v4 and current) and raw sockets against 5 local
 #                                    Redis nodes each, waiting and fencing, the TypeScript
 #                                    declarations, and the core inside workerd (base ports
-#                                    7200-7269, 7275)
+#                                    7200-7269, 7275; 7259 stays closed)
 #   bindings/node/build.sh bench     install, then the decision-cycle benchmark, the
 #                                    end-to-end comparison with node-redlock (base port
 #                                    7270), fenced against unfenced (7280) and lock

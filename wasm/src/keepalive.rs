@@ -10,7 +10,7 @@ use crate::convert::{time, to_js, NodeResults};
 use crate::error::invalid_argument;
 use crate::operation::Operation;
 use crate::strings;
-use crate::types::{KeepAliveActionJs, LostReasonJs, NodeResultsJs};
+use crate::types::{EventJs, KeepAliveActionJs, LostReasonJs, NodeResultsJs};
 
 /// Keeps one lock alive. After creating it, after every outcome or failure handed in,
 /// and at every instant it names, call `poll(now)` and act on the action:
@@ -99,6 +99,23 @@ impl KeepAlive {
         self.inner
             .lost()
             .map(|reason| JsValue::from_str(reason.code()).unchecked_into())
+    }
+
+    /// The core's `lost` event for this lock (docs/observability.md) once the keep-alive
+    /// found it lost, at `nowUs`, with `elapsedUs` counted from `heldSinceUs` (when it
+    /// was acquired); `undefined` while it is not lost.
+    #[wasm_bindgen(js_name = lostEvent)]
+    pub fn lost_event(
+        &self,
+        #[wasm_bindgen(js_name = heldSinceUs)] held_since_us: f64,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<Option<EventJs>, JsValue> {
+        let held_since = time(held_since_us, "heldSinceUs")?;
+        let now = time(now_us, "nowUs")?;
+        Ok(self.inner.lost().map(|reason| {
+            crate::operation::event_to_js(&redlock_core::Event::lost(reason, held_since, now))
+                .unchecked_into()
+        }))
     }
 
     /// True while an extension this keep-alive asked for is under way.

@@ -7,7 +7,7 @@ use crate::client::Lease;
 use crate::convert::{reply_from_js, time, time_to_js, to_js, whole, NodeResults};
 use crate::error::{self, invalid_argument};
 use crate::strings::{self, Plain, Strings};
-use crate::types::{NodeResultsJs, OutputJs, ReplyJs};
+use crate::types::{EventJs, NodeResultsJs, OutputJs, ReplyJs};
 
 /// One acquisition, extension or release.
 ///
@@ -57,6 +57,42 @@ pub(crate) fn node_results_to_js(s: &Strings, nodes: &[NodeResult]) -> JsValue {
         array.set(index as u32, value);
     }
     array.into()
+}
+
+fn operation_kind(kind: OperationKind) -> &'static str {
+    match kind {
+        OperationKind::Acquire => "acquire",
+        OperationKind::Extend => "extend",
+        OperationKind::Release => "release",
+        OperationKind::Inspect => "inspect",
+        _ => "unknown",
+    }
+}
+
+/// The core's event as a plain object (built only when the caller polls events).
+pub(crate) fn event_to_js(event: &redlock_core::Event) -> JsValue {
+    let value = Plain::new();
+    let put = |key: &str, v: JsValue| value.put(&JsValue::from_str(key), &v);
+    let text = |t: Option<&str>| t.map_or(JsValue::NULL, JsValue::from_str);
+    let number = |n: Option<f64>| n.map_or(JsValue::NULL, JsValue::from_f64);
+    put("kind", JsValue::from_str(event.kind.code()));
+    put("operation", text(event.operation.map(operation_kind)));
+    put("atUs", JsValue::from_f64(time_to_js(event.at)));
+    put(
+        "elapsedUs",
+        JsValue::from_f64(event.elapsed.as_micros() as f64),
+    );
+    put("attempt", JsValue::from_f64(f64::from(event.attempt)));
+    put("reason", text(event.reason.map(|r| r.code())));
+    put("retryAtUs", number(event.retry_at.map(time_to_js)));
+    put("node", number(event.node.map(|n| n as f64)));
+    put("cause", text(event.cause.map(|c| c.code())));
+    put("lostReason", text(event.lost_reason.map(|r| r.code())));
+    put(
+        "nodes",
+        strings::with(|s| node_results_to_js(s, &event.nodes)),
+    );
+    value.into()
 }
 
 /// The outcome as a plain object (an object literal made in one call: it is on every
@@ -258,6 +294,18 @@ impl Operation {
         Ok(Some(value.unchecked_into()))
     }
 
+    /// The next event (docs/observability.md), or `undefined` when none is unread. The
+    /// core keeps the events of every input (at most 64 unread, the oldest go first);
+    /// nothing about the lock depends on whether they are polled, and nothing is built
+    /// for JavaScript unless this is called: drain after each input only if someone
+    /// listens.
+    #[wasm_bindgen(js_name = pollEvent)]
+    pub fn poll_event(&mut self) -> Option<EventJs> {
+        self.inner
+            .poll_event()
+            .map(|event| event_to_js(&event).unchecked_into())
+    }
+
     /// Whether `lease` holds the lock at `nowUs`, by this inspection's outcome (the
     /// core's `Inspected::is_held_by`: a quorum of nodes hold its token and its
     /// validity has not run out). Throws `not_inspected` before an `inspected` outcome.
@@ -280,14 +328,7 @@ impl Operation {
     /// `acquire`, `extend`, `release` or `inspect`.
     #[wasm_bindgen(getter, unchecked_return_type = "OperationKind")]
     pub fn kind(&self) -> String {
-        match self.inner.kind() {
-            OperationKind::Acquire => "acquire",
-            OperationKind::Extend => "extend",
-            OperationKind::Release => "release",
-            OperationKind::Inspect => "inspect",
-            _ => "unknown",
-        }
-        .to_string()
+        operation_kind(self.inner.kind()).to_string()
     }
 
     /// True once the outcome has been decided (it may not have been polled yet), or

@@ -332,6 +332,39 @@ export interface NotInspected {
   errorClass: "nodes_failing";
 }
 
+/** What happened (docs/observability.md). */
+export type EventKind =
+  | "acquired" | "not_acquired" | "retry" | "extended" | "not_extended" | "lost"
+  | "released" | "not_released" | "inspected" | "not_inspected" | "node_failed";
+
+/**
+ * One event of an operation (`Operation.pollEvent`) or of a lost lock
+ * (`KeepAlive.lostEvent`): the core's `Event`, fields that do not apply are null.
+ */
+export interface RedlockEvent {
+  kind: EventKind;
+  /** The operation it happened in; null for `lost`. */
+  operation: OperationKind | null;
+  /** When it happened, microseconds on the caller's clock. */
+  atUs: number;
+  /** How long after the operation started (for `lost`: after the acquisition). */
+  elapsedUs: number;
+  /** The attempt it concerns, from 1. */
+  attempt: number;
+  /** Why an attempt or operation failed. */
+  reason: FailureReason | null;
+  /** When the next attempt starts (`retry`). */
+  retryAtUs: number | null;
+  /** The failed node's index (`node_failed`). */
+  node: number | null;
+  /** Why the node failed (`node_failed`). */
+  cause: NodeCause | null;
+  /** How the lock was lost (`lost`). */
+  lostReason: LostReason | null;
+  /** Per node: the round the event reports on, or the failed node's result alone. */
+  nodes: NodeResult[];
+}
+
 export type Outcome = Acquired | NotAcquired | Extended | NotExtended | Released | NotReleased | Inspected | NotInspected;
 
 export interface DecoderLimits {
@@ -437,6 +470,8 @@ extern "C" {
     pub type KeepAliveActionJs;
     #[wasm_bindgen(typescript_type = "LostReason")]
     pub type LostReasonJs;
+    #[wasm_bindgen(typescript_type = "RedlockEvent")]
+    pub type EventJs;
     #[wasm_bindgen(typescript_type = "string | Uint8Array")]
     pub type BytesJs;
     #[wasm_bindgen(typescript_type = "FencedWrite")]

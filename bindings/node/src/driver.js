@@ -153,6 +153,12 @@ export class Driver {
   #nextTag = 1;
   #flushing = false;
   #idleWaiters = [];
+  /**
+   * Where the operations' events go (`{ _listening, _emitEvent(event) }`): drained from
+   * the core after each input only while `_listening`, so without listeners no event is
+   * built.
+   */
+  events = undefined;
 
   /**
    * @param transports one per node (see clients.js and resp.js)
@@ -219,7 +225,10 @@ export class Driver {
     const now = nowUs();
     for (;;) {
       const output = op.pollOutput();
-      if (output === undefined) return;
+      if (output === undefined) {
+        this.#drain(op);
+        return;
+      }
       if (output.type === 'send') {
         const node = this.nodes[output.node];
         node.link.submit(tag, op, now);
@@ -235,13 +244,22 @@ export class Driver {
           this.flush();
         });
         task.alarm.arm(output.until);
+        this.#drain(op);
         return;
       } else {
         this.#finish(tag, task);
+        this.#drain(op);
         task.resolve(output.outcome);
         return;
       }
     }
+  }
+
+  /** Hands the operation's unread events to `events`, if anyone listens. */
+  #drain(op) {
+    const events = this.events;
+    if (events === undefined || !events._listening) return;
+    for (let event = op.pollEvent(); event !== undefined; event = op.pollEvent()) events._emitEvent(event);
   }
 
   #finish(tag, task) {

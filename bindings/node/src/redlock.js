@@ -12,6 +12,7 @@ import {
 import { nowUs } from './clock.js';
 import { toTransport } from './clients.js';
 import { Driver } from './driver.js';
+import { Emitter } from './events.js';
 import {
   CancelledError,
   ERROR_CLASSES,
@@ -99,8 +100,10 @@ function outcomeError(outcome, message, detail) {
 
 /**
  * Distributed locks over N independent Redis nodes (N = 1 is a single-instance lock).
+ * An event emitter: `redlock.on('acquired' | 'retry' | 'node_failed' | 'lost' | ...,
+ * (event) => ...)` receives the core's events (docs/observability.md).
  */
-export class Redlock {
+export class Redlock extends Emitter {
   #core;
   /** The core client for acquisitions that ask for the other fencing setting. */
   #otherCore = undefined;
@@ -116,6 +119,7 @@ export class Redlock {
    * @param options the lock's settings; durations in milliseconds
    */
   constructor(clients, options = {}) {
+    super();
     if (!Array.isArray(clients) || clients.length === 0) {
       throw invalid('give one client per Redis node (at least one)', 'no_nodes');
     }
@@ -146,6 +150,7 @@ export class Redlock {
     config.free();
     this.#labels = transports.map((t) => t.label);
     this.#driver = new Driver(transports, { notices: options.notices !== false });
+    this.#driver.events = this;
   }
 
   /** Every setting of the core's configuration (durations in microseconds). */
@@ -342,6 +347,28 @@ export class Redlock {
     }
   }
 
+  /**
+   * @internal Hands one core event to its listeners (`event.kind` names it). A listener
+   * that throws does not touch the lock: the operation goes on and its outcome is
+   * unchanged; the error is emitted as an `error` event to the `error` listeners, or,
+   * when there are none, printed with console.error.
+   */
+  _emitEvent(event) {
+    try {
+      this.emit(event.kind, event);
+    } catch (error) {
+      try {
+        if (this.listenerCount('error') > 0) {
+          this.emit('error', error);
+          return;
+        }
+      } catch (again) {
+        error = again;
+      }
+      console.error(`redlock: a listener of '${event.kind}' threw:`, error);
+    }
+  }
+
   /** @internal */
   _details(results) {
     return nodeDetails(results, this.#labels);
@@ -375,6 +402,8 @@ export class Lock {
     this.attempts = acquired?.attempts;
     /** How each node answered the acquisition. */
     this.nodes = acquired ? redlock._details(acquired.nodes) : [];
+    /** @internal When the lock was acquired (or rebuilt), for the `lost` event. */
+    this._heldSinceUs = nowUs();
   }
 
   /** The token stored under every key. */
@@ -568,6 +597,10 @@ class Keeper {
           nodes: this.#redlock._details(this.#keepAlive.lastFailure()),
           resources: this.#lock.resources,
         });
+        if (this.#redlock._listening) {
+          const event = this.#keepAlive.lostEvent(this.#lock._heldSinceUs, nowUs());
+          if (event !== undefined) this.#redlock._emitEvent(event);
+        }
         if (!this.#controller.signal.aborted) this.#controller.abort(error);
         break;
       }
