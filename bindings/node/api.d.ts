@@ -261,8 +261,44 @@ export class Lock implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** Locks over N independent Redis nodes; every decision is the core's. */
+/**
+ * One of the core's events (docs/observability.md): `kind` names it, `atUs` and
+ * `elapsedUs` time it, and the fields that do not apply to its kind are null.
+ */
+export type RedlockEvent = core.RedlockEvent;
+
+/** The event names a Redlock emits: the core's event kinds. */
+export type RedlockEventName = core.EventKind;
+
+/**
+ * Locks over N independent Redis nodes; every decision is the core's. An event
+ * emitter: `on(kind, (event) => ...)` receives the core's events (`acquired`, `retry`,
+ * `node_failed`, `lost`, ...). A listener that throws leaves the lock alone; its error
+ * goes to the `error` listeners, or to console.error when there are none.
+ */
 export class Redlock {
+  /** Calls `listener` with every event of this kind. */
+  on(name: RedlockEventName, listener: (event: RedlockEvent) => void): this;
+  /** Calls `listener` with errors thrown by event listeners. */
+  on(name: 'error', listener: (error: unknown) => void): this;
+  /** Same as `on`. */
+  addListener(name: RedlockEventName, listener: (event: RedlockEvent) => void): this;
+  /** Calls `listener` with the next event of this kind only. */
+  once(name: RedlockEventName, listener: (event: RedlockEvent) => void): this;
+  /** Removes `listener`. */
+  off(name: RedlockEventName | 'error', listener: (...args: any[]) => void): this;
+  /** Same as `off`. */
+  removeListener(name: RedlockEventName | 'error', listener: (...args: any[]) => void): this;
+  /** Removes every listener of `name`, or of every event. */
+  removeAllListeners(name?: RedlockEventName | 'error'): this;
+  /** Calls the listeners of `name` with `args`; true if there were any. */
+  emit(name: string, ...args: unknown[]): boolean;
+  /** How many listeners `name` has. */
+  listenerCount(name: RedlockEventName | 'error'): number;
+  /** The listeners of `name`. */
+  listeners(name: RedlockEventName | 'error'): Array<(...args: any[]) => void>;
+  /** The names that have listeners. */
+  eventNames(): string[];
   /** Throws InvalidArgumentError (`duplicate_node`) when two clients reach one server. */
   constructor(clients: Client[], options?: RedlockOptions);
   /** The configuration the core validated (defaults filled in). */

@@ -21,6 +21,7 @@ import {
   type FencedSetResult,
   type Lock,
   type NodeDetail,
+  type RedlockEvent,
 } from '../../index.js';
 
 export async function run(urls: string[]): Promise<void> {
@@ -31,10 +32,19 @@ export async function run(urls: string[]): Promise<void> {
   try {
     for (const clients of [ioredis, nodeRedis, raw]) {
       const redlock = new Redlock(clients, { ttlMs: 2000, retryDelayMs: 10, retryJitterMs: 5, attempts: 2 });
+      const seen: RedlockEvent[] = [];
+      redlock.on('acquired', (event: RedlockEvent) => seen.push(event));
       let token: string;
       {
         await using lock = await redlock.acquire(['typed:a', 'typed:b']);
         token = lock.token;
+        const owned: boolean = await lock.isOwned();
+        assert.ok(owned);
+        const locked: boolean = await redlock.isLocked(['typed:a', 'typed:b']);
+        assert.ok(locked);
+        const elapsed: number = seen[0].elapsedUs;
+        assert.equal(seen[0].kind, 'acquired');
+        assert.ok(elapsed >= 0);
         const validity: number = lock.validityMs;
         assert.ok(validity > 0);
         await assert.rejects(redlock.acquire('typed:a'), LockHeldError);
