@@ -81,6 +81,14 @@ export interface RedlockOptions {
    * that cannot subscribe (a `Connection` of your own) simply get no notices.
    */
   notices?: boolean;
+  /**
+   * OpenTelemetry tracing: one span per operation (`redlock.acquire`, `.extend`,
+   * `.release`, `.inspect`) with the outcome as attributes and status, retries and
+   * failed nodes as span events. An OpenTelemetry `Tracer`, or `true` for the global
+   * tracer of `@opentelemetry/api` (an optional peer dependency; Node.js entry only).
+   * Default: no spans.
+   */
+  tracer?: boolean | { startSpan(name: string, options?: object): unknown };
 }
 
 /**

@@ -6,9 +6,10 @@
 #   bindings/node/build.sh test      install, then every test with node --test: the
 #                                    conformance vectors through WASM, ioredis, node-redis
 #                                    (v4 and current) and raw sockets against 5 local
-#                                    Redis nodes each, waiting and fencing, the TypeScript
+#                                    Redis nodes each, waiting and fencing, inspections,
+#                                    events and OpenTelemetry spans, the TypeScript
 #                                    declarations, and the core inside workerd (base ports
-#                                    7200-7269, 7275; 7259 stays closed)
+#                                    7200-7269, 7275; 7258-7259 stay closed)
 #   bindings/node/build.sh bench     install, then the decision-cycle benchmark, the
 #                                    end-to-end comparison with node-redlock (base port
 #                                    7270), fenced against unfenced (7280) and lock

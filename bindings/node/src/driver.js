@@ -8,6 +8,7 @@ import { Link } from '../wasm/redlock_wasm.js';
 import { nowUs } from './clock.js';
 import { CancelledError, UsedAfterCloseError } from './errors.js';
 import { Notices } from './notices.js';
+import { endWithError, recordEvent, startSpan } from './tracing.js';
 
 // Timers run before the event loop reads sockets: a timer that fires late (a busy
 // machine, a long GC) would time out replies already received. The wake-up therefore
@@ -123,6 +124,8 @@ class Task {
     this.watching = undefined;
     /** Whether string replies are bulk strings (an inspection's GET / MGET). */
     this.bulk = false;
+    /** The OpenTelemetry span of this operation, when tracing. */
+    this.span = undefined;
   }
 }
 
@@ -159,6 +162,8 @@ export class Driver {
    * built.
    */
   events = undefined;
+  /** An OpenTelemetry Tracer: one span per operation (see tracing.js), or undefined. */
+  tracer = undefined;
 
   /**
    * @param transports one per node (see clients.js and resp.js)
@@ -176,11 +181,12 @@ export class Driver {
    * operation releases it), or at once with `watchNow`, `watch(op)` names the notice
    * channels to listen on until the operation ends, or undefined. The caller frees `op`.
    */
-  run(op, signal, watch, watchNow = false, bulk = false) {
+  run(op, signal, watch, watchNow = false, { bulk = false, resources } = {}) {
     return new Promise((resolve, reject) => {
       const tag = this.#nextTag++;
       const task = new Task(op, resolve, reject);
       task.bulk = bulk;
+      if (this.tracer !== undefined) task.span = startSpan(this.tracer, op.kind, resources);
       if (this.notices) task.watch = watch;
       this.#tasks.set(tag, task);
       if (watchNow) this.#watch(tag, task);
@@ -207,7 +213,7 @@ export class Driver {
         try {
           task.op.handleReply(d.request, task.bulk ? asBulk(d.reply) : d.reply, now);
         } catch (error) {
-          this.#finish(d.tag, task);
+          this.#finish(d.tag, task, 'error');
           task.reject(error);
           continue;
         }
@@ -226,7 +232,7 @@ export class Driver {
     for (;;) {
       const output = op.pollOutput();
       if (output === undefined) {
-        this.#drain(op);
+        this.#drain(task);
         return;
       }
       if (output.type === 'send') {
@@ -244,25 +250,35 @@ export class Driver {
           this.flush();
         });
         task.alarm.arm(output.until);
-        this.#drain(op);
+        this.#drain(task);
         return;
       } else {
+        this.#drain(task);
         this.#finish(tag, task);
-        this.#drain(op);
         task.resolve(output.outcome);
         return;
       }
     }
   }
 
-  /** Hands the operation's unread events to `events`, if anyone listens. */
-  #drain(op) {
+  /** Hands the operation's unread events to `events` if anyone listens, and to its span. */
+  #drain(task) {
     const events = this.events;
-    if (events === undefined || !events._listening) return;
-    for (let event = op.pollEvent(); event !== undefined; event = op.pollEvent()) events._emitEvent(event);
+    const listening = events !== undefined && events._listening;
+    if (!listening && task.span === undefined) return;
+    const op = task.op;
+    for (let event = op.pollEvent(); event !== undefined; event = op.pollEvent()) {
+      if (task.span !== undefined) recordEvent(task.span, event);
+      if (listening) events._emitEvent(event);
+    }
   }
 
-  #finish(tag, task) {
+  #finish(tag, task, error) {
+    if (task.span !== undefined) {
+      if (error === undefined) task.span.end();
+      else endWithError(task.span, error);
+      task.span = undefined;
+    }
     this.#tasks.delete(tag);
     task.alarm?.clear();
     task.detach?.();
@@ -288,7 +304,7 @@ export class Driver {
     try {
       task.op.handleNotice(node, nowUs());
     } catch (error) {
-      this.#finish(tag, task);
+      this.#finish(tag, task, 'error');
       task.reject(error);
       return;
     }
@@ -299,7 +315,7 @@ export class Driver {
   #abandon(tag, reason) {
     const task = this.#tasks.get(tag);
     if (task === undefined) return;
-    this.#finish(tag, task);
+    this.#finish(tag, task, 'cancelled');
     const op = task.op;
     const now = nowUs();
     op.abandon(now);
@@ -353,7 +369,7 @@ export class Driver {
     }
     this.notices?.close();
     for (const [tag, task] of this.#tasks) {
-      this.#finish(tag, task);
+      this.#finish(tag, task, 'closed');
       task.reject(new UsedAfterCloseError('the Redlock was closed while the operation ran'));
     }
     const waiters = this.#idleWaiters;

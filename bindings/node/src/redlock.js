@@ -8,11 +8,13 @@ import {
   KeepAlive,
   Redlock as CoreRedlock,
   duplicateNode,
+  version,
 } from '../wasm/redlock_wasm.js';
 import { nowUs } from './clock.js';
 import { toTransport } from './clients.js';
 import { Driver } from './driver.js';
 import { Emitter } from './events.js';
+import { resolveTracer } from './tracing.js';
 import {
   CancelledError,
   ERROR_CLASSES,
@@ -36,7 +38,7 @@ const MILLISECOND_OPTIONS = {
 };
 const PLAIN_OPTIONS = ['ttlMs', 'driftFactor', 'attempts', 'keyPrefix', 'tokenBytes', 'maxExtensions', 'fencing'];
 // Options of this package, not of the core's configuration.
-const DRIVER_OPTIONS = ['notices'];
+const DRIVER_OPTIONS = ['notices', 'tracer'];
 const DEFAULT_TTL_MS = 10_000;
 
 function invalid(message, reason = 'invalid_argument') {
@@ -143,6 +145,14 @@ export class Redlock extends Emitter {
     if (options.notices !== undefined && typeof options.notices !== 'boolean') {
       throw invalid('notices must be true or false');
     }
+    const tracer = resolveTracer(options.tracer, version());
+    if (tracer === null) {
+      throw invalid(
+        options.tracer === true
+          ? 'tracer: true needs @opentelemetry/api (an optional peer dependency) installed'
+          : 'tracer must be an OpenTelemetry Tracer, true or false',
+      );
+    }
     this.#options = coreOptions(clients.length, options);
     const config = core(() => new Config(this.#options));
     this.#core = new CoreRedlock(config);
@@ -151,6 +161,7 @@ export class Redlock extends Emitter {
     this.#labels = transports.map((t) => t.label);
     this.#driver = new Driver(transports, { notices: options.notices !== false });
     this.#driver.events = this;
+    this.#driver.tracer = tracer;
   }
 
   /** Every setting of the core's configuration (durations in microseconds). */
@@ -201,7 +212,7 @@ export class Redlock extends Emitter {
       waitMs !== undefined || running.attempt < attempts ? client.noticeChannels(names) : undefined;
     let outcome;
     try {
-      outcome = await this.#driver.run(op, signal, watch, waitMs !== undefined && waitMs > 0);
+      outcome = await this.#driver.run(op, signal, watch, waitMs !== undefined && waitMs > 0, { resources: names });
     } finally {
       op.free();
     }
@@ -245,7 +256,7 @@ export class Redlock extends Emitter {
     this.#open();
     const op = core(() => this.#core.inspect(names, nowUs()));
     try {
-      const outcome = await this.#driver.run(op, undefined, undefined, false, true);
+      const outcome = await this.#driver.run(op, undefined, undefined, false, { bulk: true, resources: names });
       if (outcome.kind === 'inspected') return decide(outcome, op);
       throw outcomeError(outcome, `the lock on ${names.join(', ')} could not be inspected: too few nodes answered`, {
         reason: outcome.kind,
@@ -335,11 +346,11 @@ export class Redlock extends Emitter {
   // ---- for Lock and Keeper -------------------------------------------------------
 
   /** @internal Runs the operation `start(core, now)` returns; resolves to its outcome. */
-  async _run(start, keepAlive) {
+  async _run(start, keepAlive, resources) {
     this.#open();
     const op = core(() => start(this.#core, nowUs()));
     try {
-      const outcome = await this.#driver.run(op);
+      const outcome = await this.#driver.run(op, undefined, undefined, false, { resources });
       keepAlive?.handleOutcome(op, nowUs());
       return outcome;
     } finally {
@@ -471,7 +482,7 @@ export class Lock {
       });
     }
     const lease = this.#lease;
-    const outcome = await this.#redlock._run((client, now) => client.extend(lease, now, ttlMs), this._keepAlive);
+    const outcome = await this.#redlock._run((client, now) => client.extend(lease, now, ttlMs), this._keepAlive, this.resources);
     this.#lease = outcome.lease;
     if (outcome.kind === 'extended') return this;
     const what = {
@@ -498,7 +509,7 @@ export class Lock {
     this.#released = true;
     this._keepAlive?.stop();
     const lease = this.#lease;
-    const outcome = await this.#redlock._run((client, now) => client.release(lease, now));
+    const outcome = await this.#redlock._run((client, now) => client.release(lease, now), undefined, this.resources);
     const nodes = this.#redlock._details(outcome.nodes);
     if (outcome.kind === 'released') return { released: outcome.released, nodes };
     throw outcomeError(outcome, `the lock on ${this.resources.join(', ')} was not released on a quorum`, {

@@ -10,7 +10,7 @@ import { Redlock, netSocket } from '../index.js';
 import { RedisNodes, redisCli, sleep } from './helpers.js';
 
 const nodes = new RedisNodes(7245);
-// A port nothing listens on (no test file starts nodes on 7255-7259).
+// A port nothing listens on (the tracing test uses 7255-7257 only).
 const closedPort = 7259;
 let clients;
 
