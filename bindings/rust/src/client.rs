@@ -9,7 +9,7 @@ use redlock_core::{
     Output, Redlock, Reply, Time,
 };
 
-use crate::error::{Error, NodeReport, NotAcquired, NotExtended, NotReleased};
+use crate::error::{Error, NodeReport, NotAcquired, NotExtended, NotInspected, NotReleased};
 use crate::lock::{Lock, LockShared};
 use crate::node::{redact, Clock, LinkStats, Node, Routes, UNROUTED};
 use crate::notice::{Listening, Notices};
@@ -468,6 +468,7 @@ impl Client {
             .await?;
         match outcome {
             Outcome::Acquired(acquired) => {
+                let raw = resources.iter().map(|r| r.as_ref().to_vec()).collect();
                 let resources = resources
                     .iter()
                     .map(|r| String::from_utf8_lossy(r.as_ref()).into_owned())
@@ -476,6 +477,7 @@ impl Client {
                 let shared = LockShared::new(
                     self.clone(),
                     resources,
+                    raw,
                     acquired,
                     nodes,
                     options.auto_extend,
@@ -526,6 +528,19 @@ impl Client {
                 key
             })
             .collect()
+    }
+
+    /// Whether anyone holds the lock on `resources` now: a quorum of nodes hold one
+    /// token on every key (the core's inspection, `docs/inspection.md`). Keys left on
+    /// fewer than a quorum of nodes (a failed attempt, a holder that lost the lock) do
+    /// not make it held. Sends `GET` (one resource) or `MGET` to every node and changes
+    /// nothing. Too few nodes answering to say is [`Error::NotInspected`]
+    /// (`nodes_failing`).
+    ///
+    /// The answer describes the moment the nodes answered: use it for monitoring, never
+    /// instead of acquiring.
+    pub async fn is_locked<R: AsRef<[u8]>>(&self, resources: &[R]) -> Result<bool, Error> {
+        Ok(self.inner.inspect(resources).await?.is_locked())
     }
 
     /// How many nodes have a subscriber connection for release notices open (or being
@@ -641,6 +656,22 @@ impl Inner {
                 result: result.clone(),
             })
             .collect()
+    }
+
+    /// Inspects who holds the lock on `resources` (the core's inspection); too few
+    /// answers to say is [`Error::NotInspected`].
+    pub(crate) async fn inspect<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+    ) -> Result<redlock_core::Inspected, Error> {
+        let op = self.redlock().inspect(resources, self.now())?;
+        match self.drive(op, |_| {}).await? {
+            Outcome::Inspected(inspected) => Ok(inspected),
+            Outcome::NotInspected(failed) => Err(Error::NotInspected(NotInspected {
+                nodes: self.reports(&failed.nodes),
+            })),
+            other => Err(Error::Internal(unexpected(&other))),
+        }
     }
 
     /// Hands a command to its node's link; `tag` routes the reply back.

@@ -105,7 +105,7 @@ pub use client::{
     Client, ClientBuilder, ExtendReport, KeyStatus, LockOptions, ReleaseReport, RetryProgress,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_TTL,
 };
-pub use error::{Error, NodeReport, NotAcquired, NotExtended, NotReleased};
+pub use error::{Error, NodeReport, NotAcquired, NotExtended, NotInspected, NotReleased};
 pub use fence::{fenced_set, FencedWrite};
 pub use lock::{Lock, LockState, Lost, LostReason};
 pub use node::LinkStats;

@@ -68,6 +68,8 @@ pub enum LockState {
 pub(crate) struct LockShared {
     client: Client,
     resources: Vec<String>,
+    /// The resources as given, for inspections.
+    raw_resources: Vec<Vec<u8>>,
     token: String,
     fencing_token: Option<u64>,
     attempts: u32,
@@ -93,6 +95,7 @@ impl LockShared {
     pub(crate) fn new(
         client: Client,
         resources: Vec<String>,
+        raw_resources: Vec<Vec<u8>>,
         acquired: Acquired,
         nodes: Vec<NodeReport>,
         auto_extend: bool,
@@ -104,6 +107,7 @@ impl LockShared {
         };
         Arc::new(LockShared {
             resources,
+            raw_resources,
             token: lease.token().as_str().to_string(),
             fencing_token: lease.fencing_token(),
             attempts: acquired.attempts,
@@ -358,6 +362,25 @@ impl Lock {
     pub fn lost(&self) -> impl Future<Output = Lost> + Send + 'static {
         let shared = Arc::clone(&self.shared);
         async move { shared.wait_lost().await }
+    }
+
+    /// Whether this lock still holds its resources, asked of the nodes now: a quorum of
+    /// them hold its token on every key, and its lease is still valid on the client's
+    /// clock (the core's inspection, `docs/inspection.md`). `false` once the lock is
+    /// released or lost, without asking. Too few nodes answering to say is
+    /// [`Error::NotInspected`] (`nodes_failing`). Changes nothing on the nodes, and
+    /// does not feed the keep-alive: [`Lock::lost`] stays the signal to stop.
+    pub async fn is_owned(&self) -> Result<bool, Error> {
+        if !matches!(self.state(), LockState::Held { .. }) {
+            return Ok(false);
+        }
+        let inspected = self
+            .shared
+            .client
+            .inner
+            .inspect(&self.shared.raw_resources)
+            .await?;
+        Ok(inspected.is_held_by(&self.shared.lease(), self.shared.now()))
     }
 
     /// Extends the lock by its TTL from now (the key is never re-created).
