@@ -5,14 +5,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use redlock_core::{
-    AcquireOptions, Config, ConfigBuilder, ConfigError, Lease, NodeResult, Operation, Outcome,
-    Output, Redlock, Reply, Time,
+    AcquireOptions, Config, ConfigBuilder, ConfigError, Event, Lease, NodeResult, Operation,
+    Outcome, Output, Redlock, Reply, Time,
 };
 
 use crate::error::{Error, NodeReport, NotAcquired, NotExtended, NotInspected, NotReleased};
 use crate::lock::{Lock, LockShared};
 use crate::node::{redact, Clock, LinkStats, Node, Routes, UNROUTED};
 use crate::notice::{Listening, Notices};
+use crate::trace::{Hooks, OpSpan};
 
 /// The TTL of a client built without one: 30 seconds.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
@@ -30,6 +31,7 @@ pub struct ClientBuilder {
     root_certificate: Option<Vec<u8>>,
     connect_timeout: Duration,
     notices: bool,
+    hooks: Hooks,
 }
 
 impl ClientBuilder {
@@ -91,6 +93,19 @@ impl ClientBuilder {
     /// `SUBSCRIBE`, or to keep one connection per node.
     pub fn release_notices(mut self, on: bool) -> Self {
         self.notices = on;
+        self
+    }
+
+    /// Calls `hook` with every event of the client's operations, as the core reports
+    /// them (`docs/observability.md`): `acquired`, `not_acquired`, `retry`, `extended`,
+    /// `not_extended`, `released`, `not_released`, `inspected`, `not_inspected`,
+    /// `node_failed` (with the node and its cause), and `lost` from a lock's keep-alive.
+    /// Hooks run in the task that drives the operation, in registration order, so they
+    /// must be quick (hand the event to a channel or a metric). A hook that panics is
+    /// caught: the panic is printed by the panic hook as usual, and the lock carries on
+    /// as if the hook had returned. Nothing about the lock depends on the hooks.
+    pub fn on_event(mut self, hook: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        self.hooks.push(Arc::new(hook));
         self
     }
 
@@ -168,6 +183,7 @@ impl ClientBuilder {
                 flipped,
                 notices: Notices::new(clients, self.connect_timeout),
                 listen: self.notices,
+                hooks: self.hooks,
                 config,
                 clock,
             }),
@@ -201,6 +217,8 @@ pub(crate) struct Inner {
     pub(crate) notices: Notices,
     /// Acquisitions that may retry listen for notices.
     listen: bool,
+    /// The user's event hooks.
+    pub(crate) hooks: Hooks,
     pub(crate) config: Config,
     /// The client's monotonic clock.
     clock: Clock,
@@ -341,6 +359,7 @@ impl Client {
             root_certificate: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             notices: true,
+            hooks: Hooks::default(),
         }
     }
 
@@ -442,15 +461,14 @@ impl Client {
         // An acquisition that may try again listens for releases: one with a wait limit
         // from its start (a release landing while its first attempt is out is not
         // missed), any other once it finds the lock held.
-        let listen = (self.inner.listen && (options.wait.is_some() || attempts > 1)).then(|| {
-            let keys = self.keys(resources);
-            let from_start = options.wait.is_some();
-            (keys, from_start)
-        });
+        let listen = (self.inner.listen && (options.wait.is_some() || attempts > 1))
+            .then_some(options.wait.is_some());
+        let keys = keys(&self.inner.config, resources);
         let outcome = self
             .inner
             .drive_listening(
                 op,
+                &keys,
                 |attempt| {
                     if let Some(callback) = &options.on_retry {
                         callback(RetryProgress {
@@ -461,9 +479,7 @@ impl Client {
                         });
                     }
                 },
-                listen
-                    .as_ref()
-                    .map(|(keys, from_start)| (keys.as_slice(), *from_start)),
+                listen,
             )
             .await?;
         match outcome {
@@ -516,18 +532,6 @@ impl Client {
     ) -> Result<ReleaseReport, Error> {
         let lease = self.inner.redlock().lease(resources, token, Time::ZERO)?;
         self.inner.release(&lease).await
-    }
-
-    /// The keys of `resources` (the prefix, then the name), as the core forms them.
-    fn keys<R: AsRef<[u8]>>(&self, resources: &[R]) -> Vec<Vec<u8>> {
-        resources
-            .iter()
-            .map(|resource| {
-                let mut key = self.inner.config.key_prefix().to_vec();
-                key.extend_from_slice(resource.as_ref());
-                key
-            })
-            .collect()
     }
 
     /// Whether anyone holds the lock on `resources` now: a quorum of nodes hold one
@@ -591,6 +595,18 @@ impl Client {
         });
         futures_util::future::join_all(asks).await
     }
+}
+
+/// The keys of `resources` (the prefix, then the name), as the core forms them.
+fn keys<R: AsRef<[u8]>>(config: &Config, resources: &[R]) -> Vec<Vec<u8>> {
+    resources
+        .iter()
+        .map(|resource| {
+            let mut key = config.key_prefix().to_vec();
+            key.extend_from_slice(resource.as_ref());
+            key
+        })
+        .collect()
 }
 
 fn describe_reply(reply: &Reply) -> String {
@@ -665,7 +681,8 @@ impl Inner {
         resources: &[R],
     ) -> Result<redlock_core::Inspected, Error> {
         let op = self.redlock().inspect(resources, self.now())?;
-        match self.drive(op, |_| {}).await? {
+        let keys = keys(&self.config, resources);
+        match self.drive(op, &keys, |_| {}).await? {
             Outcome::Inspected(inspected) => Ok(inspected),
             Outcome::NotInspected(failed) => Err(Error::NotInspected(NotInspected {
                 nodes: self.reports(&failed.nodes),
@@ -699,36 +716,55 @@ impl Inner {
     pub(crate) async fn drive(
         &self,
         op: Operation,
+        keys: &[Vec<u8>],
         on_attempt: impl FnMut(u32),
     ) -> Result<Outcome, Error> {
-        self.drive_listening(op, on_attempt, None).await
+        self.drive_listening(op, keys, on_attempt, None).await
+    }
+
+    /// Hands every event the operation has to the hooks and its span.
+    fn drain_events(&self, op: &mut Operation, span: &OpSpan) {
+        while let Some(event) = op.poll_event() {
+            span.event(&event);
+            self.hooks.emit(&event);
+        }
+    }
+
+    /// Reports a lock lost (from its keep-alive) to the hooks and to tracing.
+    pub(crate) fn emit_lost(&self, event: &Event) {
+        crate::trace::lost(event);
+        self.hooks.emit(event);
     }
 
     /// [`Inner::drive`] for an acquisition that listens for release notices of `keys`,
-    /// from the start or once a node reports them held: each notice goes to
-    /// [`Operation::handle_notice`], and the core decides whether it changes anything.
+    /// from the start (`Some(true)`) or once a node reports them held (`Some(false)`):
+    /// each notice goes to [`Operation::handle_notice`], and the core decides whether it
+    /// changes anything.
     pub(crate) async fn drive_listening(
         &self,
         op: Operation,
+        keys: &[Vec<u8>],
         mut on_attempt: impl FnMut(u32),
-        listen: Option<(&[Vec<u8>], bool)>,
+        listen: Option<bool>,
     ) -> Result<Outcome, Error> {
         let mut listening: Option<Listening> = match listen {
-            Some((keys, true)) => Some(self.notices.listen(keys)),
+            Some(true) => Some(self.notices.listen(keys)),
             _ => None,
         };
-        let keys = listen.map(|(keys, _)| keys);
         let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
         let mut replies = self.routes.open(tag);
         let mut driving = Driving {
             inner: self,
+            span: OpSpan::new(op.kind(), keys),
             op,
             tag,
         };
+        let span = &driving.span;
         let op = &mut driving.op;
         let mut attempt = op.attempt();
         loop {
             let mut wake = None;
+            let mut done = None;
             while let Some(output) = op.poll_output() {
                 match output {
                     Output::Send(command) => {
@@ -742,9 +778,17 @@ impl Inner {
                         }
                     }
                     Output::Wait(at) => wake = Some(at),
-                    Output::Outcome(outcome) => return Ok(outcome),
+                    Output::Outcome(outcome) => {
+                        done = Some(outcome);
+                        break;
+                    }
                     _ => {}
                 }
+            }
+            self.drain_events(op, span);
+            if let Some(outcome) = done {
+                span.finish(op.attempt(), &outcome);
+                return Ok(outcome);
             }
             if op.attempt() != attempt {
                 attempt = op.attempt();
@@ -753,10 +797,11 @@ impl Inner {
             let Some(at) = wake else {
                 return Err(Error::Internal("the operation stopped without an outcome"));
             };
-            if let (Some(keys), None) = (keys, &listening) {
-                if op.node_results().contains(&NodeResult::Conflict) {
-                    listening = Some(self.notices.listen(keys));
-                }
+            if listen == Some(false)
+                && listening.is_none()
+                && op.node_results().contains(&NodeResult::Conflict)
+            {
+                listening = Some(self.notices.listen(keys));
             }
             tokio::select! {
                 biased;
@@ -795,7 +840,7 @@ impl Inner {
                 None => redlock.extend(lease, now)?,
             }
         };
-        self.drive(op, |_| {}).await
+        self.drive(op, lease.keys(), |_| {}).await
     }
 
     /// An extension's outcome as this crate reports it.
@@ -831,7 +876,7 @@ impl Inner {
 
     pub(crate) async fn release(&self, lease: &Lease) -> Result<ReleaseReport, Error> {
         let op = self.redlock().release(lease, self.now());
-        match self.drive(op, |_| {}).await? {
+        match self.drive(op, lease.keys(), |_| {}).await? {
             Outcome::Released(released) => Ok(ReleaseReport {
                 released: released.released,
                 nodes: self.reports(&released.nodes),
@@ -860,6 +905,7 @@ impl Inner {
 /// abandoned: the commands [`Operation::abandon`] emits go to the links untagged.
 struct Driving<'a> {
     inner: &'a Inner,
+    span: OpSpan,
     op: Operation,
     tag: u64,
 }
@@ -873,6 +919,8 @@ impl Drop for Driving<'_> {
                     let _ = self.inner.submit(UNROUTED, command);
                 }
             }
+            self.inner.drain_events(&mut self.op, &self.span);
+            self.span.abandoned(self.op.attempt());
         }
         self.inner.routes.close(self.tag);
     }

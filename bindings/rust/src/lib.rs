@@ -100,6 +100,7 @@ mod fence;
 mod lock;
 mod node;
 mod notice;
+mod trace;
 
 pub use client::{
     Client, ClientBuilder, ExtendReport, KeyStatus, LockOptions, ReleaseReport, RetryProgress,
@@ -110,5 +111,6 @@ pub use fence::{fenced_set, FencedWrite};
 pub use lock::{Lock, LockState, Lost, LostReason};
 pub use node::LinkStats;
 pub use redlock_core::{
-    self as core, Config, ConfigBuilder, ErrorClass, FailureReason, NodeCause, NodeResult, Time,
+    self as core, Config, ConfigBuilder, ErrorClass, Event, EventKind, FailureReason, NodeCause,
+    NodeResult, OperationKind, Time,
 };

@@ -68,6 +68,8 @@ pub enum LockState {
 pub(crate) struct LockShared {
     client: Client,
     resources: Vec<String>,
+    /// When the lock was acquired (for the `lost` event's `elapsed`).
+    held_since: Time,
     /// The resources as given, for inspections.
     raw_resources: Vec<Vec<u8>>,
     token: String,
@@ -106,6 +108,7 @@ impl LockShared {
             extensions: 0,
         };
         Arc::new(LockShared {
+            held_since: client.now(),
             resources,
             raw_resources,
             token: lease.token().as_str().to_string(),
@@ -149,13 +152,22 @@ impl LockShared {
                 },
             }
         };
-        self.state.send_if_modified(|state| match state {
+        let lost = match &next {
+            LockState::Lost(lost) => Some(lost.reason),
+            _ => None,
+        };
+        let changed = self.state.send_if_modified(|state| match state {
             LockState::Held { .. } if *state != next => {
                 *state = next;
                 true
             }
             _ => false,
         });
+        // Held to lost happens once: the hooks hear of it once.
+        if let (true, Some(reason)) = (changed, lost) {
+            let event = redlock_core::Event::lost(reason, self.held_since, self.now());
+            self.client.inner.emit_lost(&event);
+        }
     }
 
     /// If the lease has run out, lets the keep-alive say so (its poll at an instant past
