@@ -11,7 +11,7 @@ use redlock_core::{
 
 use crate::error::{Error, NodeReport, NotAcquired, NotExtended, NotInspected, NotReleased};
 use crate::lock::{Lock, LockShared};
-use crate::node::{redact, Clock, LinkStats, Node, Routes, UNROUTED};
+use crate::node::{redact, Clock, LinkStats, Node, Routes, Source, UNROUTED};
 use crate::notice::{Listening, Notices};
 use crate::trace::{Hooks, OpSpan};
 
@@ -27,6 +27,8 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[must_use]
 pub struct ClientBuilder {
     urls: Vec<String>,
+    /// The user's own connections instead of URLs.
+    connections: Option<Vec<redis::aio::MultiplexedConnection>>,
     config: ConfigBuilder,
     root_certificate: Option<Vec<u8>>,
     connect_timeout: Duration,
@@ -128,6 +130,34 @@ impl ClientBuilder {
     /// count twice towards the quorum). Connections are made on first use.
     pub fn build(self) -> Result<Client, Error> {
         let config = self.config.build()?;
+        if let Some(connections) = self.connections {
+            let clock = Clock {
+                origin: Instant::now(),
+            };
+            let routes = Arc::new(Routes::default());
+            let nodes = connections
+                .into_iter()
+                .enumerate()
+                .map(|(index, connection)| {
+                    Arc::new(Node::new(
+                        format!("connection #{index}"),
+                        Source::Given(connection),
+                        self.connect_timeout,
+                        clock,
+                        Arc::clone(&routes),
+                    ))
+                })
+                .collect();
+            return Ok(Client::assemble(
+                config,
+                nodes,
+                routes,
+                clock,
+                Notices::new(Vec::new(), self.connect_timeout),
+                false,
+                self.hooks,
+            ));
+        }
         if let Some((first, second)) = redlock_core::duplicate_node(&self.urls) {
             return Err(Error::DuplicateNode {
                 first,
@@ -162,32 +192,54 @@ impl ClientBuilder {
             clients.push(client.clone());
             nodes.push(Arc::new(Node::new(
                 label,
-                client,
+                Source::Url(client),
                 self.connect_timeout,
                 clock,
                 Arc::clone(&routes),
             )));
         }
+        Ok(Client::assemble(
+            config,
+            nodes,
+            routes,
+            clock,
+            Notices::new(clients, self.connect_timeout),
+            self.notices,
+            self.hooks,
+        ))
+    }
+}
+
+impl Client {
+    fn assemble(
+        config: Config,
+        nodes: Vec<Arc<Node>>,
+        routes: Arc<Routes>,
+        clock: Clock,
+        notices: Notices,
+        listen: bool,
+        hooks: Hooks,
+    ) -> Client {
         // The same settings with fencing the other way, for locks that ask for it.
         let flipped = config
             .to_builder()
             .fencing(!config.fencing())
             .build()
             .map(|flipped| Mutex::new(Redlock::new(flipped)));
-        Ok(Client {
+        Client {
             inner: Arc::new(Inner {
                 nodes,
                 routes,
                 next_tag: AtomicU64::new(UNROUTED + 1),
                 redlock: Mutex::new(Redlock::new(config.clone())),
                 flipped,
-                notices: Notices::new(clients, self.connect_timeout),
-                listen: self.notices,
-                hooks: self.hooks,
+                notices,
+                listen,
+                hooks,
                 config,
                 clock,
             }),
-        })
+        }
     }
 }
 
@@ -356,11 +408,34 @@ impl Client {
         ClientBuilder {
             config: Config::builder(urls.len(), DEFAULT_TTL),
             urls,
+            connections: None,
             root_certificate: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             notices: true,
             hooks: Hooks::default(),
         }
+    }
+
+    /// A builder for nodes reached through connections you opened yourself, one per node
+    /// (each to an independent Redis server; the client cannot tell when two reach the
+    /// same one, so the quorum is yours to keep honest). Your connection setup (TLS,
+    /// `AUTH`, `SELECT`, a proxy, timeouts of the `redis` crate) applies; every decision
+    /// stays the core's: each node's [`redlock_core::Link`] still orders its writes and
+    /// keeps its deadlines, writing through a clone of the connection.
+    ///
+    /// What changes: a multiplexed connection never reconnects, so once yours breaks its
+    /// node counts as failing for the rest of the client's life (build a new client with
+    /// a new connection; URLs reconnect by themselves). Release notices are off (they
+    /// need a subscriber connection per node, which the client cannot open for you):
+    /// waiting acquisitions retry on their retry delay. A connection with a response
+    /// timeout of its own may end a write before the node's deadline; that is only a
+    /// failure of that node, as any other.
+    pub fn from_connections(connections: Vec<redis::aio::MultiplexedConnection>) -> ClientBuilder {
+        let mut builder = Client::builder(std::iter::empty::<String>());
+        builder.config = Config::builder(connections.len(), DEFAULT_TTL);
+        builder.connections = Some(connections);
+        builder.notices = false;
+        builder
     }
 
     /// A client with every default for nodes at `urls`.
