@@ -10,7 +10,7 @@ export REDLOCK_CACHE ?= $(HOME)/.cache/redlock
 # Every test target; `make test` runs them all, in this order.
 TEST_TARGETS := lint test-core test-ffi test-fuzz-smoke test-sim test-lab test-rust test-python test-node test-java test-php test-dist test-docs
 
-.PHONY: all setup test demo dist bench bench-rust bench-ffi bench-python bench-node bench-java bench-php fuzz lint safety-report safety-pictures $(TEST_TARGETS)
+.PHONY: all setup test demo dist bench bench-handoff bench-rust bench-ffi bench-python bench-node bench-java bench-php fuzz lint safety-report safety-pictures $(TEST_TARGETS)
 
 all: test
 
@@ -119,6 +119,11 @@ bench: bench-ffi bench-rust bench-python bench-node bench-java bench-php
 
 # The Rust driver against five local nodes (base port 7185): Criterion means next to the
 # raw redis floor, then p50/p99 (healthy, one node frozen) and hand-offs per second.
+# Lock hand-off with 4 and 16 contenders, Rust, Node.js (and node-redlock) and Python
+# (and pottery) side by side on the same five nodes (base port 7800).
+bench-handoff:
+	scripts/bench-handoff.sh
+
 bench-rust:
 	$(CARGO) bench -p redlock-client --bench lock
 	$(CARGO) bench -p redlock-client --bench handoff

@@ -12,6 +12,8 @@
 #   bindings/python/build.sh test    wheel, installed into the venv; ruff, mypy, pytest
 #   bindings/python/build.sh bench   wheel, installed; bench/bench.py and bench/handoff.py
 #                                    (5 local nodes each)
+#   bindings/python/build.sh handoff wheel, installed; bench/handoff.py with the arguments
+#                                    given (e.g. --ports of nodes that already run)
 #
 # `pip install ./bindings/python` (or the sdist) also works without this script: the
 # build hook (hatch_build.py) builds the library with cargo into a temporary directory
@@ -104,8 +106,13 @@ case "${1:-}" in
     "$venv/bin/python" "$here/bench/bench.py" "$@"
     "$venv/bin/python" "$here/bench/handoff.py"
     ;;
+  handoff)
+    install_wheel
+    shift
+    "$venv/bin/python" "$here/bench/handoff.py" "$@"
+    ;;
   *)
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

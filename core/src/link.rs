@@ -375,12 +375,13 @@ impl Link {
             let retry_as_eval = entry.command.kind() == CommandKind::Release
                 && reply.is_noscript()
                 && (entry.owed || now < entry.command.deadline());
-            match (retry_as_eval, entry.command.to_eval()) {
-                (true, Some(eval)) => self.queue.push_front(Entry {
+            // The `EVAL` form (with the script's text) is built only when it is needed.
+            match retry_as_eval.then(|| entry.command.to_eval()).flatten() {
+                Some(eval) => self.queue.push_front(Entry {
                     command: eval,
                     ..entry
                 }),
-                _ => self.outputs.push_back(LinkOutput::Deliver(Delivery {
+                None => self.outputs.push_back(LinkOutput::Deliver(Delivery {
                     tag: entry.tag,
                     request: entry.command.request_id(),
                     reply,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Java binding's JMH benchmarks (build.sh bench runs this after building the library):
 #   CycleBench  the N = 5 acquire + release decision cycle through JNI, next to the core's
-#               own figure (cargo bench -p redlock-core --bench cycle)
+#               own figure (cargo bench -p redlock-core --bench cycle) and the native loop's
+#               (cargo bench -p redlock-jni --bench engine)
 #   LockBench   acquire + release p50/p99 on five local nodes (base port 7450): the nio and
 #               Jedis drivers, Redisson's RedissonRedLock (5 nodes) and RLock (1 node),
 #               healthy and with node 4 frozen (SIGSTOP) after connecting

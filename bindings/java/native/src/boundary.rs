@@ -220,3 +220,16 @@ pub(crate) fn local_object<'local>(raw: jni::sys::jobject) -> JObject<'local> {
     // conversions in the same native call, so it is valid for this frame.
     unsafe { JObject::from_raw(raw) }
 }
+
+/// Bytes as the `jbyte`s Java arrays hold, without a copy.
+pub(crate) fn as_signed(bytes: &[u8]) -> &[i8] {
+    // SAFETY: `u8` and `i8` have the same size, alignment and validity (every bit
+    // pattern is a value of both), so the slice is reinterpreted bit for bit.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<i8>(), bytes.len()) }
+}
+
+/// As [`as_signed`], for a buffer Java fills.
+pub(crate) fn as_signed_mut(bytes: &mut [u8]) -> &mut [i8] {
+    // SAFETY: as in `as_signed`; the exclusive borrow is carried over.
+    unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<i8>(), bytes.len()) }
+}

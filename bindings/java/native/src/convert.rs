@@ -68,6 +68,8 @@ pub(crate) fn command_kind(kind: CommandKind) -> jlong {
         CommandKind::Acquire => 1,
         CommandKind::Release => 2,
         CommandKind::Extend => 3,
+        CommandKind::FencedAcquire => 4,
+        CommandKind::WriteBack => 5,
         _ => -1,
     }
 }
@@ -236,16 +238,21 @@ fn reason_code(reason: FailureReason) -> jlong {
     }
 }
 
-/// An outcome as `Object[] { long[] numbers, String token, int[] nodeCodes,
-/// String[] nodeTexts, int[] nodeCauses }`; `numbers` = kind, reason, attempts, validUntil,
-/// validity (us), retryAt, released, extensions, lease handle (0 if none), lease TTL (ms),
-/// the core's error class number (0 for none). The lease
-/// handle belongs to the Java side from here on.
-pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<jobjectArray> {
-    let mut numbers: [jlong; 11] = [-1, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0];
-    let mut token: Option<String> = None;
+/// An outcome's scalar parts: `numbers` = kind, reason (-1), attempts, valid_until (-1),
+/// validity (us), retry_at (-1), released, extensions, 0 (where the lease handle goes),
+/// lease TTL (ms), the core's error class number (0 for none), fencing token (-1 for
+/// none); the token text; the lease, if the outcome has one.
+pub(crate) struct OutcomeNumbers {
+    pub(crate) numbers: [jlong; 12],
+    pub(crate) token: String,
+    pub(crate) lease: Option<Lease>,
+}
+
+pub(crate) fn outcome_numbers(outcome: &Outcome) -> OutcomeNumbers {
+    let mut numbers: [jlong; 12] = [-1, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, -1];
+    let mut token = String::new();
     let mut lease: Option<Lease> = None;
-    numbers[0] = match &outcome {
+    numbers[0] = match outcome {
         Outcome::Acquired(a) => {
             numbers[2] = jlong::from(a.attempts);
             numbers[4] = duration_micros(a.validity);
@@ -255,7 +262,7 @@ pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<
         Outcome::NotAcquired(n) => {
             numbers[1] = reason_code(n.reason);
             numbers[2] = jlong::from(n.attempts);
-            token = Some(n.token.as_str().to_owned());
+            token = n.token.as_str().to_owned();
             1
         }
         Outcome::Extended(e) => {
@@ -278,20 +285,42 @@ pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<
             numbers[6] = r.released as jlong;
             5
         }
-        _ => {
-            return Err(Failure::state(
-                "unsupported_output",
-                "the core produced an outcome this binding does not know",
-            ))
-        }
+        // An outcome of a newer core than this binding knows: the Java side refuses it.
+        _ => -1,
     };
     if let Some(lease) = &lease {
         numbers[3] = time_to_java(lease.valid_until());
         numbers[7] = jlong::from(lease.extensions());
         numbers[9] = jlong::try_from(lease.ttl_ms()).unwrap_or(jlong::MAX);
-        token = Some(lease.token().as_str().to_owned());
+        numbers[11] = lease
+            .fencing_token()
+            .and_then(|t| jlong::try_from(t).ok())
+            .unwrap_or(-1);
+        token = lease.token().as_str().to_owned();
     }
     numbers[10] = outcome.error_class().map_or(0, |c| jlong::from(c.number()));
+    OutcomeNumbers {
+        numbers,
+        token,
+        lease,
+    }
+}
+
+/// An outcome as `Object[] { long[] numbers, String token, int[] nodeCodes,
+/// String[] nodeTexts, int[] nodeCauses }`, `numbers` as [`outcome_numbers`] gives them
+/// with the lease handle at index 8 (0 if none). The lease handle belongs to the Java side
+/// from here on.
+pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<jobjectArray> {
+    let OutcomeNumbers {
+        mut numbers,
+        token,
+        lease,
+    } = outcome_numbers(&outcome);
+    let token = if numbers[0] == 4 || numbers[0] == 5 {
+        None
+    } else {
+        Some(token)
+    };
     let classes = classes(env)?;
     let nodes = outcome.nodes();
     let codes: Vec<jint> = nodes.iter().map(node_code).collect();
@@ -337,7 +366,7 @@ pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<
     Ok(result.into_raw())
 }
 
-fn cause_number(cause: NodeCause) -> jint {
+pub(crate) fn cause_number(cause: NodeCause) -> jint {
     match cause {
         NodeCause::Refused => 1,
         NodeCause::Auth => 2,
@@ -349,13 +378,18 @@ fn cause_number(cause: NodeCause) -> jint {
     }
 }
 
-/// `Object[] { String token, long[] { validUntil, extensions, ttlMs }, byte[][] keys }`.
+/// `Object[] { String token, long[] { validUntil, extensions, ttlMs, fencingToken (-1 for
+/// none) }, byte[][] keys }`.
 pub(crate) fn lease_info(env: &mut JNIEnv<'_>, lease: &Lease) -> Result<jobjectArray> {
     let token = env.new_string(lease.token().as_str())?;
     let numbers = [
         time_to_java(lease.valid_until()),
         jlong::from(lease.extensions()),
         jlong::try_from(lease.ttl_ms()).unwrap_or(jlong::MAX),
+        lease
+            .fencing_token()
+            .and_then(|t| jlong::try_from(t).ok())
+            .unwrap_or(-1),
     ];
     let number_array = env.new_long_array(numbers.len() as i32)?;
     env.set_long_array_region(&number_array, 0, &numbers)?;

@@ -58,17 +58,18 @@ macro_rules! export {
     ($name:ident ( $env:ident $(, $arg:ident : $ty:ty)* ) -> $ret:ty = $fallback:expr, $body:block) => {
         #[no_mangle]
         pub extern "system" fn $name<'local>(
-            mut env: JNIEnv<'local>,
-            _class: JClass<'local>,
+            mut env: jni::JNIEnv<'local>,
+            _class: jni::objects::JClass<'local>,
             $($arg: $ty),*
         ) -> $ret {
-            guard(&mut env, $fallback, |$env| $body)
+            $crate::boundary::guard(&mut env, $fallback, |$env| $body)
         }
     };
 }
 
-// The node links and keep-alive use `export!` too (declared after it to see it).
-mod links;
+// The loop's engine and keep-alive use `export!` too (declared after it to see it).
+pub mod engine;
+mod keepalive;
 
 // ---- library ------------------------------------------------------------------------
 
@@ -84,6 +85,12 @@ export!(Java_io_github_redlockcore_internal_Native_scripts(env) -> jobjectArray 
         redlock_core::ACQUIRE_SHA1,
         redlock_core::RELEASE_SHA1,
         redlock_core::EXTEND_SHA1,
+        redlock_core::FENCED_ACQUIRE_SCRIPT,
+        redlock_core::WRITE_BACK_SCRIPT,
+        redlock_core::FENCED_SET_SCRIPT,
+        redlock_core::FENCED_ACQUIRE_SHA1,
+        redlock_core::WRITE_BACK_SHA1,
+        redlock_core::FENCED_SET_SHA1,
     ];
     let string = classes::class(&classes::classes(env)?.string);
     let array = env.new_object_array(texts.len() as i32, string, JObject::null())?;
@@ -131,7 +138,8 @@ export!(Java_io_github_redlockcore_internal_Native_configNew(
     retry_jitter_us: jlong,
     key_prefix: JByteArray<'local>,
     token_bytes: jint,
-    max_extensions: jlong
+    max_extensions: jlong,
+    fencing: jboolean
 ) -> jlong = 0, {
     let nodes = usize::try_from(nodes)
         .map_err(|_| Failure::argument("no_nodes", "the number of nodes must not be negative"))?;
@@ -158,6 +166,7 @@ export!(Java_io_github_redlockcore_internal_Native_configNew(
     if max_extensions >= 0 {
         builder = builder.max_extensions(Some(u32::try_from(max_extensions).unwrap_or(u32::MAX)));
     }
+    builder = builder.fencing(fencing != 0);
     let config = builder.build().map_err(config_failure)?;
     Ok(into_handle(config))
 });
@@ -183,6 +192,7 @@ export!(Java_io_github_redlockcore_internal_Native_configInfo(env, config: jlong
         config.token_bytes() as jlong,
         config.max_extensions().map_or(-1, jlong::from),
         convert::duration_micros(config.drift_fixed()),
+        jlong::from(config.fencing()),
     ];
     let array = env.new_long_array(values.len() as i32)?;
     env.set_long_array_region(&array, 0, &values)?;
@@ -251,24 +261,22 @@ export!(Java_io_github_redlockcore_internal_Native_clientAcquire(
     let client: &mut Redlock = handle(client, "client")?;
     let names = resources(env, &resource_list)?;
     let now = time(now)?;
-    let operation = if !is_null(&random) {
-        if ttl_ms >= 0 || wait_us >= 0 {
-            return Err(Failure::argument(
-                "invalid_argument",
-                "a TTL or wait limit of its own and caller-supplied random bytes cannot be combined",
-            ));
-        }
-        let bytes = env.convert_byte_array(&random)?;
-        client.acquire_with_random(&names, bytes, now)
-    } else {
-        let mut options = redlock_core::AcquireOptions::new();
-        if ttl_ms >= 0 {
-            options = options.ttl(Duration::from_millis(ttl_ms as u64));
-        }
-        if wait_us >= 0 {
-            options = options.wait(Duration::from_micros(wait_us as u64));
-        }
+    let mut options = redlock_core::AcquireOptions::new();
+    if ttl_ms >= 0 {
+        options = options.ttl(Duration::from_millis(ttl_ms as u64));
+    }
+    if wait_us >= 0 {
+        options = options.wait(Duration::from_micros(wait_us as u64));
+    }
+    let operation = if is_null(&random) {
         client.acquire_with(&names, &options, now)
+    } else {
+        let bytes = env.convert_byte_array(&random)?;
+        if ttl_ms < 0 && wait_us < 0 {
+            client.acquire_with_random(&names, bytes, now)
+        } else {
+            client.acquire_with_random_options(&names, &options, bytes, now)
+        }
     };
     Ok(operation_handle(operation.map_err(usage_failure)?))
 });
@@ -663,6 +671,17 @@ export!(Java_io_github_redlockcore_internal_Native_operationOutcome(env, operati
     outcome_to_java(env, outcome)
 });
 
+// A release notice for the operation's resource from node `node` (waiting acquisitions).
+export!(Java_io_github_redlockcore_internal_Native_operationHandleNotice(env, operation: jlong, node: jint, now: jlong) -> () = (), {
+    let _ = env;
+    let operation: &mut OperationBox = handle(operation, "operation")?;
+    let node = usize::try_from(node).unwrap_or(usize::MAX);
+    operation
+        .operation
+        .handle_notice(node, time(now)?)
+        .map_err(usage_failure)
+});
+
 export!(Java_io_github_redlockcore_internal_Native_operationIsFinished(env, operation: jlong) -> jboolean = 0, {
     let _ = env;
     let operation: &mut OperationBox = handle(operation, "operation")?;
@@ -759,4 +778,75 @@ export!(Java_io_github_redlockcore_internal_Native_replyType(env, reply: jlong) 
 export!(Java_io_github_redlockcore_internal_Native_replyToJava(env, reply: jlong) -> jobject = std::ptr::null_mut(), {
     let reply: &mut Reply = handle(reply, "reply")?;
     Ok(convert::reply_to_java(env, reply)?.into_raw())
+});
+
+// ---- the resource-side fencing check --------------------------------------------------
+
+// A fenced write of `value` to `item` under `token` (the core's `FencedSet`).
+export!(Java_io_github_redlockcore_internal_Native_fencedSetNew(env, item: JByteArray<'local>, value: JByteArray<'local>, token: jlong) -> jlong = 0, {
+    if is_null(&item) || is_null(&value) {
+        return Err(Failure::argument("invalid_argument", "the item and value must not be null"));
+    }
+    let item = env.convert_byte_array(&item)?;
+    let value = env.convert_byte_array(&value)?;
+    let token = u64::try_from(token).unwrap_or(0);
+    let write = redlock_core::FencedSet::new(&item, &value, token).map_err(usage_failure)?;
+    Ok(into_handle(write))
+});
+
+export!(Java_io_github_redlockcore_internal_Native_fencedSetFree(env, write: jlong) -> () = (), {
+    let _ = env;
+    free::<redlock_core::FencedSet>(write);
+    Ok(())
+});
+
+// The command's argv: `EVALSHA` form, or `EVAL` with `eval`.
+export!(Java_io_github_redlockcore_internal_Native_fencedSetArgs(env, write: jlong, eval: jboolean) -> jobjectArray = std::ptr::null_mut(), {
+    let write: &mut redlock_core::FencedSet = handle(write, "fenced write")?;
+    let args = write.args(eval != 0);
+    let bytes = classes::class(&classes::classes(env)?.bytes);
+    let array = env.new_object_array(args.len() as i32, bytes, JObject::null())?;
+    for (i, arg) in args.iter().enumerate() {
+        let bytes = env.byte_array_from_slice(arg)?;
+        env.set_object_array_element(&array, i as i32, bytes)?;
+    }
+    Ok(array.into_raw())
+});
+
+// Reads the server's reply (its RESP bytes): 0 accepted, 1 stale (`out[0]` the token the
+// item had accepted), 2 retry as `EVAL`, 3 failed (the text is returned).
+export!(Java_io_github_redlockcore_internal_Native_fencedSetReply(env, write: jlong, resp: JByteArray<'local>, out: JLongArray<'local>) -> jstring = std::ptr::null_mut(), {
+    let write: &mut redlock_core::FencedSet = handle(write, "fenced write")?;
+    if is_null(&out) || env.get_array_length(&out)? < 2 {
+        return Err(Failure::argument("invalid_argument", "the output array needs 2 slots"));
+    }
+    let reply = convert::one_reply(env, &resp)?;
+    let (code, seen, text) = match write.handle_reply(&reply) {
+        redlock_core::FencedWrite::Accepted => (0, 0, None),
+        redlock_core::FencedWrite::Stale { seen } => (1, jlong::try_from(seen).unwrap_or(jlong::MAX), None),
+        redlock_core::FencedWrite::RetryAsEval => (2, 0, None),
+        redlock_core::FencedWrite::Failed(text) => (3, 0, Some(text)),
+        _ => (3, 0, Some(String::from("the core gave a result this binding does not know"))),
+    };
+    env.set_long_array_region(&out, 0, &[code, seen])?;
+    match text {
+        Some(text) => Ok(env.new_string(text)?.into_raw()),
+        None => Ok(std::ptr::null_mut()),
+    }
+});
+
+// The release-notice channel of each resource's key under this configuration's prefix
+// (the core's `notice_channel`), for the subscribers of waiting acquisitions.
+export!(Java_io_github_redlockcore_internal_Native_noticeChannels(env, config: jlong, resource_list: JObjectArray<'local>) -> jobjectArray = std::ptr::null_mut(), {
+    let config: &mut Config = handle(config, "configuration")?;
+    let names = resources(env, &resource_list)?;
+    let bytes = classes::class(&classes::classes(env)?.bytes);
+    let array = env.new_object_array(names.len() as i32, bytes, JObject::null())?;
+    for (i, name) in names.iter().enumerate() {
+        let mut key = config.key_prefix().to_vec();
+        key.extend_from_slice(name);
+        let channel = env.byte_array_from_slice(&redlock_core::notice_channel(&key))?;
+        env.set_object_array_element(&array, i as i32, channel)?;
+    }
+    Ok(array.into_raw())
 });

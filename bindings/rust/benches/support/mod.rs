@@ -18,10 +18,21 @@ fn script() -> PathBuf {
 /// A node set, stopped when dropped.
 pub struct Nodes {
     pub urls: Vec<String>,
+    /// Started by someone else: never signalled or stopped here.
+    external: bool,
 }
 
 impl Nodes {
+    /// Five fresh nodes on [`BASE_PORT`]; or, with `REDLOCK_BENCH_URLS` set (comma
+    /// separated), nodes that already run and are left running (`scripts/bench-handoff.sh`
+    /// runs every language's contenders on one node set so).
     pub fn start() -> Nodes {
+        if let Ok(urls) = std::env::var("REDLOCK_BENCH_URLS") {
+            return Nodes {
+                urls: urls.split(',').map(str::to_string).collect(),
+                external: true,
+            };
+        }
         let output = Command::new(script())
             .args(["start", "--base-port", &BASE_PORT.to_string()])
             .output()
@@ -36,10 +47,17 @@ impl Nodes {
                 .lines()
                 .map(str::to_string)
                 .collect(),
+            external: false,
         }
     }
 
+    /// Whether the nodes may be frozen and thawed (not when someone else runs them).
+    pub fn own(&self) -> bool {
+        !self.external
+    }
+
     pub fn signal(&self, what: &str, index: usize) {
+        assert!(!self.external, "nodes started elsewhere are not signalled");
         let status = Command::new(script())
             .args([
                 what,
@@ -55,6 +73,9 @@ impl Nodes {
 
 impl Drop for Nodes {
     fn drop(&mut self) {
+        if self.external {
+            return;
+        }
         let _ = Command::new(script())
             .args(["stop", "--base-port", &BASE_PORT.to_string()])
             .status();

@@ -56,8 +56,8 @@ final class KeepAlive {
       case EXTEND:
         Lease lease = lock.lease();
         engine
-            .run(at -> lock.owner().core().extend(lease, null, at),
-                (operation, at) -> machine.handleOutcome(operation, at))
+            .run((links, tag, at) -> lock.owner().core().startExtend(links, tag, lease, null,
+                true, at), machine)
             .whenComplete((outcome, error) -> engine.execute(() -> extended(outcome, error)));
         break;
       case WAIT:

@@ -64,6 +64,16 @@ public final class RedLock implements AutoCloseable {
     return lease().isValid(owner.now());
   }
 
+  /**
+   * The fencing token (clients built with {@code fencing(true)}): strictly greater than
+   * that of every earlier acquisition of the resource whose token was handed out. Send it
+   * with every write to the protected resource, which must check it (for a Redis key,
+   * {@link io.github.redlockcore.jedis.JedisFencedWrites}); empty without fencing.
+   */
+  public java.util.OptionalLong fencingToken() {
+    return lease().fencingToken();
+  }
+
   /** Successful extensions so far. */
   public int extensions() {
     return lease().extensions();
@@ -114,7 +124,7 @@ public final class RedLock implements AutoCloseable {
       current = lease;
     }
     Outcome outcome = RedlockClient.await(
-        owner.engine().run(now -> owner.core().extend(current, ttl, now)));
+        owner.engine().run((links, tag, now) -> owner.core().startExtend(links, tag, current, ttl, false, now)));
     outcome.lease().ifPresent(this::replaceLease);
     if (outcome.kind() != Outcome.Kind.EXTENDED) {
       LockException e = ErrorClasses.of(resource, outcome);
@@ -185,7 +195,7 @@ public final class RedLock implements AutoCloseable {
     lost.cancel(false);
     try {
       Outcome outcome =
-          RedlockClient.await(owner.engine().run(now -> owner.core().release(current, now)));
+          RedlockClient.await(owner.engine().run((links, tag, now) -> owner.core().startRelease(links, tag, current, now)));
       if (outcome != null && !outcome.isSuccess()) {
         throw ErrorClasses.of(resource, outcome);
       }

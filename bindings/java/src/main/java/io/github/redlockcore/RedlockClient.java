@@ -94,7 +94,7 @@ public final class RedlockClient implements AutoCloseable {
    */
   public RedLock acquire(List<String> resources, Duration ttl) {
     Objects.requireNonNull(resources, "resources");
-    Outcome outcome = await(engine.run(now -> client.acquire(resources, ttl, now)));
+    Outcome outcome = await(engine.run((links, tag, now) -> client.startAcquire(links, tag, resources, ttl, null, now)));
     String name = String.join(",", resources);
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
       return new RedLock(this, name, outcome.lease().orElseThrow(), outcome.attempts());
@@ -118,7 +118,10 @@ public final class RedlockClient implements AutoCloseable {
   /**
    * Tries to acquire {@code resource} for {@code ttl}, retrying (with the core's delays)
    * until it is acquired or {@code wait} has passed (the core's wait limit: it never starts
-   * an attempt that cannot end by then); empty if someone else still held it.
+   * an attempt that cannot end by then); empty if someone else still held it. While it
+   * waits it listens for the holder's release notice on every node (the driver's
+   * subscriber connections), so it tries again as soon as the lock is released; a missed
+   * notice costs at most one retry delay.
    */
   public Optional<RedLock> tryAcquire(String resource, Duration ttl, Duration wait) {
     Objects.requireNonNull(resource, "resource");
@@ -127,7 +130,11 @@ public final class RedlockClient implements AutoCloseable {
       throw new RedlockArgumentException("invalid_argument", "the wait must not be negative");
     }
     List<String> resources = List.of(resource);
-    Outcome outcome = await(engine.run(now -> client.acquire(resources, ttl, wait, now)));
+    // While it waits, it listens for release notices (a subscriber connection per node):
+    // one makes it try again at once instead of sleeping out its retry delay.
+    Outcome outcome = await(engine.run(
+        (links, tag, now) -> client.startAcquire(links, tag, resources, ttl, wait, now), null,
+        client.noticeChannels(resources)));
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
       return Optional.of(
           new RedLock(this, resource, outcome.lease().orElseThrow(), outcome.attempts()));
@@ -217,6 +224,15 @@ public final class RedlockClient implements AutoCloseable {
 
     public Builder keyPrefix(String prefix) {
       config.keyPrefix(prefix);
+      return this;
+    }
+
+    /**
+     * Fencing tokens ({@link RedLock#fencingToken()}): one extra round trip per acquisition
+     * (see {@code docs/fencing.md}). Off by default.
+     */
+    public Builder fencing(boolean on) {
+      config.fencing(on);
       return this;
     }
 

@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -28,6 +29,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.TestInstance;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.args.ClientType;
+import redis.clients.jedis.params.ClientKillParams;
 
 /**
  * The same scenarios against five real local nodes for every driver: contention, nodes down,
@@ -496,6 +499,103 @@ abstract class DriverContract {
         assertTrue(Math.abs(tookMs - limitMs) <= 50, "gave up after " + tookMs + " ms");
       }
       assertTrue(held.isValid());
+    }
+  }
+
+  /**
+   * A waiter woken by the release's notice takes the lock within a few round trips (a few
+   * ms here); the bound is generous for loaded machines and still far below the waiters'
+   * retry delays (1 s and 3 s), which are what a missed notice costs.
+   */
+  static final long HANDOFF_BOUND_MS = 100;
+
+  /** Starts {@code tryAcquire(resource, wait)} on its own thread. */
+  CompletableFuture<Optional<RedLock>> waitFor(RedlockClient client, Duration wait) {
+    CompletableFuture<Optional<RedLock>> f = new CompletableFuture<>();
+    Thread t = new Thread(() -> {
+      try {
+        f.complete(client.tryAcquire(resource, null, wait));
+      } catch (RuntimeException e) {
+        f.completeExceptionally(e);
+      }
+    }, "waiter");
+    t.setDaemon(true);
+    t.start();
+    return f;
+  }
+
+  /** Releases {@code held} once the waiter waits; the milliseconds until it has the lock. */
+  long handOff(RedLock held, CompletableFuture<Optional<RedLock>> waiting, long afterMs)
+      throws Exception {
+    Thread.sleep(afterMs);
+    assertFalse(waiting.isDone(), "the waiter must still be waiting");
+    long released = System.nanoTime();
+    held.release();
+    Optional<RedLock> got = waiting.get(10, TimeUnit.SECONDS);
+    long ms = (System.nanoTime() - released) / 1_000_000;
+    System.out.println(getClass().getSimpleName() + ": release to next holder " + ms + " ms");
+    assertTrue(got.isPresent(), "the waiter got the lock");
+    got.get().close();
+    return ms;
+  }
+
+  /**
+   * The waiter's retry delay is 3 s, so only the release notice explains a hand-off within
+   * a few round trips.
+   */
+  @Test
+  void aWaiterTakesTheLockAsSoonAsItIsReleased() throws Exception {
+    try (RedlockClient waiter = RedlockClient.builder(driver(nodes.urls()))
+            .retryDelay(Duration.ofSeconds(3)).retryJitter(Duration.ZERO).build()) {
+      for (int round = 0; round < 3; round++) {
+        RedLock held = redlock.acquire(resource);
+        long ms = handOff(held, waitFor(waiter, Duration.ofSeconds(10)), 300);
+        assertTrue(ms < HANDOFF_BOUND_MS,
+            "round " + round + ": the waiter took " + ms + " ms after the release");
+      }
+    }
+    // With a key prefix, the channel is the prefixed key's (the core names it).
+    try (RedlockClient holder = RedlockClient.builder(driver(nodes.urls()))
+            .keyPrefix("app:").build();
+         RedlockClient waiter = RedlockClient.builder(driver(nodes.urls()))
+            .keyPrefix("app:").retryDelay(Duration.ofSeconds(3)).retryJitter(Duration.ZERO)
+            .build()) {
+      RedLock held = holder.acquire(resource);
+      int holding = 0;
+      for (int i = 0; i < 5; i++) {
+        holding += held.token().equals(get(i, "app:" + resource)) ? 1 : 0;
+      }
+      assertTrue(holding >= 3, "the prefixed key is held on " + holding + " nodes");
+      long ms = handOff(held, waitFor(waiter, Duration.ofSeconds(10)), 300);
+      assertTrue(ms < HANDOFF_BOUND_MS, "with a key prefix the waiter took " + ms + " ms");
+    }
+  }
+
+  /**
+   * Subscriber connections killed (CLIENT KILL TYPE pubsub) while a waiter waits: the
+   * release's notices reach nobody and the waiter gets the lock at its next retry instead;
+   * the next waiter subscribes again and is fast again.
+   */
+  @Test
+  void lostNoticesFallBackToTheRetrySchedule() throws Exception {
+    try (RedlockClient waiter = RedlockClient.builder(driver(nodes.urls()))
+            .retryDelay(Duration.ofSeconds(1)).retryJitter(Duration.ZERO).build()) {
+      RedLock held = redlock.acquire(resource);
+      CompletableFuture<Optional<RedLock>> waiting = waitFor(waiter, Duration.ofSeconds(10));
+      Thread.sleep(200);
+      for (int i = 0; i < 5; i++) {
+        try (Jedis j = node(i)) {
+          j.clientKill(ClientKillParams.clientKillParams().type(ClientType.PUBSUB));
+        }
+      }
+      long ms = handOff(held, waiting, 100);
+      // Its first attempt failed at about 0 ms, the release came at about 300 ms, its
+      // retry is due at about 1000 ms: the lock comes with the retry, not the release.
+      assertTrue(ms > 300 && ms < 1300, "without notices the waiter took " + ms + " ms");
+
+      held = redlock.acquire(resource);
+      ms = handOff(held, waitFor(waiter, Duration.ofSeconds(10)), 300);
+      assertTrue(ms < HANDOFF_BOUND_MS, "subscribed again, the waiter took " + ms + " ms");
     }
   }
 }

@@ -8,11 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.redlockcore.core.Client;
 import io.github.redlockcore.core.Config;
+import io.github.redlockcore.core.FencedSet;
 import io.github.redlockcore.core.Lease;
 import io.github.redlockcore.core.Operation;
 import io.github.redlockcore.core.Output;
 import io.github.redlockcore.core.Reply;
 import io.github.redlockcore.core.RespDecoder;
+import io.github.redlockcore.internal.CoreLinks;
 import io.github.redlockcore.internal.Native;
 import io.github.redlockcore.internal.NativeLibrary;
 import io.github.redlockcore.nio.NioDriver;
@@ -50,6 +52,67 @@ class ErrorPathsTest {
 
   static Config config() {
     return Config.builder(3, Duration.ofSeconds(10)).build();
+  }
+
+  /** The loop's native half refuses bad inputs with exceptions, never a crash. */
+  @Test
+  void theLoopsNativeHalfRefusesBadInputs() {
+    byte[] ok = "+OK\r\n".getBytes(StandardCharsets.US_ASCII);
+    try (CoreLinks links = new CoreLinks(3, true)) {
+      assertEquals("unknown_node",
+          assertThrows(RedlockArgumentException.class, () -> links.feed(3, ok, 0, 5, 10)).code());
+      assertEquals("unknown_node",
+          assertThrows(RedlockArgumentException.class, () -> links.feed(-1, ok, 0, 5, 10)).code());
+      assertThrows(RedlockArgumentException.class, () -> links.feed(0, ok, 3, 5, 10));
+      assertThrows(RedlockArgumentException.class, () -> links.feed(0, null, 0, 0, 10));
+      assertEquals("invalid_time",
+          assertThrows(RedlockArgumentException.class, () -> links.timeout(-5)).code());
+      // A reply to no command, and bytes that are not RESP, are protocol errors.
+      assertEquals("unexpected_reply",
+          assertThrows(RedlockProtocolException.class, () -> links.feed(0, ok, 0, 5, 10)).code());
+      byte[] junk = "?what\r\n".getBytes(StandardCharsets.US_ASCII);
+      assertThrows(RedlockProtocolException.class, () -> links.feed(1, junk, 0, junk.length, 10));
+      assertEquals("unknown_node", assertThrows(RedlockArgumentException.class,
+          () -> links.reply(7, 1, 0, 0, null, 10)).code());
+      assertEquals("unknown_node", assertThrows(RedlockArgumentException.class,
+          () -> links.connected(3, 10)).code());
+      assertThrows(RedlockArgumentException.class, () -> links.reply(0, 1, 99, 0, null, 10));
+      assertThrows(RedlockArgumentException.class, () -> links.notice(-1, 0, 10));
+      // Unknown operations: nothing to do, no error (they may have ended).
+      links.notice(42, 0, 10);
+      links.abandon(42, 10);
+      assertEquals(0, links.running());
+      assertEquals("no_outcome",
+          assertThrows(RedlockStateException.class, () -> links.keepAliveOutcome(42, 0, 10))
+              .code());
+    }
+    CoreLinks closed = new CoreLinks(1, false);
+    closed.close();
+    assertEquals("used_after_close",
+        assertThrows(RedlockStateException.class, () -> closed.timeout(10)).code());
+    assertThrows(RedlockArgumentException.class, () -> new CoreLinks(0, false));
+  }
+
+  @Test
+  void fencedWritesRefuseBadInputs() {
+    assertEquals("invalid_fencing_token", assertThrows(RedlockArgumentException.class,
+        () -> new FencedSet("item", new byte[0], 0)).code());
+    assertEquals("empty_resource", assertThrows(RedlockArgumentException.class,
+        () -> new FencedSet("", new byte[0], 1)).code());
+    assertThrows(RedlockArgumentException.class, () -> new FencedSet(null, new byte[0], 1));
+    try (FencedSet write = new FencedSet("item", new byte[] {1}, 7)) {
+      assertEquals("EVALSHA", new String(write.args(false)[0], StandardCharsets.US_ASCII));
+      assertEquals("EVAL", new String(write.args(true)[0], StandardCharsets.US_ASCII));
+      assertEquals(FencedSet.Result.RETRY_AS_EVAL,
+          write.handleReply(Reply.error("NOSCRIPT No matching script.")));
+      assertEquals(FencedSet.Result.FAILED, write.handleReply(Reply.integer(1)));
+      assertTrue(write.failure().contains("not an array"), write.failure());
+      assertEquals(FencedSet.Result.STALE,
+          write.handleReply(Reply.array(List.of(Reply.integer(0), Reply.integer(9)))));
+      assertEquals(9, write.seen());
+      assertEquals(FencedSet.Result.ACCEPTED,
+          write.handleReply(Reply.array(List.of(Reply.integer(1), Reply.integer(7)))));
+    }
   }
 
   @Test

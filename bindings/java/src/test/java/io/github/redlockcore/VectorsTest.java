@@ -67,6 +67,17 @@ class VectorsTest {
         .map(p -> DynamicTest.dynamicTest(p.getFileName().toString(), () -> runVector(p, true)));
   }
 
+  /** The fencing and waiting vectors (fenced acquisitions, wait limits, release notices). */
+  @TestFactory
+  Stream<DynamicTest> everyFencingAndWaitingVector() throws IOException {
+    List<Path> files = new ArrayList<>(files(vectorsDir().resolve("fencing")));
+    files.addAll(files(vectorsDir().resolve("waiting")));
+    assertTrue(files.size() >= 6, "expected the fencing and waiting vectors, found " + files.size());
+    return files.stream().flatMap(p -> Stream.of(
+        DynamicTest.dynamicTest(p.getFileName().toString(), () -> runVector(p, false)),
+        DynamicTest.dynamicTest(p.getFileName() + " (drained)", () -> runVector(p, true))));
+  }
+
   @TestFactory
   Stream<DynamicTest> everyRespVector() throws IOException {
     List<Path> files = files(vectorsDir().resolve("resp"));
@@ -112,6 +123,9 @@ class VectorsTest {
     }
     if (c.has("token_bytes")) {
       b.tokenBytes(c.get("token_bytes").asInt());
+    }
+    if (c.has("fencing")) {
+      b.fencing(c.get("fencing").asBoolean());
     }
     return b.build();
   }
@@ -189,6 +203,7 @@ class VectorsTest {
         j.put("valid_until", lease.validUntil());
         j.put("validity", o.validityMicros());
         j.put("attempts", o.attempts());
+        lease.fencingToken().ifPresent(t -> j.put("fencing_token", t));
         break;
       case NOT_ACQUIRED:
         j.put("reason", o.reason().orElseThrow().code());
@@ -231,6 +246,10 @@ class VectorsTest {
           return TextNode.valueOf(Scripts.RELEASE);
         case "{{EXTEND_SCRIPT}}":
           return TextNode.valueOf(Scripts.EXTEND);
+        case "{{FENCED_ACQUIRE_SCRIPT}}":
+          return TextNode.valueOf(Scripts.FENCED_ACQUIRE);
+        case "{{WRITE_BACK_SCRIPT}}":
+          return TextNode.valueOf(Scripts.WRITE_BACK);
         default:
           return v;
       }
@@ -340,7 +359,11 @@ class VectorsTest {
         if (step.has("acquire")) {
           JsonNode a = step.get("acquire");
           target = opName;
-          Operation op = client.acquireWithRandom(strings(a.get("resources")), hex(a.get("random").asText()), now);
+          Operation op = a.has("wait_ms")
+              ? client.acquireWithRandom(strings(a.get("resources")),
+                  hex(a.get("random").asText()), Duration.ofMillis(a.get("wait_ms").asLong()), now)
+              : client.acquireWithRandom(strings(a.get("resources")),
+                  hex(a.get("random").asText()), now);
           ops.put(target, op);
           last = target;
         } else if (step.has("extend") || step.has("release")) {
@@ -367,6 +390,9 @@ class VectorsTest {
         } else if (step.has("timeout")) {
           target = opName != null ? opName : last;
           ops.get(target).handleTimeout(now);
+        } else if (step.has("notice")) {
+          target = opName != null ? opName : last;
+          ops.get(target).handleNotice(step.get("notice").get("node").asInt(), now);
         } else if (step.has("abandon")) {
           target = opName != null ? opName : last;
           ops.get(target).abandon(now);

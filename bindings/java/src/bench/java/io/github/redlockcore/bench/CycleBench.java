@@ -3,14 +3,16 @@ package io.github.redlockcore.bench;
 import io.github.redlockcore.core.Client;
 import io.github.redlockcore.core.Command;
 import io.github.redlockcore.core.Config;
+import io.github.redlockcore.core.Lease;
 import io.github.redlockcore.core.Operation;
 import io.github.redlockcore.core.Outcome;
 import io.github.redlockcore.core.Output;
 import io.github.redlockcore.core.Reply;
 import io.github.redlockcore.internal.CoreLinks;
-import io.github.redlockcore.internal.Native;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -51,99 +53,107 @@ public class CycleBench {
   }
 
   private CoreLinks links;
-  private final long[] pumpOut = new long[1];
-  private final long[] linkOut = new long[4];
-  private final long[] writes = new long[64];
+  private long tag;
   private final int[] writeNodes = new int[64];
+  private int writes;
+  private Outcome outcome;
+  private static final List<String> RESOURCE = List.of("orders:42");
+  private static final byte[] OK = "+OK\r\n".getBytes(StandardCharsets.US_ASCII);
+  /** The release script's reply: one key deleted, nobody listening. */
+  private static final byte[] RELEASED = "*2\r\n:1\r\n:0\r\n".getBytes(StandardCharsets.US_ASCII);
 
-  /** The links of five nodes, each connected and its script loads answered. */
-  private void connectLinks() {
-    links = new CoreLinks(5);
-    long h = links.raw();
-    // One command per node opens its connection; a throwaway acquisition supplies them.
-    try (Operation op = client.acquire(List.of("warm-up"), 500)) {
-      op.pump(h, 1, 500, pumpOut);
-      for (int round = 0; round < 4; round++) {
-        int n = 0;
-        while (true) {
-          Object data = Native.linksPoll(h, linkOut, false);
-          if (linkOut[0] == 0) {
-            break;
+  /**
+   * What the loop does with one native call's events (as {@code Engine.process}): each
+   * write's RESP bytes handed to its connection (the nio driver writes them from the
+   * array), each outcome decoded.
+   */
+  private void process() {
+    long[] r = links.records();
+    int at = 4;
+    int byteAt = 0;
+    for (int i = 0, n = links.count(); i < n; i++) {
+      switch ((int) r[at]) {
+        case CoreLinks.WRITE: {
+          // The nio driver writes these bytes straight from the array to the socket.
+          int length = (int) r[at + 3];
+          if (length == 0 || links.bytes()[byteAt] != '*') {
+            throw new IllegalStateException("not a RESP command");
           }
-          int node = (int) linkOut[1];
-          if (linkOut[0] == 1) {
-            Native.linksConnected(h, node, 600);
-          } else if (linkOut[0] == 2) {
-            writeNodes[n] = node;
-            writes[n++] = linkOut[2];
-          } else if (linkOut[0] == 4) {
-            Native.linksDropDelivery(h);
-          }
+          byteAt += length;
+          writeNodes[writes++] = (int) r[at + 1];
+          at += 4;
+          break;
         }
-        for (int i = 0; i < n; i++) {
-          Native.linksReply(h, writeNodes[i], writes[i], 4, 0, new byte[] {'x'}, 700);
-        }
+        case CoreLinks.OUTCOME:
+          outcome = Outcome.fromEvent(links, at + 3, byteAt);
+          byteAt += Outcome.eventBytes(r, at + 3);
+          at += 3 + (int) r[at + 2];
+          break;
+        default:
+          at += 2;
+          break;
       }
     }
   }
 
-  /**
-   * What the loop does now: the operation's commands go to the core's links in the poll
-   * that emits them, the links' writes come out as RESP bytes, the replies go to the
-   * links and reach the operation as deliveries.
-   */
-  private int linkedRound(Operation op, long now, Reply reply) {
-    long h = links.raw();
-    int code = op.pump(h, 7, now, pumpOut);
-    int n = 0;
-    while (true) {
-      Native.linksPoll(h, linkOut, false);
-      if (linkOut[0] == 0) {
-        break;
-      }
-      if (linkOut[0] == 2) {
-        writeNodes[n] = (int) linkOut[1];
-        writes[n++] = linkOut[2];
-      }
+  /** The links of five nodes, connected, their script loads answered. */
+  private void connectLinks() {
+    links = new CoreLinks(5, true);
+    writes = 0;
+    client.startAcquire(links, ++tag, List.of("warm-up"), null, null, 500);
+    process();
+    for (int node = 0; node < 5; node++) {
+      links.connected(node, 600);
+      process();
     }
-    for (int i = 0; i < n; i++) {
-      Native.linksReply(h, writeNodes[i], writes[i], reply.type().ordinal(), reply.integer(),
-          null, now + 100);
-      while (true) {
-        Native.linksPoll(h, linkOut, false);
-        if (linkOut[0] == 0) {
-          break;
-        }
-        if (linkOut[0] == 4) {
-          if (code == 3) {
-            Native.linksDropDelivery(h);
-          } else {
-            op.deliver(h, now + 100);
-            code = op.pump(h, 7, now + 100, pumpOut);
-          }
-        }
-      }
+    int[] nodes = Arrays.copyOf(writeNodes, writes);
+    writes = 0;
+    for (int node : nodes) {
+      links.feed(node, OK, 0, OK.length, 700);
+      process();
     }
-    return code;
+    writes = 0;
+    if (outcome == null) {
+      throw new IllegalStateException("the warm-up acquisition did not decide");
+    }
+    outcome.lease().ifPresent(Lease::close);
+  }
+
+  /** One round: the start's writes, each answered with {@code reply} through the decoder. */
+  private void round(byte[] reply, long now) {
+    process();
+    int sent = writes;
+    writes = 0;
+    for (int i = 0; i < sent; i++) {
+      links.feed(writeNodes[i], reply, 0, reply.length, now + 100);
+      process();
+    }
   }
 
   private int linkedCycle() {
-    Outcome acquired;
-    try (Operation op = client.acquire(List.of("orders:42"), 1_000)) {
-      if (linkedRound(op, 1_000, Reply.ok()) != 3) {
-        throw new IllegalStateException("the acquisition did not decide");
-      }
-      acquired = op.outcome();
+    outcome = null;
+    client.startAcquire(links, ++tag, RESOURCE, null, null, 1_000);
+    round(OK, 1_000);
+    Outcome acquired = outcome;
+    if (acquired == null || acquired.kind() != Outcome.Kind.ACQUIRED) {
+      throw new IllegalStateException("the acquisition did not succeed: " + acquired);
     }
-    try (var lease = acquired.lease().orElseThrow(); Operation op = client.release(lease, 2_000)) {
-      if (linkedRound(op, 2_000, Reply.integer(1)) != 3) {
-        throw new IllegalStateException("the release did not decide");
-      }
-      return op.outcome().released();
+    outcome = null;
+    try (Lease lease = acquired.lease().orElseThrow()) {
+      client.startRelease(links, ++tag, lease, 2_000);
+      round(RELEASED, 2_000);
     }
+    if (outcome == null || outcome.kind() != Outcome.Kind.RELEASED) {
+      throw new IllegalStateException("the release did not succeed: " + outcome);
+    }
+    return outcome.released();
   }
 
-  /** The whole cycle as the loop drives it over the core's links (no sockets). */
+  /**
+   * The whole cycle as the client's loop drives it with the nio driver (no sockets): the
+   * start, then each node's reply bytes, one native call each, through the core's links,
+   * decoder and operation; the writes' bytes and the outcomes come back in reused arrays.
+   */
   @Benchmark
   public int acquireReleaseN5ThroughLinks() {
     if (links == null) {

@@ -1,5 +1,6 @@
 package io.github.redlockcore.core;
 
+import io.github.redlockcore.internal.CoreLinks;
 import io.github.redlockcore.internal.Native;
 import io.github.redlockcore.internal.NativeHandle;
 import java.time.Duration;
@@ -71,17 +72,72 @@ public final class Client extends NativeHandle {
   public synchronized Operation acquire(List<String> resources, Duration ttl, Duration wait,
       long now) {
     byte[][] names = names(resources);
-    long waitMicros = -1;
-    if (wait != null) {
-      if (wait.isNegative()) {
-        throw new io.github.redlockcore.RedlockArgumentException(
-            "invalid_argument", "the wait must not be negative");
-      }
-      waitMicros = wait.compareTo(Duration.ofDays(365)) > 0
-          ? Duration.ofDays(365).toNanos() / 1000 : wait.toNanos() / 1000;
-    }
     return new Operation(Native.clientAcquire(handle(), names,
-        ttl == null ? -1 : ttlMillis(ttl), waitMicros, null, now));
+        ttl == null ? -1 : ttlMillis(ttl), waitMicros(wait), null, now));
+  }
+
+  /**
+   * Starts an acquisition inside the client loop's links under {@code tag} (as {@link
+   * #acquire(List, Duration, Duration, long)}).
+   */
+  public synchronized void startAcquire(CoreLinks links, long tag, List<String> resources,
+      Duration ttl, Duration wait, long now) {
+    byte[][] names = names(resources);
+    links.acquire(handle(), tag, names, ttl == null ? -1 : ttlMillis(ttl), waitMicros(wait),
+        now);
+  }
+
+  /** Starts an extension inside the loop's links; with {@code keep}, for keep-alive. */
+  public synchronized void startExtend(CoreLinks links, long tag, Lease lease, Duration ttl,
+      boolean keep, long now) {
+    synchronized (lease) {
+      links.extend(handle(), lease.handle0(), ttl == null ? -1 : ttlMillis(ttl), tag, keep, now);
+    }
+  }
+
+  /** Starts a release inside the loop's links. */
+  public synchronized void startRelease(CoreLinks links, long tag, Lease lease, long now) {
+    synchronized (lease) {
+      links.release(handle(), lease.handle0(), tag, now);
+    }
+  }
+
+  private static long waitMicros(Duration wait) {
+    if (wait == null) {
+      return -1;
+    }
+    if (wait.isNegative()) {
+      throw new io.github.redlockcore.RedlockArgumentException(
+          "invalid_argument", "the wait must not be negative");
+    }
+    return wait.compareTo(Duration.ofDays(365)) > 0
+        ? Duration.ofDays(365).toNanos() / 1000 : wait.toNanos() / 1000;
+  }
+
+  /**
+   * Starts acquiring with tokens and jitter drawn from {@code random}, with a wait limit
+   * (tests, vectors).
+   */
+  public synchronized Operation acquireWithRandom(List<String> resources, byte[] random,
+      Duration wait, long now) {
+    byte[][] names = names(resources);
+    if (random == null) {
+      throw new io.github.redlockcore.RedlockArgumentException(
+          "not_enough_random_bytes", "random bytes must not be null");
+    }
+    return new Operation(Native.clientAcquire(handle(), names, -1, waitMicros(wait), random,
+        now));
+  }
+
+  /**
+   * The channels the nodes announce releases of {@code resources} on (the core's {@code
+   * notice_channel} of each key), for a waiting acquisition's subscribers.
+   */
+  public List<byte[]> noticeChannels(List<String> resources) {
+    byte[][] names = names(resources);
+    synchronized (config) {
+      return List.of(Native.noticeChannels(config.handle0(), names));
+    }
   }
 
   /** Starts acquiring with tokens and jitter drawn from {@code random} (tests, vectors). */

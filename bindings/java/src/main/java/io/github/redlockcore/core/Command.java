@@ -11,7 +11,11 @@ public final class Command {
     SET,
     ACQUIRE,
     RELEASE,
-    EXTEND;
+    EXTEND,
+    /** A fenced acquisition: the keys set and the fence counters raised. */
+    FENCED_ACQUIRE,
+    /** A fenced acquisition's write-back of the token. */
+    WRITE_BACK;
 
     static Kind of(long code) {
       switch ((int) code) {
@@ -23,6 +27,10 @@ public final class Command {
           return RELEASE;
         case 3:
           return EXTEND;
+        case 4:
+          return FENCED_ACQUIRE;
+        case 5:
+          return WRITE_BACK;
         default:
           throw new io.github.redlockcore.RedlockStateException(
               "unsupported_output", "unknown command kind " + code);

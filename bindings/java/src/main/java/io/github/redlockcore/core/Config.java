@@ -44,7 +44,8 @@ public final class Config extends NativeHandle {
         micros(b.retryJitter),
         b.keyPrefix == null ? null : Native.utf8(b.keyPrefix),
         b.tokenBytes,
-        b.maxExtensions == null ? -1 : b.maxExtensions);
+        b.maxExtensions == null ? -1 : b.maxExtensions,
+        b.fencing);
   }
 
   private static long micros(Duration d) {
@@ -109,6 +110,11 @@ public final class Config extends NativeHandle {
     return (int) info[9];
   }
 
+  /** Whether acquisitions issue fencing tokens ({@code docs/fencing.md}). */
+  public boolean fencing() {
+    return info.length > 12 && info[12] != 0;
+  }
+
   public OptionalInt maxExtensions() {
     return info[10] < 0 ? OptionalInt.empty() : OptionalInt.of((int) info[10]);
   }
@@ -150,6 +156,7 @@ public final class Config extends NativeHandle {
     private String keyPrefix;
     private int tokenBytes = 20;
     private Integer maxExtensions;
+    private boolean fencing;
 
     private Builder(int nodes, Duration ttl) {
       this.nodes = nodes;
@@ -168,7 +175,19 @@ public final class Config extends NativeHandle {
       b.keyPrefix = keyPrefix;
       b.tokenBytes = tokenBytes;
       b.maxExtensions = maxExtensions;
+      b.fencing = fencing;
       return b;
+    }
+
+    /**
+     * Fencing tokens (off by default): each acquisition raises a per-resource counter on
+     * the nodes and writes the quorum's largest back before the lock is handed out, with
+     * a token that strictly increases per resource ({@code docs/fencing.md}). One extra
+     * round trip per acquisition.
+     */
+    public Builder fencing(boolean on) {
+      this.fencing = on;
+      return this;
     }
 
     public Builder ttl(Duration ttl) {

@@ -52,9 +52,14 @@ public final class KeepAliveMachine extends NativeHandle {
     return i >= 0 && i < REASONS.length ? REASONS[i] : "expired";
   }
 
-  /** The extension's outcome, straight from its operation (before {@link Operation#outcome}). */
+  /** The extension's outcome, straight from a standalone operation that just produced it. */
   public void handleOutcome(Operation operation, long now) {
     Native.keepAliveHandleOutcome(handle(), operation.handle0(), now);
+  }
+
+  /** The outcome of the extension the loop ran under {@code tag} (kept natively for this). */
+  public void handleOutcome(io.github.redlockcore.internal.CoreLinks links, long tag, long now) {
+    links.keepAliveOutcome(tag, handle(), now);
   }
 
   /** The extension could not run at all. */

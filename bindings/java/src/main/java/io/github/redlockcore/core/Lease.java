@@ -13,6 +13,7 @@ public final class Lease extends NativeHandle {
   private final long validUntil;
   private final int extensions;
   private final long ttlMillis;
+  private final long fencingToken;
   private List<String> keys;
 
   Lease(long handle) {
@@ -23,12 +24,15 @@ public final class Lease extends NativeHandle {
     this.validUntil = numbers[0];
     this.extensions = (int) numbers[1];
     this.ttlMillis = numbers[2];
+    this.fencingToken = numbers.length > 3 ? numbers[3] : -1;
     this.keys = decodeKeys((byte[][]) info[2]);
   }
 
   /** A lease whose numbers came with its outcome (keys are read when first asked for). */
-  Lease(long handle, String token, long validUntil, int extensions, long ttlMillis) {
+  Lease(long handle, String token, long validUntil, int extensions, long ttlMillis,
+      long fencingToken) {
     super(handle, Native::leaseFree, "lease");
+    this.fencingToken = fencingToken;
     this.token = token;
     this.validUntil = validUntil;
     this.extensions = extensions;
@@ -64,6 +68,16 @@ public final class Lease extends NativeHandle {
 
   public boolean isValid(long now) {
     return now < validUntil;
+  }
+
+  /**
+   * The fencing token (configurations with fencing): strictly greater than that of every
+   * earlier acquisition of the resource whose token was handed out; send it with every
+   * write to the protected resource, which must check it ({@code FencedWrites}).
+   */
+  public java.util.OptionalLong fencingToken() {
+    return fencingToken < 0 ? java.util.OptionalLong.empty()
+        : java.util.OptionalLong.of(fencingToken);
   }
 
   public int extensions() {

@@ -42,6 +42,20 @@ public final class NodeResult {
     this.cause = cause;
   }
 
+  /** The immutable results without text or cause, shared (most outcomes are made of them). */
+  private static final NodeResult[] PLAIN = new NodeResult[Kind.values().length];
+
+  static {
+    for (Kind kind : Kind.values()) {
+      PLAIN[kind.ordinal()] = new NodeResult(kind, null, null);
+    }
+  }
+
+  static NodeResult of(Kind kind, String error, String cause) {
+    return error == null && cause == null ? PLAIN[kind.ordinal()]
+        : new NodeResult(kind, error, cause);
+  }
+
   static String causeOf(int number) {
     return number > 0 && number < CAUSES.length ? CAUSES[number] : null;
   }

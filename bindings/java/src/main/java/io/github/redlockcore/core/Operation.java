@@ -132,32 +132,22 @@ public final class Operation extends NativeHandle {
     Native.operationHandleTimeout(handle(), now);
   }
 
+  /**
+   * Hands in a release notice for this acquisition's resource from node {@code node}: a
+   * waiting acquisition may try again at once (the core decides). {@code unknown_node} for
+   * an index outside the nodes.
+   */
+  public synchronized void handleNotice(int node, long now) {
+    Native.operationHandleNotice(handle(), node, now);
+  }
+
   public synchronized boolean isFinished() {
     return Native.operationIsFinished(handle());
   }
 
   /**
-   * Polls until the operation waits or ends, submitting every command to its node's link
-   * (in {@code links}) tagged {@code tag}: 2 with {@code out[0]} the instant to wake, 3 when
-   * {@link #outcome()} is ready, 0 when it had already ended.
-   */
-  public synchronized int pump(long links, long tag, long now, long[] out) {
-    return Native.operationPump(handle(), links, tag, now, out);
-  }
-
-  /** The outcome after {@link #pump} returned 3. */
-  public synchronized Outcome outcome() {
-    return Outcome.fromNative(Native.operationOutcome(handle()));
-  }
-
-  /** Hands the delivery the links announced to this operation. */
-  public synchronized void deliver(long links, long now) {
-    Native.linksDeliver(links, handle(), now);
-  }
-
-  /**
-   * Cancels it: an acquisition emits the release of its token on every node (pump it to
-   * the links), then nothing more.
+   * Cancels it: an acquisition emits the release of its token on every node (poll it),
+   * then nothing more.
    */
   public synchronized void abandon(long now) {
     Native.operationAbandon(handle(), now);

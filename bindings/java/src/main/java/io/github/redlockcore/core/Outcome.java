@@ -1,5 +1,6 @@
 package io.github.redlockcore.core;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -59,14 +60,17 @@ public final class Outcome {
   private final Lease lease;
   private final List<NodeResult> nodes;
   private final String errorClass;
+  private final long fencingToken;
 
   /** The core's error classes, by their stable numbers (from 1). */
   private static final String[] ERROR_CLASSES = {null, "held_elsewhere", "nodes_failing",
       "lock_lost", "not_held", "invalid_argument", "used_after_close", "cancelled"};
 
   private Outcome(Kind kind, Reason reason, int attempts, long validityMicros, long retryAt,
-      int released, String token, Lease lease, List<NodeResult> nodes, String errorClass) {
+      int released, String token, Lease lease, List<NodeResult> nodes, String errorClass,
+      long fencingToken) {
     this.errorClass = errorClass;
+    this.fencingToken = fencingToken;
     this.kind = kind;
     this.reason = reason;
     this.attempts = attempts;
@@ -84,33 +88,98 @@ public final class Outcome {
     int[] codes = (int[]) parts[2];
     String[] texts = (String[]) parts[3];
     int[] causes = (int[]) parts[4];
-    int errorClass = (int) n[10];
+    List<NodeResult> nodes = new ArrayList<>(codes.length);
+    for (int i = 0; i < codes.length; i++) {
+      nodes.add(NodeResult.of(nodeKind(codes[i]), texts == null ? null : texts[i],
+          NodeResult.causeOf(causes[i])));
+    }
+    return of(n, 0, token, nodes);
+  }
+
+  private static final NodeResult.Kind[] NODE_KINDS = NodeResult.Kind.values();
+  private static final Kind[] KINDS = Kind.values();
+  private static final Reason[] REASONS = Reason.values();
+
+  private static NodeResult.Kind nodeKind(long code) {
+    if (code < 0 || code >= NODE_KINDS.length) {
+      throw new io.github.redlockcore.RedlockStateException(
+          "unsupported_output", "unknown node result " + code);
+    }
+    return NODE_KINDS[(int) code];
+  }
+
+  /** From the outcome's numbers at {@code n[at]} (layout in the native crate's convert.rs). */
+  private static Outcome of(long[] n, int at, String token, List<NodeResult> nodes) {
+    long errorClass = n[at + 10];
     if (errorClass < 0 || errorClass >= ERROR_CLASSES.length) {
       throw new io.github.redlockcore.RedlockStateException(
           "unsupported_output", "unknown error class " + errorClass);
     }
-    Lease lease = n[8] != 0 ? new Lease(n[8], token, n[3], (int) n[7], n[9]) : null;
-    List<NodeResult> nodes = new ArrayList<>(codes.length);
-    NodeResult.Kind[] kinds = NodeResult.Kind.values();
-    for (int i = 0; i < codes.length; i++) {
-      if (codes[i] < 0 || codes[i] >= kinds.length) {
-        throw new io.github.redlockcore.RedlockStateException(
-            "unsupported_output", "unknown node result " + codes[i]);
-      }
-      nodes.add(new NodeResult(kinds[codes[i]], texts == null ? null : texts[i],
-          NodeResult.causeOf(causes[i])));
+    long kind = n[at];
+    long reason = n[at + 1];
+    if (kind < 0 || kind >= KINDS.length || reason >= REASONS.length) {
+      throw new io.github.redlockcore.RedlockStateException(
+          "unsupported_output", "unknown outcome " + kind + "/" + reason);
     }
+    Lease lease = n[at + 8] != 0
+        ? new Lease(n[at + 8], token, n[at + 3], (int) n[at + 7], n[at + 9], n[at + 11])
+        : null;
     return new Outcome(
-        Kind.values()[(int) n[0]],
-        n[1] < 0 ? null : Reason.values()[(int) n[1]],
-        (int) n[2],
-        n[4],
-        n[5],
-        (int) n[6],
+        KINDS[(int) kind],
+        reason < 0 ? null : REASONS[(int) reason],
+        (int) n[at + 2],
+        n[at + 4],
+        n[at + 5],
+        (int) n[at + 6],
         token,
         lease,
         Collections.unmodifiableList(nodes),
-        ERROR_CLASSES[errorClass]);
+        ERROR_CLASSES[(int) errorClass],
+        n[at + 11]);
+  }
+
+  /**
+   * The outcome of a loop event ({@link io.github.redlockcore.internal.CoreLinks#OUTCOME}):
+   * its numbers from {@code records[at]}, its token and node texts from {@code
+   * bytes[byteAt]}. For the client's loop; {@link #eventBytes} says how many bytes it used.
+   */
+  public static Outcome fromEvent(io.github.redlockcore.internal.CoreLinks links, int at,
+      int byteAt) {
+    long[] r = links.records();
+    byte[] bytes = links.bytes();
+    int tokenLength = (int) r[at + 12];
+    int count = (int) r[at + 13];
+    String token = tokenLength == 0 ? null
+        : new String(bytes, byteAt, tokenLength, StandardCharsets.ISO_8859_1);
+    int offset = byteAt + tokenLength;
+    List<NodeResult> nodes = new ArrayList<>(count);
+    for (int i = 0; i < count; i++) {
+      int base = at + 15 + 3 * i;
+      int textLength = (int) r[base + 2];
+      String text = null;
+      if (textLength >= 0) {
+        text = new String(bytes, offset, textLength, StandardCharsets.UTF_8);
+        offset += textLength;
+      }
+      nodes.add(NodeResult.of(nodeKind(r[base]), text, NodeResult.causeOf((int) r[base + 1])));
+    }
+    return of(r, at, token, nodes);
+  }
+
+  /** The bytes an outcome event at {@code records[at]} uses (its token and node texts). */
+  public static int eventBytes(long[] r, int at) {
+    int total = (int) r[at + 12];
+    int count = (int) r[at + 13];
+    for (int i = 0; i < count; i++) {
+      total += Math.max(0, (int) r[at + 15 + 3 * i + 2]);
+    }
+    return total;
+  }
+
+  /** The fencing token the lock was handed with (fenced acquisitions and their leases). */
+  public java.util.OptionalLong fencingToken() {
+    return fencingToken < 0 ? java.util.OptionalLong.empty()
+        : java.util.OptionalLong.of(fencingToken);
   }
 
   /**

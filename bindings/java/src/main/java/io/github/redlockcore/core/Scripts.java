@@ -16,6 +16,15 @@ public final class Scripts {
   public static final String ACQUIRE_SHA1 = TEXTS[3];
   public static final String RELEASE_SHA1 = TEXTS[4];
   public static final String EXTEND_SHA1 = TEXTS[5];
+  /** Fenced acquisitions: set the keys and raise the fence counters ({@code docs/fencing.md}). */
+  public static final String FENCED_ACQUIRE = TEXTS[6];
+  /** Fenced acquisitions: the holder writes the token back to the counters. */
+  public static final String WRITE_BACK = TEXTS[7];
+  /** The resource-side check: set an item only under a higher fencing token. */
+  public static final String FENCED_SET = TEXTS[8];
+  public static final String FENCED_ACQUIRE_SHA1 = TEXTS[9];
+  public static final String WRITE_BACK_SHA1 = TEXTS[10];
+  public static final String FENCED_SET_SHA1 = TEXTS[11];
 
   private Scripts() {}
 

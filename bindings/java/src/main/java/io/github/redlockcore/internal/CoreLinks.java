@@ -1,16 +1,43 @@
 package io.github.redlockcore.internal;
 
+import io.github.redlockcore.RedlockStateException;
+
 /**
- * The core's node links ({@code redlock_core::Link}), one per node, behind one native
- * handle. Loop thread only. The per-node policy (order, the bound in flight, stalled
- * nodes, owed releases, scripts first on every connection, resends, reconnect backoff) is
- * the core's; {@link Engine} only does what they output.
+ * The loop's native half ({@code native/src/engine.rs}): the core's node links
+ * ({@code redlock_core::Link}, one per node) and the operations they serve, behind one
+ * handle. Loop thread only.
+ *
+ * <p>Each input (an operation started, a node's bytes or reply, a connection event, the
+ * passing of time) is one native call that takes it through everything that follows
+ * (operations polled, commands handed to links, replies delivered to operations, due
+ * timeouts) and writes what the Java side must do into this object's reused arrays:
+ * {@link #count()} events from {@link #records()} index 4, each command's RESP bytes in
+ * {@link #bytes()}, and {@link #nextWake()}. The per-node policy (order, the bound in
+ * flight, stalled nodes, owed releases, scripts first on every connection, resends,
+ * reconnect backoff) is the core's; {@link Engine} only does what the events say.
  */
 public final class CoreLinks extends NativeHandle {
-  private final int nodes;
+  /** Open the node's connection: {@code node}. */
+  public static final int CONNECT = 1;
+  /** Write to the node: {@code node, write id, length} (the RESP bytes, in order). */
+  public static final int WRITE = 2;
+  /** Close the node's connection: {@code node}. */
+  public static final int CLOSE = 3;
+  /** An operation's outcome: {@code tag, count, ...count numbers} (see {@code Outcome}). */
+  public static final int OUTCOME = 5;
+  /** An operation ended without an outcome (abandoned): {@code tag}. */
+  public static final int ENDED = 6;
 
-  public CoreLinks(int nodes) {
-    super(Native.linksNew(nodes), Native::linksFree, "links");
+  private final int nodes;
+  private long[] records = new long[256];
+  private byte[] bytes = new byte[4096];
+
+  /**
+   * Links for {@code nodes} nodes; with {@code raw}, the driver hands in the bytes it
+   * reads ({@link #feed}) and the core's decoder matches replies to writes.
+   */
+  public CoreLinks(int nodes, boolean raw) {
+    super(Native.loopNew(nodes, raw), Native::loopFree, "links");
     this.nodes = nodes;
   }
 
@@ -22,9 +49,123 @@ public final class CoreLinks extends NativeHandle {
     return nodes;
   }
 
+  /** The events of the last call, from index 4 (the header is counts and the wake). */
+  public long[] records() {
+    return records;
+  }
+
+  public byte[] bytes() {
+    return bytes;
+  }
+
+  /** Events the last call wrote. */
+  public int count() {
+    return (int) records[0];
+  }
+
+  /** When to call {@link #timeout} next if nothing else happens (-1: nothing waits). */
+  public long nextWake() {
+    return records[3];
+  }
+
+  /** Checks a call's result; fetches the events into larger arrays when they did not fit. */
+  int events(int result) {
+    while (result == -1) {
+      long needRecords = records[1];
+      long needBytes = records[2];
+      if (needRecords > Integer.MAX_VALUE - 8 || needBytes > Integer.MAX_VALUE - 8) {
+        throw new RedlockStateException("unsupported_output", "too many events at once");
+      }
+      if (needRecords > records.length) {
+        records = new long[(int) Math.max(needRecords, records.length * 2L)];
+      }
+      if (needBytes > bytes.length) {
+        bytes = new byte[(int) Math.max(needBytes, bytes.length * 2L)];
+      }
+      result = Native.loopEvents(handle(), records, bytes);
+    }
+    return result;
+  }
+
+  /** Starts an acquisition ({@code client} is the core client's raw handle). */
+  public int acquire(long client, long tag, byte[][] resources, long ttlMs, long waitMicros,
+      long now) {
+    return events(Native.loopAcquire(handle(), client, tag, resources, ttlMs, waitMicros, now,
+        records, bytes, records.length, bytes.length));
+  }
+
+  /** Starts an extension; with {@code keep}, its outcome is kept for keep-alive. */
+  public int extend(long client, long lease, long ttlMs, long tag, boolean keep, long now) {
+    return events(Native.loopExtend(handle(), client, lease, ttlMs, tag, keep, now, records,
+        bytes, records.length, bytes.length));
+  }
+
+  public int release(long client, long lease, long tag, long now) {
+    return events(Native.loopRelease(handle(), client, lease, tag, now,
+        records, bytes, records.length, bytes.length));
+  }
+
+  public int abandon(long tag, long now) {
+    return events(Native.loopAbandon(handle(), tag, now,
+        records, bytes, records.length, bytes.length));
+  }
+
+  public int notice(long tag, int node, long now) {
+    return events(Native.loopNotice(handle(), tag, node, now,
+        records, bytes, records.length, bytes.length));
+  }
+
+  public int timeout(long now) {
+    return events(Native.loopTimeout(handle(), now, records, bytes, records.length, bytes.length));
+  }
+
+  public int connected(int node, long now) {
+    return events(Native.loopConnected(handle(), node, now,
+        records, bytes, records.length, bytes.length));
+  }
+
+  public int closed(int node, int cause, String text, long now) {
+    return events(Native.loopClosed(handle(), node, cause, text, now,
+        records, bytes, records.length, bytes.length));
+  }
+
+  public int reply(int node, long write, int kind, long integer, byte[] data, long now) {
+    return events(Native.loopReply(handle(), node, write, kind, integer, data, now, records,
+        bytes, records.length, bytes.length));
+  }
+
+  public int replyResp(int node, long write, byte[] resp, long now) {
+    return events(Native.loopReplyResp(handle(), node, write, resp, now,
+        records, bytes, records.length, bytes.length));
+  }
+
+  /** Bytes read from a raw connection (links made with {@code raw}). */
+  public int feed(int node, byte[] data, int offset, int length, long now) {
+    if (data == null || offset < 0 || length < 0 || offset > data.length - length) {
+      throw new io.github.redlockcore.RedlockArgumentException("invalid_argument",
+          "offset " + offset + " and length " + length + " do not fit the bytes");
+    }
+    return events(Native.loopFeed(handle(), node, data, offset, length, now,
+        records, bytes, records.length, bytes.length));
+  }
+
+  /** Hands the outcome kept for {@code tag} to a keep-alive ({@code keepAlive}'s handle). */
+  public void keepAliveOutcome(long tag, long keepAlive, long now) {
+    Native.loopKeepAliveOutcome(handle(), tag, keepAlive, now);
+  }
+
+  public void forget(long tag) {
+    Native.loopForget(handle(), tag);
+  }
+
+  /** Operations still running. */
+  public int running() {
+    return Native.loopRunning(handle());
+  }
+
   /** One node's link at {@code now}. */
   public Info info(int node, long now) {
-    long[] v = Native.linksInfo(handle(), node, now);
+    long[] v = Native.loopLinkInfo(handle(), node, now);
     return new Info((int) v[0], (int) v[1], (int) v[2], v[3] != 0, v[4] != 0, v[5] != 0);
   }
 

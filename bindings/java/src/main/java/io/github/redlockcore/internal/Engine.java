@@ -1,7 +1,9 @@
 package io.github.redlockcore.internal;
 
 import io.github.redlockcore.RedlockStateException;
-import io.github.redlockcore.core.Operation;
+import io.github.redlockcore.RedlockArgumentException;
+import io.github.redlockcore.RedlockProtocolException;
+import io.github.redlockcore.core.KeepAliveMachine;
 import io.github.redlockcore.core.Outcome;
 import io.github.redlockcore.core.Reply;
 import io.github.redlockcore.core.RespDecoder;
@@ -10,14 +12,16 @@ import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
 import io.github.redlockcore.spi.NodeConnection;
 import io.github.redlockcore.spi.NodeEvents;
+import io.github.redlockcore.spi.NoticeSubscriber;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.channels.SelectableChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -26,15 +30,15 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
-import java.util.function.LongFunction;
-import java.util.function.ObjLongConsumer;
 
 /**
- * The loop: one thread that starts operations, sends what they emit through each node's
- * link to the driver's connections, feeds replies and timeouts back, and polls until each
- * operation waits or ends. It decides nothing about the lock: every output comes from the
- * core ({@link Operation}) or, for the transport, from the core's node links ({@link
- * CoreLinks}): the loop never resends, queues or decides that a node is dead.
+ * The loop: one thread that starts operations, hands every node event (bytes or a reply,
+ * connected, closed) and the passing of time to the loop's native half ({@link
+ * CoreLinks}), and does what comes back: open, write, close a connection, complete an
+ * operation's future. It decides nothing about the lock: the operations and node links
+ * are the core's, and one native call takes each input through them (operations polled,
+ * commands handed to links, replies delivered); the loop never resends, queues or
+ * decides that a node is dead.
  *
  * <p>The thread sleeps in a {@link Selector}, so raw-socket drivers register their
  * channels with it and are served on this same thread; other drivers report from their own
@@ -47,6 +51,7 @@ public final class Engine implements LoopContext, AutoCloseable {
   private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
   private final long origin = System.nanoTime();
   private final boolean wantsArgs;
+  private final boolean raw;
   private volatile boolean running = true;
 
   // ---- loop-thread state ----
@@ -55,13 +60,13 @@ public final class Engine implements LoopContext, AutoCloseable {
   private final NodeConnection[] connections;
   private final Map<Long, Op> ops = new HashMap<>();
   private final PriorityQueue<Timer> timers = new PriorityQueue<>();
-  /** Operations handed a reply since they were last polled. */
-  private final ArrayDeque<Op> touched = new ArrayDeque<>();
-  private final long[] pumpOut = new long[1];
-  private final long[] linkOut = new long[4];
-  /** An operation was polled since the links were last: they may have output. */
-  private boolean submitted;
-  /** The next instant a link wants its timeout handled, or -1. */
+  /** Operations that ended in the events being processed, completed after them. */
+  private final ArrayList<Object> finished = new ArrayList<>();
+  /** Per node, the subscriber for release notices, opened when a waiter first needs it. */
+  private NoticeSubscriber[] subscribers;
+  /** Waiting acquisitions by the notice channel they listen on (ISO-8859-1 of its bytes). */
+  private final Map<String, List<Op>> waiters = new HashMap<>();
+  /** The next instant the native half wants {@code timeout}, or -1. */
   private long linkWake = -1;
   private long nextTag = 1;
   private long timerSeq;
@@ -69,19 +74,24 @@ public final class Engine implements LoopContext, AutoCloseable {
 
   private static final class Op {
     final long tag;
-    final Operation operation;
     final CompletableFuture<Outcome> future;
-    final ObjLongConsumer<Operation> beforeOutcome;
-    long waitUntil = -1;
-    boolean touched;
+    /** The keep-alive that hears this extension's outcome first, or null. */
+    final KeepAliveMachine keepAlive;
+    /** The notice channels this acquisition listens on while it waits, or null. */
+    final List<String> channels;
 
-    Op(long tag, Operation operation, CompletableFuture<Outcome> future,
-        ObjLongConsumer<Operation> beforeOutcome) {
+    Op(long tag, CompletableFuture<Outcome> future, KeepAliveMachine keepAlive,
+        List<String> channels) {
       this.tag = tag;
-      this.operation = operation;
       this.future = future;
-      this.beforeOutcome = beforeOutcome;
+      this.keepAlive = keepAlive;
+      this.channels = channels;
     }
+  }
+
+  /** Starts one operation inside the loop's links, under {@code tag}, at {@code now}. */
+  public interface Starter {
+    void start(CoreLinks links, long tag, long now);
   }
 
   /** A task due at a time on the loop's clock. */
@@ -111,13 +121,14 @@ public final class Engine implements LoopContext, AutoCloseable {
   public Engine(Driver driver) {
     this.driver = driver;
     this.wantsArgs = driver instanceof ArgsDriver;
+    this.raw = driver instanceof RawDriver;
     try {
       this.selector = Selector.open();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
     int n = driver.nodes();
-    links = new CoreLinks(n);
+    links = new CoreLinks(n, raw);
     linksHandle = links.raw();
     connections = new NodeConnection[n];
     thread = new Thread(this::loop, "redlock-loop-" + driver.name());
@@ -140,6 +151,12 @@ public final class Engine implements LoopContext, AutoCloseable {
 
   /** Marker for drivers that send argv (a client library) rather than RESP bytes. */
   public interface ArgsDriver {}
+
+  /**
+   * Marker for drivers that own a socket: they write the RESP bytes as given and report
+   * what they read with {@link NodeEvents#received}; the core's decoder does the rest.
+   */
+  public interface RawDriver {}
 
   // ---- LoopContext ----
 
@@ -205,16 +222,33 @@ public final class Engine implements LoopContext, AutoCloseable {
    * completes with its outcome. Cancelling the future abandons the operation: an
    * acquisition's release goes to every node, and the operation is forgotten.
    */
-  public CompletableFuture<Outcome> run(LongFunction<Operation> start) {
+  public CompletableFuture<Outcome> run(Starter start) {
     return run(start, null);
   }
 
   /**
-   * As {@link #run(LongFunction)}; {@code beforeOutcome} sees the operation (on the loop
-   * thread) when its outcome is ready and before it is taken (the core's keep-alive).
+   * As {@link #run(Starter)}; {@code keepAlive} hears the extension's outcome (on the loop
+   * thread) before the future completes.
    */
-  public CompletableFuture<Outcome> run(LongFunction<Operation> start,
-      ObjLongConsumer<Operation> beforeOutcome) {
+  public CompletableFuture<Outcome> run(Starter start, KeepAliveMachine keepAlive) {
+    return run(start, keepAlive, null);
+  }
+
+  /**
+   * As {@link #run(Starter)}, for an acquisition that listens for release notices on
+   * {@code channels} (one subscriber connection per node) while it runs: each notice goes
+   * to the operation (the core's {@code handle_notice}), which may try again at once.
+   */
+  public CompletableFuture<Outcome> run(Starter start, KeepAliveMachine keepAlive,
+      List<byte[]> channels) {
+    List<String> names = null;
+    if (channels != null) {
+      names = new ArrayList<>(channels.size());
+      for (byte[] channel : channels) {
+        names.add(new String(channel, StandardCharsets.ISO_8859_1));
+      }
+    }
+    List<String> listening = names;
     CompletableFuture<Outcome> future = new CompletableFuture<>();
     if (closing || !running) {
       future.completeExceptionally(
@@ -230,26 +264,105 @@ public final class Engine implements LoopContext, AutoCloseable {
       if (future.isDone()) {
         return;
       }
-      Operation operation;
-      long now = now();
+      Op op = new Op(nextTag++, future, keepAlive, listening);
+      ops.put(op.tag, op);
+      listen(op);
       try {
-        operation = start.apply(now);
+        start.start(links, op.tag, now());
       } catch (RuntimeException e) {
+        take(op.tag);
         future.completeExceptionally(e);
         return;
       }
-      Op op = new Op(nextTag++, operation, future, beforeOutcome);
-      ops.put(op.tag, op);
+      process();
       future.whenComplete((outcome, error) -> {
         if (future.isCancelled()) {
           execute(() -> abandon(op));
         }
       });
-      drain(op, now);
-      pumpLinks();
-      deliverAll();
     });
     return future;
+  }
+
+  /** Removes a running operation (it ended) and stops its listening; null if unknown. */
+  private Op take(long tag) {
+    Op op = ops.remove(tag);
+    if (op != null && op.channels != null) {
+      for (String channel : op.channels) {
+        List<Op> list = waiters.get(channel);
+        if (list != null && list.remove(op) && list.isEmpty()) {
+          waiters.remove(channel);
+          forEachSubscriber(sub -> sub.unsubscribe(channel.getBytes(StandardCharsets.ISO_8859_1)));
+        }
+      }
+    }
+    return op;
+  }
+
+  /** The first waiter of a channel subscribes to it on every node. */
+  private void listen(Op op) {
+    if (op.channels == null) {
+      return;
+    }
+    if (subscribers == null) {
+      subscribers = new NoticeSubscriber[links.nodes()];
+      for (int i = 0; i < subscribers.length; i++) {
+        int node = i;
+        try {
+          subscribers[i] = driver.openSubscriber(i, this,
+              channel -> execute(() -> heard(node, channel)));
+        } catch (RuntimeException e) {
+          // No notices from this node: its waiters keep the retry schedule.
+          subscribers[i] = null;
+        }
+      }
+    }
+    for (String channel : op.channels) {
+      List<Op> list = waiters.computeIfAbsent(channel, c -> new ArrayList<>(2));
+      list.add(op);
+      if (list.size() == 1) {
+        forEachSubscriber(sub -> sub.subscribe(channel.getBytes(StandardCharsets.ISO_8859_1)));
+      }
+    }
+  }
+
+  private void forEachSubscriber(Consumer<NoticeSubscriber> action) {
+    if (subscribers == null) {
+      return;
+    }
+    for (NoticeSubscriber sub : subscribers) {
+      if (sub != null) {
+        try {
+          action.accept(sub);
+        } catch (RuntimeException e) {
+          // A subscriber that fails costs its node's notices, nothing else.
+          Thread t = Thread.currentThread();
+          t.getUncaughtExceptionHandler().uncaughtException(t, e);
+        }
+      }
+    }
+  }
+
+  /** A release notice from {@code node}: every acquisition waiting on the channel hears it. */
+  private void heard(int node, byte[] channel) {
+    if (!running) {
+      return;
+    }
+    List<Op> list = waiters.get(new String(channel, StandardCharsets.ISO_8859_1));
+    if (list == null) {
+      return;
+    }
+    for (Op op : new ArrayList<>(list)) {
+      if (ops.containsKey(op.tag)) {
+        try {
+          links.notice(op.tag, node, now());
+        } catch (RedlockArgumentException e) {
+          // A notice the core refuses changes nothing: dropped.
+          continue;
+        }
+        process();
+      }
+    }
   }
 
   /** Runs {@code task} on the loop thread at {@code at} (loop clock). Loop thread only. */
@@ -259,123 +372,117 @@ public final class Engine implements LoopContext, AutoCloseable {
     return t;
   }
 
-  /** Polls the operation until it waits or ends; its commands go to the links. */
-  private void drain(Op op, long now) {
+  /** Cancellation: the core's abandon, its releases to the links, and the op forgotten. */
+  private void abandon(Op op) {
     if (!ops.containsKey(op.tag)) {
       return;
     }
-    submitted = true;
-    try {
-      int code = op.operation.pump(linksHandle, op.tag, now, pumpOut);
-      if (code == 2) {
-        op.waitUntil = pumpOut[0];
-      } else if (code == 3) {
-        if (op.beforeOutcome != null) {
-          op.beforeOutcome.accept(op.operation, now);
-        }
-        finish(op, op.operation.outcome());
-      } else {
-        finish(op, null);
-      }
-    } catch (RuntimeException e) {
-      ops.remove(op.tag);
-      op.operation.close();
-      op.future.completeExceptionally(e);
-    }
-  }
-
-  private void finish(Op op, Outcome outcome) {
-    ops.remove(op.tag);
-    op.operation.close();
-    op.future.complete(outcome);
-  }
-
-  /** Cancellation: the core's abandon, its releases to the links, and the op forgotten. */
-  private void abandon(Op op) {
-    if (ops.remove(op.tag) == null) {
-      return;
-    }
-    long now = now();
-    try {
-      op.operation.abandon(now);
-      submitted = true;
-      op.operation.pump(linksHandle, op.tag, now, pumpOut);
-    } finally {
-      op.operation.close();
-    }
-    pumpLinks();
-    deliverAll();
+    links.abandon(op.tag, now());
+    process();
+    // An operation that had ended already is forgotten all the same.
+    take(op.tag);
   }
 
   /**
-   * Does what the links output. A delivery is handed to its operation at once (the reply
-   * stays native); the operation is polled in {@link #deliverAll()}.
+   * Does what the last native call's events say: open, write, close connections, and
+   * complete the operations that ended (after the events, so that what their futures run
+   * on this thread cannot overwrite the events being read).
    */
-  private void pumpLinks() {
-    submitted = false;
-    pollLinks();
-    // Due link timeouts (a stalled node, a reconnect backoff) may output more.
-    linkWake = Native.linksTimeout(linksHandle, now());
-    pollLinks();
-  }
-
-  private void pollLinks() {
-    while (true) {
-      Object data = Native.linksPoll(linksHandle, linkOut, wantsArgs);
-      int code = (int) linkOut[0];
-      if (code == 0) {
-        break;
-      }
-      int node = (int) linkOut[1];
+  private void process() {
+    long[] r = links.records();
+    int count = links.count();
+    int at = 4;
+    int byteAt = 0;
+    for (int i = 0; i < count; i++) {
+      int code = (int) r[at];
       switch (code) {
-        case 1:
-          connections[node].connect();
+        case CoreLinks.CONNECT:
+          connections[(int) r[at + 1]].connect();
+          at += 2;
           break;
-        case 2:
+        case CoreLinks.WRITE: {
+          int node = (int) r[at + 1];
+          int length = (int) r[at + 3];
           if (wantsArgs) {
-            connections[node].write(linkOut[2], null, null, (byte[][]) data);
+            byte[] resp = Arrays.copyOfRange(links.bytes(), byteAt, byteAt + length);
+            connections[node].write(r[at + 2], null, null, argv(resp));
           } else {
-            connections[node].write(linkOut[2], null, (byte[]) data, null);
+            connections[node].writeRaw(r[at + 2], links.bytes(), byteAt, length);
           }
+          byteAt += length;
+          at += 4;
           break;
-        case 3:
-          connections[node].close();
+        }
+        case CoreLinks.CLOSE:
+          connections[(int) r[at + 1]].close();
+          at += 2;
           break;
-        case 4:
-          Op op = ops.get(linkOut[2]);
+        case CoreLinks.OUTCOME: {
+          long tag = r[at + 1];
+          int numbers = (int) r[at + 2];
+          Outcome outcome = Outcome.fromEvent(links, at + 3, byteAt);
+          byteAt += Outcome.eventBytes(r, at + 3);
+          at += 3 + numbers;
+          Op op = take(tag);
           if (op == null) {
-            // A late reply to an operation that already ended: it changes nothing.
-            Native.linksDropDelivery(linksHandle);
+            outcome.lease().ifPresent(io.github.redlockcore.core.Lease::close);
             break;
           }
-          try {
-            op.operation.deliver(linksHandle, now());
-          } catch (RuntimeException e) {
-            Native.linksDropDelivery(linksHandle);
-            ops.remove(op.tag);
-            op.operation.close();
-            op.future.completeExceptionally(e);
-            break;
+          if (op.keepAlive != null) {
+            try {
+              op.keepAlive.handleOutcome(links, tag, now());
+            } catch (RedlockStateException e) {
+              // The keep-alive was stopped meanwhile: nobody needs this outcome.
+              links.forget(tag);
+            }
           }
-          if (!op.touched) {
-            op.touched = true;
-            touched.add(op);
-          }
+          finished.add(op);
+          finished.add(outcome);
           break;
+        }
+        case CoreLinks.ENDED: {
+          Op op = take(r[at + 1]);
+          if (op != null) {
+            finished.add(op);
+            finished.add(null);
+          }
+          at += 2;
+          break;
+        }
         default:
-          throw new RedlockStateException("unsupported_output", "unknown link output " + code);
+          throw new RedlockStateException("unsupported_output", "unknown loop event " + code);
+      }
+    }
+    linkWake = links.nextWake();
+    if (!finished.isEmpty()) {
+      Object[] done = finished.toArray();
+      finished.clear();
+      for (int i = 0; i < done.length; i += 2) {
+        ((Op) done[i]).future.complete((Outcome) done[i + 1]);
       }
     }
   }
 
-  /** Polls every operation a reply reached, until they all wait or end. */
-  private void deliverAll() {
-    Op op;
-    while ((op = touched.poll()) != null) {
-      op.touched = false;
-      drain(op, now());
-      pumpLinks();
+  /** A command's argv from its RESP bytes (an array of bulk strings, as the core writes). */
+  static byte[][] argv(byte[] resp) {
+    int at = 1;
+    int count = 0;
+    while (resp[at] != '\r') {
+      count = count * 10 + (resp[at++] - '0');
     }
+    at += 2;
+    byte[][] args = new byte[count][];
+    for (int i = 0; i < count; i++) {
+      at++; // '$'
+      int length = 0;
+      while (resp[at] != '\r') {
+        length = length * 10 + (resp[at++] - '0');
+      }
+      at += 2;
+      args[i] = Arrays.copyOfRange(resp, at, at + length);
+      at += length + 2;
+    }
+    return args;
   }
 
   /** A node's events, taken over by the loop thread (always queued: never re-entrant). */
@@ -392,41 +499,54 @@ public final class Engine implements LoopContext, AutoCloseable {
           return;
         }
         task.run();
-        pumpLinks();
-        deliverAll();
+        process();
       });
       selector.wakeup();
     }
 
     @Override
     public void connected() {
-      later(() -> Native.linksConnected(linksHandle, node, now()));
+      later(() -> links.connected(node, now()));
     }
 
     @Override
     public void closed(CloseCause cause, String text) {
-      later(() -> Native.linksClosed(linksHandle, node, cause.ordinal(), text, now()));
+      later(() -> links.closed(node, cause.ordinal(), text, now()));
+    }
+
+    @Override
+    public void received(byte[] data, int offset, int length) {
+      if (!raw) {
+        throw new UnsupportedOperationException("this driver reports replies, not bytes");
+      }
+      byte[] copy = Arrays.copyOfRange(data, offset, offset + length);
+      later(() -> {
+        try {
+          links.feed(node, copy, 0, copy.length, now());
+        } catch (RedlockProtocolException e) {
+          // Not RESP: the connection cannot be trusted any more.
+          connections[node].close();
+          links.closed(node, CloseCause.OTHER.ordinal(), e.getMessage(), now());
+        }
+      });
     }
 
     @Override
     public void reply(long writeId, Object reply) {
       later(() -> {
         long now = now();
+        Reply r;
         if (reply instanceof RespDecoder.Decoded) {
-          RespDecoder.Decoded d = (RespDecoder.Decoded) reply;
-          try {
-            Native.linksReplyHandle(linksHandle, node, writeId, d.handle0(), now);
-          } finally {
-            d.close();
+          try (RespDecoder.Decoded d = (RespDecoder.Decoded) reply) {
+            r = d.toReply();
           }
         } else {
-          Reply r = (Reply) reply;
-          if (r.type() == Reply.Type.ARRAY) {
-            Native.linksReplyResp(linksHandle, node, writeId, r.toResp(), now);
-          } else {
-            Native.linksReply(linksHandle, node, writeId, r.type().ordinal(), r.integer(),
-                r.data(), now);
-          }
+          r = (Reply) reply;
+        }
+        if (r.type() == Reply.Type.ARRAY) {
+          links.replyResp(node, writeId, r.toResp(), now);
+        } else {
+          links.reply(node, writeId, r.type().ordinal(), r.integer(), r.data(), now);
         }
       });
     }
@@ -474,8 +594,7 @@ public final class Engine implements LoopContext, AutoCloseable {
       } catch (IOException | RuntimeException e) {
         // A bug or a selector failure: fail what is running rather than hang it.
         for (Op op : new ArrayList<>(ops.values())) {
-          ops.remove(op.tag);
-          op.operation.close();
+          take(op.tag);
           op.future.completeExceptionally(e);
         }
       }
@@ -483,11 +602,7 @@ public final class Engine implements LoopContext, AutoCloseable {
   }
 
   private long nextWake() {
-    long wake = -1;
-    for (Op op : ops.values()) {
-      wake = min(wake, op.waitUntil);
-    }
-    wake = min(wake, linkWake);
+    long wake = linkWake;
     Timer t;
     while ((t = timers.peek()) != null && t.cancelled) {
       timers.poll();
@@ -506,18 +621,10 @@ public final class Engine implements LoopContext, AutoCloseable {
   }
 
   private void fireDue(long now) {
-    for (Op op : new ArrayList<>(ops.values())) {
-      if (op.waitUntil >= 0 && op.waitUntil <= now && ops.containsKey(op.tag)) {
-        op.waitUntil = -1;
-        op.operation.handleTimeout(now);
-        drain(op, now);
-      }
+    if (linkWake >= 0 && linkWake <= now) {
+      links.timeout(now);
+      process();
     }
-    // The operations' commands (a retry's) and any due link timeout.
-    if (submitted || (linkWake >= 0 && linkWake <= now)) {
-      pumpLinks();
-    }
-    deliverAll();
     List<Timer> due = new ArrayList<>();
     Timer t;
     while ((t = timers.peek()) != null && t.at <= now) {
@@ -565,8 +672,10 @@ public final class Engine implements LoopContext, AutoCloseable {
         }
       }
       for (Op op : new ArrayList<>(ops.values())) {
-        finish(op, null);
+        take(op.tag);
+        op.future.complete(null);
       }
+      forEachSubscriber(NoticeSubscriber::close);
       running = false;
       closed.complete(null);
     });

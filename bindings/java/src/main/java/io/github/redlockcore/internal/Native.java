@@ -27,7 +27,10 @@ public final class Native {
 
   public static native String version();
 
-  /** ACQUIRE, RELEASE, EXTEND script texts, then their SHA-1s. */
+  /**
+   * ACQUIRE, RELEASE, EXTEND script texts, then their SHA-1s; then FENCED_ACQUIRE,
+   * WRITE_BACK, FENCED_SET texts, then their SHA-1s.
+   */
   public static native String[] scripts();
 
   public static native void panicForTest();
@@ -49,7 +52,8 @@ public final class Native {
       long retryJitterUs,
       byte[] keyPrefix,
       int tokenBytes,
-      long maxExtensions);
+      long maxExtensions,
+      boolean fencing);
 
   public static native void configFree(long config);
 
@@ -117,6 +121,22 @@ public final class Native {
 
   public static native boolean operationIsFinished(long operation);
 
+  public static native void operationHandleNotice(long operation, int node, long now);
+
+  /** Each resource's release-notice channel (the key with the configuration's prefix). */
+  public static native byte[][] noticeChannels(long config, byte[][] resources);
+
+  // ---- the resource-side fencing check (the core's FencedSet) ----
+
+  public static native long fencedSetNew(byte[] item, byte[] value, long token);
+
+  public static native void fencedSetFree(long write);
+
+  public static native byte[][] fencedSetArgs(long write, boolean eval);
+
+  /** 0 accepted, 1 stale (out[0] the token seen), 2 retry as EVAL, 3 failed (text returned). */
+  public static native String fencedSetReply(long write, byte[] resp, long[] out);
+
   /** Per node, the current round's result code (0 not asked, 1 pending, 2 success, ...). */
   public static native int[] operationNodeCodes(long operation);
 
@@ -140,44 +160,60 @@ public final class Native {
 
   public static native Object replyToJava(long reply);
 
-  // ---- the core's node links (one handle for every node) ----
-
-  public static native long linksNew(int nodes);
-
-  public static native void linksFree(long links);
-
-  /** Polls the operation until it waits (2, out[0] the instant) or ends (3); 0 if done. */
-  public static native int operationPump(long operation, long links, long tag, long now,
-      long[] out);
-
   public static native void operationAbandon(long operation, long now);
 
-  /** The next link output: out = code (0 none, 1 connect, 2 write, 3 close, 4 deliver),
-   * node, write id or tag, request id; a write's RESP bytes or argv is returned. */
-  public static native Object linksPoll(long links, long[] out, boolean args);
+  // ---- the loop's native half: links and operations (see CoreLinks) ----
+  // Every input returns the number of events written into records/bytes (whose lengths
+  // it is given), or -1 when they need larger arrays (then loopEvents).
 
-  public static native void linksDeliver(long links, long operation, long now);
+  public static native long loopNew(int nodes, boolean raw);
 
-  public static native void linksDropDelivery(long links);
+  public static native void loopFree(long loop);
 
-  public static native void linksConnected(long links, int node, long now);
+  public static native int loopEvents(long loop, long[] records, byte[] bytes);
 
-  public static native void linksClosed(long links, int node, int cause, String text, long now);
+  public static native int loopAcquire(long loop, long client, long tag, byte[][] resources,
+      long ttlMs, long waitMicros, long now, long[] records, byte[] bytes, int recordsRoom,
+      int bytesRoom);
 
-  public static native void linksReply(long links, int node, long write, int kind, long integer,
-      byte[] data, long now);
+  public static native int loopExtend(long loop, long client, long lease, long ttlMs, long tag,
+      boolean keep, long now, long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
 
-  public static native void linksReplyResp(long links, int node, long write, byte[] resp,
-      long now);
+  public static native int loopRelease(long loop, long client, long lease, long tag, long now,
+      long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
 
-  public static native void linksReplyHandle(long links, int node, long write, long reply,
-      long now);
+  public static native int loopAbandon(long loop, long tag, long now, long[] records,
+      byte[] bytes, int recordsRoom, int bytesRoom);
 
-  /** Handles every due link's timeout; the next instant any link wants, or -1. */
-  public static native long linksTimeout(long links, long now);
+  public static native int loopNotice(long loop, long tag, int node, long now, long[] records,
+      byte[] bytes, int recordsRoom, int bytesRoom);
+
+  public static native int loopTimeout(long loop, long now, long[] records, byte[] bytes,
+      int recordsRoom, int bytesRoom);
+
+  public static native int loopConnected(long loop, int node, long now, long[] records,
+      byte[] bytes, int recordsRoom, int bytesRoom);
+
+  public static native int loopClosed(long loop, int node, int cause, String text, long now,
+      long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
+
+  public static native int loopReply(long loop, int node, long write, int kind, long integer,
+      byte[] data, long now, long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
+
+  public static native int loopReplyResp(long loop, int node, long write, byte[] resp, long now,
+      long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
+
+  public static native int loopFeed(long loop, int node, byte[] data, int offset, int length,
+      long now, long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
+
+  public static native void loopKeepAliveOutcome(long loop, long tag, long keepAlive, long now);
+
+  public static native void loopForget(long loop, long tag);
+
+  public static native int loopRunning(long loop);
 
   /** In flight, queued, owed, idle, stalled, open. */
-  public static native long[] linksInfo(long links, int node, long now);
+  public static native long[] loopLinkInfo(long loop, int node, long now);
 
   /** The first two indexes naming one server, or null. */
   public static native int[] duplicateNode(String[] addresses);

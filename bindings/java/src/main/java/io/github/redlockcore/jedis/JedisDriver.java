@@ -6,6 +6,8 @@ import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
 import io.github.redlockcore.spi.NodeConnection;
 import io.github.redlockcore.spi.NodeEvents;
+import io.github.redlockcore.spi.NoticeListener;
+import io.github.redlockcore.spi.NoticeSubscriber;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Supplier;
@@ -28,6 +30,7 @@ import redis.clients.jedis.util.Pool;
 public final class JedisDriver implements Driver, Engine.ArgsDriver {
   private final List<Supplier<Jedis>> nodes;
   private final List<JedisConnection> opened = new ArrayList<>();
+  private final List<JedisSubscriber> subscribers = new ArrayList<>();
 
   private JedisDriver(List<Supplier<Jedis>> nodes) {
     if (nodes.isEmpty()) {
@@ -65,6 +68,18 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
     return c;
   }
 
+  /**
+   * A connection of its own per node (from the node's pool or factory, kept while it
+   * works) and a thread blocked in {@code SUBSCRIBE}, for release notices.
+   */
+  @Override
+  public synchronized NoticeSubscriber openSubscriber(int index, LoopContext loop,
+      NoticeListener listener) {
+    JedisSubscriber s = new JedisSubscriber(index, nodes.get(index), listener);
+    subscribers.add(s);
+    return s;
+  }
+
   @Override
   public String name() {
     return "jedis";
@@ -76,5 +91,9 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
       c.shutdown();
     }
     opened.clear();
+    for (JedisSubscriber s : subscribers) {
+      s.close();
+    }
+    subscribers.clear();
   }
 }

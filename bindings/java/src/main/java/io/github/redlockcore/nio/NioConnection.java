@@ -24,14 +24,11 @@ import java.util.ArrayDeque;
  * answers in order on one connection. Every method runs on the loop thread.
  */
 final class NioConnection implements NodeConnection {
-  private static final long AUTH_WRITE = -1;
-
   private final NioDriver.Node node;
   private final LoopContext loop;
   private final NodeEvents events;
   private final ByteBuffer readBuffer = ByteBuffer.allocate(64 * 1024);
   private final ArrayDeque<ByteBuffer> output = new ArrayDeque<>();
-  private final ArrayDeque<Long> waiting = new ArrayDeque<>();
   private SocketChannel channel;
   private SelectionKey key;
   private RespDecoder decoder;
@@ -76,7 +73,6 @@ final class NioConnection implements NodeConnection {
     key.interestOps(SelectionKey.OP_READ);
     if (node.password != null) {
       // AUTH is answered before the connection counts as open.
-      waiting.add(AUTH_WRITE);
       enqueue(Native.encodeCommand(
           new byte[][] {Native.utf8("AUTH"), Native.utf8(node.password)}));
     } else {
@@ -117,26 +113,20 @@ final class NioConnection implements NodeConnection {
       if (n == 0) {
         return;
       }
-      decoder.feed(readBuffer.array(), 0, n);
-      RespDecoder.Decoded reply;
-      while (decoder != null && (reply = decoder.next()) != null) {
-        Long writeId = waiting.poll();
-        if (writeId == null) {
-          reply.close();
-          fail(CloseCause.OTHER, "a reply to no command");
-          return;
-        }
-        if (writeId == AUTH_WRITE) {
-          Reply r = reply.toReply();
-          reply.close();
+      if (ready) {
+        // The loop's native half decodes them and matches replies to writes.
+        events.received(readBuffer.array(), 0, n);
+      } else {
+        // The AUTH reply: nothing else was written before it.
+        decoder.feed(readBuffer.array(), 0, n);
+        Reply r = decoder.nextReply();
+        if (r != null) {
           if (r.type() == Reply.Type.ERROR) {
             fail(CloseCause.AUTH, r.text());
             return;
           }
           ready = true;
           events.connected();
-        } else {
-          events.reply(writeId, reply);
         }
       }
       if (n < readBuffer.capacity()) {
@@ -152,8 +142,30 @@ final class NioConnection implements NodeConnection {
       // settles this write then.
       return;
     }
-    waiting.add(writeId);
     enqueue(resp);
+  }
+
+  /** Straight from the loop's array to the socket; only what does not fit is copied. */
+  @Override
+  public void writeRaw(long writeId, byte[] resp, int offset, int length) {
+    if (channel == null || !ready) {
+      return;
+    }
+    if (!output.isEmpty()) {
+      enqueue(java.util.Arrays.copyOfRange(resp, offset, offset + length));
+      return;
+    }
+    try {
+      ByteBuffer buffer = ByteBuffer.wrap(resp, offset, length);
+      channel.write(buffer);
+      if (buffer.hasRemaining()) {
+        output.add(ByteBuffer.wrap(java.util.Arrays.copyOfRange(resp, buffer.position(),
+            offset + length)));
+        key.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
+      }
+    } catch (IOException e) {
+      fail(cause(e), String.valueOf(e.getMessage()));
+    }
   }
 
   private void enqueue(byte[] bytes) {
@@ -206,7 +218,6 @@ final class NioConnection implements NodeConnection {
       decoder = null;
     }
     output.clear();
-    waiting.clear();
     ready = false;
   }
 

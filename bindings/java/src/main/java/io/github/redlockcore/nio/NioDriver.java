@@ -5,6 +5,8 @@ import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
 import io.github.redlockcore.spi.NodeConnection;
 import io.github.redlockcore.spi.NodeEvents;
+import io.github.redlockcore.spi.NoticeListener;
+import io.github.redlockcore.spi.NoticeSubscriber;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -20,7 +22,7 @@ import java.util.List;
  *
  * <p>Nodes are {@code redis://[:password@]host:port} URLs (or {@code host:port}). No TLS.
  */
-public final class NioDriver implements Driver {
+public final class NioDriver implements Driver, io.github.redlockcore.internal.Engine.RawDriver {
   /** One node's address and password (null for none). */
   static final class Node {
     final InetSocketAddress address;
@@ -93,6 +95,12 @@ public final class NioDriver implements Driver {
   @Override
   public NodeConnection open(int index, LoopContext loop, NodeEvents events) {
     return new NioConnection(nodes.get(index), loop, events);
+  }
+
+  /** A socket of its own per node on the loop's selector, for release notices. */
+  @Override
+  public NoticeSubscriber openSubscriber(int index, LoopContext loop, NoticeListener listener) {
+    return new NioSubscriber(nodes.get(index), loop, listener);
   }
 
   @Override

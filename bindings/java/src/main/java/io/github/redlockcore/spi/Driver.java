@@ -12,6 +12,15 @@ public interface Driver extends AutoCloseable {
   /** Node {@code index}'s connection, reporting to {@code events}. Called once per node. */
   NodeConnection open(int index, LoopContext loop, NodeEvents events);
 
+  /**
+   * Node {@code index}'s subscriber for release notices (waiting acquisitions), opened
+   * when first needed, or null when the driver cannot subscribe (waiters then keep the
+   * core's retry schedule).
+   */
+  default NoticeSubscriber openSubscriber(int index, LoopContext loop, NoticeListener listener) {
+    return null;
+  }
+
   /** A short name for messages ("nio", "jedis"). */
   String name();
 

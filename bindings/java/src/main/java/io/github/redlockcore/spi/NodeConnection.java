@@ -21,6 +21,15 @@ public interface NodeConnection {
    */
   void write(long writeId, Command command, byte[] resp, byte[][] args);
 
+  /**
+   * Writes one command given as the RESP bytes {@code resp[offset, offset + length)}, as
+   * {@link #write} does. The array is the loop's and is reused once this returns: keep a
+   * copy of whatever is not written yet. By default, a copy goes to {@link #write}.
+   */
+  default void writeRaw(long writeId, byte[] resp, int offset, int length) {
+    write(writeId, null, java.util.Arrays.copyOfRange(resp, offset, offset + length), null);
+  }
+
   /** Closes the connection; writes without a reply are reported failed by the loop. */
   void close();
 }

@@ -2,8 +2,9 @@ package io.github.redlockcore.spi;
 
 /**
  * What a {@link NodeConnection} reports, from any thread (the loop takes it over).
- * Replies are {@link io.github.redlockcore.core.Reply} or, from raw-socket drivers,
- * {@link io.github.redlockcore.core.RespDecoder.Decoded}.
+ * Client-library drivers report each reply ({@link #reply}, a {@link
+ * io.github.redlockcore.core.Reply}); raw-socket drivers report the bytes they read
+ * ({@link #received}) and the core's decoder matches replies to writes.
  */
 public interface NodeEvents {
   /** The connection is open and ready for writes. */
@@ -14,4 +15,11 @@ public interface NodeEvents {
 
   /** The reply to write {@code writeId}. */
   void reply(long writeId, Object reply);
+
+  /**
+   * Bytes read from the node's open connection, in order (raw-socket drivers: once the
+   * connection was reported {@link #connected()}). The bytes are copied before this
+   * returns.
+   */
+  void received(byte[] data, int offset, int length);
 }

@@ -1,0 +1,20 @@
+package io.github.redlockcore.spi;
+
+/**
+ * One node's subscriber connection for release notices (a connection of its own: {@code
+ * SUBSCRIBE} takes a connection over). The loop calls these on its own thread while
+ * acquisitions wait: {@link #subscribe} when the first waiter of a channel starts, {@link
+ * #unsubscribe} when the last one ends. Messages go to the {@link NoticeListener}. A
+ * notice only ever makes a waiting acquisition try sooner, so a subscriber that cannot
+ * connect or drops costs speed, never safety: the waiters keep the core's retry schedule.
+ */
+public interface NoticeSubscriber {
+  /** Starts listening on {@code channel} (opening the connection if needed). */
+  void subscribe(byte[] channel);
+
+  /** Stops listening on {@code channel}. */
+  void unsubscribe(byte[] channel);
+
+  /** Closes the connection; nothing more is reported. */
+  void close();
+}
