@@ -79,6 +79,17 @@
 //! protected resource must check it: [`fenced_set`] (and [`blocking::fenced_set`]) does
 //! that for a Redis key on your own connection.
 //!
+//! ## Inspection and observability
+//!
+//! [`Client::is_locked`] and [`Lock::is_owned`] are the core's inspection (a quorum
+//! holding one token). [`ClientBuilder::on_event`] hooks receive every core
+//! [`Event`] (and `lost` from the keep-alive); a panicking hook is caught. The cargo
+//! feature `tracing` adds one span per operation (`redlock.acquire`, ...).
+//!
+//! ## Your own connections
+//!
+//! [`Client::from_connections`] builds a client over `redis` connections you opened.
+//!
 //! ## TLS and AUTH
 //!
 //! Through the `redis` crate's URLs: `redis://:password@host:port`,
