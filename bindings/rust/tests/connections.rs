@@ -54,9 +54,11 @@ async fn locks_through_the_users_connections() {
     assert!(error.is_held_elsewhere(), "{error}");
     assert!(lock.is_owned().await.unwrap());
     lock.extend_for(Duration::from_secs(20)).await.unwrap();
-    assert!(nodes.pttl(0, "conn:a") > 10_000);
+    let extended = (0..5).filter(|&i| nodes.pttl(i, "conn:a") > 10_000).count();
+    assert!(extended >= 3, "{extended} nodes extended");
+    // Ok is a quorum confirming the keys gone (deleted, or never written).
     let report = lock.release().await.unwrap();
-    assert!(report.released >= 3);
+    assert!(report.released >= 1, "{report:?}");
     assert!(Nodes::eventually(Duration::from_secs(2), || nodes
         .values("conn:a")
         .iter()
@@ -69,8 +71,7 @@ async fn locks_through_the_users_connections() {
         .lock("conn:b", Duration::from_secs(10))
         .await
         .unwrap();
-    let report = lock.release().await.unwrap();
-    assert!(report.released >= 3);
+    lock.release().await.unwrap();
     let lock = client
         .lock("conn:c", Duration::from_secs(10))
         .await
