@@ -2,6 +2,7 @@
 //! and release (explicit, or best effort on drop).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -70,6 +71,8 @@ pub(crate) struct LockShared {
     resources: Vec<String>,
     /// When the lock was acquired (for the `lost` event's `elapsed`).
     held_since: Time,
+    /// The `lost` event went to the hooks.
+    lost_reported: AtomicBool,
     /// The resources as given, for inspections.
     raw_resources: Vec<Vec<u8>>,
     token: String,
@@ -109,6 +112,7 @@ impl LockShared {
         };
         Arc::new(LockShared {
             held_since: client.now(),
+            lost_reported: AtomicBool::new(false),
             resources,
             raw_resources,
             token: lease.token().as_str().to_string(),
@@ -152,22 +156,22 @@ impl LockShared {
                 },
             }
         };
-        let lost = match &next {
-            LockState::Lost(lost) => Some(lost.reason),
-            _ => None,
-        };
-        let changed = self.state.send_if_modified(|state| match state {
+        // Held to lost happens once: the hooks hear of it once, before anyone waiting
+        // on the state does.
+        if let LockState::Lost(lost) = &next {
+            let held = matches!(*self.state.borrow(), LockState::Held { .. });
+            if held && !self.lost_reported.swap(true, Ordering::SeqCst) {
+                let event = redlock_core::Event::lost(lost.reason, self.held_since, self.now());
+                self.client.inner.emit_lost(&event);
+            }
+        }
+        self.state.send_if_modified(|state| match state {
             LockState::Held { .. } if *state != next => {
                 *state = next;
                 true
             }
             _ => false,
         });
-        // Held to lost happens once: the hooks hear of it once.
-        if let (true, Some(reason)) = (changed, lost) {
-            let event = redlock_core::Event::lost(reason, self.held_since, self.now());
-            self.client.inner.emit_lost(&event);
-        }
     }
 
     /// If the lease has run out, lets the keep-alive say so (its poll at an instant past
