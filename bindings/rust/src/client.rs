@@ -27,6 +27,9 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[must_use]
 pub struct ClientBuilder {
     urls: Vec<String>,
+    /// A Sentinel's master instead of URLs: the Sentinels' URLs and the service name.
+    #[cfg(feature = "sentinel")]
+    sentinel: Option<(Vec<String>, String)>,
     /// The user's own connections instead of URLs.
     connections: Option<Vec<redis::aio::MultiplexedConnection>>,
     config: ConfigBuilder,
@@ -130,6 +133,45 @@ impl ClientBuilder {
     /// count twice towards the quorum). Connections are made on first use.
     pub fn build(self) -> Result<Client, Error> {
         let config = self.config.build()?;
+        #[cfg(feature = "sentinel")]
+        if let Some((sentinels, service)) = self.sentinel {
+            let invalid = |message: String| Error::InvalidUrl {
+                index: 0,
+                url: sentinels
+                    .iter()
+                    .map(|u| redact(u))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                message,
+            };
+            let sentinel = redis::sentinel::SentinelClient::build(
+                sentinels.clone(),
+                service.as_str(),
+                None,
+                redis::sentinel::SentinelServerType::Master,
+            )
+            .map_err(|e| invalid(e.to_string()))?;
+            let clock = Clock {
+                origin: Instant::now(),
+            };
+            let routes = Arc::new(Routes::default());
+            let node = Arc::new(Node::new(
+                format!("sentinel master {service}"),
+                Source::Sentinel(Arc::new(tokio::sync::Mutex::new(sentinel))),
+                self.connect_timeout,
+                clock,
+                Arc::clone(&routes),
+            ));
+            return Ok(Client::assemble(
+                config,
+                vec![node],
+                routes,
+                clock,
+                Notices::new(Vec::new(), self.connect_timeout),
+                false,
+                self.hooks,
+            ));
+        }
         if let Some(connections) = self.connections {
             let clock = Clock {
                 origin: Instant::now(),
@@ -408,6 +450,8 @@ impl Client {
         ClientBuilder {
             config: Config::builder(urls.len(), DEFAULT_TTL),
             urls,
+            #[cfg(feature = "sentinel")]
+            sentinel: None,
             connections: None,
             root_certificate: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -434,6 +478,32 @@ impl Client {
         let mut builder = Client::builder(std::iter::empty::<String>());
         builder.config = Config::builder(connections.len(), DEFAULT_TTL);
         builder.connections = Some(connections);
+        builder.notices = false;
+        builder
+    }
+
+    /// A builder for a single-instance lock (N = 1) on the master that the Sentinels at
+    /// `sentinels` (`redis://host:26379`) name for `service`. Each connection attempt
+    /// asks the Sentinels again, so after a failover the next reconnection reaches the
+    /// new master. Release notices are off.
+    ///
+    /// **Failover caveat** (`docs/safety.md`, "single N=1 + replica"): replication is
+    /// asynchronous, so a failover before the lock's key reached the replica loses the
+    /// lock, and a second client can acquire it while the first still believes it holds
+    /// it. Use fencing tokens ([`ClientBuilder::fencing`]) where that matters, or N
+    /// independent nodes.
+    #[cfg(feature = "sentinel")]
+    pub fn sentinel<I, S>(sentinels: I, service: impl Into<String>) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut builder = Client::builder(["sentinel"]);
+        builder.urls = Vec::new();
+        builder.sentinel = Some((
+            sentinels.into_iter().map(Into::into).collect(),
+            service.into(),
+        ));
         builder.notices = false;
         builder
     }

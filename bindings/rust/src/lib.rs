@@ -89,6 +89,8 @@
 //! ## Your own connections
 //!
 //! [`Client::from_connections`] builds a client over `redis` connections you opened.
+//! With the `sentinel` feature, `Client::sentinel` locks the master that Redis Sentinels
+//! name (N = 1, with the failover caveat of a single instance with a replica).
 //!
 //! ## TLS and AUTH
 //!

@@ -148,6 +148,10 @@ pub(crate) enum Source {
     /// `Connect` hands out a clone of it. A multiplexed connection never reconnects, so
     /// once it breaks every later write fails and the node counts as failing.
     Given(MultiplexedConnection),
+    /// The master a Sentinel names, asked again at each `Connect` (so a reconnection
+    /// after a failover reaches the new master).
+    #[cfg(feature = "sentinel")]
+    Sentinel(Arc<tokio::sync::Mutex<redis::sentinel::SentinelClient>>),
 }
 
 /// A node of the client: where its connections come from, and its link.
@@ -507,8 +511,10 @@ impl Node {
 
 async fn open(source: &Source) -> RedisResult<MultiplexedConnection> {
     let client = match source {
-        Source::Url(client) => client,
+        Source::Url(client) => client.clone(),
         Source::Given(connection) => return Ok(connection.clone()),
+        #[cfg(feature = "sentinel")]
+        Source::Sentinel(sentinel) => sentinel.lock().await.async_get_client().await?,
     };
     // No timeouts of the crate's own: the link and the operations keep the deadlines.
     let config = AsyncConnectionConfig::new()
