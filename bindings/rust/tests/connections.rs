@@ -1,5 +1,5 @@
 //! A client over the user's own `redis` connections (`Client::from_connections`): the
-//! same core decisions, writes through each node's link. Nodes on base port 7171.
+//! same core decisions, writes through each node's link. Nodes on base ports 7171 and 7166.
 
 mod common;
 
@@ -95,4 +95,32 @@ async fn locks_through_the_users_connections() {
         .await
         .unwrap_err();
     assert!(error.is_unreachable(), "{error}");
+}
+
+/// The README's samples (`examples/observe.rs`): inspection, a hook, and a client over
+/// the example's own connections, against real nodes.
+#[test]
+fn the_observe_example_runs() {
+    let nodes = Nodes::start_with(7166, &["--nodes", "3"]);
+    let output = std::process::Command::new(common::example("observe"))
+        .env("REDLOCK_NODES", nodes.urls.join(","))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        vec![
+            "someone holds orders:42",
+            "locked orders:43 through our own connections"
+        ],
+        "{stderr}"
+    );
+    for event in ["acquired", "inspected", "released"] {
+        assert!(
+            stderr.contains(&format!("redlock {event} after")),
+            "{stderr}"
+        );
+    }
 }

@@ -98,4 +98,20 @@ async fn locks_on_the_master_a_sentinel_names() {
         .await
         .unwrap_err();
     assert!(error.is_unreachable(), "{error}");
+
+    // The README's sample (`examples/sentinel.rs`).
+    let output = Command::new(common::example("sentinel"))
+        .env("REDLOCK_SENTINELS", "redis://127.0.0.1:7199")
+        .arg("mymaster")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "locked orders:42 on the master"
+    );
 }
