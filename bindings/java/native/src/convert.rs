@@ -70,6 +70,7 @@ pub(crate) fn command_kind(kind: CommandKind) -> jlong {
         CommandKind::Extend => 3,
         CommandKind::FencedAcquire => 4,
         CommandKind::WriteBack => 5,
+        CommandKind::Inspect => 6,
         _ => -1,
     }
 }
