@@ -44,8 +44,8 @@ public final class Event {
   private final List<NodeResult> nodes;
 
   private Event(String kind, String operation, long operationId, List<String> resources,
-      long at, long epochMicros, long elapsedMicros, int attempt, String reason, long retryAt, int node,
-      String cause, String lostReason, String errorClass, List<NodeResult> nodes) {
+      long at, long epochMicros, long elapsedMicros, int attempt, String reason, long retryAt,
+      int node, String cause, String lostReason, String errorClass, List<NodeResult> nodes) {
     this.kind = kind;
     this.operation = operation;
     this.operationId = operationId;
@@ -139,7 +139,10 @@ public final class Event {
     return kind;
   }
 
-  /** The operation: {@code acquire}, {@code extend}, {@code release}, {@code inspect}; empty for lost. */
+  /**
+   * The operation: {@code acquire}, {@code extend}, {@code release}, {@code inspect};
+   * empty for lost.
+   */
   public Optional<String> operation() {
     return Optional.ofNullable(operation);
   }

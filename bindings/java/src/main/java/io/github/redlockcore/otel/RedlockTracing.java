@@ -37,22 +37,26 @@ import java.util.concurrent.TimeUnit;
  * optional dependency of this package).
  */
 public final class RedlockTracing implements RedlockListener {
-  static final AttributeKey<List<String>> RESOURCES = AttributeKey.stringArrayKey(
+  /** The span attributes and span-event attributes this adapter sets. */
+  public static final AttributeKey<List<String>> RESOURCES = AttributeKey.stringArrayKey(
       "redlock.resources");
-  static final AttributeKey<String> OPERATION = AttributeKey.stringKey("redlock.operation");
-  static final AttributeKey<Long> ATTEMPTS = AttributeKey.longKey("redlock.attempts");
-  static final AttributeKey<String> OUTCOME = AttributeKey.stringKey("redlock.outcome");
-  static final AttributeKey<String> REASON = AttributeKey.stringKey("redlock.reason");
-  static final AttributeKey<String> ERROR_CLASS = AttributeKey.stringKey("redlock.error_class");
-  static final AttributeKey<List<String>> NODES = AttributeKey.stringArrayKey("redlock.nodes");
-  static final AttributeKey<Long> ATTEMPT = AttributeKey.longKey("redlock.attempt");
-  static final AttributeKey<Long> NODE = AttributeKey.longKey("redlock.node");
-  static final AttributeKey<String> CAUSE = AttributeKey.stringKey("redlock.cause");
-  static final AttributeKey<String> ERROR = AttributeKey.stringKey("redlock.error");
-  static final AttributeKey<Long> RETRY_IN_US = AttributeKey.longKey("redlock.retry_in_us");
-  static final AttributeKey<String> LOST_REASON = AttributeKey.stringKey("redlock.lost_reason");
+  public static final AttributeKey<String> OPERATION = AttributeKey.stringKey("redlock.operation");
+  public static final AttributeKey<Long> ATTEMPTS = AttributeKey.longKey("redlock.attempts");
+  public static final AttributeKey<String> OUTCOME = AttributeKey.stringKey("redlock.outcome");
+  public static final AttributeKey<String> REASON = AttributeKey.stringKey("redlock.reason");
+  public static final AttributeKey<String> ERROR_CLASS =
+      AttributeKey.stringKey("redlock.error_class");
+  public static final AttributeKey<List<String>> NODES =
+      AttributeKey.stringArrayKey("redlock.nodes");
+  public static final AttributeKey<Long> ATTEMPT = AttributeKey.longKey("redlock.attempt");
+  public static final AttributeKey<Long> NODE = AttributeKey.longKey("redlock.node");
+  public static final AttributeKey<String> CAUSE = AttributeKey.stringKey("redlock.cause");
+  public static final AttributeKey<String> ERROR = AttributeKey.stringKey("redlock.error");
+  public static final AttributeKey<Long> RETRY_IN_US = AttributeKey.longKey("redlock.retry_in_us");
+  public static final AttributeKey<String> LOST_REASON =
+      AttributeKey.stringKey("redlock.lost_reason");
 
-  /** At most this many operations' span events wait for their outcome (cancelled ones never get one). */
+  /** At most this many operations' span events wait for their outcome (cancelled ones get none). */
   private static final int MAX_OPEN = 1024;
 
   private final Tracer tracer;
