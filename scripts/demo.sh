@@ -69,7 +69,7 @@ echo 0 >"$DEMO_COUNTER"
 "$demo" unlocked --tasks 4 --rounds 10 --counter "$DEMO_COUNTER"
 echo "==> control run without the lock: 40 increments, counter $(cat "$DEMO_COUNTER"), lost $((40 - $(cat "$DEMO_COUNTER")))"
 
-# Fencing (the Rust workers): the counter refuses a write whose fencing token is not
+# Fencing (the Rust and Java workers): the counter refuses a write whose fencing token is not
 # above the last one it accepted, kept in $DEMO_FENCE.
 export DEMO_FENCE="$work/counter.fence"
 echo 0 >"$DEMO_FENCE"
