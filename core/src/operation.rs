@@ -924,35 +924,38 @@ impl Operation {
         let reason = match self.quorum_state() {
             None => return,
             Some(Ok(())) => match self.validity_at(now) {
-                Ok((valid_until, _)) if self.config.fencing() => {
+                Ok((valid_until, validity)) if self.config.fencing() => {
                     // The token: the largest counter among the nodes that granted. It
-                    // is handed out only once a quorum has it written back.
-                    let fence = (0..self.round.slots.len())
-                        .filter(|&node| self.round.slots[node].1 == NodeResult::Success)
+                    // is handed out only once a quorum holds it: written back, unless
+                    // a quorum of the granting nodes answered it themselves (their
+                    // scripts set their counters to it along with the lock).
+                    let granted = || {
+                        (0..self.round.slots.len())
+                            .filter(|&node| self.round.slots[node].1 == NodeResult::Success)
+                    };
+                    let fence = granted()
                         .map(|node| self.round.counters[node])
                         .max()
                         .unwrap_or(0);
+                    let holding = granted()
+                        .filter(|&node| self.round.counters[node] == fence)
+                        .count();
+                    if holding >= self.config.quorum() {
+                        self.finish_acquired(
+                            valid_until,
+                            validity,
+                            Some(fence),
+                            self.node_results(),
+                        );
+                        return;
+                    }
                     self.fence = Some((fence, valid_until, self.node_results()));
                     self.start_round(CommandKind::WriteBack, now);
                     self.phase = Phase::WritingBack;
                     return;
                 }
                 Ok((valid_until, validity)) => {
-                    let lease = Lease {
-                        keys: core::mem::take(&mut self.keys),
-                        token: self.token.clone(),
-                        valid_until,
-                        extensions: 0,
-                        ttl_ms: self.config.ttl_ms(),
-                        key_ttl_ms: Some(self.config.ttl_ms()),
-                        fencing_token: None,
-                    };
-                    self.finish(Outcome::Acquired(Acquired {
-                        lease,
-                        validity: Duration::from_micros(validity),
-                        attempts: self.attempt,
-                        nodes: self.node_results(),
-                    }));
+                    self.finish_acquired(valid_until, validity, None, self.node_results());
                     return;
                 }
                 Err(()) => FailureReason::ValidityTooShort,
@@ -964,6 +967,30 @@ impl Operation {
         self.failure = Some((reason, self.node_results()));
         self.start_round(CommandKind::Release, now);
         self.phase = Phase::CleaningUp;
+    }
+
+    fn finish_acquired(
+        &mut self,
+        valid_until: Time,
+        validity: u64,
+        fencing_token: Option<u64>,
+        nodes: Vec<NodeResult>,
+    ) {
+        let lease = Lease {
+            keys: core::mem::take(&mut self.keys),
+            token: self.token.clone(),
+            valid_until,
+            extensions: 0,
+            ttl_ms: self.config.ttl_ms(),
+            key_ttl_ms: Some(self.config.ttl_ms()),
+            fencing_token,
+        };
+        self.finish(Outcome::Acquired(Acquired {
+            lease,
+            validity: Duration::from_micros(validity),
+            attempts: self.attempt,
+            nodes,
+        }));
     }
 
     /// Fenced acquisitions: the write-back round decides like an acquisition round, on
@@ -983,21 +1010,7 @@ impl Operation {
                         .take()
                         .map(|(_, _, nodes)| nodes)
                         .unwrap_or_default();
-                    let lease = Lease {
-                        keys: core::mem::take(&mut self.keys),
-                        token: self.token.clone(),
-                        valid_until,
-                        extensions: 0,
-                        ttl_ms: self.config.ttl_ms(),
-                        key_ttl_ms: Some(self.config.ttl_ms()),
-                        fencing_token: Some(fence),
-                    };
-                    self.finish(Outcome::Acquired(Acquired {
-                        lease,
-                        validity: Duration::from_micros(validity),
-                        attempts: self.attempt,
-                        nodes,
-                    }));
+                    self.finish_acquired(valid_until, validity, Some(fence), nodes);
                     return;
                 }
                 FailureReason::ValidityTooShort

@@ -6,7 +6,11 @@
 // whenever two holders overlap). One JSON line per acquisition goes to DEMO_STATS:
 //   {"event":"acquired","attempts":N,"acquire_us":MICROSECONDS}
 // With DEMO_MARKER set, the critical section also creates that file exclusively and
-// removes it at the end: two holders at once make the worker fail loudly.
+// removes it at the end: two holders at once make the worker fail loudly. With
+// DEMO_FENCE set, the worker takes fencing tokens and the counter is fenced: a write
+// goes ahead only if the lock's token is above the one recorded in that file, which it
+// then records (a stale token makes the worker fail), and each stats line carries
+// "fencing_token".
 //
 //   php examples/worker.php [stream|phpredis]
 
@@ -37,9 +41,10 @@ $counter = $env('DEMO_COUNTER');
 $rounds = (int) $env('DEMO_ROUNDS', '20');
 $stats = getenv('DEMO_STATS') ?: null;
 $marker = getenv('DEMO_MARKER') ?: null;
+$fence = getenv('DEMO_FENCE') ?: null;
 
 // Contention is expected: many short retries rather than a few long ones.
-$options = new Options(ttlMs: 5_000, attempts: 100_000, retryDelayMs: 10, retryJitterMs: 8);
+$options = new Options(ttlMs: 5_000, attempts: 100_000, retryDelayMs: 10, retryJitterMs: 8, fencing: $fence !== null);
 if ($driver === 'phpredis') {
     $nodes = [];
     foreach ($urls as $url) {
@@ -61,7 +66,7 @@ if ($driver === 'phpredis') {
 
 for ($i = 0; $i < $rounds; $i++) {
     $started = Clock::nowUs();
-    $redlock->synchronized($resource, 5_000, static function (Lock $lock) use ($counter, $marker, $stats, $started): void {
+    $redlock->synchronized($resource, 5_000, static function (Lock $lock) use ($counter, $marker, $fence, $stats, $started): void {
         $acquireUs = Clock::nowUs() - $started;
         if ($marker !== null) {
             $handle = @fopen($marker, 'x');
@@ -71,14 +76,29 @@ for ($i = 0; $i < $rounds; $i++) {
             }
             fclose($handle);
         }
+        $token = $lock->fencingToken();
+        if ($fence !== null) {
+            $seen = (int) trim((string) file_get_contents($fence));
+            if ($token === null || $token <= $seen) {
+                fwrite(STDERR, "worker: stale fencing token $token, counter saw $seen\n");
+                exit(3);
+            }
+        }
         $value = (int) trim((string) file_get_contents($counter));
         usleep(5_000);
         file_put_contents($counter, ($value + 1) . "\n");
+        if ($fence !== null) {
+            file_put_contents($fence, $token . "\n");
+        }
         if ($marker !== null) {
             unlink($marker);
         }
         if ($stats !== null) {
-            $line = json_encode(['event' => 'acquired', 'attempts' => $lock->attempts(), 'acquire_us' => $acquireUs]);
+            $fields = ['event' => 'acquired', 'attempts' => $lock->attempts(), 'acquire_us' => $acquireUs];
+            if ($token !== null) {
+                $fields['fencing_token'] = $token;
+            }
+            $line = json_encode($fields);
             file_put_contents($stats, $line . "\n", FILE_APPEND | LOCK_EX);
         }
     });

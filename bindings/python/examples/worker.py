@@ -4,14 +4,17 @@ read-modify-write that loses updates whenever two holders overlap.
 
     python worker.py [--nodes URL,URL,...] [--resource NAME] [--counter FILE]
                      [--rounds N] [--sleep SECONDS] [--intervals FILE] [--stats FILE]
-                     [--asyncio] [--tasks N]
+                     [--asyncio] [--tasks N] [--fence FILE]
 
 Defaults come from the demo's environment: REDLOCK_NODES, DEMO_RESOURCE,
-DEMO_COUNTER, DEMO_ROUNDS, DEMO_STATS. --intervals appends "start end"
+DEMO_COUNTER, DEMO_ROUNDS, DEMO_STATS, DEMO_FENCE. --intervals appends "start end"
 (time.monotonic seconds) per critical section, so the caller can check that no two
 overlapped; --stats appends one JSON line per acquisition:
 {"event":"acquired","attempts":N,"acquire_us":MICROSECONDS}. With --asyncio, --tasks
-coroutines contend inside the process too.
+coroutines contend inside the process too. With --fence, locks carry fencing tokens and
+the counter is fenced: a write goes ahead only if the lock's token is above the one
+recorded in FILE, which it then records (a stale token ends the worker with status 3),
+and each stats line carries "fencing_token".
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -28,56 +32,80 @@ from redlock_core import AsyncRedlock, Redlock
 SETTINGS = dict(ttl=5, attempts=100_000, retry_delay=0.010, retry_jitter=0.008)
 
 
-def critical_section(args: argparse.Namespace, intervals: list[tuple[float, float]]) -> None:
+def check_fence(args: argparse.Namespace, token: int | None) -> None:
+    """The counter's fencing check: the token must be above the last one it accepted."""
+    if args.fence is None:
+        return
+    seen = int(args.fence.read_text() or "0")
+    if token is None or token <= seen:
+        print(f"worker: stale fencing token {token}, counter saw {seen}", file=sys.stderr)
+        sys.exit(3)
+
+
+def record_fence(args: argparse.Namespace, token: int | None) -> None:
+    if args.fence is not None:
+        args.fence.write_text(f"{token}\n")
+
+
+def critical_section(
+    args: argparse.Namespace, intervals: list[tuple[float, float]], token: int | None
+) -> None:
     start = time.monotonic()
+    check_fence(args, token)
     value = int(args.counter.read_text() or "0")
     time.sleep(args.sleep)
     args.counter.write_text(f"{value + 1}\n")
+    record_fence(args, token)
     intervals.append((start, time.monotonic()))
 
 
 async def critical_section_async(
-    args: argparse.Namespace, intervals: list[tuple[float, float]]
+    args: argparse.Namespace, intervals: list[tuple[float, float]], token: int | None
 ) -> None:
     start = time.monotonic()
+    check_fence(args, token)
     value = int(args.counter.read_text() or "0")
     await asyncio.sleep(args.sleep)  # other tasks run meanwhile: only the lock excludes them
     args.counter.write_text(f"{value + 1}\n")
+    record_fence(args, token)
     intervals.append((start, time.monotonic()))
 
 
-def record(stats: Path | None, attempts: int | None, started: int) -> None:
+def record(stats: Path | None, attempts: int | None, started: int, token: int | None) -> None:
     if stats is None:
         return
-    line = {
+    line: dict[str, int | str | None] = {
         "event": "acquired",
         "attempts": attempts,
         "acquire_us": (time.monotonic_ns() - started) // 1000,
     }
+    if token is not None:
+        line["fencing_token"] = token
     with stats.open("a") as out:
         out.write(json.dumps(line, separators=(",", ":")) + "\n")
 
 
 def run_sync(args: argparse.Namespace, intervals: list[tuple[float, float]]) -> None:
-    with Redlock.from_urls(args.nodes, **SETTINGS) as redlock:
+    with Redlock.from_urls(args.nodes, fencing=args.fence is not None, **SETTINGS) as redlock:
         for _ in range(args.rounds):
             started = time.monotonic_ns()
             with redlock.lock(args.resource) as lock:
-                record(args.stats, lock.attempts, started)
+                record(args.stats, lock.attempts, started, lock.fencing_token)
                 lock.check()
-                critical_section(args, intervals)
+                critical_section(args, intervals, lock.fencing_token)
 
 
 async def run_async(args: argparse.Namespace, intervals: list[tuple[float, float]]) -> None:
-    async with AsyncRedlock.from_urls(args.nodes, **SETTINGS) as redlock:
+    fencing = args.fence is not None
+    async with AsyncRedlock.from_urls(args.nodes, fencing=fencing, **SETTINGS) as redlock:
 
         async def task() -> None:
             for _ in range(args.rounds):
                 started = time.monotonic_ns()
                 async with redlock.lock(args.resource) as lock:
-                    record(args.stats, lock.attempts, started)
+                    record(args.stats, lock.attempts, started, lock.fencing_token)
                     lock.check()
-                    await critical_section_async(args, intervals)
+                    await critical_section_async(args, intervals, lock.fencing_token)
 
         await asyncio.gather(*(task() for _ in range(args.tasks)))
 
@@ -94,6 +122,7 @@ def main() -> None:
     parser.add_argument("--stats", type=Path, default=env("DEMO_STATS"))
     parser.add_argument("--asyncio", action="store_true")
     parser.add_argument("--tasks", type=int, default=1)
+    parser.add_argument("--fence", type=Path, default=env("DEMO_FENCE"))
     args = parser.parse_args()
     for name in ("nodes", "resource", "counter"):
         if not getattr(args, name):

@@ -33,7 +33,8 @@ def test_the_function_runs_holding_the_lock_and_releases_it(
 
     assert work(21) == 42
     assert work.__name__ == "work"
-    assert all(value is not None for value in seen[0])
+    # Held: decided at the quorum (the other nodes' SETs may still be on their way).
+    assert sum(value is not None for value in seen[0]) >= 3
     assert nodes.values(resource) == [None] * nodes.count
 
 

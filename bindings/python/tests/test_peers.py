@@ -57,7 +57,9 @@ def test_with_the_prefix_ours_refuses_pottery_and_pottery_refuses_ours(
     with prefixed.lock(resource) as lock:
         theirs = pottery(nodes, resource)
         assert not theirs.acquire(blocking=False)
-        assert nodes.values(f"redlock:{resource}") == [lock.token.encode()] * nodes.count
+        # Ours on a quorum (the SETs to a node still connecting may land after pottery's
+        # attempt, and then find its key).
+        assert nodes.values(f"redlock:{resource}").count(lock.token.encode()) >= 3
 
     theirs = pottery(nodes, resource)
     assert theirs.acquire(blocking=False)

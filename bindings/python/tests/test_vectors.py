@@ -18,8 +18,14 @@ from .conftest import REPO
 
 VECTORS = REPO / "tests" / "vectors"
 VECTOR_FILES = sorted(VECTORS.glob("*.json"))
-# Fencing and wait limits with release notices, replayed the same way.
-FEATURE_FILES = sorted([*VECTORS.glob("fencing/*.json"), *VECTORS.glob("waiting/*.json")])
+# Fencing, wait limits with release notices, and inspections, replayed the same way.
+FEATURE_FILES = sorted(
+    [
+        *VECTORS.glob("fencing/*.json"),
+        *VECTORS.glob("waiting/*.json"),
+        *VECTORS.glob("inspect/*.json"),
+    ]
+)
 RESP_FILES = sorted((VECTORS / "resp").glob("*.json"))
 
 PLACEHOLDERS = {
@@ -131,6 +137,13 @@ def outcome_to_json(outcome: core.Outcome) -> dict[str, Any]:
         }
     if kind in ("released", "not_released"):
         return {"kind": kind, "released": outcome.released, "nodes": nodes}
+    if kind == "inspected":
+        # Locked exactly when someone holds it.
+        assert outcome.is_locked == (outcome.holder is not None)
+        return {"kind": kind, "holder": outcome.holder, "nodes": nodes}
+    if kind == "not_inspected":
+        assert outcome.holder is None and not outcome.is_locked
+        return {"kind": kind, "nodes": nodes}
     raise AssertionError(f"unexpected outcome {kind}")
 
 
@@ -218,6 +231,14 @@ class Replay:
             assert name is not None
             self.ops[name] = op
             self.last = name
+        elif "inspect" in step:
+            try:
+                op = self.client.inspect(step["inspect"]["resources"], now)
+            except CoreError as error:
+                return error.code, []
+            assert name is not None
+            self.ops[name] = op
+            self.last = name
         elif "lease" in step:
             args = step["lease"]
             try:
@@ -292,7 +313,7 @@ def resp_encode(argv: tuple[bytes, ...]) -> bytes:
 
 def test_there_are_vectors() -> None:
     assert len(VECTOR_FILES) >= 40, f"only {len(VECTOR_FILES)} vectors"
-    assert {p.parent.name for p in FEATURE_FILES} == {"fencing", "waiting"}
+    assert {p.parent.name for p in FEATURE_FILES} == {"fencing", "waiting", "inspect"}
     assert len(RESP_FILES) >= 10, f"only {len(RESP_FILES)} RESP vectors"
 
 

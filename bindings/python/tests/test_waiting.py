@@ -131,7 +131,8 @@ def test_asyncio_blocking_timeout(nodes: Nodes, resource: str) -> None:
                         pass
                 return time.monotonic() - started
 
-    assert abs(asyncio.run(run()) - 0.5) <= 0.05
+    # Within a node timeout (50 ms) of the limit, plus the event loop's own scheduling.
+    assert abs(asyncio.run(run()) - 0.5) <= 0.06
 
 
 def test_lost_notices_fall_back_to_the_retry_schedule(nodes: Nodes, resource: str) -> None:

@@ -15,6 +15,9 @@ package sends the commands the core emits with redis-py and hands the replies ba
 
 ``AsyncRedlock`` does the same over ``redis.asyncio.Redis`` clients (``async with``);
 ``@synchronized(redlock, "name")`` runs a function (or coroutine function) under a lock.
+``redlock.locked(name)`` and ``lock.owned()`` ask the nodes who holds a lock;
+``Redlock(..., on_event=hook)`` (or ``redlock.add_listener(hook)``) reports every
+:class:`Event`, and with ``opentelemetry-api`` installed every operation is a span.
 The low-level objects (``Config``, ``Client``, ``Operation``, ...) are in
 :mod:`redlock_core.core`. ``$REDLOCK_LIBRARY`` loads another build of the library.
 """
@@ -40,6 +43,7 @@ from ._errors import (
 )
 from ._fenced import FencedResult, FencedWriteError, fenced_set, fenced_set_async
 from ._ffi import library_path
+from ._observe import Event, Hook
 from ._sync import Lock, LockContext, Redlock
 from .core import now_us, version
 
@@ -51,8 +55,10 @@ __all__ = [
     "AsyncRedlock",
     "ConfigError",
     "CoreError",
+    "Event",
     "FencedResult",
     "FencedWriteError",
+    "Hook",
     "InvalidArgumentError",
     "LibraryNotFoundError",
     "Lock",

@@ -373,45 +373,75 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
         names = resource_list(resources)
         await self._warm()
         with self._start_acquire(names, ttl, blocking_timeout, fencing) as op:
-            outcome = await self._drive(op, waits=self._waits(blocking_timeout))
+            outcome = await self._drive(
+                op, waits=self._waits(blocking_timeout), resources=shown(resources, names)
+            )
         lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
         return AsyncLock(
             self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost
         )
 
     async def extend(self, lock: AsyncLock, ttl: Duration | None = None) -> None:
+        """``await lock.extend(ttl)`` (see :meth:`AsyncLock.extend`)."""
         await lock.extend(ttl)
 
     async def release(self, lock: AsyncLock) -> ReleaseResult:
+        """``await lock.release()`` (see :meth:`AsyncLock.release`)."""
         return await lock.release()
 
-    async def _drive(self, op: Operation, *, waits: bool = False) -> Outcome:
-        """Awaits ``op``'s outcome; wakes at its wait and at deliveries only."""
+    async def _drive(
+        self, op: Operation, *, waits: bool = False, resources: Sequence[str | bytes] = ()
+    ) -> Outcome:
+        """Awaits ``op``'s outcome; wakes at its wait and at deliveries only. Its events
+        go to the hooks (and its span) from this task."""
         engine = self._engine
         loop = asyncio.get_running_loop()
-        running = engine.start(op, waits=waits)
-        self._poke_timer()
-        try:
-            while not engine.advance(running):
-                # One future per wait, resolved by a delivery or at the operation's wait.
-                waker: asyncio.Future[None] = loop.create_future()
-                self._wakers[running.tag] = waker
-                at = running.wait_until
-                timer = None
-                if at is not None:
-                    timer = loop.call_later(max(0.0, (at - now_us()) / 1e6), _resolve, waker)
-                try:
-                    await waker
-                finally:
-                    if timer is not None:
-                        timer.cancel()
-        except BaseException:
-            self._wakers.pop(running.tag, None)
-            engine.abandon(running)
+        with self._observe(op, resources) as observation:
+            running = engine.start(op, waits=waits, events=observation.wants_events)
             self._poke_timer()
-            raise
-        self._wakers.pop(running.tag, None)
-        return engine.take_outcome(running)
+            try:
+                while True:
+                    done = engine.advance(running)
+                    events = running.take_events()
+                    if events:
+                        observation.events(events)
+                    if done:
+                        break
+                    # One future per wait, resolved by a delivery or at the operation's
+                    # wait.
+                    waker: asyncio.Future[None] = loop.create_future()
+                    self._wakers[running.tag] = waker
+                    at = running.wait_until
+                    timer = None
+                    if at is not None:
+                        timer = loop.call_later(max(0.0, (at - now_us()) / 1e6), _resolve, waker)
+                    try:
+                        await waker
+                    finally:
+                        if timer is not None:
+                            timer.cancel()
+            except BaseException:
+                self._wakers.pop(running.tag, None)
+                engine.abandon(running)
+                self._poke_timer()
+                raise
+            self._wakers.pop(running.tag, None)
+            outcome = engine.take_outcome(running)
+            observation.outcome(outcome)
+            return outcome
+
+    # ---- inspecting ---------------------------------------------------------------
+
+    async def locked(self, resources: Resources) -> bool:
+        """Whether anyone holds the lock on ``resources`` now, as the core decides at
+        the quorum (see :meth:`redlock_core.Redlock.locked`). Raises
+        :class:`NodesFailedError` when too many nodes failed to say."""
+        names = resource_list(resources)
+        shown_names = shown(resources, names)
+        await self._warm()
+        with self._start_inspect(names) as op:
+            outcome = await self._drive(op, resources=shown_names)
+        return self._inspected(outcome, shown_names)
 
     # ---- closing ------------------------------------------------------------------
 
@@ -470,7 +500,7 @@ class AsyncLock(LockState):
         """Extends the lock (see :meth:`redlock_core.Lock.extend`)."""
         async with self._op_lock:
             await self._redlock._warm()
-            outcome = await self._redlock._drive(self._start_extend(ttl))
+            outcome = await self._redlock._drive(self._start_extend(ttl), resources=self._resources)
             error = self._extended(outcome)
         self._wake.set()
         await _awaited(self._signal())
@@ -485,7 +515,17 @@ class AsyncLock(LockState):
             if self._released is not None:
                 return self._released
             await self._redlock._warm()
-            return self._released_by(await self._redlock._drive(self._start_release()))
+            outcome = await self._redlock._drive(self._start_release(), resources=self._resources)
+            return self._released_by(outcome)
+
+    async def owned(self) -> bool:
+        """Whether we hold the lock now (see :meth:`redlock_core.Lock.owned`). Raises
+        :class:`NodesFailedError` when too many nodes failed to say."""
+        await self._redlock._warm()
+        with self._start_inspect() as op:
+            outcome = await self._redlock._drive(op, resources=self._resources)
+        # The lease as it stands now (an auto-extension may have renewed it meanwhile).
+        return self._owner._inspected(outcome, self._resources, self._lease)
 
     async def __aenter__(self) -> AsyncLock:
         return self
@@ -522,7 +562,7 @@ async def _keep_alive(lock_ref: weakref.ref[AsyncLock], wake: asyncio.Event) -> 
                 op = lock._keepalive_extension()
                 if op is not None:
                     try:
-                        outcome = await lock._redlock._drive(op)
+                        outcome = await lock._redlock._drive(op, resources=lock._resources)
                     except asyncio.CancelledError:
                         raise
                     except Exception:  # the driver failed: the core decides what it means

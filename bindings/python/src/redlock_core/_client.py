@@ -25,7 +25,7 @@ class Client(_Handle):
     from the OS's CSPRNG, or from a ChaCha20 stream seeded with ``seed`` (32 bytes,
     which MUST be secret and random for real locks)."""
 
-    __slots__ = ("node_timeout_us", "nodes", "quorum", "ttl_ms")
+    __slots__ = ("_node_timeout_us", "_nodes", "_quorum", "_ttl_ms")
     _free_name = "redlock_client_free"
 
     def __init__(self, config: Config, *, seed: bytes | None = None) -> None:
@@ -41,10 +41,30 @@ class Client(_Handle):
                 lib.redlock_client_new_seeded(config._p(), data, len(data), byref(out)), "client"
             )
         self._ptr = out.value
-        self.nodes = config.nodes
-        self.quorum = config.quorum
-        self.ttl_ms = config.ttl_ms
-        self.node_timeout_us = config.node_timeout_us
+        self._nodes = config.nodes
+        self._quorum = config.quorum
+        self._ttl_ms = config.ttl_ms
+        self._node_timeout_us = config.node_timeout_us
+
+    @property
+    def nodes(self) -> int:
+        """N, the number of independent Redis nodes."""
+        return self._nodes
+
+    @property
+    def quorum(self) -> int:
+        """Q = N/2 + 1, the nodes that must agree for any decision."""
+        return self._quorum
+
+    @property
+    def ttl_ms(self) -> int:
+        """The configured TTL in milliseconds."""
+        return self._ttl_ms
+
+    @property
+    def node_timeout_us(self) -> int:
+        """How long one node may take to answer one command (microseconds)."""
+        return self._node_timeout_us
 
     def acquire(
         self,
@@ -87,6 +107,22 @@ class Client(_Handle):
                 byref(out),
             )
         _ffi.check(rc, "acquire")
+        return Operation(out.value)
+
+    def inspect(self, resources: Resources, now: int) -> Operation:
+        """Starts reading who holds the lock on ``resources`` at ``now``: one ``GET``
+        (``MGET`` for several) per node, decided at the quorum. Its outcome is
+        ``"inspected"`` (:attr:`Outcome.holder`, :attr:`Outcome.is_locked`,
+        :meth:`Outcome.is_held_by`) or ``"not_inspected"`` (too many nodes failed to
+        say). It never changes a key."""
+        pointers, lengths, count = _byte_strings(resource_list(resources))
+        out = _new_handle()
+        _ffi.check(
+            lib.redlock_client_inspect(
+                self._p(), pointers, lengths, count, _u64(now, "now"), byref(out)
+            ),
+            "inspect",
+        )
         return Operation(out.value)
 
     def acquire_with_random(

@@ -26,6 +26,7 @@ from ._errors import (
     UsageError,
     UsedAfterCloseError,
 )
+from ._observe import Hook, Hooks, Observation, lost_event
 from ._protocol import Action, Engine, NodeProtocol
 from .core import (
     Client,
@@ -218,6 +219,20 @@ def extend_error(
     )
 
 
+def inspect_error(
+    outcome: Outcome, resources: Sequence[str | bytes], labels: Sequence[str]
+) -> LockError:
+    """The exception for an inspection that could not say who holds the lock."""
+    nodes = node_results(outcome, labels)
+    return NodesFailedError(
+        f"could not tell whether {_names(resources)} is held: too many nodes failed"
+        f"{_causes(nodes)}",
+        resources=resources,
+        reason=outcome.reason or "nodes_failed",
+        nodes=nodes,
+    )
+
+
 def release_result(outcome: Outcome, labels: Sequence[str]) -> ReleaseResult:
     return ReleaseResult(
         outcome.released or 0,
@@ -315,9 +330,13 @@ class RedlockBase(Generic[LockT, ContextT]):
         max_extensions: int | None = None,
         fencing: bool = False,
         notices: bool = True,
+        on_event: Hook | None = None,
         seed: bytes | None = None,
     ) -> None:
         self._owned: list[Any] = []
+        self._hooks = Hooks()
+        if on_event is not None:
+            self._hooks.add(on_event)
         if not isinstance(notices, bool):
             raise TypeError(f"notices must be a bool, not {type(notices).__name__}")
         pair = duplicate_node([node_address(c, i) for i, c in enumerate(clients)])
@@ -371,6 +390,46 @@ class RedlockBase(Generic[LockT, ContextT]):
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def add_listener(self, hook: Hook) -> Hook:
+        """Calls ``hook`` with every :class:`~redlock_core.Event` of this Redlock's
+        locks from now on (also ``on_event=`` of the constructor); returns it, so that
+        it works as a decorator. Hooks run in the thread (or task) that runs the
+        operation, or the auto-extension's; a hook that raises is logged (logger
+        ``redlock_core``) and never affects the lock."""
+        self._hooks.add(hook)
+        return hook
+
+    def remove_listener(self, hook: Hook) -> None:
+        """Stops calling ``hook`` (``ValueError`` if it was never added)."""
+        self._hooks.remove(hook)
+
+    def _observe(self, op: Operation, resources: Sequence[str | bytes]) -> Observation:
+        """The hooks' and the span's view of one operation."""
+        name = _ffi.OPERATION_NAMES.get(op.kind, "operation")
+        return Observation(self._hooks, self._labels, name, resources, self.quorum)
+
+    def _report_lost(
+        self, resources: tuple[str | bytes, ...], reason: str, nodes: tuple[NodeResult, ...]
+    ) -> None:
+        """The keep-alive reported a lock lost: the ``lost`` event."""
+        if self._hooks:
+            self._hooks.emit(lost_event(resources, reason, nodes))
+
+    def _start_inspect(self, names: list[bytes]) -> Operation:
+        return self._usable().inspect(names, now_us())
+
+    def _inspected(
+        self, outcome: Outcome, resources: Sequence[str | bytes], lease: Lease | None = None
+    ) -> bool:
+        """Whether an inspection found the lock held (by ``lease``, when given, at
+        now), or the exception for one that could not say."""
+        with outcome:
+            if outcome.kind != "inspected":
+                raise inspect_error(outcome, resources, self._labels)
+            if lease is None:
+                return outcome.is_locked
+            return outcome.is_held_by(lease, now_us())
 
     def _usable(self) -> Client:
         if self._closed:

@@ -112,60 +112,76 @@ class Config(_Handle):
 
     @property
     def nodes(self) -> int:
+        """N, the number of independent Redis nodes."""
         return int(lib.redlock_config_nodes(self._p()))
 
     @property
     def quorum(self) -> int:
+        """Q = N/2 + 1, the nodes that must agree for any decision."""
         return int(lib.redlock_config_quorum(self._p()))
 
     @property
     def ttl_ms(self) -> int:
+        """The TTL written with every key, in milliseconds (a lock may ask for another)."""
         return int(lib.redlock_config_ttl_ms(self._p()))
 
     @property
     def drift_factor(self) -> float:
+        """The share of the TTL counted as clock drift (0.01 by default)."""
         return float(lib.redlock_config_drift_factor(self._p()))
 
     @property
     def drift_fixed_us(self) -> int:
+        """The fixed part of the clock drift, in microseconds (2 ms by default)."""
         return int(lib.redlock_config_drift_fixed_us(self._p()))
 
     @property
     def drift_us(self) -> int:
+        """The whole drift for the configured TTL (``ttl * drift_factor + drift_fixed``), in
+        microseconds, taken off every validity."""
         return int(lib.redlock_config_drift_us(self._p()))
 
     @property
     def node_timeout_us(self) -> int:
+        """How long one node may take to answer one command, in microseconds."""
         return int(lib.redlock_config_node_timeout_us(self._p()))
 
     @property
     def min_validity_us(self) -> int:
+        """The smallest validity an acquisition accepts, in microseconds (less counts as
+        a failure, ``validity_too_short``)."""
         return int(lib.redlock_config_min_validity_us(self._p()))
 
     @property
     def attempts(self) -> int:
+        """How many attempts an acquisition without a wait limit makes."""
         return int(lib.redlock_config_attempts(self._p()))
 
     @property
     def retry_delay_us(self) -> int:
+        """The mean delay between two attempts, in microseconds."""
         return int(lib.redlock_config_retry_delay_us(self._p()))
 
     @property
     def retry_jitter_us(self) -> int:
+        """How far a retry delay may be drawn from its mean either way, in microseconds."""
         return int(lib.redlock_config_retry_jitter_us(self._p()))
 
     @property
     def token_bytes(self) -> int:
+        """Random bytes in each token (written as twice as many hex digits)."""
         return int(lib.redlock_config_token_bytes(self._p()))
 
     @property
     def key_prefix(self) -> bytes:
+        """What is put before every resource name to make its key (empty by default)."""
         pointer, length = c_void_p(), c_size_t()
         _ffi.check(lib.redlock_config_key_prefix(self._p(), byref(pointer), byref(length)))
         return _ffi.borrowed(pointer.value, length.value)
 
     @property
     def max_extensions(self) -> int | None:
+        """The bound on extensions of one lock, or ``None`` when unbounded."""
         bounded, maximum = c_bool(), c_uint32()
         _ffi.check(lib.redlock_config_max_extensions(self._p(), byref(bounded), byref(maximum)))
         return int(maximum.value) if bounded.value else None

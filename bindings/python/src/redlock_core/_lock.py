@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 from . import _ffi
 from ._common import ReleaseResult, call_on_lost, extend_error, node_results, release_result
 from ._errors import LockError, LockLostError, LockNotHeldError, NodeResult
-from .core import KeepAlive, Lease, Operation, Outcome, now_us
+from .core import KeepAlive, Lease, Operation, Outcome, now_us, resource_list
 
 if TYPE_CHECKING:
     from ._common import Duration, RedlockBase
@@ -110,6 +110,10 @@ class LockState:
             self._mark_lost(error)
         return None if by_keepalive and not isinstance(error, LockLostError) else error
 
+    def _start_inspect(self) -> Operation:
+        """An inspection of this lock's resources (for ``owned()``)."""
+        return self._owner._start_inspect(resource_list(self._resources))
+
     def _start_release(self) -> Operation:
         return self._owner._usable().release(self._lease, now_us())
 
@@ -137,6 +141,7 @@ class LockState:
         if action.action == _ffi.KEEPALIVE_LOST:
             reason = action.lost or "expired"
             kind = LockNotHeldError if reason == "not_held" else LockLostError
+            self._owner._report_lost(self._resources, reason, self._nodes)
             self._mark_lost(
                 kind(
                     f"lock on {self._describe()} is lost: {_LOST_WHY.get(reason, reason)}",

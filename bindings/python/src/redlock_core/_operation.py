@@ -40,6 +40,25 @@ class PackedCommand(NamedTuple):
     resp: bytes
 
 
+class OperationEvent(NamedTuple):
+    """One event an operation reported (``redlock_operation_poll_event``), as the core
+    gives it: times in microseconds on the caller's clock, nodes as ``(status, error
+    text)`` pairs. ``node`` and ``cause`` are set for ``"node_failed"`` (whose
+    ``nodes`` holds that node's result only), ``reason`` for failures and retries,
+    ``retry_at`` for retries."""
+
+    kind: str
+    operation: str
+    at: int
+    elapsed: int
+    attempt: int
+    reason: str | None
+    retry_at: int | None
+    node: int | None
+    cause: str | None
+    nodes: tuple[tuple[str, str | None], ...]
+
+
 _ARGV_CAPACITY = 80  # EVALSHA sha1 numkeys + up to 64 keys + token + ttl, with room
 
 
@@ -289,6 +308,68 @@ class Operation(_Handle):
             channels.append(buffer.raw[: length.value])
         return channels
 
+    def poll_event(self) -> OperationEvent | None:
+        """The operation's next event (oldest first), or ``None`` when there is none.
+        Drain them after each input, next to :meth:`poll`; an operation keeps at most
+        64 unread ones. Events only report: nothing depends on reading them."""
+        pointer = self._p()
+        kind = c_uint32()
+        rc = lib.redlock_operation_poll_event(pointer, byref(kind))
+        if rc == _ffi.NO_VALUE:
+            return None
+        _ffi.check(rc, "poll_event")
+        at, elapsed, attempt, operation = c_uint64(), c_uint64(), c_uint32(), c_uint32()
+        _ffi.check(
+            lib.redlock_operation_event(
+                pointer, byref(at), byref(elapsed), byref(attempt), byref(operation)
+            ),
+            "event",
+        )
+        reason_code = c_uint32()
+        rc = lib.redlock_operation_event_reason(pointer, byref(reason_code))
+        reason = None
+        if rc != _ffi.NO_VALUE:
+            _ffi.check(rc, "event_reason")
+            code = reason_code.value
+            reason = _ffi.REASON_NAMES.get(code, f"unknown_{code}")
+        retry = c_uint64()
+        rc = lib.redlock_operation_event_retry_at(pointer, byref(retry))
+        retry_at = None
+        if rc != _ffi.NO_VALUE:
+            _ffi.check(rc, "event_retry_at")
+            retry_at = int(retry.value)
+        node_index, cause_code = c_size_t(), c_uint32()
+        rc = lib.redlock_operation_event_node(pointer, byref(node_index), byref(cause_code))
+        node = cause = None
+        if rc != _ffi.NO_VALUE:
+            _ffi.check(rc, "event_node")
+            node = int(node_index.value)
+            name = lib.redlock_node_cause_name(cause_code.value)
+            cause = name.decode("ascii") if name else "error"
+        nodes = []
+        status, text, length = c_uint32(), c_void_p(), c_size_t()
+        for index in range(int(lib.redlock_operation_event_node_count(pointer))):
+            _ffi.check(
+                lib.redlock_operation_event_node_result(
+                    pointer, index, byref(status), byref(text), byref(length)
+                ),
+                "event_node_result",
+            )
+            nodes.append(_node_parts(status.value, text.value, length.value))
+        name = lib.redlock_event_kind_name(kind.value)
+        return OperationEvent(
+            name.decode("ascii") if name else f"unknown_{kind.value}",
+            _ffi.OPERATION_NAMES.get(operation.value, f"unknown_{operation.value}"),
+            int(at.value),
+            int(elapsed.value),
+            int(attempt.value),
+            reason,
+            retry_at,
+            node,
+            cause,
+            tuple(nodes),
+        )
+
     def handle_delivery(self, link: Any, now: int) -> None:
         """Hands ``link``'s current delivery (its reply, any kind) to this operation."""
         rc = lib.redlock_operation_handle_delivery(self._p(), link._p(), now)
@@ -299,15 +380,17 @@ class Operation(_Handle):
 
     @property
     def kind(self) -> int:
-        """``OPERATION_ACQUIRE``, ``_EXTEND`` or ``_RELEASE``."""
+        """``OPERATION_ACQUIRE``, ``_EXTEND``, ``_RELEASE`` or ``_INSPECT``."""
         return int(lib.redlock_operation_kind(self._p()))
 
     @property
     def is_finished(self) -> bool:
+        """True once the outcome is decided, polled or not."""
         return bool(lib.redlock_operation_is_finished(self._p()))
 
     @property
     def attempt(self) -> int:
+        """The current attempt, from 1."""
         return int(lib.redlock_operation_attempt(self._p()))
 
     @property
@@ -320,6 +403,7 @@ class Operation(_Handle):
 
     @property
     def node_count(self) -> int:
+        """N, the number of nodes the operation talks to."""
         return int(lib.redlock_operation_node_count(self._p()))
 
     def node(self, index: int) -> tuple[str, str | None]:
@@ -357,22 +441,27 @@ class Outcome(_Handle):
 
     @property
     def kind(self) -> str:
-        """``"acquired"``, ``"not_acquired"``, ``"extended"``, ``"not_extended"`` or
-        ``"released"``."""
+        """``"acquired"``, ``"not_acquired"``, ``"extended"``, ``"not_extended"``,
+        ``"released"``, ``"not_released"``, ``"inspected"`` or ``"not_inspected"``."""
         kind = int(lib.redlock_outcome_kind(self._p()))
         return _ffi.OUTCOME_NAMES.get(kind, f"unknown_{kind}")
 
     @property
     def is_success(self) -> bool:
+        """True for acquired, extended, released and inspected."""
         return bool(lib.redlock_outcome_is_success(self._p()))
 
     @property
     def reason(self) -> str | None:
+        """Why the operation failed (``"conflict"``, ``"nodes_failed"``, ``"mixed"``,
+        ``"validity_too_short"``, ``"not_held"``), ``None`` for a success."""
         reason = self._optional("redlock_outcome_reason", c_uint32())
         return None if reason is None else _ffi.REASON_NAMES.get(reason, f"unknown_{reason}")
 
     @property
     def token(self) -> str | None:
+        """The lease's token (acquired, extended, not extended), or the last attempt's,
+        already released (not acquired); ``None`` for releases and inspections."""
         pointer, length = c_void_p(), c_size_t()
         rc = lib.redlock_outcome_token(self._p(), byref(pointer), byref(length))
         if rc == _ffi.NO_VALUE:
@@ -382,18 +471,23 @@ class Outcome(_Handle):
 
     @property
     def valid_until(self) -> int | None:
+        """Until when the lock is held (microseconds, the caller's clock)."""
         return self._optional("redlock_outcome_valid_until", c_uint64())
 
     @property
     def validity(self) -> int | None:
+        """Validity left when the outcome was decided, in microseconds (acquired,
+        extended, not extended)."""
         return self._optional("redlock_outcome_validity", c_uint64())
 
     @property
     def attempts(self) -> int | None:
+        """Attempts made (acquired, not acquired)."""
         return self._optional("redlock_outcome_attempts", c_uint32())
 
     @property
     def extensions(self) -> int | None:
+        """Successful extensions of the lease (acquired, extended, not extended)."""
         return self._optional("redlock_outcome_extensions", c_uint32())
 
     @property
@@ -409,17 +503,43 @@ class Outcome(_Handle):
 
     @property
     def is_lost(self) -> bool | None:
+        """For not extended: whether the lock is already lost, not merely unextended."""
         lost = self._optional("redlock_outcome_is_lost", c_bool())
         return None if lost is None else bool(lost)
 
     @property
     def released(self) -> int | None:
+        """For releases: the nodes that deleted at least one key holding the token."""
         return self._optional("redlock_outcome_released", c_size_t())
 
     @property
     def fencing_token(self) -> int | None:
         """A fenced acquisition's fencing token (also on its lease), else ``None``."""
         return self._optional("redlock_outcome_fencing_token", c_uint64())
+
+    @property
+    def holder(self) -> str | None:
+        """An inspection's answer: the token a quorum of nodes hold on every key, or
+        ``None`` when nobody holds the lock (and for other outcomes)."""
+        pointer, length = c_void_p(), c_size_t()
+        rc = lib.redlock_outcome_holder(self._p(), byref(pointer), byref(length))
+        if rc == _ffi.NO_VALUE:
+            return None
+        _ffi.check(rc, "holder")
+        return _ffi.borrowed(pointer.value, length.value).decode("ascii", "replace")
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether an inspection found the lock held by anyone (false for other
+        outcomes)."""
+        return bool(lib.redlock_outcome_is_locked(self._p()))
+
+    def is_held_by(self, lease: Lease, now: int) -> bool:
+        """Whether an inspection found the lock held by ``lease`` at ``now``: a quorum
+        hold its token and its validity has not run out on our clock."""
+        if not isinstance(lease, Lease):
+            raise TypeError(f"lease must be a Lease, not {type(lease).__name__}")
+        return bool(lib.redlock_outcome_is_held_by(self._p(), lease._p(), _u64(now, "now")))
 
     def lease(self) -> Lease | None:
         """A copy of the lease (acquired, extended, not extended), else ``None``."""
@@ -432,6 +552,7 @@ class Outcome(_Handle):
 
     @property
     def node_count(self) -> int:
+        """N, the number of per-node results."""
         return int(lib.redlock_outcome_node_count(self._p()))
 
     @property
@@ -465,6 +586,7 @@ class Outcome(_Handle):
         return _node_parts(kind.value, pointer.value, length.value)
 
     def nodes(self) -> list[tuple[str, str | None]]:
+        """How every node answered: ``(status, error text)`` per node, in order."""
         return [self.node(index) for index in range(self.node_count)]
 
 
@@ -475,18 +597,21 @@ class Lease(_Handle):
     _free_name = "redlock_lease_free"
 
     def clone(self) -> Lease:
+        """A copy of the lease, a handle of its own."""
         out = _new_handle()
         _ffi.check(lib.redlock_lease_clone(self._p(), byref(out)), "lease_clone")
         return Lease(out.value)
 
     @property
     def token(self) -> str:
+        """The random value stored under every key."""
         pointer, length = c_void_p(), c_size_t()
         _ffi.check(lib.redlock_lease_token(self._p(), byref(pointer), byref(length)), "lease_token")
         return _ffi.borrowed(pointer.value, length.value).decode("ascii")
 
     @property
     def keys(self) -> list[bytes]:
+        """The keys the lock holds (resource names with the key prefix)."""
         pointer = self._p()
         keys = []
         for index in range(int(lib.redlock_lease_key_count(pointer))):
@@ -507,14 +632,17 @@ class Lease(_Handle):
         return int(lib.redlock_lease_validity(self._p(), _u64(now, "now")))
 
     def is_valid(self, now: int) -> bool:
+        """Whether the lease is still valid at ``now`` (before ``valid_until``)."""
         return bool(lib.redlock_lease_is_valid(self._p(), _u64(now, "now")))
 
     @property
     def ttl_ms(self) -> int:
+        """The TTL of the last acquisition or extension, in milliseconds."""
         return int(lib.redlock_lease_ttl_ms(self._p()))
 
     @property
     def extensions(self) -> int:
+        """Successful extensions since the lock was acquired."""
         return int(lib.redlock_lease_extensions(self._p()))
 
     @property

@@ -34,7 +34,7 @@ from redis.exceptions import AuthenticationError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import _ffi
-from .core import Client, Decoder, Link, Operation, Outcome, now_us
+from .core import Client, Decoder, Link, Operation, OperationEvent, Outcome, now_us
 
 #: What :meth:`NodeProtocol.pump` asks the I/O to do.
 CONNECT = "connect"
@@ -180,11 +180,14 @@ class NodeProtocol:
 
 class Running:
     """One operation under way: its tag, when it wants waking, whether a delivery or a
-    notice came since it was last polled, and the notice channels it listens on."""
+    notice came since it was last polled, the notice channels it listens on, and the
+    events drained from it that the driver has not handed on yet (``None`` when nobody
+    wants them)."""
 
     __slots__ = (
         "changed",
         "channels",
+        "events",
         "last_deadline",
         "may_listen",
         "operation",
@@ -202,6 +205,15 @@ class Running:
         self.last_deadline = 0
         self.may_listen = False
         self.channels: list[bytes] = []
+        self.events: list[OperationEvent] | None = None
+
+    def take_events(self) -> list[OperationEvent]:
+        """The events drained since the last call (handed on by the driver)."""
+        events = self.events
+        if not events:
+            return []
+        self.events = []
+        return events
 
 
 class Engine:
@@ -246,11 +258,15 @@ class Engine:
         if actions:
             self._io(node, actions)
 
-    def start(self, operation: Operation, *, waits: bool = False) -> Running:
+    def start(self, operation: Operation, *, waits: bool = False, events: bool = False) -> Running:
         """Starts ``operation``. An acquisition with a wait limit (``waits``) listens
         for release notices from the start, so that it hears a release that comes
-        while its first attempt is out; others from their first failed attempt."""
+        while its first attempt is out; others from their first failed attempt. With
+        ``events`` its events are drained after every input (:meth:`step`) into
+        ``running.events``."""
         running = Running(operation, next(self._tags))
+        if events:
+            running.events = []
         running.may_listen = self.notices and operation.kind == _ffi.OPERATION_ACQUIRE
         self.running[running.tag] = running
         if waits and running.may_listen:
@@ -309,7 +325,8 @@ class Engine:
 
     def step(self, running: Running) -> None:
         """Polls the operation until it waits or decides, handing its commands to the
-        links (the one output rule: ``WAIT`` is its only wake-up)."""
+        links (the one output rule: ``WAIT`` is its only wake-up), then drains its
+        events when they are wanted."""
         op = running.operation
         running.changed = False
         while running.outcome is None:
@@ -324,12 +341,19 @@ class Engine:
                 self.pump(node)
             elif kind == _ffi.OUTPUT_WAIT:
                 running.wait_until = op.wait_until()
-                return
+                break
             elif kind == _ffi.OUTPUT_OUTCOME:
                 running.outcome = op.take_outcome()
                 running.wait_until = None
             else:
-                return
+                break
+        events = running.events
+        if events is not None:
+            while True:
+                event = op.poll_event()
+                if event is None:
+                    break
+                events.append(event)
 
     def advance(self, running: Running) -> bool:
         """Does what is due for the operation now (a delivery to poll, its wait come

@@ -57,10 +57,12 @@ class Reply(_Handle):
 
     @property
     def kind(self) -> int:
+        """The reply's ``REPLY_*`` kind."""
         return int(lib.redlock_reply_kind(self._p()))
 
     @property
     def integer(self) -> int | None:
+        """An integer reply's value (``None`` for other kinds)."""
         value = c_int64()
         rc = lib.redlock_reply_integer(self._p(), byref(value))
         if rc == _ffi.NO_VALUE:
@@ -70,6 +72,8 @@ class Reply(_Handle):
 
     @property
     def bytes(self) -> bytes | None:
+        """The bytes of a status, bulk, error or connection-failed reply (``None`` for
+        other kinds)."""
         pointer, length = c_void_p(), c_size_t()
         rc = lib.redlock_reply_bytes(self._p(), byref(pointer), byref(length))
         if rc == _ffi.NO_VALUE:
@@ -119,6 +123,7 @@ class Decoder(_Handle):
         self._ptr = out.value
 
     def feed(self, data: bytes) -> None:
+        """Appends bytes read from the node; read the replies with :meth:`next_reply`."""
         chunk = _bytes(data, "data")
         _ffi.check(lib.redlock_decoder_feed(self._p(), chunk, len(chunk)), "decoder_feed")
 
@@ -130,4 +135,5 @@ class Decoder(_Handle):
 
     @property
     def buffered(self) -> int:
+        """Bytes fed and not yet part of a reply returned."""
         return int(lib.redlock_decoder_buffered(self._p()))

@@ -39,6 +39,7 @@ from ._common import (
 )
 from ._errors import UsedAfterCloseError
 from ._lock import KeepAlivePlan, LockContextBase, LockState, OnLost
+from ._observe import Observation
 from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscription
 from .core import Operation, Outcome, Resources, now_us, resource_list
 
@@ -358,7 +359,8 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
     of 50 ms and a tenth of the TTL, 3 attempts 200 ms +- 100 ms apart, 160-bit tokens,
     keys equal to the resource names. ``fencing=True`` gives every lock a fencing
     token (:attr:`Lock.fencing_token`); ``notices=False`` never subscribes to release
-    notices (waits then end at the retry delays only).
+    notices (waits then end at the retry delays only). ``on_event`` is a hook called
+    with every :class:`~redlock_core.Event` (see :meth:`add_listener`).
 
     Each node gets one long-lived thread and one connection made like its client's, and,
     from the first acquisition that waits, a subscriber connection for release notices
@@ -452,39 +454,74 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
         """
         names = resource_list(resources)
         with self._start_acquire(names, ttl, blocking_timeout, fencing) as op:
-            outcome = self._drive(op, waits=self._waits(blocking_timeout))
+            outcome = self._drive(
+                op, waits=self._waits(blocking_timeout), resources=shown(resources, names)
+            )
         lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
         return Lock(self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost)
 
     def extend(self, lock: Lock, ttl: Duration | None = None) -> None:
+        """``lock.extend(ttl)`` (see :meth:`Lock.extend`)."""
         lock.extend(ttl)
 
     def release(self, lock: Lock) -> ReleaseResult:
+        """``lock.release()`` (see :meth:`Lock.release`)."""
         return lock.release()
 
     # ---- the driver loop ----------------------------------------------------------
 
-    def _drive(self, op: Operation, *, waits: bool = False) -> Outcome:
+    def _drive(
+        self, op: Operation, *, waits: bool = False, resources: Sequence[str | bytes] = ()
+    ) -> Outcome:
         """Runs ``op`` through the links until it decides; waits for nothing but its
-        wait and the deliveries. An interrupt abandons it (the core's cleanup is sent)."""
+        wait and the deliveries. Its events go to the hooks (and its span) from this
+        thread, outside the Redlock's lock. An interrupt abandons it (the core's
+        cleanup is sent)."""
         cond = self._cond
-        with cond:
-            running = self._engine.start(op, waits=waits)
-        try:
+        with self._observe(op, resources) as observation:
             with cond:
-                return self._wait(running)
-        except BaseException:
-            with cond:
-                self._engine.abandon(running)
-            raise
+                running = self._engine.start(op, waits=waits, events=observation.wants_events)
+            try:
+                outcome = self._wait(running, observation)
+            except BaseException:
+                with cond:
+                    self._engine.abandon(running)
+                raise
+            observation.outcome(outcome)
+            return outcome
 
-    def _wait(self, running: Running) -> Outcome:
+    def _wait(self, running: Running, observation: Observation) -> Outcome:
         engine, cond = self._engine, self._cond
-        while not engine.advance(running):
-            if self._stopped:
-                raise UsedAfterCloseError("this Redlock was closed while an operation ran")
-            cond.wait(_seconds_until(running.wait_until))
-        return engine.take_outcome(running)
+        while True:
+            with cond:
+                while True:
+                    done = engine.advance(running)
+                    events = running.take_events()
+                    if done or events:
+                        break
+                    if self._stopped:
+                        raise UsedAfterCloseError("this Redlock was closed while an operation ran")
+                    cond.wait(_seconds_until(running.wait_until))
+                outcome = engine.take_outcome(running) if done else None
+            if events:
+                observation.events(events)
+            if outcome is not None:
+                return outcome
+
+    # ---- inspecting ---------------------------------------------------------------
+
+    def locked(self, resources: Resources) -> bool:
+        """Whether anyone holds the lock on ``resources`` now, as the core decides
+        from the nodes' answers at the quorum (a token on every key of a quorum of
+        nodes); keys left on fewer nodes, by a failed attempt or a holder that lost the
+        lock, do not count. It never changes a key. Raises :class:`NodesFailedError`
+        when too many nodes failed to say. The answer describes the moment the nodes
+        answered: use it for monitoring, never instead of acquiring."""
+        names = resource_list(resources)
+        shown_names = shown(resources, names)
+        with self._start_inspect(names) as op:
+            outcome = self._drive(op, resources=shown_names)
+        return self._inspected(outcome, shown_names)
 
     # ---- closing ------------------------------------------------------------------
 
@@ -577,7 +614,7 @@ class Lock(LockState):
         until ``error.valid_until``)."""
         with self._op_lock:
             op = self._start_extend(ttl)
-            outcome = self._redlock._drive(op)
+            outcome = self._redlock._drive(op, resources=self._resources)
             error = self._extended(outcome)
         self._poke()
         self._signal()
@@ -594,7 +631,18 @@ class Lock(LockState):
             if self._released is not None:
                 return self._released
             op = self._start_release()
-            return self._released_by(self._redlock._drive(op))
+            return self._released_by(self._redlock._drive(op, resources=self._resources))
+
+    def owned(self) -> bool:
+        """Whether we hold the lock now: an inspection finds this lock's token on every
+        key of a quorum of nodes, and the lease is still valid on our clock (keys can
+        outlive the validity by the clock drift; a holder must not count on them then).
+        A lock rebuilt with :meth:`Redlock.from_token` is not owned until extended.
+        Raises :class:`NodesFailedError` when too many nodes failed to say."""
+        with self._start_inspect() as op:
+            outcome = self._redlock._drive(op, resources=self._resources)
+        # The lease as it stands now (an auto-extension may have renewed it meanwhile).
+        return self._owner._inspected(outcome, self._resources, self._lease)
 
     def _poke(self) -> None:
         with self._wake:
@@ -632,7 +680,7 @@ def _keep_alive(lock_ref: weakref.ref[Lock], wake: threading.Condition) -> None:
                 op = lock._keepalive_extension()
                 if op is not None:
                     try:
-                        outcome = lock._redlock._drive(op)
+                        outcome = lock._redlock._drive(op, resources=lock._resources)
                     except Exception:  # the driver failed: the core decides what it means
                         lock._keepalive_failed()
                     else:

@@ -43,7 +43,7 @@ from ._handle import (
 )
 from ._keepalive import KeepAlive, KeepAliveAction
 from ._link import Delivery, Link
-from ._operation import Command, Lease, Operation, Outcome, PackedCommand
+from ._operation import Command, Lease, Operation, OperationEvent, Outcome, PackedCommand
 from ._reply import Decoder, Reply
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "Lease",
     "Link",
     "Operation",
+    "OperationEvent",
     "Outcome",
     "PackedCommand",
     "Reply",
