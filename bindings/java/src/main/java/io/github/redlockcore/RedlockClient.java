@@ -103,6 +103,7 @@ public final class RedlockClient implements AutoCloseable {
    */
   public RedLock acquire(List<String> resources, Duration ttl) {
     Objects.requireNonNull(resources, "resources");
+    notInLoop();
     List<String> names = List.copyOf(resources);
     Outcome outcome = await(engine.run(names,
         (links, tag, now) -> client.startAcquire(links, tag, names, ttl, null, now), null, null));
@@ -147,6 +148,7 @@ public final class RedlockClient implements AutoCloseable {
   /** The core's inspection of {@code resources}; with {@code lease}, whether it holds them. */
   Outcome inspect(List<String> resources, io.github.redlockcore.core.Lease lease) {
     Objects.requireNonNull(resources, "resources");
+    notInLoop();
     List<String> names = List.copyOf(resources);
     Outcome outcome = await(engine.run(names,
         (links, tag, now) -> client.startInspect(links, tag, names, lease, now), null, null));
@@ -173,6 +175,7 @@ public final class RedlockClient implements AutoCloseable {
     if (wait.isNegative()) {
       throw new RedlockArgumentException("invalid_argument", "the wait must not be negative");
     }
+    notInLoop();
     List<String> resources = List.of(resource);
     // While it waits, it listens for release notices (a subscriber connection per node):
     // one makes it try again at once instead of sleeping out its retry delay.
@@ -187,6 +190,17 @@ public final class RedlockClient implements AutoCloseable {
       return Optional.empty();
     }
     throw ErrorClasses.of(resource, outcome);
+  }
+
+  /**
+   * A call that waits for the loop cannot be made on the loop thread (from a listener):
+   * it would wait for itself.
+   */
+  void notInLoop() {
+    if (engine.inLoop()) {
+      throw new RedlockStateException("invalid_call",
+          "this call waits for the client's loop: it cannot be made from a listener");
+    }
   }
 
   static <T> T await(CompletableFuture<T> future) {

@@ -390,6 +390,30 @@ abstract class DriverContract {
   }
 
   @Test
+  void aListenerCallingTheClientIsRefusedNotDeadlocked() throws Exception {
+    List<Throwable> reported = new java.util.concurrent.CopyOnWriteArrayList<>();
+    Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
+    Thread.setDefaultUncaughtExceptionHandler((t, e) -> reported.add(e));
+    var client = new java.util.concurrent.atomic.AtomicReference<RedlockClient>();
+    try (RedlockClient c = RedlockClient.builder(driver(nodes.urls()))
+        .listener(e -> {
+          if (e.kind().equals("acquired")) {
+            client.get().isLocked(resource);
+          }
+        })
+        .build()) {
+      client.set(c);
+      c.acquire(resource).close();
+      waitUntil(() -> !reported.isEmpty());
+      RedlockStateException e = (RedlockStateException) reported.get(0);
+      assertEquals("invalid_call", e.code());
+      assertFalse(c.isLocked(resource));
+    } finally {
+      Thread.setDefaultUncaughtExceptionHandler(previous);
+    }
+  }
+
+  @Test
   void heldElsewhereIsItsOwnException() {
     try (RedlockClient other = RedlockClient.builder(driver(nodes.urls())).attempts(2)
             .retryDelay(Duration.ofMillis(20)).retryJitter(Duration.ofMillis(5)).build();
