@@ -60,8 +60,9 @@ test-python:
 	bindings/python/build.sh test
 
 # The WASM core (scripts/build-wasm.sh) and the Node.js package: conformance vectors through
-# WASM, ioredis, node-redis and raw sockets against local Redis nodes, the TypeScript
-# declarations, and the core inside workerd (base ports 7210-7264).
+# WASM (fencing and waiting included), ioredis, node-redis and raw sockets against local
+# Redis nodes, waiting and fencing on 5 nodes, the TypeScript declarations, and the core
+# inside workerd (base ports 7200-7264 and 7275).
 test-node:
 	bindings/node/build.sh test
 

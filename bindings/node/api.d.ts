@@ -69,6 +69,18 @@ export interface RedlockOptions {
   tokenBytes?: number;
   /** Most automatic extensions of one lock in `using`; null or absent: unbounded. */
   maxExtensions?: number | null;
+  /**
+   * Hand out a fencing token with every lock (`lock.fencingToken`, docs/fencing.md):
+   * one more round trip per acquisition. Default false.
+   */
+  fencing?: boolean;
+  /**
+   * Listen for release notices while an acquisition waits to retry, on a subscriber
+   * connection per node made from each client (`duplicate()`, or a socket of its own):
+   * a waiter then tries again as soon as the lock is released. Default true. Clients
+   * that cannot subscribe (a `Connection` of your own) simply get no notices.
+   */
+  notices?: boolean;
 }
 
 /**
@@ -105,6 +117,14 @@ export interface ReleaseResult {
 export interface AcquireOptions {
   /** A TTL for this lock only (whole milliseconds). Default: the configured TTL. */
   ttlMs?: number;
+  /**
+   * A wait limit in milliseconds: keep trying until then (instead of the configured
+   * attempts), trying again at once when a release is announced. Gives up with
+   * LockHeldError (or NodesFailingError) at the limit. 0 tries once.
+   */
+  waitMs?: number;
+  /** A fencing token for this lock (or none), whatever the Redlock's `fencing` setting. */
+  fencing?: boolean;
   /**
    * Aborting it cancels the acquisition: what it may have set is released on every
    * node, and the promise rejects with a CancelledError.
@@ -201,6 +221,12 @@ export class Lock implements AsyncDisposable {
   readonly nodes: NodeDetail[];
   /** The random value stored under every key; keep it to release from elsewhere. */
   readonly token: string;
+  /**
+   * The fencing token (acquired with `fencing`): strictly greater than that of every
+   * earlier lock of these resources whose acquisition completed; send it with every write
+   * to the protected resource (`fencedSet`). Undefined without fencing.
+   */
+  readonly fencingToken: number | undefined;
   /** Until when the lock is held, microseconds on `performance.now()`'s clock. */
   readonly validUntilUs: number;
   /** Milliseconds of validity left now (0 once expired). */
@@ -241,7 +267,7 @@ export class Redlock {
   readonly closed: boolean;
   /**
    * Acquires a lock on one resource or several (all or none), retrying as configured.
-   * `options` is a TTL in milliseconds or `{ ttlMs, signal }`. Rejects with `LockHeldError`
+   * `options` is a TTL in milliseconds or `{ ttlMs, waitMs, signal, fencing }`. Rejects with `LockHeldError`
    * (held elsewhere), `NodesFailingError`, or `CancelledError` when `signal` aborts.
    */
   acquire(resources: Resource | Resource[], options?: number | AcquireOptions): Promise<Lock>;
@@ -273,6 +299,26 @@ export class Redlock {
    */
   close(): void;
 }
+
+/** What a fenced write did. */
+export type FencedSetResult =
+  /** The item now holds the value, and `token` is the highest it accepted. */
+  | { accepted: true; token: number }
+  /** Nothing changed: the item had already accepted `seen` (>= token): a stale holder. */
+  | { accepted: false; token: number; seen: number };
+
+/**
+ * Writes `value` to the Redis key `item` only if `token` is greater than every token
+ * the item accepted before (atomically, through `client`: the resource's own server).
+ * Rejects with InvalidArgumentError (`invalid_fencing_token`, ...) for bad arguments and
+ * NodesFailingError (`fenced_write_failed`) when the server answers an error or fails.
+ */
+export function fencedSet(
+  client: IoredisLike | NodeRedisLike | Connection,
+  item: string | Uint8Array,
+  value: string | Uint8Array,
+  token: number,
+): Promise<FencedSetResult>;
 
 /** The link cause of a Node.js or client error: refused, auth, tls, timeout or closed. */
 export function linkCause(error: unknown): core.LinkCause;

@@ -6,10 +6,15 @@
 #   bindings/node/build.sh test      install, then every test with node --test: the
 #                                    conformance vectors through WASM, ioredis, node-redis
 #                                    (v4 and current) and raw sockets against 5 local
-#                                    Redis nodes each, the TypeScript declarations, and
-#                                    the core inside workerd (base ports 7210-7264)
-#   bindings/node/build.sh bench     install, then the decision-cycle benchmark and the
-#                                    end-to-end comparison with node-redlock (base port 7270)
+#                                    Redis nodes each, waiting and fencing, the TypeScript
+#                                    declarations, and the core inside workerd (base ports
+#                                    7200-7264, 7275)
+#   bindings/node/build.sh bench     install, then the decision-cycle benchmark, the
+#                                    end-to-end comparison with node-redlock (base port
+#                                    7270), fenced against unfenced (7280) and lock
+#                                    hand-off (7290, or REDLOCK_BENCH_PORTS)
+#   bindings/node/build.sh handoff   install, then only the hand-off benchmark (on the
+#                                    nodes in REDLOCK_BENCH_PORTS when set)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -49,9 +54,16 @@ case "${1:-}" in
     cd "$here"
     node bench/cycle.js
     node bench/e2e.js
+    node bench/fencing.js
+    node bench/handoff.js
+    ;;
+  handoff)
+    install
+    cd "$here"
+    node bench/handoff.js
     ;;
   *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

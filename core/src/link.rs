@@ -14,7 +14,9 @@
 //! - **Scripts first.** On every new or re-opened connection the first three writes are
 //!   `SCRIPT LOAD` of the core's scripts, before any `EVALSHA`, whatever the client
 //!   library queued meanwhile. Their replies are the link's own (a node that refuses
-//!   them still works through the `EVAL` fallback).
+//!   them still works through the `EVAL` fallback). The two fencing scripts are loaded
+//!   the same way right before a connection's first fenced command, so that a node
+//!   answering after its operation decided still has them for the next one.
 //! - **A bound in flight.** At most [`MAX_IN_FLIGHT`] writes await their replies; more
 //!   wait in the link's queue, at most [`MAX_QUEUED`]; past that a command fails at once.
 //! - **Stalled nodes.** A node with a written command unanswered past its deadline is
@@ -71,7 +73,8 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::command::{
-    Argv, Command, CommandKind, RequestId, ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT,
+    Argv, Command, CommandKind, RequestId, ACQUIRE_SCRIPT, EXTEND_SCRIPT, FENCED_ACQUIRE_SCRIPT,
+    RELEASE_SCRIPT, WRITE_BACK_SCRIPT,
 };
 use crate::reply::Reply;
 use crate::time::{micros_floor, Time};
@@ -240,7 +243,10 @@ pub struct Link {
     failures: u32,
     reconnect_at: Option<Time>,
     last_error: Option<String>,
-    scripts: Arc<[Arc<Argv>; 3]>,
+    scripts: Arc<[Arc<Argv>; 5]>,
+    /// Whether the fencing scripts were loaded on the current connection (they are, on
+    /// a connection's first fenced command).
+    fencing_loaded: bool,
 }
 
 impl Default for Link {
@@ -274,7 +280,10 @@ impl Link {
                 load(ACQUIRE_SCRIPT),
                 load(RELEASE_SCRIPT),
                 load(EXTEND_SCRIPT),
+                load(FENCED_ACQUIRE_SCRIPT),
+                load(WRITE_BACK_SCRIPT),
             ]),
+            fencing_loaded: false,
         }
     }
 
@@ -324,6 +333,7 @@ impl Link {
         self.failures = 0;
         self.reconnect_at = None;
         self.last_error = None;
+        self.fencing_loaded = false;
         for index in 0..3 {
             let argv = Arc::clone(&self.scripts[index]);
             self.write(argv, Time::from_micros(u64::MAX), Purpose::Script);
@@ -577,6 +587,18 @@ impl Link {
                         break;
                     };
                     let kind = entry.command.kind();
+                    if matches!(kind, CommandKind::FencedAcquire | CommandKind::WriteBack)
+                        && !self.fencing_loaded
+                    {
+                        // Fenced locks' scripts, before this connection's first fenced
+                        // command: a node that answers only after the decision would
+                        // otherwise never get the EVAL that loads them.
+                        self.fencing_loaded = true;
+                        for index in 3..5 {
+                            let argv = Arc::clone(&self.scripts[index]);
+                            self.write(argv, Time::from_micros(u64::MAX), Purpose::Script);
+                        }
+                    }
                     if matches!(
                         kind,
                         CommandKind::Set | CommandKind::Acquire | CommandKind::FencedAcquire

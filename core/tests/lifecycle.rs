@@ -574,7 +574,11 @@ fn a_fenced_acquisition_on_a_stalled_node_is_owed_its_release_too() {
     assert_eq!(script.kind(), CommandKind::FencedAcquire);
     let deadline = script.deadline();
     link.submit(1, script, at(1_000));
-    let script_write = drain(&mut link).writes.remove(0);
+    // The fencing scripts are loaded first, then the command.
+    let mut writes = drain(&mut link).writes;
+    assert_eq!(writes.len(), 3);
+    let script_write = writes.remove(2);
+    let loads = writes;
     link.handle_timeout(deadline);
     assert!(link.is_stalled(deadline));
 
@@ -589,8 +593,42 @@ fn a_fenced_acquisition_on_a_stalled_node_is_owed_its_release_too() {
     );
     assert_eq!(link.queued(), 1);
     let thaw = at(deadline.as_micros() + 5_000);
+    for load in &loads {
+        link.handle_reply(load.id(), Reply::Bulk(b"sha".to_vec()), thaw);
+    }
     link.handle_reply(script_write.id(), Reply::Integer(1), thaw);
     let d = drain(&mut link);
     assert_eq!(d.writes.len(), 1);
     assert!(name(&d.writes[0]).starts_with("EVALSHA"));
+}
+
+#[test]
+fn a_connection_loads_the_fencing_scripts_before_its_first_fenced_command() {
+    let mut link = open_link(0);
+    let config = Config::builder(1, ms(10_000))
+        .fencing(true)
+        .build()
+        .unwrap();
+    let mut redlock = Redlock::with_seed(config, [6; 32]);
+    let mut first = redlock.acquire(&["f1"], at(1_000)).unwrap();
+    link.submit(1, sends(&mut first).remove(0), at(1_000));
+    let names: Vec<String> = drain(&mut link).writes.iter().map(name).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(names[..2], ["SCRIPT LOAD", "SCRIPT LOAD"]);
+    assert!(names[2].starts_with("EVALSHA"));
+    // Not again on the same connection; again on the next one.
+    let mut second = redlock.acquire(&["f2"], at(2_000)).unwrap();
+    link.submit(2, sends(&mut second).remove(0), at(2_000));
+    assert_eq!(drain(&mut link).writes.len(), 1);
+    link.handle_closed(LinkCause::Closed, "reset", at(3_000));
+    let _ = drain(&mut link);
+    link.handle_connected(at(4_000));
+    let mut third = redlock.acquire(&["f3"], at(4_000)).unwrap();
+    link.submit(3, sends(&mut third).remove(0), at(4_000));
+    let names: Vec<String> = drain(&mut link).writes.iter().map(name).collect();
+    assert_eq!(
+        names.iter().filter(|n| n.as_str() == "SCRIPT LOAD").count(),
+        5,
+        "{names:?}"
+    );
 }

@@ -22,6 +22,7 @@ pub struct Redlock {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct AcquireOptions {
     ttl_ms: Option<u64>,
+    wait_us: Option<u64>,
     random: Option<serde_bytes_buf::ByteBuf>,
 }
 
@@ -81,8 +82,10 @@ impl Redlock {
     }
 
     /// Starts acquiring a lock on `resources` (one or an array) at `nowUs`. Options: a
-    /// TTL for this lock only, and the caller's random bytes (for conformance vectors).
-    /// The first round's commands are ready to poll.
+    /// TTL for this lock only (`ttlMs`), a wait limit (`waitUs`: keep trying until then
+    /// instead of for the configured attempts; see `Operation.handleNotice`), and the
+    /// caller's random bytes (for conformance vectors). The first round's commands are
+    /// ready to poll.
     pub fn acquire(
         &mut self,
         resources: ResourcesJs,
@@ -92,32 +95,50 @@ impl Redlock {
         let now = time(now_us, "nowUs")?;
         let resources = crate::convert::resources(&resources)?;
         let options: AcquireOptions = match options {
-            Some(options) if !options.is_undefined() && !options.is_null() => {
-                options_from_js(options.into(), &["ttlMs", "random"], "acquire options")?
-            }
+            Some(options) if !options.is_undefined() && !options.is_null() => options_from_js(
+                options.into(),
+                &["ttlMs", "waitUs", "random"],
+                "acquire options",
+            )?,
             _ => AcquireOptions::default(),
         };
-        let op = match (options.ttl_ms, options.random) {
-            (None, None) => self.inner.acquire(&resources, now),
-            (Some(ttl_ms), None) => {
+        let mut core_options = redlock_core::AcquireOptions::new();
+        if let Some(ttl_ms) = options.ttl_ms {
+            core_options = core_options.ttl(Duration::from_millis(ttl_ms));
+        }
+        if let Some(wait_us) = options.wait_us {
+            core_options = core_options.wait(Duration::from_micros(wait_us));
+        }
+        let op = match options.random {
+            None => self.inner.acquire_with(&resources, &core_options, now),
+            Some(random) => {
                 self.inner
-                    .acquire_for(&resources, Duration::from_millis(ttl_ms), now)
-            }
-            (None, Some(random)) => self.inner.acquire_with_random(&resources, random.0, now),
-            (Some(ttl_ms), Some(random)) => {
-                // The core draws caller bytes under the client's own TTL; a client for
-                // this TTL (checked like any per-call TTL) serves this one acquisition.
-                let config = self
-                    .inner
-                    .config()
-                    .with_ttl(Duration::from_millis(ttl_ms))
-                    .map_err(|e| error::usage(redlock_core::UsageError::InvalidTtl(e)))?;
-                redlock_core::Redlock::with_seed(config, [0; 32])
-                    .acquire_with_random(&resources, random.0, now)
+                    .acquire_with_random_options(&resources, &core_options, random.0, now)
             }
         }
         .map_err(error::usage)?;
         Ok(Operation::new(op))
+    }
+
+    /// The channels on which releases of `resources` (one or an array; the key prefix
+    /// is applied) are announced, one per key: a waiter subscribes to them on every
+    /// node and hands each message to `Operation.handleNotice` with its node's index.
+    #[wasm_bindgen(js_name = noticeChannels)]
+    pub fn notice_channels(&self, resources: ResourcesJs) -> Result<KeysJs, JsValue> {
+        let resources = crate::convert::resources(&resources)?;
+        // The lease of a placeholder token holds the keys exactly as an acquisition forms
+        // them (prefix, checks): the core's rule, not a copy of it.
+        let lease = self
+            .inner
+            .lease(&resources, "0", redlock_core::Time::from_micros(0))
+            .map_err(error::usage)?;
+        let channels: Vec<Vec<u8>> = lease
+            .keys()
+            .iter()
+            .map(|key| redlock_core::notice_channel(key))
+            .collect();
+        let refs: Vec<BytesRef> = channels.iter().map(|c| BytesRef(c)).collect();
+        to_js(&refs).map(JsValue::unchecked_into)
     }
 
     /// Starts extending `lease` from `nowUs` by its own TTL, or by `ttlMs` (whole
@@ -245,7 +266,9 @@ impl Lease {
         self.inner.extensions()
     }
 
-    /// The fencing token; fencing is not implemented yet, so always `undefined`.
+    /// The fencing token (`docs/fencing.md`): a whole number below 2^53, or `undefined`
+    /// without fencing and for a lease rebuilt from its parts. Send it with every write
+    /// to the protected resource (see `FencedSet`).
     #[wasm_bindgen(getter, js_name = fencingToken)]
     pub fn fencing_token(&self) -> Option<f64> {
         self.inner.fencing_token().map(|t| t as f64)

@@ -25,6 +25,7 @@ struct Options {
     key_prefix: Option<Bytes>,
     token_bytes: Option<usize>,
     max_extensions: Option<u32>,
+    fencing: Option<bool>,
 }
 
 const OPTION_NAMES: &[&str] = &[
@@ -40,6 +41,7 @@ const OPTION_NAMES: &[&str] = &[
     "keyPrefix",
     "tokenBytes",
     "maxExtensions",
+    "fencing",
 ];
 
 #[derive(Serialize)]
@@ -59,6 +61,7 @@ struct Settings<'a> {
     key_prefix: BytesRef<'a>,
     token_bytes: usize,
     max_extensions: Option<u32>,
+    fencing: bool,
 }
 
 fn micros(duration: Duration) -> f64 {
@@ -110,6 +113,9 @@ impl Config {
             builder = builder.token_bytes(bytes);
         }
         builder = builder.max_extensions(options.max_extensions);
+        if let Some(on) = options.fencing {
+            builder = builder.fencing(on);
+        }
         let inner = builder.build().map_err(error::config)?;
         Ok(Config { inner })
     }
@@ -146,6 +152,7 @@ impl Config {
             key_prefix: BytesRef(c.key_prefix()),
             token_bytes: c.token_bytes(),
             max_extensions: c.max_extensions(),
+            fencing: c.fencing(),
         })
         .map(JsValue::unchecked_into)
     }
@@ -184,6 +191,12 @@ impl Config {
     #[wasm_bindgen(getter, js_name = driftUs)]
     pub fn drift_us(&self) -> f64 {
         micros(self.inner.drift())
+    }
+
+    /// True when acquisitions hand out fencing tokens (`docs/fencing.md`).
+    #[wasm_bindgen(getter)]
+    pub fn fencing(&self) -> bool {
+        self.inner.fencing()
     }
 
     /// Attempts of one acquisition.

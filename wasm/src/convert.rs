@@ -116,14 +116,19 @@ impl Serialize for BytesRef<'_> {
 
 /// One resource name from a JS string or `Uint8Array`.
 fn resource(value: &JsValue) -> Result<Vec<u8>, JsValue> {
+    bytes_from_js(value, "a resource")
+}
+
+/// Bytes from a JS string (UTF-8) or `Uint8Array`; `what` names the value in the error.
+pub(crate) fn bytes_from_js(value: &JsValue, what: &str) -> Result<Vec<u8>, JsValue> {
     if let Some(text) = value.as_string() {
         Ok(text.into_bytes())
     } else if let Some(bytes) = value.dyn_ref::<js_sys::Uint8Array>() {
         Ok(bytes.to_vec())
     } else {
-        Err(invalid_argument(
-            "a resource must be a string or a Uint8Array",
-        ))
+        Err(invalid_argument(&format!(
+            "{what} must be a string or a Uint8Array"
+        )))
     }
 }
 

@@ -8,7 +8,7 @@
 //!
 //! - Names are camelCase; classes mirror the core: [`Config`], [`Redlock`],
 //!   [`Operation`], [`Lease`], [`Link`] (one node's command policy), [`KeepAlive`],
-//!   [`Decoder`].
+//!   [`Decoder`], and [`FencedSet`] (the resource-side fencing check).
 //! - **Time is a JS number of microseconds** on the caller's monotonic clock (for
 //!   example `Math.floor(performance.now() * 1000)`), from any fixed origin. A fraction
 //!   is dropped. Every instant the core hands back (deadlines, `validUntil`, `retryAt`)
@@ -28,6 +28,7 @@ mod client;
 mod config;
 mod convert;
 mod error;
+mod guard;
 mod keepalive;
 mod link;
 mod operation;
@@ -37,6 +38,7 @@ mod types;
 
 pub use client::{Lease, Redlock};
 pub use config::Config;
+pub use guard::{fence_guard_key, fence_key, notice_channel, FencedSet};
 pub use keepalive::KeepAlive;
 pub use link::Link;
 pub use operation::Operation;
@@ -61,10 +63,14 @@ struct Script {
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct Scripts {
     acquire: Script,
     release: Script,
     extend: Script,
+    fenced_acquire: Script,
+    write_back: Script,
+    fenced_set: Script,
 }
 
 /// The Lua scripts the core sends, with the SHA-1s it sends them by (`EVALSHA`).
@@ -83,6 +89,18 @@ pub fn scripts() -> Result<ScriptsJs, JsValue> {
             text: redlock_core::EXTEND_SCRIPT,
             sha1: redlock_core::EXTEND_SHA1,
         },
+        fenced_acquire: Script {
+            text: redlock_core::FENCED_ACQUIRE_SCRIPT,
+            sha1: redlock_core::FENCED_ACQUIRE_SHA1,
+        },
+        write_back: Script {
+            text: redlock_core::WRITE_BACK_SCRIPT,
+            sha1: redlock_core::WRITE_BACK_SHA1,
+        },
+        fenced_set: Script {
+            text: redlock_core::FENCED_SET_SCRIPT,
+            sha1: redlock_core::FENCED_SET_SHA1,
+        },
     })
     .map(JsValue::unchecked_into)
 }
@@ -97,6 +115,7 @@ struct Limits {
     max_attempts: u32,
     max_resources: usize,
     max_token_text: usize,
+    max_fencing_token: f64,
 }
 
 /// The bounds every configuration and lock is checked against.
@@ -110,6 +129,7 @@ pub fn limits() -> Result<LimitsJs, JsValue> {
         max_attempts: redlock_core::MAX_ATTEMPTS,
         max_resources: redlock_core::MAX_RESOURCES,
         max_token_text: redlock_core::MAX_TOKEN_TEXT,
+        max_fencing_token: redlock_core::MAX_FENCING_TOKEN as f64,
     })
     .map(JsValue::unchecked_into)
 }

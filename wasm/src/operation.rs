@@ -4,7 +4,7 @@ use redlock_core::{Command, CommandKind, NodeResult, OperationKind, Outcome, Out
 use wasm_bindgen::prelude::*;
 
 use crate::client::Lease;
-use crate::convert::{reply_from_js, time, time_to_js, to_js, NodeResults};
+use crate::convert::{reply_from_js, time, time_to_js, to_js, whole, NodeResults};
 use crate::error::{self, invalid_argument};
 use crate::strings::{self, Plain, Strings};
 use crate::types::{NodeResultsJs, OutputJs, ReplyJs};
@@ -36,6 +36,8 @@ fn command_kind(strings: &Strings, kind: CommandKind) -> JsValue {
         CommandKind::Acquire => strings.acquire.clone(),
         CommandKind::Release => strings.release.clone(),
         CommandKind::Extend => strings.extend.clone(),
+        CommandKind::FencedAcquire => strings.fenced_acquire.clone(),
+        CommandKind::WriteBack => strings.write_back.clone(),
         _ => JsValue::from_str("unknown"),
     }
 }
@@ -68,7 +70,15 @@ fn outcome_to_js(outcome: Outcome) -> JsValue {
             .map_or(JsValue::NULL, |c| s.code(c.code()));
         match outcome {
             Outcome::Acquired(a) => {
-                strings::acquired(micros(a.validity), a.attempts, &nodes, lease(a.lease))
+                // Fencing tokens stay below 2^53 (`MAX_FENCING_TOKEN`): exact as numbers.
+                let fencing_token = a.lease.fencing_token().map(|t| t as f64);
+                strings::acquired(
+                    micros(a.validity),
+                    a.attempts,
+                    &nodes,
+                    lease(a.lease),
+                    fencing_token,
+                )
             }
             Outcome::NotAcquired(n) => strings::not_acquired(
                 &s.code(n.reason.code()),
@@ -155,6 +165,25 @@ impl Operation {
         let now = time(now_us, "nowUs")?;
         self.inner.handle_timeout(now);
         Ok(())
+    }
+
+    /// Hands in a release notice for this acquisition's resource from node `node`
+    /// (`0..N`), received at `nowUs`: a message on one of `Redlock.noticeChannels` of the
+    /// lock's resources, from that node's subscriber connection. A waiting acquisition
+    /// may then try again at once (the core decides when); at other times it changes
+    /// nothing. A notice only ever starts an attempt sooner, so a lost, duplicated or
+    /// forged one changes speed, never safety. Throws `unknown_node` (and changes
+    /// nothing) for an index outside `0..N`.
+    #[wasm_bindgen(js_name = handleNotice)]
+    pub fn handle_notice(
+        &mut self,
+        node: f64,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<(), JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let node = whole(node, "node")?;
+        let node = usize::try_from(node).unwrap_or(usize::MAX);
+        self.inner.handle_notice(node, now).map_err(error::usage)
     }
 
     /// Abandons the operation at `nowUs` (the caller cancelled it). `pollOutput()` then

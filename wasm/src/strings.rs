@@ -29,6 +29,8 @@ js_strings! {
     acquire = "acquire",
     release = "release",
     extend = "extend",
+    fenced_acquire = "fenced_acquire",
+    write_back = "write_back",
     released = "released",
     nodes = "nodes",
     error = "error",
@@ -152,8 +154,8 @@ export function waitOutput(until) {
 export function outcomeOutput(outcome) {
   return { type: 'outcome', outcome };
 }
-export function acquired(validityUs, attempts, nodes, lease) {
-  return { kind: 'acquired', lease, validityUs, attempts, nodes, errorClass: null };
+export function acquired(validityUs, attempts, nodes, lease, fencingToken) {
+  return { kind: 'acquired', lease, validityUs, attempts, fencingToken: fencingToken ?? null, nodes, errorClass: null };
 }
 export function notAcquired(reason, attempts, token, nodes, errorClass) {
   return { kind: 'not_acquired', reason, attempts, token, nodes, errorClass };
@@ -235,6 +237,7 @@ extern "C" {
         attempts: u32,
         nodes: &JsValue,
         lease: JsValue,
+        fencing_token: Option<f64>,
     ) -> JsValue;
 
     #[wasm_bindgen(js_name = notAcquired)]

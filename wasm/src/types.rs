@@ -37,6 +37,11 @@ export interface ConfigOptions {
   tokenBytes?: number;
   /** Most extensions nextExtension schedules for one lease; null or absent: unbounded. */
   maxExtensions?: number | null;
+  /**
+   * Hand out a fencing token with every lock (docs/fencing.md): one more script per
+   * acquisition and a write-back round. Default false.
+   */
+  fencing?: boolean;
 }
 
 /** Every setting of a checked Config, derived values included. */
@@ -55,11 +60,18 @@ export interface ConfigSettings {
   keyPrefix: string | Uint8Array;
   tokenBytes: number;
   maxExtensions: number | null;
+  fencing: boolean;
 }
 
 export interface AcquireOptions {
   /** A TTL for this lock only (whole milliseconds), checked against the configuration. */
   ttlMs?: number;
+  /**
+   * A wait limit in whole microseconds: keep trying until this much time has passed
+   * (instead of the configured attempts), never starting an attempt that could not end
+   * by then. Release notices (`Operation.handleNotice`) make it try again early.
+   */
+  waitUs?: number;
   /**
    * Random bytes for tokens and retry jitter, drawn in the core's documented order;
    * at least attempts * tokenBytes + (attempts - 1) * 8. For tests and vectors: real
@@ -108,7 +120,7 @@ export interface NodeError {
 /** How one node answered the round an outcome reports on. */
 export type NodeResult = "not_asked" | "pending" | "success" | "conflict" | "timeout" | NodeError;
 
-export type CommandKind = "set" | "acquire" | "release" | "extend";
+export type CommandKind = "set" | "acquire" | "release" | "extend" | "fenced_acquire" | "write_back";
 export type OperationKind = "acquire" | "extend" | "release";
 /**
  * Why an acquisition or extension failed. `not_held` (extensions only): every conflict
@@ -239,6 +251,8 @@ export interface Acquired {
   /** Validity left when the quorum was reached. */
   validityUs: number;
   attempts: number;
+  /** The fencing token (a whole number below 2^53), or null without fencing. */
+  fencingToken: number | null;
   nodes: NodeResult[];
   errorClass: null;
 }
@@ -318,7 +332,22 @@ export interface Scripts {
   acquire: Script;
   release: Script;
   extend: Script;
+  fencedAcquire: Script;
+  writeBack: Script;
+  /** The resource-side check FencedSet sends. */
+  fencedSet: Script;
 }
+
+/** What became of a fenced write (FencedSet.handleReply). */
+export type FencedWrite =
+  /** The item now holds the value; its guard holds `token`. */
+  | { type: "accepted"; token: number }
+  /** Nothing changed: the item had already accepted `seen` (>= token): a stale holder. */
+  | { type: "stale"; token: number; seen: number }
+  /** The server lacks the script: send `args(true)` and hand in that reply instead. */
+  | { type: "retry_as_eval" }
+  /** An error reply, a reply of the wrong shape, or no answer (`error` says which). */
+  | { type: "failed"; error: string };
 
 export interface Limits {
   maxNodes: number;
@@ -328,6 +357,8 @@ export interface Limits {
   maxAttempts: number;
   maxResources: number;
   maxTokenText: number;
+  /** The largest fencing token: 2^53 - 1. */
+  maxFencingToken: number;
 }
 
 /** One error class with its stable number (from 1) and message. */
@@ -388,6 +419,10 @@ extern "C" {
     pub type KeepAliveActionJs;
     #[wasm_bindgen(typescript_type = "LostReason")]
     pub type LostReasonJs;
+    #[wasm_bindgen(typescript_type = "string | Uint8Array")]
+    pub type BytesJs;
+    #[wasm_bindgen(typescript_type = "FencedWrite")]
+    pub type FencedWriteJs;
     #[wasm_bindgen(typescript_type = "[number, number]")]
     pub type PairJs;
     #[wasm_bindgen(typescript_type = "ErrorClassInfo[]")]

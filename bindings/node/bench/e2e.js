@@ -54,15 +54,21 @@ async function connect(urls) {
 }
 
 async function disconnect({ io, ioTimeout, nodeRedis, raw }) {
+  for (const redlock of made) redlock.close();
   [...io, ...ioTimeout].forEach((c) => c.disconnect());
   await Promise.all(nodeRedis.map((c) => c.destroy?.() ?? c.disconnect()));
   raw.forEach((c) => c.close());
 }
 
+// Every Redlock made, closed at the end: an open one keeps reconnecting its links to
+// clients that were disconnected, and the process would never exit.
+const made = [];
+
 function contenders(clients, frozen) {
   const io = frozen ? clients.ioTimeout : clients.io;
   const ours = (nodeClients) => {
     const redlock = new Redlock(nodeClients, { ttlMs: TTL_MS, nodeTimeoutMs: 50 });
+    made.push(redlock);
     return async () => {
       const lock = await redlock.acquire('bench:core');
       await lock.release();

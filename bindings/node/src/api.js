@@ -1,6 +1,7 @@
 // What every entry point (Node.js, edge) exports.
 
 export { Redlock, Lock } from './redlock.js';
+export { fencedSet } from './fenced.js';
 export {
   RedlockError,
   LockError,

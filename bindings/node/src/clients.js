@@ -192,22 +192,26 @@ class IoredisTransport extends LibraryTransport {
   write(write) {
     const { args, id } = write;
     const node = this.node;
-    let pending;
-    try {
-      pending = this.client.call(toClientArg(args[0]), ...args.slice(1).map(toClientArg));
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    pending.then(
+    // One promise hop per command: this is on every lock's path.
+    ioredisCall(this.client, args).then(
       (value) => node.reply(id, replyFromValue(value)),
-      (error) =>
-        node.reply(
-          id,
-          error?.name === 'ReplyError'
-            ? { type: 'error', value: error.message }
-            : { type: 'connection_failed', value: `${linkCause(error)}: ${errorText(error, 'failed')}` },
-        ),
+      (error) => node.reply(id, ioredisFailure(error)),
     );
+  }
+
+  /**
+   * A subscriber connection for release notices: `duplicate()` of the client (same
+   * options), which ioredis resubscribes after a reconnect on its own.
+   */
+  subscriber(onMessage) {
+    const sub = this.client.duplicate();
+    sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
+    sub.on('messageBuffer', (channel) => onMessage(channel));
+    return {
+      subscribe: (channel) => sub.subscribe(toClientArg(channel)).catch(() => {}),
+      unsubscribe: (channel) => sub.unsubscribe(toClientArg(channel)).catch(() => {}),
+      close: () => sub.disconnect(),
+    };
   }
 
   /** The link found the connection stuck: drop it; ioredis reconnects on its own. */
@@ -241,22 +245,39 @@ class NodeRedisTransport extends LibraryTransport {
   write(write) {
     const { args, id } = write;
     const node = this.node;
-    let pending;
-    try {
-      pending = Promise.resolve(this.client.sendCommand(args.map(toClientArg)));
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    pending.then(
+    nodeRedisCall(this.client, args, LINK_COMMAND_OPTIONS).then(
       (value) => node.reply(id, replyFromValue(value)),
-      (error) =>
-        node.reply(
-          id,
-          error instanceof Error && hasConstructorNamed(error, 'ErrorReply')
-            ? { type: 'error', value: error.message }
-            : { type: 'connection_failed', value: `${linkCause(error)}: ${errorText(error, 'failed')}` },
-        ),
+      (error) => node.reply(id, nodeRedisFailure(error)),
     );
+  }
+
+  /**
+   * A subscriber connection for release notices: `duplicate()` of the client (same
+   * options), connected here; node-redis resubscribes after a reconnect on its own.
+   */
+  subscriber(onMessage) {
+    const sub = this.client.duplicate();
+    sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
+    const connected = sub.connect().catch(() => {});
+    // Buffer mode: (message, channel) as Buffers, whatever bytes the channel holds.
+    const listener = (message, channel) => onMessage(channel);
+    let closed = false;
+    const call = (method, channel) =>
+      connected.then(() => !closed && sub.isOpen && sub[method](toClientArg(channel), listener, true)).catch(() => {});
+    return {
+      subscribe: (channel) => call('subscribe', channel),
+      unsubscribe: (channel) => call('unsubscribe', channel),
+      // At once, connected or not: a node that never answers would otherwise keep a
+      // connection attempt (and the process) alive.
+      close: () => {
+        closed = true;
+        try {
+          Promise.resolve(typeof sub.destroy === 'function' ? sub.destroy() : sub.disconnect()).catch(() => {});
+        } catch {
+          // Not open.
+        }
+      },
+    };
   }
 
   /**
@@ -308,6 +329,88 @@ class SendTransport {
   detach() {
     this.connection.close?.();
   }
+}
+
+/** Sends `args` through an ioredis client: its promise of the client's value. */
+function ioredisCall(client, args) {
+  try {
+    return client.call(toClientArg(args[0]), ...args.slice(1).map(toClientArg));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/** An ioredis rejection as the core's reply: an error reply, or a connection failure. */
+function ioredisFailure(error) {
+  return error?.name === 'ReplyError'
+    ? { type: 'error', value: error.message }
+    : { type: 'connection_failed', value: `${linkCause(error)}: ${errorText(error, 'failed')}` };
+}
+
+/** Sends `args` through an ioredis client; resolves to the core's reply, never rejects. */
+function ioredisSend(client, args) {
+  return ioredisCall(client, args).then(replyFromValue, ioredisFailure);
+}
+
+/**
+ * node-redis options for the links' commands. No client-side command timeout: the core
+ * enforces every deadline itself (and node-redis 5's default timeout arms a timer and an
+ * AbortSignal per command, which was a visible part of a lock cycle's cost). node-redis 4
+ * reads no `timeout` option.
+ */
+const LINK_COMMAND_OPTIONS = Object.freeze({ timeout: 0 });
+
+/** Sends `args` through a node-redis client: its promise of the client's value. */
+function nodeRedisCall(client, args, options) {
+  try {
+    return Promise.resolve(client.sendCommand(args.map(toClientArg), options));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/** A node-redis rejection as the core's reply: an error reply, or a connection failure. */
+function nodeRedisFailure(error) {
+  return error instanceof Error && hasConstructorNamed(error, 'ErrorReply')
+    ? { type: 'error', value: error.message }
+    : { type: 'connection_failed', value: `${linkCause(error)}: ${errorText(error, 'failed')}` };
+}
+
+/** Sends `args` through a node-redis client; resolves to the core's reply, never rejects. */
+function nodeRedisSend(client, args) {
+  return nodeRedisCall(client, args).then(replyFromValue, nodeRedisFailure);
+}
+
+/**
+ * A function that sends one command (`args`) through the user's own client (ioredis,
+ * node-redis, or a connection with `send(args)`) and resolves to the core's reply, or
+ * undefined for anything else. For one-off commands outside the links (fenced writes).
+ */
+export function commandSender(client) {
+  if (isIoredis(client)) return (args) => ioredisSend(client, args);
+  if (isNodeRedis(client)) return (args) => nodeRedisSend(client, args);
+  if (typeof client?.send === 'function') {
+    return (args) => {
+      let pending;
+      try {
+        pending = Promise.resolve(client.send(args));
+      } catch (error) {
+        pending = Promise.reject(error);
+      }
+      return pending.catch((error) => ({
+        type: 'connection_failed',
+        value: `${linkCause(error)}: ${errorText(error, 'failed')}`,
+      }));
+    };
+  }
+  return undefined;
+}
+
+/** The address of a client for messages (`host:port`), when known. */
+export function clientAddress(client) {
+  if (isIoredis(client)) return ioredisAddress(client);
+  if (isNodeRedis(client)) return nodeRedisAddress(client);
+  return client?.label ?? client?.address ?? 'the resource';
 }
 
 /**

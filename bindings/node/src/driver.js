@@ -7,6 +7,7 @@
 import { Link } from '../wasm/redlock_wasm.js';
 import { nowUs } from './clock.js';
 import { CancelledError, UsedAfterCloseError } from './errors.js';
+import { Notices } from './notices.js';
 
 // Timers run before the event loop reads sockets: a timer that fires late (a busy
 // machine, a long GC) would time out replies already received. The wake-up therefore
@@ -116,6 +117,10 @@ class Task {
     this.reject = reject;
     this.alarm = undefined;
     this.detach = undefined;
+    /** `(op) => channels | undefined`: what to listen on once an attempt failed. */
+    this.watch = undefined;
+    /** The notice channels listened on for this task (ids), once watching. */
+    this.watching = undefined;
   }
 }
 
@@ -128,21 +133,29 @@ export class Driver {
   #flushing = false;
   #idleWaiters = [];
 
-  /** @param transports one per node (see clients.js and resp.js) */
-  constructor(transports) {
+  /**
+   * @param transports one per node (see clients.js and resp.js)
+   * @param {{ notices?: boolean }} [options] `notices: false`: never subscribe
+   */
+  constructor(transports, { notices = true } = {}) {
     this.nodes = transports.map((transport) => new Node(this, transport));
+    this.notices = notices ? new Notices(transports, (tag, node) => this.#notice(tag, node)) : undefined;
   }
 
   /**
    * Runs `op` (a core Operation) to its outcome. With `signal`, aborting it abandons
    * the operation (the links still get the release it emits) and rejects with a
-   * CancelledError. The caller frees `op`.
+   * CancelledError. With `watch` (acquisitions), once an attempt has failed (the
+   * operation releases it), or at once with `watchNow`, `watch(op)` names the notice
+   * channels to listen on until the operation ends, or undefined. The caller frees `op`.
    */
-  run(op, signal) {
+  run(op, signal, watch, watchNow = false) {
     return new Promise((resolve, reject) => {
       const tag = this.#nextTag++;
       const task = new Task(op, resolve, reject);
+      if (this.notices) task.watch = watch;
       this.#tasks.set(tag, task);
+      if (watchNow) this.#watch(tag, task);
       if (signal) {
         const abort = () => this.#abandon(tag, signal.reason);
         signal.addEventListener('abort', abort, { once: true });
@@ -189,6 +202,9 @@ export class Driver {
         const node = this.nodes[output.node];
         node.link.submit(tag, op, now);
         node.pump();
+        // An acquisition releasing its failed attempt is about to wait: listen for
+        // releases from now on.
+        if (output.kind === 'release') this.#watch(tag, task);
       } else if (output.type === 'wait') {
         task.alarm ??= new Alarm(() => {
           if (!this.#tasks.has(tag)) return;
@@ -210,6 +226,34 @@ export class Driver {
     this.#tasks.delete(tag);
     task.alarm?.clear();
     task.detach?.();
+    if (task.watching !== undefined) this.notices.unwatch(tag, task.watching);
+  }
+
+  /** Starts listening for the task's notice channels, once. */
+  #watch(tag, task) {
+    if (task.watch === undefined || task.watching !== undefined) return;
+    let channels;
+    try {
+      channels = task.watch(task.op);
+    } catch {
+      channels = undefined; // no notices for this one: it waits on the retry schedule
+    }
+    task.watching = channels === undefined ? [] : this.notices.watch(tag, channels);
+  }
+
+  /** A release notice from `node` for the operation tagged `tag`. */
+  #notice(tag, node) {
+    const task = this.#tasks.get(tag);
+    if (task === undefined || this.closed) return;
+    try {
+      task.op.handleNotice(node, nowUs());
+    } catch (error) {
+      this.#finish(tag, task);
+      task.reject(error);
+      return;
+    }
+    this.#step(tag, task);
+    this.flush();
   }
 
   #abandon(tag, reason) {
@@ -267,6 +311,7 @@ export class Driver {
       node.idleAlarm?.clear();
       node.transport.detach?.();
     }
+    this.notices?.close();
     for (const [tag, task] of this.#tasks) {
       this.#finish(tag, task);
       task.reject(new UsedAfterCloseError('the Redlock was closed while the operation ran'));

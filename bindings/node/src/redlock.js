@@ -33,7 +33,9 @@ const MILLISECOND_OPTIONS = {
   retryDelayMs: 'retryDelayUs',
   retryJitterMs: 'retryJitterUs',
 };
-const PLAIN_OPTIONS = ['ttlMs', 'driftFactor', 'attempts', 'keyPrefix', 'tokenBytes', 'maxExtensions'];
+const PLAIN_OPTIONS = ['ttlMs', 'driftFactor', 'attempts', 'keyPrefix', 'tokenBytes', 'maxExtensions', 'fencing'];
+// Options of this package, not of the core's configuration.
+const DRIVER_OPTIONS = ['notices'];
 const DEFAULT_TTL_MS = 10_000;
 
 function invalid(message, reason = 'invalid_argument') {
@@ -51,7 +53,7 @@ function coreOptions(nodes, options) {
       result[MILLISECOND_OPTIONS[key]] = Math.round(value * 1000);
     } else if (PLAIN_OPTIONS.includes(key)) {
       result[key] = value;
-    } else {
+    } else if (!DRIVER_OPTIONS.includes(key)) {
       throw invalid(`unknown option ${key}`);
     }
   }
@@ -62,20 +64,26 @@ function resourceList(resources) {
   return Array.isArray(resources) ? [...resources] : [resources];
 }
 
-/** `acquire(resources, ttlMs)` or `acquire(resources, { ttlMs, signal })`. */
+const ACQUIRE_OPTIONS = ['ttlMs', 'waitMs', 'signal', 'fencing'];
+
+/** `acquire(resources, ttlMs)` or `acquire(resources, { ttlMs, waitMs, signal, fencing })`. */
 function acquireOptions(options) {
   if (options === undefined || typeof options === 'number') return { ttlMs: options };
   if (typeof options !== 'object' || options === null) {
-    throw invalid('acquire options are a TTL in milliseconds or { ttlMs, signal }');
+    throw invalid('acquire options are a TTL in milliseconds or { ttlMs, waitMs, signal, fencing }');
   }
   for (const key of Object.keys(options)) {
-    if (key !== 'ttlMs' && key !== 'signal') throw invalid(`unknown acquire option ${key}`);
+    if (!ACQUIRE_OPTIONS.includes(key)) throw invalid(`unknown acquire option ${key}`);
   }
-  const { ttlMs, signal } = options;
+  const { ttlMs, waitMs, signal, fencing } = options;
   if (signal !== undefined && !(typeof signal?.aborted === 'boolean' && typeof signal.addEventListener === 'function')) {
     throw invalid('signal must be an AbortSignal');
   }
-  return { ttlMs, signal };
+  if (waitMs !== undefined && !(typeof waitMs === 'number' && Number.isFinite(waitMs) && waitMs >= 0)) {
+    throw invalid('waitMs must be a non-negative number of milliseconds');
+  }
+  if (fencing !== undefined && typeof fencing !== 'boolean') throw invalid('fencing must be true or false');
+  return { ttlMs, waitMs, signal, fencing };
 }
 
 /** The error for a failed outcome: the class the core names. */
@@ -94,6 +102,10 @@ function outcomeError(outcome, message, detail) {
  */
 export class Redlock {
   #core;
+  /** The core client for acquisitions that ask for the other fencing setting. */
+  #otherCore = undefined;
+  #options;
+  #attempts;
   #driver;
   #labels;
   #closed = false;
@@ -124,11 +136,16 @@ export class Redlock {
         'duplicate_node',
       );
     }
-    const config = core(() => new Config(coreOptions(clients.length, options)));
+    if (options.notices !== undefined && typeof options.notices !== 'boolean') {
+      throw invalid('notices must be true or false');
+    }
+    this.#options = coreOptions(clients.length, options);
+    const config = core(() => new Config(this.#options));
     this.#core = new CoreRedlock(config);
+    this.#attempts = config.attempts;
     config.free();
     this.#labels = transports.map((t) => t.label);
-    this.#driver = new Driver(transports);
+    this.#driver = new Driver(transports, { notices: options.notices !== false });
   }
 
   /** Every setting of the core's configuration (durations in microseconds). */
@@ -153,19 +170,33 @@ export class Redlock {
 
   /**
    * Acquires a lock on `resources` (one name or several, all or none) for `ttlMs`
-   * (default: the configured TTL). Options: `{ ttlMs, signal }`; aborting `signal`
-   * cancels the acquisition (what it may have set is released) with a CancelledError.
+   * (default: the configured TTL). Options: `{ ttlMs, waitMs, signal, fencing }`.
+   * `waitMs` keeps trying until that much time has passed (instead of the configured
+   * attempts), trying again at once when a release is announced; aborting `signal`
+   * cancels the acquisition (what it may have set is released) with a CancelledError;
+   * `fencing` asks for a fencing token (or none) whatever the Redlock's setting.
    * Throws LockHeldError when someone else holds it, NodesFailingError when nodes fail.
    */
   async acquire(resources, options) {
     this.#open();
-    const { ttlMs, signal } = acquireOptions(options);
+    const { ttlMs, waitMs, signal, fencing } = acquireOptions(options);
     if (signal?.aborted) throw new CancelledError('the acquisition was cancelled before it started', { cause: signal.reason });
     const names = resourceList(resources);
-    const op = core(() => this.#core.acquire(names, nowUs(), ttlMs === undefined ? undefined : { ttlMs }));
+    const client = this.#coreFor(fencing);
+    let coreOptions;
+    if (ttlMs !== undefined || waitMs !== undefined) {
+      coreOptions = { ttlMs, waitUs: waitMs === undefined ? undefined : Math.round(waitMs * 1000) };
+    }
+    const op = core(() => client.acquire(names, nowUs(), coreOptions));
+    // Listen for release notices while another attempt may follow: an acquisition with a
+    // wait limit from its start (a release during its first attempt is then heard too),
+    // one with attempts once an attempt failed.
+    const attempts = this.#attempts;
+    const watch = (running) =>
+      waitMs !== undefined || running.attempt < attempts ? client.noticeChannels(names) : undefined;
     let outcome;
     try {
-      outcome = await this.#driver.run(op, signal);
+      outcome = await this.#driver.run(op, signal, watch, waitMs !== undefined && waitMs > 0);
     } finally {
       op.free();
     }
@@ -177,6 +208,19 @@ export class Redlock {
       resources: names,
       attempts: outcome.attempts,
     });
+  }
+
+  /** The core client for an acquisition's fencing setting (the configured one by default). */
+  #coreFor(fencing) {
+    if (fencing === undefined || fencing === this.#options.fencing || (fencing === false && !this.#options.fencing)) {
+      return this.#core;
+    }
+    if (this.#otherCore === undefined) {
+      const config = core(() => new Config({ ...this.#options, fencing }));
+      this.#otherCore = new CoreRedlock(config);
+      config.free();
+    }
+    return this.#otherCore;
   }
 
   /** Same as `lock.extend(ttlMs)`. */
@@ -307,6 +351,16 @@ export class Lock {
   /** The token stored under every key. */
   get token() {
     return this.#lease.token;
+  }
+
+  /**
+   * The fencing token (acquired with `fencing`): a whole number, strictly greater than
+   * that of every earlier lock of these resources whose acquisition completed. Send it
+   * with every write to the protected resource, which refuses a token lower than one it
+   * has seen (`fencedSet`). `undefined` without fencing or for a lock rebuilt from a token.
+   */
+  get fencingToken() {
+    return this.#lease.fencingToken;
   }
 
   /** Until when the lock is held, in microseconds on `performance.now()`'s clock. */

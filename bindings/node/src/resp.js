@@ -2,7 +2,15 @@
 // received go back to the link, whose core decoder pairs each reply with its write.
 // For runtimes without a Redis client (edge runtimes) and for Node.js sockets.
 
+import { Decoder, encodeCommand } from '../wasm/redlock_wasm.js';
+import { channelId } from './channels.js';
 import { linkCause } from './clients.js';
+
+// Reconnecting a subscriber connection: notices only make waiting faster (a lost one
+// costs at most a retry delay), so a plain doubling backoff is enough.
+const SUBSCRIBER_RETRY_MIN_MS = 50;
+const SUBSCRIBER_RETRY_MAX_MS = 2000;
+const lossy = new TextDecoder();
 
 /**
  * Opens byte streams. Called with handlers `{ onData(bytes), onClose(error?) }`, it
@@ -85,6 +93,11 @@ export class StreamTransport {
     }
   }
 
+  /** A subscriber connection for release notices: a socket of its own to the node. */
+  subscriber(onMessage) {
+    return new StreamSubscriber(this.#open, onMessage);
+  }
+
   close() {
     this.#generation += 1;
     const stream = this.#stream;
@@ -98,6 +111,116 @@ export class StreamTransport {
 
   detach() {
     this.close();
+  }
+}
+
+/**
+ * A subscriber connection over a byte stream: SUBSCRIBE / UNSUBSCRIBE through the core's
+ * RESP encoder, pushed messages through its decoder. Reconnects (and subscribes again)
+ * after the connection drops; messages in between are lost, which only slows a waiter.
+ */
+class StreamSubscriber {
+  #open;
+  #onMessage;
+  /** Channels subscribed, by channelId. */
+  #channels = new Map();
+  #stream = null;
+  #generation = 0;
+  #retryMs = SUBSCRIBER_RETRY_MIN_MS;
+  #timer = undefined;
+  #closed = false;
+
+  constructor(open, onMessage) {
+    this.#open = open;
+    this.#onMessage = onMessage;
+    this.#connect();
+  }
+
+  subscribe(channel) {
+    this.#channels.set(channelId(channel), channel);
+    this.#write(['SUBSCRIBE', channel]);
+  }
+
+  unsubscribe(channel) {
+    this.#channels.delete(channelId(channel));
+    this.#write(['UNSUBSCRIBE', channel]);
+  }
+
+  close() {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#drop(this.#generation);
+  }
+
+  #write(args) {
+    if (this.#stream === null) return; // sent on (re)connecting
+    try {
+      this.#stream.write(encodeCommand(args));
+    } catch {
+      this.#drop(this.#generation);
+    }
+  }
+
+  #connect() {
+    const generation = ++this.#generation;
+    const decoder = new Decoder();
+    const onData = (bytes) => {
+      if (generation !== this.#generation) return;
+      decoder.feed(bytes);
+      for (;;) {
+        let reply;
+        try {
+          reply = decoder.nextReply();
+        } catch {
+          this.#drop(generation); // not RESP: start over
+          return;
+        }
+        if (reply === undefined) return;
+        this.#reply(reply);
+      }
+    };
+    let opened;
+    try {
+      opened = this.#open({ onData, onClose: () => this.#drop(generation) });
+    } catch (error) {
+      opened = Promise.reject(error);
+    }
+    Promise.resolve(opened).then(
+      (stream) => {
+        if (generation !== this.#generation || this.#closed) {
+          stream.close();
+          return;
+        }
+        this.#stream = stream;
+        this.#retryMs = SUBSCRIBER_RETRY_MIN_MS;
+        for (const channel of this.#channels.values()) this.#write(['SUBSCRIBE', channel]);
+      },
+      () => this.#drop(generation),
+    );
+  }
+
+  /** Forgets connection `generation` (if still current) and schedules the next. */
+  #drop(generation) {
+    if (generation !== this.#generation) return;
+    this.#generation += 1;
+    const stream = this.#stream;
+    this.#stream = null;
+    try {
+      stream?.close();
+    } catch {
+      // Already closed.
+    }
+    if (this.#closed) return;
+    this.#timer = setTimeout(() => this.#connect(), this.#retryMs);
+    this.#retryMs = Math.min(this.#retryMs * 2, SUBSCRIBER_RETRY_MAX_MS);
+  }
+
+  /** `message <channel> <payload>` (RESP2) or a RESP3 push of the same. */
+  #reply(reply) {
+    if (reply.type !== 'array' || reply.value.length !== 3) return;
+    const [kind, channel] = reply.value;
+    if (kind.type !== 'bulk' || channel.type !== 'bulk' || lossy.decode(kind.value) !== 'message') return;
+    this.#onMessage(channel.value);
   }
 }
 

@@ -23,6 +23,7 @@ test('configuration: every setting, derived values, and typed errors', () => {
     keyPrefix: new Uint8Array([0xff, 0x3a]),
     tokenBytes: 32,
     maxExtensions: 4,
+    fencing: true,
   });
   const s = c.settings();
   assert.deepEqual(
@@ -42,8 +43,12 @@ test('configuration: every setting, derived values, and typed errors', () => {
       keyPrefix: [0xff, 0x3a],
       tokenBytes: 32,
       maxExtensions: 4,
+      fencing: true,
     },
   );
+  assert.equal(c.fencing, true);
+  assert.equal(config().fencing, false);
+  assert.throws(() => new core.Config({ nodes: 3, ttlMs: 1000, fencing: 'yes' }), isCode('invalid_argument'));
   assert.equal(config().settings().maxExtensions, null);
   assert.equal(c.withTtl(5000).ttlMs, 5000);
   assert.throws(() => c.withTtl(1.5), isCode('invalid_argument'));
@@ -288,4 +293,63 @@ test('duplicateNode and errorClasses', () => {
       ['cancelled', 7],
     ],
   );
+});
+
+test('FencedSet: exact arguments, every reply read, every bad input a clear error', () => {
+  const scripts = core.scripts();
+  const write = new core.FencedSet('orders:42', new Uint8Array([0xff]), 42);
+  assert.equal(write.token, 42);
+  const args = write.args(false);
+  assert.deepEqual(args.slice(0, 6), ['EVALSHA', scripts.fencedSet.sha1, '2', 'orders:42', '{orders:42}:fence:accepted', '42']);
+  assert.deepEqual([...args[6]], [0xff], 'a value that is not UTF-8 stays bytes');
+  assert.deepEqual(write.args(true).slice(0, 3), ['EVAL', scripts.fencedSet.text, '2']);
+  const pair = (a, b) => ({ type: 'array', value: [{ type: 'integer', value: a }, { type: 'integer', value: b }] });
+  assert.deepEqual(write.handleReply(pair(1, 42)), { type: 'accepted', token: 42 });
+  assert.deepEqual(write.handleReply(pair(0, 50)), { type: 'stale', token: 42, seen: 50 });
+  assert.deepEqual(write.handleReply(pair(0, 42)), { type: 'stale', token: 42, seen: 42 });
+  assert.deepEqual(write.handleReply({ type: 'error', value: 'NOSCRIPT No matching script.' }), { type: 'retry_as_eval' });
+  assert.equal(write.handleReply(pair(0, 41)).type, 'failed', 'a refusal below the token cannot come from the script');
+  assert.deepEqual(write.handleReply({ type: 'error', value: 'ERR boom' }), { type: 'failed', error: 'ERR boom' });
+  assert.equal(write.handleReply({ type: 'timeout' }).type, 'failed');
+  assert.throws(() => write.handleReply({ type: 'bogus' }), isCode('invalid_argument'));
+  assert.throws(() => write.handleReply(undefined), isCode('invalid_argument'));
+  write.free();
+  for (const token of [0, -1, 0.5, 2 ** 53, Infinity, Number.NaN]) {
+    assert.throws(() => new core.FencedSet('i', 'v', token), isCode('invalid_fencing_token'), String(token));
+  }
+  for (const token of ['1', 1n, null, undefined, {}]) {
+    assert.throws(() => new core.FencedSet('i', 'v', token), isCode('invalid_argument'), String(token));
+  }
+  assert.equal(new core.FencedSet('i', '', 2 ** 53 - 1).token, 2 ** 53 - 1);
+  assert.equal(core.limits().maxFencingToken, 2 ** 53 - 1);
+  assert.throws(() => new core.FencedSet('', 'v', 1), isCode('empty_resource'));
+  assert.throws(() => new core.FencedSet(7, 'v', 1), isCode('invalid_argument'));
+  assert.throws(() => new core.FencedSet('i', [1], 1), isCode('invalid_argument'));
+});
+
+test('notice channels and fence keys are the core\'s names', () => {
+  assert.equal(core.noticeChannel('orders:42'), 'redlock:released:orders:42');
+  assert.deepEqual([...core.noticeChannel(new Uint8Array([0xff]))].slice(-1), [0xff]);
+  assert.equal(core.fenceKey('r'), '{r}:fence');
+  assert.equal(core.fenceKey('{tag}r'), '{tag}r:fence');
+  assert.equal(core.fenceGuardKey('item'), '{item}:fence:accepted');
+  assert.throws(() => core.noticeChannel(3), isCode('invalid_argument'));
+  const redlock = new core.Redlock(new core.Config({ nodes: 3, ttlMs: 1000, keyPrefix: 'app:' }));
+  assert.deepEqual(redlock.noticeChannels(['a', 'b']), ['redlock:released:app:a', 'redlock:released:app:b']);
+  assert.throws(() => redlock.noticeChannels([]), isCode('no_resources'));
+  assert.throws(() => redlock.noticeChannels(['a', 'a']), isCode('duplicate_resource'));
+});
+
+test('wait limits and notices: bad input is a clear error, never a crash', () => {
+  const redlock = new core.Redlock(new core.Config({ nodes: 3, ttlMs: 1000 }));
+  for (const waitUs of [-1, 1.5, 'soon', Number.NaN]) {
+    assert.throws(() => redlock.acquire('r', 0, { waitUs }), isCode('invalid_argument'), String(waitUs));
+  }
+  const op = redlock.acquire('r', 0, { waitUs: 500_000, ttlMs: 900 });
+  assert.equal(op.pollOutput().args.at(-1), '900');
+  assert.throws(() => op.handleNotice(3, 10), isCode('unknown_node'));
+  for (const node of [-1, 0.5, Number.NaN]) assert.throws(() => op.handleNotice(node, 10), isCode('invalid_argument'));
+  assert.throws(() => op.handleNotice(0, -5), isCode('invalid_argument'));
+  op.handleNotice(0, 10); // during the attempt: remembered, nothing to poll but the wait
+  op.free();
 });

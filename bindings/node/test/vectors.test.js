@@ -1,5 +1,6 @@
-// Replays every conformance vector (tests/vectors/*.json and resp/*.json) through the
-// WebAssembly build, as the Rust core's own replayer does (see tests/vectors/README.md).
+// Replays every conformance vector (tests/vectors/*.json, fencing/*.json, waiting/*.json
+// and resp/*.json) through the WebAssembly build, as the Rust core's own replayer does
+// (see tests/vectors/README.md and core/tests/vectors.rs).
 
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -19,6 +20,8 @@ const placeholders = {
   '{{ACQUIRE_SCRIPT}}': scripts.acquire.text,
   '{{RELEASE_SCRIPT}}': scripts.release.text,
   '{{EXTEND_SCRIPT}}': scripts.extend.text,
+  '{{FENCED_ACQUIRE_SCRIPT}}': scripts.fencedAcquire.text,
+  '{{WRITE_BACK_SCRIPT}}': scripts.writeBack.text,
 };
 const lossy = new TextDecoder('utf-8');
 const text = (arg) => (typeof arg === 'string' ? arg : lossy.decode(arg));
@@ -44,6 +47,7 @@ const CONFIG_FIELDS = {
   retry_jitter_us: 'retryJitterUs',
   key_prefix: 'keyPrefix',
   token_bytes: 'tokenBytes',
+  fencing: 'fencing',
 };
 
 function configOptions(config) {
@@ -84,8 +88,9 @@ function outcomeJson(outcome) {
 
 function outcomeFields(outcome) {
   switch (outcome.kind) {
-    case 'acquired':
-      return {
+    case 'acquired': {
+      assert.equal(outcome.fencingToken, outcome.lease.fencingToken ?? null, 'the outcome and its lease agree on the fencing token');
+      const fields = {
         kind: 'acquired',
         token: outcome.lease.token,
         valid_until: outcome.lease.validUntil,
@@ -93,6 +98,9 @@ function outcomeFields(outcome) {
         attempts: outcome.attempts,
         nodes: outcome.nodes,
       };
+      if (outcome.fencingToken !== null) fields.fencing_token = outcome.fencingToken;
+      return fields;
+    }
     case 'not_acquired':
       return {
         kind: 'not_acquired',
@@ -171,7 +179,9 @@ class Replay {
     try {
       if (step.acquire) {
         target = step.op;
-        const op = this.client.acquire(step.acquire.resources, now, { random: hexBytes(step.acquire.random) });
+        const options = { random: hexBytes(step.acquire.random) };
+        if (step.acquire.wait_ms !== undefined) options.waitUs = step.acquire.wait_ms * 1000;
+        const op = this.client.acquire(step.acquire.resources, now, options);
         this.ops.set(target, op);
         this.last = target;
       } else if (step.extend || step.release) {
@@ -194,6 +204,9 @@ class Replay {
       } else if (step.timeout) {
         target = step.op ?? this.last;
         this.ops.get(target).handleTimeout(now);
+      } else if (step.notice) {
+        target = step.op ?? this.last;
+        this.ops.get(target).handleNotice(step.notice.node, now);
       } else if (step.abandon) {
         target = step.op ?? this.last;
         this.ops.get(target).abandon(now);
@@ -212,12 +225,16 @@ class Replay {
 }
 
 const vectorFiles = jsonFiles(vectorsDir);
+const fencingFiles = jsonFiles(new URL('fencing/', vectorsDir));
+const waitingFiles = jsonFiles(new URL('waiting/', vectorsDir));
 
 test('there are conformance vectors to replay', () => {
   assert.ok(vectorFiles.length >= 40, `only ${vectorFiles.length} vectors`);
+  assert.ok(fencingFiles.length >= 3, `only ${fencingFiles.length} fencing vectors`);
+  assert.ok(waitingFiles.length >= 3, `only ${waitingFiles.length} waiting vectors`);
 });
 
-for (const file of vectorFiles) {
+for (const file of [...vectorFiles, ...fencingFiles, ...waitingFiles]) {
   const vector = JSON.parse(readFileSync(file, 'utf8'));
   test(`vector ${vector.name}`, () => {
     assert.equal(`${vector.name}.json`, file.pathname.split('/').pop());

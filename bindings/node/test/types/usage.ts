@@ -16,7 +16,9 @@ import {
   Redlock,
   UsedAfterCloseError,
   core,
+  fencedSet,
   netSocket,
+  type FencedSetResult,
   type Lock,
   type NodeDetail,
 } from '../../index.js';
@@ -57,6 +59,23 @@ export async function run(urls: string[]): Promise<void> {
       const controller = new AbortController();
       controller.abort();
       await assert.rejects(redlock.acquire('typed:d', { ttlMs: 1000, signal: controller.signal }), CancelledError);
+      // Held elsewhere for a moment: the acquisition below waits, and a notice wakes it.
+      const holder = await redlock.acquire('orders:42');
+      const handedOver = new Promise((resolve) => setTimeout(resolve, 50)).then(() => holder.release());
+      const store = ioredis[0];
+      // Wait up to 5 s for the lock, with a fencing token for the writes it guards.
+      const lock = await redlock.acquire('orders:42', { waitMs: 5000, fencing: true });
+      const result = await fencedSet(store, 'orders:42:state', 'shipped', lock.fencingToken!);
+      if (!result.accepted) {
+        throw new Error(`a newer holder wrote with token ${result.seen}: this lock's lease is over`);
+      }
+      await lock.release();
+      await handedOver;
+      const fencingToken: number | undefined = lock.fencingToken;
+      assert.ok(fencingToken !== undefined && fencingToken > 0);
+      // The same token twice: the second write is refused.
+      const stale: FencedSetResult = await fencedSet(store, 'orders:42:state', 'late', fencingToken);
+      assert.deepEqual(stale, { accepted: false, token: fencingToken, seen: fencingToken });
       const cause: string | undefined = again.nodes[0].cause;
       assert.equal(cause, undefined);
       redlock.close();

@@ -1,0 +1,121 @@
+// Release notices: per node, one subscriber connection made from the node's transport
+// (a duplicate of the user's client, or a socket of its own), opened when an
+// acquisition first waits and subscribed to the core's notice channels of the resources
+// someone is waiting for. Each message is handed to the waiting operations as
+// `handleNotice(node, now)`; the core decides what it changes. Notices never decide
+// anything: a lost one costs at most a retry delay, a forged one at most an attempt.
+
+import { channelId } from './channels.js';
+
+// A subscriber connection nobody has used for this long is closed (so that a program
+// which no longer waits can exit); the next wait opens it again.
+const SUBSCRIBER_LINGER_MS = 1000;
+
+/** One node's subscriber connection, opened on first use. */
+class NodeSubscriber {
+  #transport;
+  #onMessage;
+  #connection = undefined;
+  #timer = undefined;
+  #channels = 0;
+
+  constructor(transport, onMessage) {
+    this.#transport = transport;
+    this.#onMessage = onMessage;
+  }
+
+  subscribe(channel) {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#connection === undefined) {
+      try {
+        // Transports without `subscriber` (a `send(args)` connection) get no notices.
+        this.#connection = this.#transport.subscriber?.(this.#onMessage) ?? null;
+      } catch {
+        this.#connection = null; // this client cannot subscribe: no notices from it
+      }
+    }
+    this.#channels += 1;
+    this.#connection?.subscribe(channel);
+  }
+
+  unsubscribe(channel) {
+    this.#channels -= 1;
+    this.#connection?.unsubscribe(channel);
+    if (this.#channels === 0 && this.#connection) {
+      clearTimeout(this.#timer);
+      this.#timer = setTimeout(() => this.close(), SUBSCRIBER_LINGER_MS);
+    }
+  }
+
+  close() {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const connection = this.#connection;
+    this.#connection = undefined;
+    try {
+      connection?.close();
+    } catch {
+      // Already closed.
+    }
+  }
+}
+
+export class Notices {
+  #subscribers;
+  /** channelId -> { channel, waiters: Set of tags } */
+  #channels = new Map();
+  #deliver;
+
+  /**
+   * @param transports one per node
+   * @param deliver `(tag, node)`: a notice for the operation tagged `tag` from `node`
+   */
+  constructor(transports, deliver) {
+    this.#deliver = deliver;
+    this.#subscribers = transports.map(
+      (transport, node) => new NodeSubscriber(transport, (channel) => this.#message(node, channel)),
+    );
+  }
+
+  /** Starts listening for `channels` on behalf of the operation tagged `tag`. */
+  watch(tag, channels) {
+    const ids = [];
+    for (const channel of channels) {
+      const id = channelId(channel);
+      ids.push(id);
+      let entry = this.#channels.get(id);
+      if (entry === undefined) {
+        entry = { channel, waiters: new Set() };
+        this.#channels.set(id, entry);
+        for (const subscriber of this.#subscribers) subscriber.subscribe(channel);
+      }
+      entry.waiters.add(tag);
+    }
+    return ids;
+  }
+
+  /** Stops listening on behalf of `tag` (`ids` from watch); unsubscribes what nobody waits for. */
+  unwatch(tag, ids) {
+    for (const id of ids) {
+      const entry = this.#channels.get(id);
+      if (entry === undefined || !entry.waiters.delete(tag)) continue;
+      if (entry.waiters.size === 0) {
+        this.#channels.delete(id);
+        for (const subscriber of this.#subscribers) subscriber.unsubscribe(entry.channel);
+      }
+    }
+  }
+
+  /** Closes every subscriber connection. */
+  close() {
+    this.#channels.clear();
+    for (const subscriber of this.#subscribers) subscriber.close();
+  }
+
+  #message(node, channel) {
+    const entry = this.#channels.get(channelId(channel));
+    if (entry === undefined) return;
+    for (const tag of [...entry.waiters]) this.#deliver(tag, node);
+  }
+}
