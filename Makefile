@@ -48,10 +48,12 @@ test-sim:
 	$(CARGO) test -p redlock-sim --release
 
 # The Rust driver and the redlock CLI (the `cli` feature) against real local Redis nodes
-# (scripts/redis-nodes.sh starts and stops them; base ports 7100-7180, and 7700-7738 for
-# the CLI's exit statuses and signals and the waiting tests' own node sets).
+# (scripts/redis-nodes.sh starts and stops them; base ports 7100-7199, and 7700-7738 and
+# 7745-7760 for the CLI's exit statuses and signals, the waiting tests' own node sets, and
+# the event, tracing and Sentinel tests; the Sentinel itself, redis-server --sentinel, on
+# 7199). The `tracing` and `sentinel` features are on, for their tests.
 test-rust:
-	$(CARGO) test -p redlock-client --features cli
+	$(CARGO) test -p redlock-client --features cli,tracing,sentinel
 
 # The Python package (ctypes over libredlock, redis-py sync and asyncio): builds the wheel,
 # installs it into $(REDLOCK_CACHE)/venv-python; ruff, mypy, pytest (vectors, the ctypes

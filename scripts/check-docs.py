@@ -27,6 +27,8 @@ RUN_SAMPLES = {
     "bindings/rust/examples/quickstart.rs": "test-dist: built from the packaged crates, run",
     "bindings/rust/examples/blocking.rs": "test-dist: built from the packaged crates, run",
     "bindings/rust/examples/fenced_writer.rs": "test-rust: the paused holder of tests/fencing.rs",
+    "bindings/rust/examples/observe.rs": "test-rust: run by tests/connections.rs",
+    "bindings/rust/examples/sentinel.rs": "test-rust: run by tests/sentinel.rs",
     "bindings/python/examples/quickstart.py": "test-dist: run with the installed wheel",
     "bindings/python/examples/quickstart_async.py": "test-dist: run with the installed wheel",
     "bindings/python/tests/test_fencing.py": "test-python: pytest",

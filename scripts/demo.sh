@@ -69,9 +69,9 @@ echo 0 >"$DEMO_COUNTER"
 "$demo" unlocked --tasks 4 --rounds 10 --counter "$DEMO_COUNTER"
 echo "==> control run without the lock: 40 increments, counter $(cat "$DEMO_COUNTER"), lost $((40 - $(cat "$DEMO_COUNTER")))"
 
-# Fencing (the Rust, Python, Node and PHP workers, and every worker that reads DEMO_FENCE):
-# the counter refuses a write whose fencing token is not above the last one it
-# accepted, kept in $DEMO_FENCE.
+# Fencing (the Rust, Python, Node, PHP and Java workers, and every worker that reads
+# DEMO_FENCE): the counter refuses a write whose fencing token is not above the last one
+# it accepted, kept in $DEMO_FENCE.
 export DEMO_FENCE="$work/counter.fence"
 echo 0 >"$DEMO_FENCE"
 fence_check='f=$(cat "$DEMO_FENCE"); [ "$REDLOCK_FENCING_TOKEN" -gt "$f" ] || { echo "stale fencing token $REDLOCK_FENCING_TOKEN, counter saw $f" >&2; exit 3; }'

@@ -9,13 +9,21 @@
  *   acquire redis://127.0.0.1:7400 redis://127.0.0.1:7401 ...
  *
  * Exits 0 when the lock was acquired, refused to the second client, and released (it
- * prints on how many nodes: each unreachable one is left to the key's TTL). */
+ * prints on how many nodes: each unreachable one is left to the key's TTL).
+ *
+ * With REDLOCK_EXAMPLE_FENCED_WRITE=redis://HOST:PORT (a Redis server holding the
+ * protected item), it is a fenced writer instead: it takes the lock with fencing on
+ * REDLOCK_EXAMPLE_RESOURCE (TTL REDLOCK_EXAMPLE_TTL_MS), prints its fencing token, waits
+ * REDLOCK_EXAMPLE_HOLD_MS, writes the item through the core's fenced write (EVALSHA,
+ * then EVAL if the server asks), prints whether the write was accepted or stale, and
+ * releases. Exits 0 when it could write (accepted), 3 when refused as stale. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +367,77 @@ static void print_causes(const redlock_outcome *outcome) {
     }
 }
 
+/* Writes all of `bytes` to a blocking socket. */
+static bool send_all(int fd, const uint8_t *bytes, size_t len) {
+    while (len > 0) {
+        ssize_t n = write(fd, bytes, len);
+        if (n <= 0) return false;
+        bytes += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+/* One fenced write of `value` to `item` on the server at `url`, under `token`, over a
+ * blocking connection of its own: the core builds the command and reads the reply.
+ * Returns a REDLOCK_FENCED_* result; `*seen` is the item's token when stale. */
+static uint32_t fenced_write(const char *url, const char *item, const char *value, uint64_t token,
+                             uint64_t *seen) {
+    node server;
+    memset(&server, 0, sizeof server);
+    server.url = url;
+    if (!resolve(&server)) return REDLOCK_FENCED_FAILED;
+    int fd = socket(server.family, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&server.address, server.address_len) != 0) {
+        if (fd >= 0) close(fd);
+        return REDLOCK_FENCED_FAILED;
+    }
+    redlock_fenced_set *write_op;
+    check(redlock_fenced_set_new((const uint8_t *)item, strlen(item), (const uint8_t *)value,
+                                 strlen(value), token, &write_op),
+          "fenced_set_new");
+    redlock_decoder *decoder;
+    check(redlock_decoder_new(&decoder), "decoder_new");
+    uint32_t result = REDLOCK_FENCED_FAILED;
+    for (bool eval = false;; eval = true) {
+        const uint8_t *args[7];
+        size_t lens[7], argc, framed = 0;
+        check(redlock_fenced_set_args(write_op, eval, args, lens, 7, &argc), "fenced_set_args");
+        char header[32];
+        bool sent = true;
+        int n = snprintf(header, sizeof header, "*%zu\r\n", argc);
+        sent = send_all(fd, (const uint8_t *)header, (size_t)n);
+        for (size_t i = 0; sent && i < argc; i++) {
+            n = snprintf(header, sizeof header, "$%zu\r\n", lens[i]);
+            sent = send_all(fd, (const uint8_t *)header, (size_t)n) &&
+                   send_all(fd, args[i], lens[i]) && send_all(fd, (const uint8_t *)"\r\n", 2);
+            framed++;
+        }
+        redlock_reply *reply = NULL;
+        while (sent && framed == argc && reply == NULL) {
+            uint8_t buffer[4096];
+            ssize_t got = read(fd, buffer, sizeof buffer);
+            if (got <= 0) break;
+            check(redlock_decoder_feed(decoder, buffer, (size_t)got), "decoder_feed");
+            if (redlock_decoder_next_reply(decoder, &reply) != REDLOCK_OK) break;
+        }
+        if (reply == NULL) break;
+        check(redlock_fenced_set_handle_reply(write_op, reply, &result), "fenced_set_handle_reply");
+        redlock_reply_free(reply);
+        if (result != REDLOCK_FENCED_RETRY_AS_EVAL || eval) break;
+    }
+    if (result == REDLOCK_FENCED_STALE) check(redlock_fenced_set_seen(write_op, seen), "seen");
+    redlock_fenced_set_free(write_op);
+    redlock_decoder_free(decoder);
+    close(fd);
+    return result;
+}
+
+static uint64_t env_u64(const char *name, uint64_t fallback) {
+    const char *text = getenv(name);
+    return text && *text ? strtoull(text, NULL, 10) : fallback;
+}
+
 int main(int argc, char **argv) {
     size_t count = (size_t)argc - 1;
     if (argc < 2 || count > MAX_NODES) {
@@ -396,12 +475,17 @@ int main(int argc, char **argv) {
     redlock_config_builder *builder;
     redlock_config *config;
     redlock_client *client;
-    check(redlock_config_builder_new(count, 10000, &builder), "config_builder_new");
+    const char *fenced_url = getenv("REDLOCK_EXAMPLE_FENCED_WRITE");
+    uint64_t ttl_ms = env_u64("REDLOCK_EXAMPLE_TTL_MS", 10000);
+    check(redlock_config_builder_new(count, ttl_ms, &builder), "config_builder_new");
     check(redlock_config_builder_set_attempts(builder, 1), "set_attempts");
     /* The first round also opens the connections and loads the scripts, and the tests
      * run this program under valgrind, many times slower: give each node 3 s rather
-     * than the default 50 ms. */
-    check(redlock_config_builder_set_node_timeout_us(builder, 3000000), "set_node_timeout");
+     * than the default 50 ms (at most a third of the TTL, as the core requires). */
+    uint64_t node_timeout_us = ttl_ms * 1000 / 3 < 3000000 ? ttl_ms * 1000 / 3 : 3000000;
+    check(redlock_config_builder_set_node_timeout_us(builder, node_timeout_us),
+          "set_node_timeout");
+    if (fenced_url) check(redlock_config_builder_set_fencing(builder, true), "set_fencing");
     check(redlock_config_builder_build(builder, &config), "config_builder_build");
     redlock_config_builder_free(builder);
     check(redlock_client_new(config, &client), "client_new");
@@ -409,7 +493,10 @@ int main(int argc, char **argv) {
            redlock_config_quorum(config));
 
     char resource[64];
-    int resource_len = snprintf(resource, sizeof resource, "redlock-example:%ld", (long)getpid());
+    const char *named = getenv("REDLOCK_EXAMPLE_RESOURCE");
+    int resource_len = named && *named
+                           ? snprintf(resource, sizeof resource, "%s", named)
+                           : snprintf(resource, sizeof resource, "redlock-example:%ld", (long)getpid());
     const uint8_t *resources[] = {(const uint8_t *)resource};
     const size_t resource_lens[] = {(size_t)resource_len};
     uint64_t last_deadline = 0;
@@ -433,6 +520,34 @@ int main(int argc, char **argv) {
     print_token("acquired", acquired);
     printf("acquired %s, valid for %llu us\n", resource, (unsigned long long)validity);
 
+    int fenced_status = 0;
+    if (fenced_url) {
+        /* The fenced writer: hold, then write the item under the lock's token. */
+        uint64_t token = 0, seen = 0;
+        check(redlock_outcome_fencing_token(acquired, &token), "fencing_token");
+        printf("fencing token %" PRIu64 "\n", token);
+        fflush(stdout);
+        uint64_t hold_us = env_u64("REDLOCK_EXAMPLE_HOLD_MS", 0) * 1000;
+        struct timespec pause = {(time_t)(hold_us / 1000000), (long)(hold_us % 1000000) * 1000};
+        while (nanosleep(&pause, &pause) != 0) {
+        }
+        char value[64];
+        snprintf(value, sizeof value, "written under token %" PRIu64, token);
+        uint32_t result = fenced_write(fenced_url, resource, value, token, &seen);
+        if (result == REDLOCK_FENCED_ACCEPTED) {
+            printf("fenced write: accepted\n");
+        } else if (result == REDLOCK_FENCED_STALE) {
+            printf("fenced write: stale (the item has seen %" PRIu64 ")\n", seen);
+            fenced_status = 3;
+        } else {
+            printf("fenced write: failed\n");
+            fenced_status = 1;
+        }
+        fflush(stdout);
+        refused_ok = true;
+        goto release;
+    }
+
     /* A second client is refused while the lock is held (and cleans up after itself). */
     redlock_client *rival;
     check(redlock_client_new(config, &rival), "client_new");
@@ -454,6 +569,7 @@ int main(int argc, char **argv) {
     redlock_outcome_free(refused);
     redlock_client_free(rival);
 
+release:;
     /* Release on every node. */
     redlock_lease *lease;
     check(redlock_outcome_lease(acquired, &lease), "lease");
@@ -490,5 +606,6 @@ done:
         redlock_link_free(nodes[i].link);
         free(nodes[i].out);
     }
+    if (fenced_status != 0) return fenced_status;
     return held && refused_ok ? 0 : 1;
 }

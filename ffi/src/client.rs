@@ -167,6 +167,19 @@ pub unsafe extern "C" fn redlock_client_acquire_for(
     })
 }
 
+/// The options `redlock_client_acquire_with*` take: a TTL of `ttl_ms` unless 0, and a
+/// wait limit of `wait_us` when `has_wait`.
+fn acquire_options(ttl_ms: u64, has_wait: bool, wait_us: u64) -> AcquireOptions {
+    let mut options = AcquireOptions::new();
+    if ttl_ms != 0 {
+        options = options.ttl(Duration::from_millis(ttl_ms));
+    }
+    if has_wait {
+        options = options.wait(Duration::from_micros(wait_us));
+    }
+    options
+}
+
 /// Like `redlock_client_acquire`, with this acquisition's options: a TTL of `ttl_ms`
 /// (0: the configured TTL; otherwise checked as `redlock_client_acquire_for` does) and,
 /// when `has_wait`, a wait limit of `wait_us` microseconds (without one, the configured
@@ -189,13 +202,7 @@ pub unsafe extern "C" fn redlock_client_acquire_with(
         let client = arg_mut!(client);
         let resources = arg_byte_strings!(resources, resource_lens, resource_count);
         let out = arg_out!(out_operation);
-        let mut options = AcquireOptions::new();
-        if ttl_ms != 0 {
-            options = options.ttl(Duration::from_millis(ttl_ms));
-        }
-        if has_wait {
-            options = options.wait(Duration::from_micros(wait_us));
-        }
+        let options = acquire_options(ttl_ms, has_wait, wait_us);
         start(
             client
                 .inner
@@ -228,13 +235,7 @@ pub unsafe extern "C" fn redlock_client_acquire_with_random_options(
         let resources = arg_byte_strings!(resources, resource_lens, resource_count);
         let random = arg_bytes!(random, random_len);
         let out = arg_out!(out_operation);
-        let mut options = AcquireOptions::new();
-        if ttl_ms != 0 {
-            options = options.ttl(Duration::from_millis(ttl_ms));
-        }
-        if has_wait {
-            options = options.wait(Duration::from_micros(wait_us));
-        }
+        let options = acquire_options(ttl_ms, has_wait, wait_us);
         start(
             client.inner.acquire_with_random_options(
                 &resources[..],

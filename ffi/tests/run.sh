@@ -81,6 +81,40 @@ if require "pkg-config (Debian package pkg-config)" command -v pkg-config; then
       [ "$keys" = 0 ] || die "node $i still holds $keys keys after the release"
     done
     scripts/redis-nodes.sh stop --base-port "$base_port" >/dev/null
+
+    # Fencing through the C ABI: a holder frozen (SIGSTOP) past its lease writes late,
+    # after a second holder, and the item's fenced write refuses it. Five fresh nodes,
+    # and a sixth server (7175) for the protected item.
+    mapfile -t urls < <(scripts/redis-nodes.sh start --nodes 6 --base-port "$base_port")
+    item_url=${urls[5]}
+    urls=("${urls[@]:0:5}")
+    echo "ffi: a fenced holder frozen past its lease, through the C ABI" >&2
+    export REDLOCK_EXAMPLE_RESOURCE="redlock-example:fenced" REDLOCK_EXAMPLE_FENCED_WRITE="$item_url"
+    REDLOCK_EXAMPLE_TTL_MS=1000 REDLOCK_EXAMPLE_HOLD_MS=500 "$out/acquire" "${urls[@]}" \
+      >"$out/first.log" 2>&1 &
+    first=$!
+    for _ in $(seq 100); do
+      grep -q '^fencing token ' "$out/first.log" && break
+      sleep 0.02
+    done
+    kill -STOP "$first"
+    grep -q '^fencing token ' "$out/first.log" || die "the first holder did not acquire: $(cat "$out/first.log")"
+    sleep 1.5
+    REDLOCK_EXAMPLE_TTL_MS=1000 "$out/acquire" "${urls[@]}" >"$out/second.log" 2>&1 \
+      || die "the second holder failed: $(cat "$out/second.log")"
+    kill -CONT "$first"
+    status=0
+    wait "$first" || status=$?
+    cat "$out/first.log" "$out/second.log"
+    first_token=$(sed -n 's/^fencing token //p' "$out/first.log")
+    second_token=$(sed -n 's/^fencing token //p' "$out/second.log")
+    [ "$second_token" -gt "$first_token" ] || die "tokens did not increase: $first_token then $second_token"
+    grep -q '^fenced write: accepted$' "$out/second.log" || die "the second holder's write was refused"
+    grep -q "^fenced write: stale (the item has seen $second_token)\$" "$out/first.log" \
+      || die "the frozen holder's late write was not refused as stale"
+    [ "$status" -eq 3 ] || die "the frozen holder exited $status, not 3 (stale)"
+    unset REDLOCK_EXAMPLE_RESOURCE REDLOCK_EXAMPLE_FENCED_WRITE
+    scripts/redis-nodes.sh stop --base-port "$base_port" >/dev/null
     trap - EXIT
   fi
 fi

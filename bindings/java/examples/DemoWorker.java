@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -25,7 +26,10 @@ import redis.clients.jedis.JedisPool;
  *   java -cp <jar and Jedis> DemoWorker.java nio|jedis [THREADS]
  *
  * Reads REDLOCK_NODES, DEMO_RESOURCE, DEMO_COUNTER, DEMO_ROUNDS and DEMO_STATS (one JSON
- * line per acquisition: {"event":"acquired","attempts":N,"acquire_us":MICROSECONDS}).
+ * line per acquisition: {"event":"acquired","attempts":N,"acquire_us":MICROSECONDS}, plus
+ * "fencing_token":N with fencing). With DEMO_FENCE set, the client takes fencing tokens
+ * and the counter checks them: the write happens only if the lock's token is above the
+ * one recorded in DEMO_FENCE, which then records it (a stale token fails the worker).
  */
 public final class DemoWorker {
   public static void main(String[] args) throws Exception {
@@ -37,6 +41,8 @@ public final class DemoWorker {
     int rounds = Integer.parseInt(System.getenv().getOrDefault("DEMO_ROUNDS", "20"));
     String statsFile = System.getenv("DEMO_STATS");
     Path stats = statsFile == null ? null : Path.of(statsFile);
+    String fenceFile = System.getenv("DEMO_FENCE");
+    Path fence = fenceFile == null || fenceFile.isEmpty() ? null : Path.of(fenceFile);
 
     List<JedisPool> pools = new ArrayList<>();
     Driver driver;
@@ -54,6 +60,7 @@ public final class DemoWorker {
         .attempts(100_000)
         .retryDelay(Duration.ofMillis(10))
         .retryJitter(Duration.ofMillis(8))
+        .fencing(fence != null)
         .build()) {
       ExecutorService pool = Executors.newFixedThreadPool(threads);
       List<Future<?>> done = new ArrayList<>();
@@ -62,7 +69,13 @@ public final class DemoWorker {
           for (int r = 0; r < rounds; r++) {
             long started = System.nanoTime();
             try (RedLock lock = redlock.acquire(resource)) {
-              record(stats, lock.attempts(), (System.nanoTime() - started) / 1000);
+              long micros = (System.nanoTime() - started) / 1000;
+              OptionalLong token = lock.fencingToken();
+              if (fence != null) {
+                checkFence(fence, token.orElseThrow(
+                    () -> new IllegalStateException("fencing is on but the lock has no token")));
+              }
+              record(stats, lock.attempts(), micros, token);
               String text = Files.readString(counter).trim();
               int value = text.isEmpty() ? 0 : Integer.parseInt(text);
               Thread.sleep(5);
@@ -70,25 +83,48 @@ public final class DemoWorker {
                 throw new IllegalStateException("the lock expired during the critical section");
               }
               Files.writeString(counter, (value + 1) + "\n");
+              if (fence != null) {
+                Files.writeString(fence, token.getAsLong() + "\n");
+              }
             }
           }
           return null;
         }));
       }
-      for (Future<?> f : done) {
-        f.get();
+      try {
+        for (Future<?> f : done) {
+          f.get();
+        }
+      } finally {
+        // A failed worker thread (a stale fencing token) must not keep the others alive.
+        pool.shutdownNow();
       }
-      pool.shutdown();
     } finally {
       pools.forEach(JedisPool::close);
     }
   }
 
-  private static synchronized void record(Path stats, int attempts, long micros) throws Exception {
+  /**
+   * The counter's fencing check: the write may happen only with a token above the last one
+   * the counter accepted (recorded in {@code fence} by whoever wrote it last).
+   */
+  private static void checkFence(Path fence, long token) throws Exception {
+    String text = Files.readString(fence).trim();
+    long seen = text.isEmpty() ? 0 : Long.parseLong(text);
+    if (token <= seen) {
+      throw new IllegalStateException(
+          "stale fencing token " + token + ": the counter has seen " + seen);
+    }
+  }
+
+  private static synchronized void record(Path stats, int attempts, long micros,
+      OptionalLong token) throws Exception {
     if (stats == null) {
       return;
     }
-    String line = "{\"event\":\"acquired\",\"attempts\":" + attempts + ",\"acquire_us\":" + micros + "}\n";
+    String fencing = token.isPresent() ? ",\"fencing_token\":" + token.getAsLong() : "";
+    String line = "{\"event\":\"acquired\",\"attempts\":" + attempts + ",\"acquire_us\":"
+        + micros + fencing + "}\n";
     Files.write(stats, line.getBytes(StandardCharsets.UTF_8),
         StandardOpenOption.CREATE, StandardOpenOption.APPEND);
   }

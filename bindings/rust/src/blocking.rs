@@ -128,6 +128,11 @@ impl Client {
             .block_on(self.client.release_token(resources, token))
     }
 
+    /// See [`crate::Client::is_locked`].
+    pub fn is_locked<R: AsRef<[u8]>>(&self, resources: &[R]) -> Result<bool, Error> {
+        self.runtime.block_on(self.client.is_locked(resources))
+    }
+
     /// See [`crate::Client::inspect`].
     pub fn inspect(&self, resource: impl AsRef<[u8]>) -> Vec<KeyStatus> {
         self.runtime.block_on(self.client.inspect(resource))
@@ -226,6 +231,11 @@ impl Lock {
         let lost = self.inner().lost();
         self.runtime
             .block_on(async { tokio::time::timeout(timeout, lost).await.ok() })
+    }
+
+    /// See [`crate::Lock::is_owned`].
+    pub fn is_owned(&self) -> Result<bool, Error> {
+        self.runtime.block_on(self.inner().is_owned())
     }
 
     /// Extends the lock by its TTL from now.

@@ -5,14 +5,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use redlock_core::{
-    AcquireOptions, Config, ConfigBuilder, ConfigError, Lease, NodeResult, Operation, Outcome,
-    Output, Redlock, Reply, Time,
+    AcquireOptions, Config, ConfigBuilder, ConfigError, Event, Lease, NodeResult, Operation,
+    Outcome, Output, Redlock, Reply, Time,
 };
 
-use crate::error::{Error, NodeReport, NotAcquired, NotExtended, NotReleased};
+use crate::error::{Error, NodeReport, NotAcquired, NotExtended, NotInspected, NotReleased};
 use crate::lock::{Lock, LockShared};
-use crate::node::{redact, Clock, LinkStats, Node, Routes, UNROUTED};
+use crate::node::{redact, Clock, LinkStats, Node, Routes, Source, UNROUTED};
 use crate::notice::{Listening, Notices};
+use crate::trace::{Hooks, OpSpan};
 
 /// The TTL of a client built without one: 30 seconds.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
@@ -26,10 +27,16 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[must_use]
 pub struct ClientBuilder {
     urls: Vec<String>,
+    /// A Sentinel's master instead of URLs: the Sentinels' URLs and the service name.
+    #[cfg(feature = "sentinel")]
+    sentinel: Option<(Vec<String>, String)>,
+    /// The user's own connections instead of URLs.
+    connections: Option<Vec<redis::aio::MultiplexedConnection>>,
     config: ConfigBuilder,
     root_certificate: Option<Vec<u8>>,
     connect_timeout: Duration,
     notices: bool,
+    hooks: Hooks,
 }
 
 impl ClientBuilder {
@@ -94,6 +101,19 @@ impl ClientBuilder {
         self
     }
 
+    /// Calls `hook` with every event of the client's operations, as the core reports
+    /// them (`docs/observability.md`): `acquired`, `not_acquired`, `retry`, `extended`,
+    /// `not_extended`, `released`, `not_released`, `inspected`, `not_inspected`,
+    /// `node_failed` (with the node and its cause), and `lost` from a lock's keep-alive.
+    /// Hooks run in the task that drives the operation, in registration order, so they
+    /// must be quick (hand the event to a channel or a metric). A hook that panics is
+    /// caught: the panic is printed by the panic hook as usual, and the lock carries on
+    /// as if the hook had returned. Nothing about the lock depends on the hooks.
+    pub fn on_event(mut self, hook: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        self.hooks.push(Arc::new(hook));
+        self
+    }
+
     /// How long one connection attempt may take (default [`DEFAULT_CONNECT_TIMEOUT`]).
     /// Attempts run in the node's task, so a slow handshake does not fail the command
     /// that started it twice over: later commands find the connection ready.
@@ -113,6 +133,73 @@ impl ClientBuilder {
     /// count twice towards the quorum). Connections are made on first use.
     pub fn build(self) -> Result<Client, Error> {
         let config = self.config.build()?;
+        #[cfg(feature = "sentinel")]
+        if let Some((sentinels, service)) = self.sentinel {
+            let invalid = |message: String| Error::InvalidUrl {
+                index: 0,
+                url: sentinels
+                    .iter()
+                    .map(|u| redact(u))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                message,
+            };
+            let sentinel = redis::sentinel::SentinelClient::build(
+                sentinels.clone(),
+                service.as_str(),
+                None,
+                redis::sentinel::SentinelServerType::Master,
+            )
+            .map_err(|e| invalid(e.to_string()))?;
+            let clock = Clock {
+                origin: Instant::now(),
+            };
+            let routes = Arc::new(Routes::default());
+            let node = Arc::new(Node::new(
+                format!("sentinel master {service}"),
+                Source::Sentinel(Arc::new(tokio::sync::Mutex::new(sentinel))),
+                self.connect_timeout,
+                clock,
+                Arc::clone(&routes),
+            ));
+            return Ok(Client::assemble(
+                config,
+                vec![node],
+                routes,
+                clock,
+                Notices::new(Vec::new(), self.connect_timeout),
+                false,
+                self.hooks,
+            ));
+        }
+        if let Some(connections) = self.connections {
+            let clock = Clock {
+                origin: Instant::now(),
+            };
+            let routes = Arc::new(Routes::default());
+            let nodes = connections
+                .into_iter()
+                .enumerate()
+                .map(|(index, connection)| {
+                    Arc::new(Node::new(
+                        format!("connection #{index}"),
+                        Source::Given(connection),
+                        self.connect_timeout,
+                        clock,
+                        Arc::clone(&routes),
+                    ))
+                })
+                .collect();
+            return Ok(Client::assemble(
+                config,
+                nodes,
+                routes,
+                clock,
+                Notices::new(Vec::new(), self.connect_timeout),
+                false,
+                self.hooks,
+            ));
+        }
         if let Some((first, second)) = redlock_core::duplicate_node(&self.urls) {
             return Err(Error::DuplicateNode {
                 first,
@@ -147,31 +234,54 @@ impl ClientBuilder {
             clients.push(client.clone());
             nodes.push(Arc::new(Node::new(
                 label,
-                client,
+                Source::Url(client),
                 self.connect_timeout,
                 clock,
                 Arc::clone(&routes),
             )));
         }
+        Ok(Client::assemble(
+            config,
+            nodes,
+            routes,
+            clock,
+            Notices::new(clients, self.connect_timeout),
+            self.notices,
+            self.hooks,
+        ))
+    }
+}
+
+impl Client {
+    fn assemble(
+        config: Config,
+        nodes: Vec<Arc<Node>>,
+        routes: Arc<Routes>,
+        clock: Clock,
+        notices: Notices,
+        listen: bool,
+        hooks: Hooks,
+    ) -> Client {
         // The same settings with fencing the other way, for locks that ask for it.
         let flipped = config
             .to_builder()
             .fencing(!config.fencing())
             .build()
             .map(|flipped| Mutex::new(Redlock::new(flipped)));
-        Ok(Client {
+        Client {
             inner: Arc::new(Inner {
                 nodes,
                 routes,
                 next_tag: AtomicU64::new(UNROUTED + 1),
                 redlock: Mutex::new(Redlock::new(config.clone())),
                 flipped,
-                notices: Notices::new(clients, self.connect_timeout),
-                listen: self.notices,
+                notices,
+                listen,
+                hooks,
                 config,
                 clock,
             }),
-        })
+        }
     }
 }
 
@@ -201,6 +311,8 @@ pub(crate) struct Inner {
     pub(crate) notices: Notices,
     /// Acquisitions that may retry listen for notices.
     listen: bool,
+    /// The user's event hooks.
+    pub(crate) hooks: Hooks,
     pub(crate) config: Config,
     /// The client's monotonic clock.
     clock: Clock,
@@ -338,10 +450,62 @@ impl Client {
         ClientBuilder {
             config: Config::builder(urls.len(), DEFAULT_TTL),
             urls,
+            #[cfg(feature = "sentinel")]
+            sentinel: None,
+            connections: None,
             root_certificate: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             notices: true,
+            hooks: Hooks::default(),
         }
+    }
+
+    /// A builder for nodes reached through connections you opened yourself, one per node
+    /// (each to an independent Redis server; the client cannot tell when two reach the
+    /// same one, so the quorum is yours to keep honest). Your connection setup (TLS,
+    /// `AUTH`, `SELECT`, a proxy, timeouts of the `redis` crate) applies; every decision
+    /// stays the core's: each node's [`redlock_core::Link`] still orders its writes and
+    /// keeps its deadlines, writing through a clone of the connection.
+    ///
+    /// What changes: a multiplexed connection never reconnects, so once yours breaks its
+    /// node counts as failing for the rest of the client's life (build a new client with
+    /// a new connection; URLs reconnect by themselves). Release notices are off (they
+    /// need a subscriber connection per node, which the client cannot open for you):
+    /// waiting acquisitions retry on their retry delay. A connection with a response
+    /// timeout of its own may end a write before the node's deadline; that is only a
+    /// failure of that node, as any other.
+    pub fn from_connections(connections: Vec<redis::aio::MultiplexedConnection>) -> ClientBuilder {
+        let mut builder = Client::builder(std::iter::empty::<String>());
+        builder.config = Config::builder(connections.len(), DEFAULT_TTL);
+        builder.connections = Some(connections);
+        builder.notices = false;
+        builder
+    }
+
+    /// A builder for a single-instance lock (N = 1) on the master that the Sentinels at
+    /// `sentinels` (`redis://host:26379`) name for `service`. Each connection attempt
+    /// asks the Sentinels again, so after a failover the next reconnection reaches the
+    /// new master. Release notices are off.
+    ///
+    /// **Failover caveat** (`docs/safety.md`, "single N=1 + replica"): replication is
+    /// asynchronous, so a failover before the lock's key reached the replica loses the
+    /// lock, and a second client can acquire it while the first still believes it holds
+    /// it. Use fencing tokens ([`ClientBuilder::fencing`]) where that matters, or N
+    /// independent nodes.
+    #[cfg(feature = "sentinel")]
+    pub fn sentinel<I, S>(sentinels: I, service: impl Into<String>) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut builder = Client::builder(["sentinel"]);
+        builder.urls = Vec::new();
+        builder.sentinel = Some((
+            sentinels.into_iter().map(Into::into).collect(),
+            service.into(),
+        ));
+        builder.notices = false;
+        builder
     }
 
     /// A client with every default for nodes at `urls`.
@@ -442,15 +606,14 @@ impl Client {
         // An acquisition that may try again listens for releases: one with a wait limit
         // from its start (a release landing while its first attempt is out is not
         // missed), any other once it finds the lock held.
-        let listen = (self.inner.listen && (options.wait.is_some() || attempts > 1)).then(|| {
-            let keys = self.keys(resources);
-            let from_start = options.wait.is_some();
-            (keys, from_start)
-        });
+        let listen = (self.inner.listen && (options.wait.is_some() || attempts > 1))
+            .then_some(options.wait.is_some());
+        let keys = keys(&self.inner.config, resources);
         let outcome = self
             .inner
             .drive_listening(
                 op,
+                &keys,
                 |attempt| {
                     if let Some(callback) = &options.on_retry {
                         callback(RetryProgress {
@@ -461,13 +624,12 @@ impl Client {
                         });
                     }
                 },
-                listen
-                    .as_ref()
-                    .map(|(keys, from_start)| (keys.as_slice(), *from_start)),
+                listen,
             )
             .await?;
         match outcome {
             Outcome::Acquired(acquired) => {
+                let raw = resources.iter().map(|r| r.as_ref().to_vec()).collect();
                 let resources = resources
                     .iter()
                     .map(|r| String::from_utf8_lossy(r.as_ref()).into_owned())
@@ -476,6 +638,7 @@ impl Client {
                 let shared = LockShared::new(
                     self.clone(),
                     resources,
+                    raw,
                     acquired,
                     nodes,
                     options.auto_extend,
@@ -516,16 +679,17 @@ impl Client {
         self.inner.release(&lease).await
     }
 
-    /// The keys of `resources` (the prefix, then the name), as the core forms them.
-    fn keys<R: AsRef<[u8]>>(&self, resources: &[R]) -> Vec<Vec<u8>> {
-        resources
-            .iter()
-            .map(|resource| {
-                let mut key = self.inner.config.key_prefix().to_vec();
-                key.extend_from_slice(resource.as_ref());
-                key
-            })
-            .collect()
+    /// Whether anyone holds the lock on `resources` now: a quorum of nodes hold one
+    /// token on every key (the core's inspection, `docs/inspection.md`). Keys left on
+    /// fewer than a quorum of nodes (a failed attempt, a holder that lost the lock) do
+    /// not make it held. Sends `GET` (one resource) or `MGET` to every node and changes
+    /// nothing. Too few nodes answering to say is [`Error::NotInspected`]
+    /// (`nodes_failing`).
+    ///
+    /// The answer describes the moment the nodes answered: use it for monitoring, never
+    /// instead of acquiring.
+    pub async fn is_locked<R: AsRef<[u8]>>(&self, resources: &[R]) -> Result<bool, Error> {
+        Ok(self.inner.inspect(resources).await?.is_locked())
     }
 
     /// How many nodes have a subscriber connection for release notices open (or being
@@ -576,6 +740,18 @@ impl Client {
         });
         futures_util::future::join_all(asks).await
     }
+}
+
+/// The keys of `resources` (the prefix, then the name), as the core forms them.
+fn keys<R: AsRef<[u8]>>(config: &Config, resources: &[R]) -> Vec<Vec<u8>> {
+    resources
+        .iter()
+        .map(|resource| {
+            let mut key = config.key_prefix().to_vec();
+            key.extend_from_slice(resource.as_ref());
+            key
+        })
+        .collect()
 }
 
 fn describe_reply(reply: &Reply) -> String {
@@ -643,6 +819,23 @@ impl Inner {
             .collect()
     }
 
+    /// Inspects who holds the lock on `resources` (the core's inspection); too few
+    /// answers to say is [`Error::NotInspected`].
+    pub(crate) async fn inspect<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+    ) -> Result<redlock_core::Inspected, Error> {
+        let op = self.redlock().inspect(resources, self.now())?;
+        let keys = keys(&self.config, resources);
+        match self.drive(op, &keys, |_| {}).await? {
+            Outcome::Inspected(inspected) => Ok(inspected),
+            Outcome::NotInspected(failed) => Err(Error::NotInspected(NotInspected {
+                nodes: self.reports(&failed.nodes),
+            })),
+            other => Err(Error::Internal(unexpected(&other))),
+        }
+    }
+
     /// Hands a command to its node's link; `tag` routes the reply back.
     fn submit(
         &self,
@@ -668,36 +861,55 @@ impl Inner {
     pub(crate) async fn drive(
         &self,
         op: Operation,
+        keys: &[Vec<u8>],
         on_attempt: impl FnMut(u32),
     ) -> Result<Outcome, Error> {
-        self.drive_listening(op, on_attempt, None).await
+        self.drive_listening(op, keys, on_attempt, None).await
+    }
+
+    /// Hands every event the operation has to the hooks and its span.
+    fn drain_events(&self, op: &mut Operation, span: &OpSpan) {
+        while let Some(event) = op.poll_event() {
+            span.event(&event);
+            self.hooks.emit(&event);
+        }
+    }
+
+    /// Reports a lock lost (from its keep-alive) to the hooks and to tracing.
+    pub(crate) fn emit_lost(&self, event: &Event) {
+        crate::trace::lost(event);
+        self.hooks.emit(event);
     }
 
     /// [`Inner::drive`] for an acquisition that listens for release notices of `keys`,
-    /// from the start or once a node reports them held: each notice goes to
-    /// [`Operation::handle_notice`], and the core decides whether it changes anything.
+    /// from the start (`Some(true)`) or once a node reports them held (`Some(false)`):
+    /// each notice goes to [`Operation::handle_notice`], and the core decides whether it
+    /// changes anything.
     pub(crate) async fn drive_listening(
         &self,
         op: Operation,
+        keys: &[Vec<u8>],
         mut on_attempt: impl FnMut(u32),
-        listen: Option<(&[Vec<u8>], bool)>,
+        listen: Option<bool>,
     ) -> Result<Outcome, Error> {
         let mut listening: Option<Listening> = match listen {
-            Some((keys, true)) => Some(self.notices.listen(keys)),
+            Some(true) => Some(self.notices.listen(keys)),
             _ => None,
         };
-        let keys = listen.map(|(keys, _)| keys);
         let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
         let mut replies = self.routes.open(tag);
         let mut driving = Driving {
             inner: self,
+            span: OpSpan::new(op.kind(), keys),
             op,
             tag,
         };
+        let span = &driving.span;
         let op = &mut driving.op;
         let mut attempt = op.attempt();
         loop {
             let mut wake = None;
+            let mut done = None;
             while let Some(output) = op.poll_output() {
                 match output {
                     Output::Send(command) => {
@@ -711,9 +923,17 @@ impl Inner {
                         }
                     }
                     Output::Wait(at) => wake = Some(at),
-                    Output::Outcome(outcome) => return Ok(outcome),
+                    Output::Outcome(outcome) => {
+                        done = Some(outcome);
+                        break;
+                    }
                     _ => {}
                 }
+            }
+            self.drain_events(op, span);
+            if let Some(outcome) = done {
+                span.finish(op.attempt(), &outcome);
+                return Ok(outcome);
             }
             if op.attempt() != attempt {
                 attempt = op.attempt();
@@ -722,10 +942,11 @@ impl Inner {
             let Some(at) = wake else {
                 return Err(Error::Internal("the operation stopped without an outcome"));
             };
-            if let (Some(keys), None) = (keys, &listening) {
-                if op.node_results().contains(&NodeResult::Conflict) {
-                    listening = Some(self.notices.listen(keys));
-                }
+            if listen == Some(false)
+                && listening.is_none()
+                && op.node_results().contains(&NodeResult::Conflict)
+            {
+                listening = Some(self.notices.listen(keys));
             }
             tokio::select! {
                 biased;
@@ -764,7 +985,7 @@ impl Inner {
                 None => redlock.extend(lease, now)?,
             }
         };
-        self.drive(op, |_| {}).await
+        self.drive(op, lease.keys(), |_| {}).await
     }
 
     /// An extension's outcome as this crate reports it.
@@ -800,7 +1021,7 @@ impl Inner {
 
     pub(crate) async fn release(&self, lease: &Lease) -> Result<ReleaseReport, Error> {
         let op = self.redlock().release(lease, self.now());
-        match self.drive(op, |_| {}).await? {
+        match self.drive(op, lease.keys(), |_| {}).await? {
             Outcome::Released(released) => Ok(ReleaseReport {
                 released: released.released,
                 nodes: self.reports(&released.nodes),
@@ -829,6 +1050,7 @@ impl Inner {
 /// abandoned: the commands [`Operation::abandon`] emits go to the links untagged.
 struct Driving<'a> {
     inner: &'a Inner,
+    span: OpSpan,
     op: Operation,
     tag: u64,
 }
@@ -842,6 +1064,8 @@ impl Drop for Driving<'_> {
                     let _ = self.inner.submit(UNROUTED, command);
                 }
             }
+            self.inner.drain_events(&mut self.op, &self.span);
+            self.span.abandoned(self.op.attempt());
         }
         self.inner.routes.close(self.tag);
     }

@@ -83,6 +83,14 @@ pub struct NotReleased {
     pub nodes: Vec<NodeReport>,
 }
 
+/// An inspection ([`crate::Client::is_locked`], [`crate::Lock::is_owned`]) that too few
+/// nodes answered to say whether anyone holds the lock (class `nodes_failing`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotInspected {
+    /// How each node answered.
+    pub nodes: Vec<NodeReport>,
+}
+
 /// Everything that can go wrong.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -117,6 +125,8 @@ pub enum Error {
     NotExtended(NotExtended),
     /// The release was not confirmed by a quorum of nodes.
     NotReleased(NotReleased),
+    /// Too few nodes answered an inspection to say who holds the lock.
+    NotInspected(NotInspected),
     /// The lock was lost earlier (taken, gone, or expired), so it cannot be extended.
     LockLost(Lost),
     /// The lock was already released.
@@ -146,7 +156,9 @@ impl Error {
                 _ => ErrorClass::NodesFailing,
             },
             Error::NotExtended(n) => n.class,
-            Error::NotReleased(_) | Error::FencedWrite(_) => ErrorClass::NodesFailing,
+            Error::NotReleased(_) | Error::NotInspected(_) | Error::FencedWrite(_) => {
+                ErrorClass::NodesFailing
+            }
             Error::LockLost(lost) => match lost.reason {
                 LostReason::NotHeld => ErrorClass::NotHeld,
                 _ => ErrorClass::LockLost,
@@ -182,12 +194,14 @@ impl Error {
         self.class() == Some(ErrorClass::NotHeld)
     }
 
-    /// Per-node detail of a failed acquisition, extension or release (empty otherwise).
+    /// Per-node detail of a failed acquisition, extension, release or inspection (empty
+    /// otherwise).
     pub fn nodes(&self) -> &[NodeReport] {
         match self {
             Error::NotAcquired(n) => &n.nodes,
             Error::NotExtended(n) => &n.nodes,
             Error::NotReleased(n) => &n.nodes,
+            Error::NotInspected(n) => &n.nodes,
             Error::LockLost(lost) => &lost.nodes,
             _ => &[],
         }
@@ -272,6 +286,16 @@ impl fmt::Display for Error {
                     f,
                     "lock not released: {confirmed} of {} nodes confirmed, fewer than a \
                      quorum; the keys may stay until their TTL",
+                    n.nodes.len()
+                )?;
+                write_nodes(f, &n.nodes)
+            }
+            Error::NotInspected(n) => {
+                let failed = n.nodes.iter().filter(|node| node.cause().is_some()).count();
+                write!(
+                    f,
+                    "cannot tell who holds the lock: {failed} of {} nodes failed, too many \
+                     to decide",
                     n.nodes.len()
                 )?;
                 write_nodes(f, &n.nodes)

@@ -79,6 +79,19 @@
 //! protected resource must check it: [`fenced_set`] (and [`blocking::fenced_set`]) does
 //! that for a Redis key on your own connection.
 //!
+//! ## Inspection and observability
+//!
+//! [`Client::is_locked`] and [`Lock::is_owned`] are the core's inspection (a quorum
+//! holding one token). [`ClientBuilder::on_event`] hooks receive every core
+//! [`Event`] (and `lost` from the keep-alive); a panicking hook is caught. The cargo
+//! feature `tracing` adds one span per operation (`redlock.acquire`, ...).
+//!
+//! ## Your own connections
+//!
+//! [`Client::from_connections`] builds a client over `redis` connections you opened.
+//! With the `sentinel` feature, `Client::sentinel` locks the master that Redis Sentinels
+//! name (N = 1, with the failover caveat of a single instance with a replica).
+//!
 //! ## TLS and AUTH
 //!
 //! Through the `redis` crate's URLs: `redis://:password@host:port`,
@@ -100,15 +113,17 @@ mod fence;
 mod lock;
 mod node;
 mod notice;
+mod trace;
 
 pub use client::{
     Client, ClientBuilder, ExtendReport, KeyStatus, LockOptions, ReleaseReport, RetryProgress,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_TTL,
 };
-pub use error::{Error, NodeReport, NotAcquired, NotExtended, NotReleased};
+pub use error::{Error, NodeReport, NotAcquired, NotExtended, NotInspected, NotReleased};
 pub use fence::{fenced_set, FencedWrite};
 pub use lock::{Lock, LockState, Lost, LostReason};
 pub use node::LinkStats;
 pub use redlock_core::{
-    self as core, Config, ConfigBuilder, ErrorClass, FailureReason, NodeCause, NodeResult, Time,
+    self as core, Config, ConfigBuilder, ErrorClass, Event, EventKind, FailureReason, NodeCause,
+    NodeResult, OperationKind, Time,
 };

@@ -2,6 +2,7 @@
 //! and release (explicit, or best effort on drop).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -68,6 +69,12 @@ pub enum LockState {
 pub(crate) struct LockShared {
     client: Client,
     resources: Vec<String>,
+    /// When the lock was acquired (for the `lost` event's `elapsed`).
+    held_since: Time,
+    /// The `lost` event went to the hooks.
+    lost_reported: AtomicBool,
+    /// The resources as given, for inspections.
+    raw_resources: Vec<Vec<u8>>,
     token: String,
     fencing_token: Option<u64>,
     attempts: u32,
@@ -93,6 +100,7 @@ impl LockShared {
     pub(crate) fn new(
         client: Client,
         resources: Vec<String>,
+        raw_resources: Vec<Vec<u8>>,
         acquired: Acquired,
         nodes: Vec<NodeReport>,
         auto_extend: bool,
@@ -103,7 +111,10 @@ impl LockShared {
             extensions: 0,
         };
         Arc::new(LockShared {
+            held_since: client.now(),
+            lost_reported: AtomicBool::new(false),
             resources,
+            raw_resources,
             token: lease.token().as_str().to_string(),
             fencing_token: lease.fencing_token(),
             attempts: acquired.attempts,
@@ -145,6 +156,15 @@ impl LockShared {
                 },
             }
         };
+        // Held to lost happens once: the hooks hear of it once, before anyone waiting
+        // on the state does.
+        if let LockState::Lost(lost) = &next {
+            let held = matches!(*self.state.borrow(), LockState::Held { .. });
+            if held && !self.lost_reported.swap(true, Ordering::SeqCst) {
+                let event = redlock_core::Event::lost(lost.reason, self.held_since, self.now());
+                self.client.inner.emit_lost(&event);
+            }
+        }
         self.state.send_if_modified(|state| match state {
             LockState::Held { .. } if *state != next => {
                 *state = next;
@@ -358,6 +378,25 @@ impl Lock {
     pub fn lost(&self) -> impl Future<Output = Lost> + Send + 'static {
         let shared = Arc::clone(&self.shared);
         async move { shared.wait_lost().await }
+    }
+
+    /// Whether this lock still holds its resources, asked of the nodes now: a quorum of
+    /// them hold its token on every key, and its lease is still valid on the client's
+    /// clock (the core's inspection, `docs/inspection.md`). `false` once the lock is
+    /// released or lost, without asking. Too few nodes answering to say is
+    /// [`Error::NotInspected`] (`nodes_failing`). Changes nothing on the nodes, and
+    /// does not feed the keep-alive: [`Lock::lost`] stays the signal to stop.
+    pub async fn is_owned(&self) -> Result<bool, Error> {
+        if !matches!(self.state(), LockState::Held { .. }) {
+            return Ok(false);
+        }
+        let inspected = self
+            .shared
+            .client
+            .inner
+            .inspect(&self.shared.raw_resources)
+            .await?;
+        Ok(inspected.is_held_by(&self.shared.lease(), self.shared.now()))
     }
 
     /// Extends the lock by its TTL from now (the key is never re-created).

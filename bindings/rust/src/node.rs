@@ -42,6 +42,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -138,11 +139,26 @@ pub struct LinkStats {
     pub owed: usize,
 }
 
-/// A node of the client: the `redis` client for its URL, and its link.
+/// Where a node's connections come from.
+#[derive(Clone)]
+pub(crate) enum Source {
+    /// The `redis` client for the node's URL: a new connection at each `Connect`.
+    Url(redis::Client),
+    /// A connection the user opened ([`crate::ClientBuilder::from_connections`]): each
+    /// `Connect` hands out a clone of it. A multiplexed connection never reconnects, so
+    /// once it breaks every later write fails and the node counts as failing.
+    Given(MultiplexedConnection),
+    /// The master a Sentinel names, asked again at each `Connect` (so a reconnection
+    /// after a failover reaches the new master).
+    #[cfg(feature = "sentinel")]
+    Sentinel(Arc<tokio::sync::Mutex<redis::sentinel::SentinelClient>>),
+}
+
+/// A node of the client: where its connections come from, and its link.
 pub(crate) struct Node {
     /// The URL with any password replaced by `***`, for messages.
     label: String,
-    client: redis::Client,
+    client: Source,
     connect_timeout: Duration,
     clock: Clock,
     routes: Arc<Routes>,
@@ -151,6 +167,9 @@ pub(crate) struct Node {
     idle: watch::Sender<bool>,
     /// A connection [`Node::probe`] opened ahead, used at the link's next `Connect`.
     prepared: Mutex<Option<MultiplexedConnection>>,
+    /// A connection given by the user broke: it never comes back, so later connection
+    /// attempts fail at once (and the link's reconnect backoff applies).
+    broken: AtomicBool,
 }
 
 type Connecting =
@@ -161,7 +180,7 @@ type Writing = Pin<Box<dyn Future<Output = Written> + Send>>;
 impl Node {
     pub(crate) fn new(
         label: String,
-        client: redis::Client,
+        client: Source,
         connect_timeout: Duration,
         clock: Clock,
         routes: Arc<Routes>,
@@ -180,6 +199,7 @@ impl Node {
             wake: Notify::new(),
             idle: watch::Sender::new(true),
             prepared: Mutex::new(None),
+            broken: AtomicBool::new(false),
         }
     }
 
@@ -393,6 +413,9 @@ impl Node {
                 None => {
                     // The connection is gone: every write on it fails with it, and is
                     // reported once.
+                    if matches!(self.client, Source::Given(_)) {
+                        self.broken.store(true, Ordering::Relaxed);
+                    }
                     *connection = None;
                     *writes = FuturesUnordered::new();
                     *generation += 1;
@@ -411,7 +434,17 @@ impl Node {
     {
         let client = self.client.clone();
         let timeout = self.connect_timeout;
+        let broken = self.broken.load(Ordering::Relaxed);
         async move {
+            if broken {
+                return Err((
+                    LinkCause::Closed,
+                    String::from(
+                        "the connection given to the client is closed (a multiplexed \
+                         connection does not reconnect)",
+                    ),
+                ));
+            }
             let attempt = tokio::time::timeout(timeout, open(&client)).await;
             match attempt {
                 Ok(Ok(connection)) => Ok(connection),
@@ -476,7 +509,13 @@ impl Node {
     }
 }
 
-async fn open(client: &redis::Client) -> RedisResult<MultiplexedConnection> {
+async fn open(source: &Source) -> RedisResult<MultiplexedConnection> {
+    let client = match source {
+        Source::Url(client) => client.clone(),
+        Source::Given(connection) => return Ok(connection.clone()),
+        #[cfg(feature = "sentinel")]
+        Source::Sentinel(sentinel) => sentinel.lock().await.async_get_client().await?,
+    };
     // No timeouts of the crate's own: the link and the operations keep the deadlines.
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(None)

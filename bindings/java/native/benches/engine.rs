@@ -35,6 +35,8 @@ fn written(engine: &mut Engine, nodes: &mut Vec<usize>) -> Option<(i64, String)>
                     outcome = Some((records[at + 3], String::from_utf8_lossy(token).into_owned()));
                     at += 3 + records[at + 2] as usize;
                 }
+                // An event (with a listener on): numbers, then node texts (none here).
+                7 => at += 3 + records[at + 2] as usize,
                 _ => at += 2,
             }
         }
@@ -58,11 +60,22 @@ fn round(
 }
 
 fn bench_engine(c: &mut Criterion) {
+    bench_cycle(c, "jni_engine/acquire_release_n5_through_links", false);
+    // The same with the core's events written for a listener (`loopListen`).
+    bench_cycle(
+        c,
+        "jni_engine/acquire_release_n5_through_links_with_events",
+        true,
+    );
+}
+
+fn bench_cycle(c: &mut Criterion, name: &str, listen: bool) {
     let config = Config::builder(5, Duration::from_millis(10_000))
         .build()
         .expect("valid config");
     let mut client = Redlock::with_seed(config, [0; 32]);
     let mut engine = Engine::new(5, true).without_lease_handles();
+    engine.listen(listen);
     let mut nodes = Vec::with_capacity(32);
     let mut tag = 0;
     // Connect: a first acquisition asks for the connections; the script loads and its
@@ -76,7 +89,7 @@ fn bench_engine(c: &mut Criterion) {
         assert!(engine.connected(node, now));
     }
     round(&mut engine, OK, now, &mut nodes);
-    c.bench_function("jni_engine/acquire_release_n5_through_links", |b| {
+    c.bench_function(name, |b| {
         b.iter(|| {
             let now = Time::from_micros(1_000);
             let op = client.acquire(&["orders:42"], now).expect("valid resource");

@@ -70,6 +70,7 @@ pub(crate) fn command_kind(kind: CommandKind) -> jlong {
         CommandKind::Extend => 3,
         CommandKind::FencedAcquire => 4,
         CommandKind::WriteBack => 5,
+        CommandKind::Inspect => 6,
         _ => -1,
     }
 }
@@ -227,7 +228,7 @@ pub(crate) fn node_code(result: &NodeResult) -> jint {
     }
 }
 
-fn reason_code(reason: FailureReason) -> jlong {
+pub(crate) fn reason_code(reason: FailureReason) -> jlong {
     match reason {
         FailureReason::Conflict => 0,
         FailureReason::NodesFailed => 1,
@@ -285,6 +286,16 @@ pub(crate) fn outcome_numbers(outcome: &Outcome) -> OutcomeNumbers {
             numbers[6] = r.released as jlong;
             5
         }
+        // Inspections: the holder (if any) as the token, its presence at index 6 (a
+        // holder may be any bytes, even none).
+        Outcome::Inspected(i) => {
+            if let Some(holder) = &i.holder {
+                numbers[6] = 1;
+                token = String::from_utf8_lossy(holder).into_owned();
+            }
+            6
+        }
+        Outcome::NotInspected(_) => 7,
         // An outcome of a newer core than this binding knows: the Java side refuses it.
         _ => -1,
     };
@@ -316,7 +327,7 @@ pub(crate) fn outcome_to_java(env: &mut JNIEnv<'_>, outcome: Outcome) -> Result<
         token,
         lease,
     } = outcome_numbers(&outcome);
-    let token = if numbers[0] == 4 || numbers[0] == 5 {
+    let token = if numbers[0] == 4 || numbers[0] == 5 || numbers[0] == 7 {
         None
     } else {
         Some(token)

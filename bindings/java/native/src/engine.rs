@@ -23,7 +23,10 @@
 //! - `3, node`: close the node's connection;
 //! - `5, tag, count, ...count numbers`: the operation's outcome (see `outcome_record`),
 //!   its token and node texts in the bytes;
-//! - `6, tag`: the operation ended without an outcome (abandoned).
+//! - `6, tag`: the operation ended without an outcome (abandoned);
+//! - `7, tag, count, ...count numbers`: one of the core's events (`Operation::poll_event`,
+//!   see `event_record`), its node texts in the bytes; only while a listener is on
+//!   (`loopListen`), so that a loop nobody listens to pays nothing for them.
 //!
 //! When the events do not fit, the call returns -1 with the sizes needed in
 //! `records[1]` and `records[2]` (if `records` has its 4 header slots); they wait in
@@ -37,8 +40,8 @@ use jni::JNIEnv;
 
 use redlock_core::resp::Decoder;
 use redlock_core::{
-    AcquireOptions, KeepAlive, Lease, Link, LinkCause, LinkOutput, NodeResult, Operation, Outcome,
-    Output, Redlock, Reply, Time, WriteId,
+    AcquireOptions, ErrorClass, Event, KeepAlive, Lease, Link, LinkCause, LinkOutput, NodeResult,
+    Operation, OperationKind, Outcome, Output, Redlock, Reply, Time, WriteId,
 };
 
 use crate::boundary::{guard, handle, into_handle, is_null, Failure, Result};
@@ -50,6 +53,7 @@ const EVENT_WRITE: i64 = 2;
 const EVENT_CLOSE: i64 = 3;
 const EVENT_OUTCOME: i64 = 5;
 const EVENT_ENDED: i64 = 6;
+const EVENT_EVENT: i64 = 7;
 
 const HEADER: usize = 4;
 
@@ -59,6 +63,8 @@ struct Running {
     wait: Option<Time>,
     /// Keep the outcome for `loopKeepAliveOutcome` (an extension run by keep-alive).
     keep: bool,
+    /// An inspection asked whether this lease holds the lock (`Inspected::is_held_by`).
+    owner: Option<Lease>,
 }
 
 /// One node's reading side, for drivers that hand in raw bytes (`loopFeed`).
@@ -89,6 +95,8 @@ pub struct Engine {
     /// Per link, its `poll_timeout` as of the last input, and whether an input touched
     /// it since (only those are asked again).
     link_wakes: Vec<(Option<Time>, bool)>,
+    /// The operations' events go to Java (a listener is registered).
+    listen: bool,
 }
 
 impl Engine {
@@ -121,6 +129,7 @@ impl Engine {
             lease_handles: true,
             link_wake: None,
             link_wakes: vec![(None, false); nodes],
+            listen: false,
         }
     }
 
@@ -134,7 +143,7 @@ impl Engine {
     /// Starts `operation` under `tag` and settles (for benchmarks of this crate without
     /// a JVM; the loop starts operations through JNI).
     pub fn start_operation(&mut self, tag: u64, operation: Operation, now: Time) -> bool {
-        self.start(tag as jlong, operation, false).is_ok() && self.settle(now).is_ok()
+        self.start(tag as jlong, operation, false, None).is_ok() && self.settle(now).is_ok()
     }
 
     /// Node `node`'s connection is open; settles.
@@ -150,6 +159,11 @@ impl Engine {
     /// Bytes read from node `node`; settles.
     pub fn received(&mut self, node: usize, bytes: &[u8], now: Time) -> bool {
         self.feed(node, bytes, now).is_ok() && self.settle(now).is_ok()
+    }
+
+    /// Whether the operations' events are written too (as when a Java listener is on).
+    pub fn listen(&mut self, on: bool) {
+        self.listen = on;
     }
 
     /// The events since they were last taken: their records (from the first event, without
@@ -216,7 +230,18 @@ impl Engine {
             return Ok(());
         };
         loop {
-            match running.operation.poll_output() {
+            let output = running.operation.poll_output();
+            if self.listen {
+                let class = match &output {
+                    Some(Output::Outcome(outcome)) => outcome.error_class(),
+                    _ => None,
+                };
+                while let Some(event) = running.operation.poll_event() {
+                    event_record(&mut self.records, &mut self.bytes, tag, &event, class);
+                    self.count += 1;
+                }
+            }
+            match output {
                 None => {
                     if running.operation.is_finished() {
                         self.ops.remove(&tag);
@@ -241,17 +266,26 @@ impl Engine {
                 }
                 Some(Output::Outcome(outcome)) => {
                     let keep = running.keep;
+                    let held_by = match (&outcome, &running.owner) {
+                        (Outcome::Inspected(inspected), Some(lease)) => {
+                            Some(inspected.is_held_by(lease, now))
+                        }
+                        _ => None,
+                    };
                     self.ops.remove(&tag);
                     if keep {
                         self.kept.insert(tag, outcome.clone());
                     }
-                    outcome_record(
+                    let at = outcome_record(
                         &mut self.records,
                         &mut self.bytes,
                         tag,
                         outcome,
                         self.lease_handles,
                     );
+                    if let Some(held_by) = held_by {
+                        self.records[at + 7] = i64::from(held_by);
+                    }
                     self.count += 1;
                     return Ok(());
                 }
@@ -380,7 +414,13 @@ impl Engine {
         next.map_or(-1, convert::time_to_java)
     }
 
-    fn start(&mut self, tag: jlong, operation: Operation, keep: bool) -> Result<()> {
+    fn start(
+        &mut self,
+        tag: jlong,
+        operation: Operation,
+        keep: bool,
+        owner: Option<Lease>,
+    ) -> Result<()> {
         let tag = tag_of(tag)?;
         if self.ops.contains_key(&tag) {
             return Err(Failure::argument(
@@ -394,6 +434,7 @@ impl Engine {
                 operation,
                 wait: None,
                 keep,
+                owner,
             },
         );
         self.touch(tag);
@@ -409,14 +450,17 @@ fn tag_of(tag: jlong) -> Result<u64> {
 /// retry_at (-1), released, extensions, lease handle (0 if none, the Java side owns it),
 /// lease TTL (ms), error class (0 none), fencing token (-1 none), token length, nodes N,
 /// 0; then per node its result code, cause and error text length (-1 for none). The
-/// token and the texts follow one another in `bytes`.
+/// token and the texts follow one another in `bytes`. Inspections: the holder is the
+/// token, `released` says whether there is one, `extensions` whether the lease the
+/// inspection was asked for holds the lock (the core's `is_held_by`). Returns where the
+/// numbers start.
 fn outcome_record(
     records: &mut Vec<i64>,
     bytes: &mut Vec<u8>,
     tag: u64,
     outcome: Outcome,
     lease_handle: bool,
-) {
+) -> usize {
     let nodes = outcome.nodes();
     let count = 15 + 3 * nodes.len();
     records.extend_from_slice(&[EVENT_OUTCOME, tag as i64, count as i64]);
@@ -445,6 +489,67 @@ fn outcome_record(
     // The lease handle is made last, once nothing else can fail, so it cannot leak.
     if let Some(lease) = fixed.lease.filter(|_| lease_handle) {
         records[at + 8] = into_handle(lease);
+    }
+    at
+}
+
+/// Numbers of an event (`EventKind::number`), its operation (1 acquire, 2 extend,
+/// 3 release, 4 inspect, 0 none), at, elapsed (us), attempt, reason (-1 none), retry_at
+/// (-1), node (-1), cause (0 none), error class of the outcome it reports (0 none), nodes
+/// N; then per node its result code, cause and error text length (-1 for none), the texts
+/// in `bytes`.
+pub(crate) const EVENT_NUMBERS: usize = 11;
+
+fn event_record(
+    records: &mut Vec<i64>,
+    bytes: &mut Vec<u8>,
+    tag: u64,
+    event: &Event,
+    class: Option<ErrorClass>,
+) {
+    let count = EVENT_NUMBERS + 3 * event.nodes.len();
+    let operation = match event.operation {
+        Some(OperationKind::Acquire) => 1,
+        Some(OperationKind::Extend) => 2,
+        Some(OperationKind::Release) => 3,
+        Some(OperationKind::Inspect) => 4,
+        _ => 0,
+    };
+    let is_outcome = !matches!(
+        event.kind,
+        redlock_core::EventKind::Retry | redlock_core::EventKind::NodeFailed
+    );
+    records.extend_from_slice(&[
+        EVENT_EVENT,
+        tag as i64,
+        count as i64,
+        i64::from(event.kind.number()),
+        operation,
+        convert::time_to_java(event.at),
+        convert::duration_micros(event.elapsed),
+        i64::from(event.attempt),
+        event.reason.map_or(-1, convert::reason_code),
+        event.retry_at.map_or(-1, convert::time_to_java),
+        event.node.map_or(-1, |n| n as i64),
+        i64::from(event.cause.map_or(0, convert::cause_number)),
+        class
+            .filter(|_| is_outcome)
+            .map_or(0, |c| i64::from(c.number())),
+        event.nodes.len() as i64,
+    ]);
+    for node in &event.nodes {
+        let text = match node {
+            NodeResult::Error(text) => {
+                bytes.extend_from_slice(text.as_bytes());
+                text.len() as i64
+            }
+            _ => -1,
+        };
+        records.extend_from_slice(&[
+            i64::from(convert::node_code(node)),
+            i64::from(node.cause().map_or(0, convert::cause_number)),
+            text,
+        ]);
     }
 }
 
@@ -586,7 +691,7 @@ export_input!(Java_io_github_redlockcore_internal_Native_loopAcquire(
         options = options.wait(std::time::Duration::from_micros(wait_us as u64));
     }
     let operation = client.acquire_with(&names, &options, now).map_err(usage_failure)?;
-    engine.start(tag, operation, false)
+    engine.start(tag, operation, false, None)
 });
 
 export_input!(Java_io_github_redlockcore_internal_Native_loopExtend(
@@ -604,7 +709,7 @@ export_input!(Java_io_github_redlockcore_internal_Native_loopExtend(
     } else {
         client.extend(lease, now)
     };
-    engine.start(tag, operation.map_err(usage_failure)?, keep != 0)
+    engine.start(tag, operation.map_err(usage_failure)?, keep != 0, None)
 });
 
 export_input!(Java_io_github_redlockcore_internal_Native_loopRelease(
@@ -616,7 +721,36 @@ export_input!(Java_io_github_redlockcore_internal_Native_loopRelease(
     let client: &mut Redlock = handle(client, "client")?;
     let lease: &mut Lease = handle(lease, "lease")?;
     let operation = client.release(lease, now);
-    engine.start(tag, operation, false)
+    engine.start(tag, operation, false, None)
+});
+
+// Starts an inspection of `resources` (who holds the lock); with a lease handle (not 0),
+// its outcome also says whether that lease holds the lock (the core's `is_held_by`).
+export_input!(Java_io_github_redlockcore_internal_Native_loopInspect(
+    env, engine, now,
+    client: jlong,
+    tag: jlong,
+    resource_list: JObjectArray<'local>,
+    lease: jlong
+) {
+    let client: &mut Redlock = handle(client, "client")?;
+    let names = resources(env, &resource_list)?;
+    let owner = if lease == 0 {
+        None
+    } else {
+        let lease: &mut Lease = handle(lease, "lease")?;
+        Some(lease.clone())
+    };
+    let operation = client.inspect(&names, now).map_err(usage_failure)?;
+    engine.start(tag, operation, false, owner)
+});
+
+// Whether the operations' events come to Java (`7` records): on while a listener is set.
+export!(Java_io_github_redlockcore_internal_Native_loopListen(env, engine: jlong, on: jboolean) -> () = (), {
+    let _ = env;
+    let engine: &mut Engine = handle(engine, "loop")?;
+    engine.listen(on != 0);
+    Ok(())
 });
 
 // Cancels a running operation: the core's abandon, what it emits to the links, and the

@@ -301,6 +301,14 @@ export!(Java_io_github_redlockcore_internal_Native_clientRelease(env, client: jl
     Ok(operation_handle(client.release(lease, time(now)?)))
 });
 
+// Starts an inspection of `resources`: who holds the lock (the core's `inspect`).
+export!(Java_io_github_redlockcore_internal_Native_clientInspect(env, client: jlong, resource_list: JObjectArray<'local>, now: jlong) -> jlong = 0, {
+    let client: &mut Redlock = handle(client, "client")?;
+    let names = resources(env, &resource_list)?;
+    let operation = client.inspect(&names, time(now)?);
+    Ok(operation_handle(operation.map_err(usage_failure)?))
+});
+
 export!(Java_io_github_redlockcore_internal_Native_clientLease(
     env,
     client: jlong,

@@ -199,3 +199,20 @@ impl Drop for SharedNodes {
         }
     }
 }
+
+/// An example of this crate, built by `cargo test` next to the test binaries.
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo test -p redlock-client` (it builds the examples)",
+        path.display()
+    );
+    path
+}

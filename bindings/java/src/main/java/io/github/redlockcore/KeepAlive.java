@@ -56,8 +56,8 @@ final class KeepAlive {
       case EXTEND:
         Lease lease = lock.lease();
         engine
-            .run((links, tag, at) -> lock.owner().core().startExtend(links, tag, lease, null,
-                true, at), machine)
+            .run(lock.resources(), (links, tag, at) -> lock.owner().core().startExtend(links,
+                tag, lease, null, true, at), machine, null)
             .whenComplete((outcome, error) -> engine.execute(() -> extended(outcome, error)));
         break;
       case WAIT:
@@ -99,6 +99,10 @@ final class KeepAlive {
     stopped = true;
     LockLostException cause = new LockLostException(lock.resource(), reason, lastNodes);
     lock.markLost(cause);
+    if (engine.listening()) {
+      engine.emit(io.github.redlockcore.core.Event.lost(reason, lock.resources(),
+          lock.acquiredAt(), engine.now(), engine.epochOffset()));
+    }
     notify(() -> listener.lost(lock, cause));
   }
 

@@ -15,6 +15,9 @@ import java.util.concurrent.CompletableFuture;
 public final class RedLock implements AutoCloseable {
   private final RedlockClient owner;
   private final String resource;
+  private final List<String> resources;
+  /** When it was acquired (client clock, us), for the keep-alive's lost event. */
+  private final long acquiredAt;
   private final Object leaseLock = new Object();
   private final CompletableFuture<LockLostException> lost = new CompletableFuture<>();
   private Lease lease;
@@ -22,9 +25,11 @@ public final class RedLock implements AutoCloseable {
   private KeepAlive keepAlive;
   private final int attempts;
 
-  RedLock(RedlockClient owner, String resource, Lease lease, int attempts) {
+  RedLock(RedlockClient owner, List<String> resources, Lease lease, int attempts) {
     this.owner = owner;
-    this.resource = resource;
+    this.resources = resources;
+    this.resource = String.join(",", resources);
+    this.acquiredAt = owner.now();
     this.lease = lease;
     this.attempts = attempts;
   }
@@ -37,6 +42,34 @@ public final class RedLock implements AutoCloseable {
   /** The locked resource (several joined with commas). */
   public String resource() {
     return resource;
+  }
+
+  /** The locked resources. */
+  public List<String> resources() {
+    return resources;
+  }
+
+  long acquiredAt() {
+    return acquiredAt;
+  }
+
+  /**
+   * Whether this lock still holds its resources, as the nodes say now: a quorum of them
+   * hold its token on every key, and its validity has not run out on this client's clock
+   * (the core's inspection and {@code Inspected::is_held_by}; {@code docs/inspection.md}).
+   * False once released. It reads only; it never extends or re-creates a key.
+   *
+   * @throws NodesFailingException when too many nodes failed for the core to say
+   */
+  public boolean isOwned() {
+    Lease current;
+    synchronized (leaseLock) {
+      if (released) {
+        return false;
+      }
+      current = lease;
+    }
+    return owner.inspect(resources, current).isHeldByLease();
   }
 
   /** The token stored under the key, unique to this acquisition. */
@@ -123,8 +156,9 @@ public final class RedLock implements AutoCloseable {
       }
       current = lease;
     }
-    Outcome outcome = RedlockClient.await(
-        owner.engine().run((links, tag, now) -> owner.core().startExtend(links, tag, current, ttl, false, now)));
+    Outcome outcome = RedlockClient.await(owner.engine().run(resources,
+        (links, tag, now) -> owner.core().startExtend(links, tag, current, ttl, false, now),
+        null, null));
     outcome.lease().ifPresent(this::replaceLease);
     if (outcome.kind() != Outcome.Kind.EXTENDED) {
       LockException e = ErrorClasses.of(resource, outcome);
@@ -195,7 +229,9 @@ public final class RedLock implements AutoCloseable {
     lost.cancel(false);
     try {
       Outcome outcome =
-          RedlockClient.await(owner.engine().run((links, tag, now) -> owner.core().startRelease(links, tag, current, now)));
+          RedlockClient.await(owner.engine().run(resources,
+              (links, tag, now) -> owner.core().startRelease(links, tag, current, now), null,
+              null));
       if (outcome != null && !outcome.isSuccess()) {
         throw ErrorClasses.of(resource, outcome);
       }

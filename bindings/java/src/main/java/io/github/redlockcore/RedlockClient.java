@@ -30,7 +30,7 @@ public final class RedlockClient implements AutoCloseable {
   private final Engine engine;
   private final Driver driver;
 
-  private RedlockClient(Driver driver, Config config) {
+  private RedlockClient(Driver driver, Config config, List<RedlockListener> listeners) {
     this.driver = driver;
     this.config = config;
     this.client = new Client(config);
@@ -45,6 +45,15 @@ public final class RedlockClient implements AutoCloseable {
       }
     }
     this.engine = new Engine(driver);
+    if (!listeners.isEmpty()) {
+      RedlockListener[] all = listeners.toArray(new RedlockListener[0]);
+      engine.listener(event -> {
+        // Each listener on its own: one that throws does not keep the event from the rest.
+        for (RedlockListener listener : all) {
+          engine.emitTo(listener::onEvent, event);
+        }
+      });
+    }
   }
 
   /** A builder for a client over {@code driver}'s nodes. */
@@ -94,10 +103,13 @@ public final class RedlockClient implements AutoCloseable {
    */
   public RedLock acquire(List<String> resources, Duration ttl) {
     Objects.requireNonNull(resources, "resources");
-    Outcome outcome = await(engine.run((links, tag, now) -> client.startAcquire(links, tag, resources, ttl, null, now)));
+    notInLoop();
+    List<String> names = List.copyOf(resources);
+    Outcome outcome = await(engine.run(names,
+        (links, tag, now) -> client.startAcquire(links, tag, names, ttl, null, now), null, null));
     String name = String.join(",", resources);
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
-      return new RedLock(this, name, outcome.lease().orElseThrow(), outcome.attempts());
+      return new RedLock(this, names, outcome.lease().orElseThrow(), outcome.attempts());
     }
     throw ErrorClasses.of(name, outcome);
   }
@@ -112,7 +124,41 @@ public final class RedlockClient implements AutoCloseable {
     if (engine.isClosed()) {
       throw new RedlockStateException("used_after_close", "the Redlock client was closed");
     }
-    return new RedLock(this, String.join(",", resources), client.lease(resources, token, 0), 0);
+    return new RedLock(this, List.copyOf(resources), client.lease(resources, token, 0), 0);
+  }
+
+  /** Whether anyone holds {@code resource}; see {@link #isLocked(List)}. */
+  public boolean isLocked(String resource) {
+    return isLocked(List.of(resource));
+  }
+
+  /**
+   * Whether anyone holds the lock on {@code resources}: one token held by a quorum of nodes
+   * on every key, as the core decides it from one read of every node ({@code
+   * docs/inspection.md}). Keys left on fewer than a quorum (a failed attempt, a lost
+   * holder) do not count. It changes no key; the answer describes the moment the nodes
+   * answered, so use it for monitoring, never instead of acquiring.
+   *
+   * @throws NodesFailingException when too many nodes failed for the core to say
+   */
+  public boolean isLocked(List<String> resources) {
+    return inspect(resources, null).isLocked();
+  }
+
+  /** The core's inspection of {@code resources}; with {@code lease}, whether it holds them. */
+  Outcome inspect(List<String> resources, io.github.redlockcore.core.Lease lease) {
+    Objects.requireNonNull(resources, "resources");
+    notInLoop();
+    List<String> names = List.copyOf(resources);
+    Outcome outcome = await(engine.run(names,
+        (links, tag, now) -> client.startInspect(links, tag, names, lease, now), null, null));
+    if (outcome == null) {
+      throw new RedlockStateException("used_after_close", "the Redlock client was closed");
+    }
+    if (outcome.kind() != Outcome.Kind.INSPECTED) {
+      throw ErrorClasses.of(String.join(",", names), outcome);
+    }
+    return outcome;
   }
 
   /**
@@ -129,20 +175,32 @@ public final class RedlockClient implements AutoCloseable {
     if (wait.isNegative()) {
       throw new RedlockArgumentException("invalid_argument", "the wait must not be negative");
     }
+    notInLoop();
     List<String> resources = List.of(resource);
     // While it waits, it listens for release notices (a subscriber connection per node):
     // one makes it try again at once instead of sleeping out its retry delay.
-    Outcome outcome = await(engine.run(
+    Outcome outcome = await(engine.run(resources,
         (links, tag, now) -> client.startAcquire(links, tag, resources, ttl, wait, now), null,
         client.noticeChannels(resources)));
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
       return Optional.of(
-          new RedLock(this, resource, outcome.lease().orElseThrow(), outcome.attempts()));
+          new RedLock(this, resources, outcome.lease().orElseThrow(), outcome.attempts()));
     }
     if (outcome.reason().orElse(null) == Outcome.Reason.CONFLICT) {
       return Optional.empty();
     }
     throw ErrorClasses.of(resource, outcome);
+  }
+
+  /**
+   * A call that waits for the loop cannot be made on the loop thread (from a listener):
+   * it would wait for itself.
+   */
+  void notInLoop() {
+    if (engine.inLoop()) {
+      throw new RedlockStateException("invalid_call",
+          "this call waits for the client's loop: it cannot be made from a listener");
+    }
   }
 
   static <T> T await(CompletableFuture<T> future) {
@@ -176,6 +234,7 @@ public final class RedlockClient implements AutoCloseable {
   public static final class Builder {
     private final Driver driver;
     private Config.Builder config;
+    private final List<RedlockListener> listeners = new java.util.ArrayList<>();
 
     private Builder(Driver driver) {
       this.driver = Objects.requireNonNull(driver, "driver");
@@ -241,11 +300,21 @@ public final class RedlockClient implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Adds a listener of every event of this client's operations and of its locks'
+     * keep-alive (see {@link RedlockListener}); listeners hear them in the order added.
+     * Without any, the loop does not read the core's events at all.
+     */
+    public Builder listener(RedlockListener listener) {
+      listeners.add(Objects.requireNonNull(listener, "listener"));
+      return this;
+    }
+
     /** Checks the settings (the core's rules) and starts the client's loop. */
     public RedlockClient build() {
       Config checked = config.build();
       try {
-        return new RedlockClient(driver, checked);
+        return new RedlockClient(driver, checked, List.copyOf(listeners));
       } catch (RuntimeException e) {
         checked.close();
         throw e;

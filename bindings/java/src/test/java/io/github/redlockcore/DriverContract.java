@@ -106,11 +106,16 @@ abstract class DriverContract {
           "remaining " + lock.remaining());
       // The quorum decides; the two slowest nodes may still be setting the key.
       long holding = 0;
+      int holder = -1;
       for (int i = 0; i < 5; i++) {
-        holding += token.equals(get(i, resource)) ? 1 : 0;
+        if (token.equals(get(i, resource))) {
+          holding++;
+          holder = holder < 0 ? i : holder;
+        }
       }
       assertTrue(holding >= 3, "token on " + holding + " nodes");
-      try (Jedis j = node(0)) {
+      // The TTL on a node that holds it (node 0 may be one of the two still setting it).
+      try (Jedis j = node(holder)) {
         long pttl = j.pttl(resource);
         assertTrue(pttl > 4000 && pttl <= 5000, "PTTL " + pttl);
       }
@@ -177,6 +182,240 @@ abstract class DriverContract {
     pool.shutdown();
     assertEquals(0, overlaps.get());
     assertEquals(threads * rounds, counter[0]);
+  }
+
+  // ---- inspection: isLocked, isOwned -----------------------------------------------
+
+  @Test
+  void isLockedAndIsOwnedAreTheCoresInspection() {
+    assertFalse(redlock.isLocked(resource), "free");
+    try (RedlockClient other = RedlockClient.builder(driver(nodes.urls())).build()) {
+      RedLock mine = redlock.acquire(resource);
+      assertTrue(redlock.isLocked(resource), "held by us");
+      assertTrue(other.isLocked(resource), "seen held from another client");
+      assertTrue(mine.isOwned());
+      // Another client's view of our token: its lease has no known validity, so the core
+      // does not call it owned even though the token is the holder.
+      assertFalse(other.lock(List.of(resource), mine.token()).isOwned());
+      mine.release();
+      assertFalse(mine.isOwned(), "released");
+      assertFalse(redlock.isLocked(resource), "free again");
+
+      RedLock theirs = other.acquire(resource);
+      assertTrue(redlock.isLocked(resource), "held by another");
+      assertTrue(theirs.isOwned());
+      // The keys rewritten to a third token on every node: held, but no longer by them.
+      for (int i = 0; i < 5; i++) {
+        set(i, resource, "third");
+      }
+      assertTrue(redlock.isLocked(resource));
+      assertFalse(theirs.isOwned());
+      theirs.close();
+    }
+  }
+
+  @Test
+  void leftoversOnFewerThanAQuorumAreNotALock() {
+    set(0, resource, "left-behind");
+    set(1, resource, "left-behind");
+    assertFalse(redlock.isLocked(resource), "2 of 5 nodes");
+    set(2, resource, "another");
+    assertFalse(redlock.isLocked(resource), "2 + 1 of 5 nodes, no token at a quorum");
+    set(2, resource, "left-behind");
+    assertTrue(redlock.isLocked(resource), "3 of 5 nodes");
+    // Several resources: a node votes only when every key holds the token.
+    String second = resource + ":b";
+    for (int i = 0; i < 5; i++) {
+      set(i, second, i < 2 ? "left-behind" : "other");
+    }
+    assertFalse(redlock.isLocked(List.of(resource, second)));
+  }
+
+  @Test
+  void oneNodeDownStillDecidesAndTooManyDownThrows() {
+    nodes.kill(0);
+    try (RedLock lock = redlock.acquire(resource)) {
+      assertTrue(redlock.isLocked(resource));
+      assertTrue(lock.isOwned());
+    }
+    assertFalse(redlock.isLocked(resource));
+    nodes.kill(1);
+    nodes.kill(2);
+    NodesFailingException e =
+        assertThrows(NodesFailingException.class, () -> redlock.isLocked(resource));
+    assertEquals("nodes_failing", e.code());
+    assertEquals(5, e.nodes().size());
+    assertEquals(NodeResult.Kind.ERROR, e.nodes().get(0).kind(), e.nodes().toString());
+  }
+
+  // ---- listeners: the core's events ------------------------------------------------
+
+  /** A client whose events are collected (and whose own nodes are given). */
+  RedlockClient listened(java.util.Queue<io.github.redlockcore.core.Event> events,
+      RedlockClient.Builder builder) {
+    return builder.listener(events::add).build();
+  }
+
+  static java.util.Queue<io.github.redlockcore.core.Event> events() {
+    return new java.util.concurrent.ConcurrentLinkedQueue<>();
+  }
+
+  static List<io.github.redlockcore.core.Event> ofKind(
+      java.util.Queue<io.github.redlockcore.core.Event> events, String kind) {
+    List<io.github.redlockcore.core.Event> out = new ArrayList<>();
+    for (io.github.redlockcore.core.Event e : events) {
+      if (e.kind().equals(kind)) {
+        out.add(e);
+      }
+    }
+    return out;
+  }
+
+  @Test
+  void acquireInspectAndReleaseReportTheirEventsWithTimings() {
+    var events = events();
+    try (RedlockClient c = listened(events, RedlockClient.builder(driver(nodes.urls())))) {
+      long before = c.now();
+      RedLock lock = c.acquire(resource);
+      long after = c.now();
+      // The outcome's event is heard before the call returns.
+      List<io.github.redlockcore.core.Event> acquired = ofKind(events, "acquired");
+      assertEquals(1, acquired.size(), events.toString());
+      io.github.redlockcore.core.Event a = acquired.get(0);
+      assertEquals(Optional.of("acquire"), a.operation());
+      assertEquals(List.of(resource), a.resources());
+      assertEquals(1, a.attempt());
+      assertTrue(a.at() >= before && a.at() <= after, a.at() + " not in " + before + ".." + after);
+      assertTrue(a.elapsed().toNanos() > 0 && a.elapsed().toNanos() / 1000 <= after - before,
+          a.elapsed().toString());
+      assertEquals(5, a.nodes().size());
+      assertTrue(count(a.nodes(), NodeResult.Kind.SUCCESS) >= 3, a.nodes().toString());
+      assertTrue(a.reason().isEmpty() && a.errorClass().isEmpty());
+      assertTrue(Math.abs(a.time().toEpochMilli() - System.currentTimeMillis()) < 5000);
+      assertTrue(c.isLocked(resource));
+      io.github.redlockcore.core.Event inspected = ofKind(events, "inspected").get(0);
+      assertEquals(Optional.of("inspect"), inspected.operation());
+      assertTrue(inspected.operationId() != a.operationId());
+      lock.extend();
+      assertEquals(1, ofKind(events, "extended").size(), events.toString());
+      lock.release();
+      List<io.github.redlockcore.core.Event> released = ofKind(events, "released");
+      assertEquals(1, released.size(), events.toString());
+      assertEquals(Optional.of("release"), released.get(0).operation());
+      assertTrue(released.get(0).at() >= a.at());
+      assertTrue(ofKind(events, "node_failed").isEmpty(), events.toString());
+    }
+  }
+
+  @Test
+  void retriesAreReportedWithTheirReasonAndNextStart() {
+    var events = events();
+    try (RedLock held = redlock.acquire(resource);
+        RedlockClient c = listened(events, RedlockClient.builder(driver(nodes.urls()))
+            .attempts(3).retryDelay(Duration.ofMillis(30)).retryJitter(Duration.ofMillis(5)))) {
+      assertThrows(LockHeldElsewhereException.class, () -> c.acquire(resource));
+      List<io.github.redlockcore.core.Event> retries = ofKind(events, "retry");
+      assertEquals(2, retries.size(), events.toString());
+      for (int i = 0; i < 2; i++) {
+        io.github.redlockcore.core.Event r = retries.get(i);
+        assertEquals(i + 1, r.attempt());
+        assertEquals(Optional.of("conflict"), r.reason());
+        long wait = r.retryAt().orElseThrow() - r.at();
+        assertTrue(wait >= 25_000 && wait <= 36_000, "retry in " + wait + " us");
+      }
+      io.github.redlockcore.core.Event failed = ofKind(events, "not_acquired").get(0);
+      assertEquals(3, failed.attempt());
+      assertEquals(Optional.of("held_elsewhere"), failed.errorClass());
+      assertTrue(held.isValid());
+    }
+  }
+
+  @Test
+  void aRefusedNodeIsReportedAsNodeFailed() {
+    nodes.kill(3);
+    var events = events();
+    try (RedlockClient c = listened(events, RedlockClient.builder(driver(nodes.urls())))) {
+      c.acquire(resource).close();
+      List<io.github.redlockcore.core.Event> failed = ofKind(events, "node_failed");
+      assertFalse(failed.isEmpty(), events.toString());
+      io.github.redlockcore.core.Event f = failed.get(0);
+      assertEquals(java.util.OptionalInt.of(3), f.node());
+      assertEquals(Optional.of("refused"), f.cause());
+      assertEquals(Optional.of("acquire"), f.operation());
+      assertEquals(1, f.nodes().size());
+      assertEquals(NodeResult.Kind.ERROR, f.nodes().get(0).kind());
+    }
+  }
+
+  @Test
+  void keepAliveReportsTheLockLost() throws Exception {
+    var events = events();
+    try (RedlockClient c = listened(events, RedlockClient.builder(driver(nodes.urls())))) {
+      RedLock lock = c.acquire(resource, Duration.ofMillis(900));
+      var lost = lock.keepAlive();
+      for (int i = 0; i < 5; i++) {
+        set(i, resource, "someone-else");
+      }
+      lost.get(3, TimeUnit.SECONDS);
+      waitUntil(() -> !ofKind(events, "lost").isEmpty());
+      io.github.redlockcore.core.Event l = ofKind(events, "lost").get(0);
+      assertEquals(Optional.of("taken"), l.lostReason());
+      assertTrue(l.operation().isEmpty());
+      assertEquals(List.of(resource), l.resources());
+      assertTrue(l.elapsed().toMillis() < 3000, l.elapsed().toString());
+      // The failed extension that found it taken came first.
+      assertFalse(ofKind(events, "not_extended").isEmpty(), events.toString());
+      lock.close();
+    }
+  }
+
+  @Test
+  void aThrowingListenerBreaksNothing() throws Exception {
+    var events = events();
+    List<Throwable> reported = new java.util.concurrent.CopyOnWriteArrayList<>();
+    Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
+    Thread.setDefaultUncaughtExceptionHandler((t, e) -> reported.add(e));
+    try (RedlockClient c = RedlockClient.builder(driver(nodes.urls()))
+        .listener(e -> {
+          throw new IllegalStateException("listener bug on " + e.kind());
+        })
+        .listener(events::add)
+        .build()) {
+      try (RedLock lock = c.acquire(resource)) {
+        assertTrue(lock.isValid());
+        assertTrue(lock.isOwned());
+      }
+      waitUntil(() -> !ofKind(events, "released").isEmpty());
+      assertEquals(1, ofKind(events, "acquired").size());
+      assertTrue(reported.size() >= 3, reported.toString());
+      assertEquals("listener bug on acquired", reported.get(0).getMessage());
+    } finally {
+      Thread.setDefaultUncaughtExceptionHandler(previous);
+    }
+  }
+
+  @Test
+  void aListenerCallingTheClientIsRefusedNotDeadlocked() throws Exception {
+    List<Throwable> reported = new java.util.concurrent.CopyOnWriteArrayList<>();
+    Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
+    Thread.setDefaultUncaughtExceptionHandler((t, e) -> reported.add(e));
+    var client = new java.util.concurrent.atomic.AtomicReference<RedlockClient>();
+    try (RedlockClient c = RedlockClient.builder(driver(nodes.urls()))
+        .listener(e -> {
+          if (e.kind().equals("acquired")) {
+            client.get().isLocked(resource);
+          }
+        })
+        .build()) {
+      client.set(c);
+      c.acquire(resource).close();
+      waitUntil(() -> !reported.isEmpty());
+      RedlockStateException e = (RedlockStateException) reported.get(0);
+      assertEquals("invalid_call", e.code());
+      assertFalse(c.isLocked(resource));
+    } finally {
+      Thread.setDefaultUncaughtExceptionHandler(previous);
+    }
   }
 
   @Test

@@ -78,6 +78,16 @@ class VectorsTest {
         DynamicTest.dynamicTest(p.getFileName() + " (drained)", () -> runVector(p, true))));
   }
 
+  /** The inspection vectors (who holds a lock: isLocked, isOwned). */
+  @TestFactory
+  Stream<DynamicTest> everyInspectionVector() throws IOException {
+    List<Path> files = files(vectorsDir().resolve("inspect"));
+    assertTrue(files.size() >= 2, "expected the inspection vectors, found " + files.size());
+    return files.stream().flatMap(p -> Stream.of(
+        DynamicTest.dynamicTest(p.getFileName().toString(), () -> runVector(p, false)),
+        DynamicTest.dynamicTest(p.getFileName() + " (drained)", () -> runVector(p, true))));
+  }
+
   @TestFactory
   Stream<DynamicTest> everyRespVector() throws IOException {
     List<Path> files = files(vectorsDir().resolve("resp"));
@@ -230,6 +240,15 @@ class VectorsTest {
       case NOT_RELEASED:
         j.put("released", o.released());
         break;
+      case INSPECTED:
+        if (o.holder().isPresent()) {
+          j.put("holder", o.holder().get());
+        } else {
+          j.putNull("holder");
+        }
+        break;
+      case NOT_INSPECTED:
+        break;
       default:
         throw new AssertionError(o.kind());
     }
@@ -365,6 +384,10 @@ class VectorsTest {
               : client.acquireWithRandom(strings(a.get("resources")),
                   hex(a.get("random").asText()), now);
           ops.put(target, op);
+          last = target;
+        } else if (step.has("inspect")) {
+          target = opName;
+          ops.put(target, client.inspect(strings(step.get("inspect").get("resources")), now));
           last = target;
         } else if (step.has("extend") || step.has("release")) {
           target = opName;

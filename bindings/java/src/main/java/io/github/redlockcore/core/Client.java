@@ -165,6 +165,28 @@ public final class Client extends NativeHandle {
     }
   }
 
+  /** Starts an inspection of {@code resources}: who holds the lock (tests, vectors). */
+  public synchronized Operation inspect(List<String> resources, long now) {
+    byte[][] names = names(resources);
+    return new Operation(Native.clientInspect(handle(), names, now));
+  }
+
+  /**
+   * Starts an inspection inside the loop's links; with {@code lease} not null, the outcome
+   * also says whether it holds the lock ({@link Outcome#isHeldByLease()}).
+   */
+  public synchronized void startInspect(CoreLinks links, long tag, List<String> resources,
+      Lease lease, long now) {
+    byte[][] names = names(resources);
+    if (lease == null) {
+      links.inspect(handle(), tag, names, 0, now);
+      return;
+    }
+    synchronized (lease) {
+      links.inspect(handle(), tag, names, lease.handle0(), now);
+    }
+  }
+
   /** A lease rebuilt from its parts (a token kept elsewhere); validUntil 0 if unknown. */
   public synchronized Lease lease(List<String> resources, String token, long validUntil) {
     byte[][] names = names(resources);

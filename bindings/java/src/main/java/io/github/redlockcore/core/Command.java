@@ -15,7 +15,9 @@ public final class Command {
     /** A fenced acquisition: the keys set and the fence counters raised. */
     FENCED_ACQUIRE,
     /** A fenced acquisition's write-back of the token. */
-    WRITE_BACK;
+    WRITE_BACK,
+    /** An inspection's read of the lock's keys ({@code GET} or {@code MGET}). */
+    INSPECT;
 
     static Kind of(long code) {
       switch ((int) code) {
@@ -31,6 +33,8 @@ public final class Command {
           return FENCED_ACQUIRE;
         case 5:
           return WRITE_BACK;
+        case 6:
+          return INSPECT;
         default:
           throw new io.github.redlockcore.RedlockStateException(
               "unsupported_output", "unknown command kind " + code);

@@ -11,14 +11,16 @@ import java.util.Optional;
  * An outcome with a lease owns it: close the lease when done (a Cleaner frees it otherwise).
  */
 public final class Outcome {
-  /** The five outcomes, with the core's codes. */
+  /** The outcomes, with the core's codes. */
   public enum Kind {
     ACQUIRED("acquired"),
     NOT_ACQUIRED("not_acquired"),
     EXTENDED("extended"),
     NOT_EXTENDED("not_extended"),
     RELEASED("released"),
-    NOT_RELEASED("not_released");
+    NOT_RELEASED("not_released"),
+    INSPECTED("inspected"),
+    NOT_INSPECTED("not_inspected");
 
     private final String code;
 
@@ -61,6 +63,8 @@ public final class Outcome {
   private final List<NodeResult> nodes;
   private final String errorClass;
   private final long fencingToken;
+  /** Inspections: whether the inspected lease holds the lock (the core's is_held_by). */
+  private final boolean heldByLease;
 
   /** The core's error classes, by their stable numbers (from 1). */
   private static final String[] ERROR_CLASSES = {null, "held_elsewhere", "nodes_failing",
@@ -68,7 +72,8 @@ public final class Outcome {
 
   private Outcome(Kind kind, Reason reason, int attempts, long validityMicros, long retryAt,
       int released, String token, Lease lease, List<NodeResult> nodes, String errorClass,
-      long fencingToken) {
+      long fencingToken, boolean heldByLease) {
+    this.heldByLease = heldByLease;
     this.errorClass = errorClass;
     this.fencingToken = fencingToken;
     this.kind = kind;
@@ -121,6 +126,10 @@ public final class Outcome {
       throw new io.github.redlockcore.RedlockStateException(
           "unsupported_output", "unknown outcome " + kind + "/" + reason);
     }
+    boolean inspection = kind == 6 || kind == 7;
+    if (inspection && n[at + 6] == 0) {
+      token = null;
+    }
     Lease lease = n[at + 8] != 0
         ? new Lease(n[at + 8], token, n[at + 3], (int) n[at + 7], n[at + 9], n[at + 11])
         : null;
@@ -130,12 +139,13 @@ public final class Outcome {
         (int) n[at + 2],
         n[at + 4],
         n[at + 5],
-        (int) n[at + 6],
+        inspection ? 0 : (int) n[at + 6],
         token,
         lease,
         Collections.unmodifiableList(nodes),
         ERROR_CLASSES[(int) errorClass],
-        n[at + 11]);
+        n[at + 11],
+        kind == 6 && n[at + 7] == 1);
   }
 
   /**
@@ -149,8 +159,10 @@ public final class Outcome {
     byte[] bytes = links.bytes();
     int tokenLength = (int) r[at + 12];
     int count = (int) r[at + 13];
+    // Tokens are ASCII; an inspection's holder is whatever a node held (UTF-8 here).
     String token = tokenLength == 0 ? null
-        : new String(bytes, byteAt, tokenLength, StandardCharsets.ISO_8859_1);
+        : new String(bytes, byteAt, tokenLength,
+            r[at] == 6 ? StandardCharsets.UTF_8 : StandardCharsets.ISO_8859_1);
     int offset = byteAt + tokenLength;
     List<NodeResult> nodes = new ArrayList<>(count);
     for (int i = 0; i < count; i++) {
@@ -194,9 +206,31 @@ public final class Outcome {
     return kind;
   }
 
-  /** True for acquired, extended and released. */
+  /** True for acquired, extended, released and inspected. */
   public boolean isSuccess() {
-    return kind == Kind.ACQUIRED || kind == Kind.EXTENDED || kind == Kind.RELEASED;
+    return kind == Kind.ACQUIRED || kind == Kind.EXTENDED || kind == Kind.RELEASED
+        || kind == Kind.INSPECTED;
+  }
+
+  /**
+   * inspected: the token a quorum of nodes hold on every key of the lock, empty when
+   * nobody holds it (the core's {@code Inspected::holder}).
+   */
+  public Optional<String> holder() {
+    return kind == Kind.INSPECTED ? Optional.ofNullable(token) : Optional.empty();
+  }
+
+  /** inspected: someone holds the lock (the core's {@code Inspected::is_locked}). */
+  public boolean isLocked() {
+    return kind == Kind.INSPECTED && token != null;
+  }
+
+  /**
+   * inspected, for an inspection started with a lease: that lease holds the lock, with
+   * its validity not run out (the core's {@code Inspected::is_held_by}).
+   */
+  public boolean isHeldByLease() {
+    return heldByLease;
   }
 
   /** The reason, for not_acquired and not_extended. */

@@ -27,6 +27,8 @@ public final class CoreLinks extends NativeHandle {
   public static final int OUTCOME = 5;
   /** An operation ended without an outcome (abandoned): {@code tag}. */
   public static final int ENDED = 6;
+  /** One of the core's events (while {@link #listen} is on): {@code tag, count, ...}. */
+  public static final int EVENT = 7;
 
   private final int nodes;
   private long[] records = new long[256];
@@ -103,6 +105,20 @@ public final class CoreLinks extends NativeHandle {
   public int release(long client, long lease, long tag, long now) {
     return events(Native.loopRelease(handle(), client, lease, tag, now,
         records, bytes, records.length, bytes.length));
+  }
+
+  /**
+   * Starts an inspection; with a lease handle (not 0) its outcome also says whether that
+   * lease holds the lock.
+   */
+  public int inspect(long client, long tag, byte[][] resources, long lease, long now) {
+    return events(Native.loopInspect(handle(), client, tag, resources, lease, now,
+        records, bytes, records.length, bytes.length));
+  }
+
+  /** The operations' events come with the others ({@link #EVENT}) while on. */
+  public void listen(boolean on) {
+    Native.loopListen(handle(), on);
   }
 
   public int abandon(long tag, long now) {

@@ -50,6 +50,8 @@ public final class Engine implements LoopContext, AutoCloseable {
   private final Thread thread;
   private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
   private final long origin = System.nanoTime();
+  /** The epoch (us) minus {@link #now()}, taken once: events' wall-clock times. */
+  private final long epochOffset;
   private final boolean wantsArgs;
   private final boolean raw;
   private volatile boolean running = true;
@@ -69,6 +71,10 @@ public final class Engine implements LoopContext, AutoCloseable {
   /** The next instant the native half wants {@code timeout}, or -1. */
   private long linkWake = -1;
   private long nextTag = 1;
+  /** Hears the core's events (null: none, and the native half does not report them). */
+  private volatile Consumer<io.github.redlockcore.core.Event> listener;
+  /** Events read from the last native call, handed to the listener after the others. */
+  private final ArrayList<io.github.redlockcore.core.Event> heardEvents = new ArrayList<>();
   private long timerSeq;
   private volatile boolean closing;
 
@@ -79,9 +85,12 @@ public final class Engine implements LoopContext, AutoCloseable {
     final KeepAliveMachine keepAlive;
     /** The notice channels this acquisition listens on while it waits, or null. */
     final List<String> channels;
+    /** The lock's resources, for the events. */
+    final List<String> resources;
 
     Op(long tag, CompletableFuture<Outcome> future, KeepAliveMachine keepAlive,
-        List<String> channels) {
+        List<String> channels, List<String> resources) {
+      this.resources = resources;
       this.tag = tag;
       this.future = future;
       this.keepAlive = keepAlive;
@@ -120,6 +129,8 @@ public final class Engine implements LoopContext, AutoCloseable {
 
   public Engine(Driver driver) {
     this.driver = driver;
+    java.time.Instant wall = java.time.Instant.now();
+    this.epochOffset = wall.getEpochSecond() * 1_000_000 + wall.getNano() / 1000 - now();
     this.wantsArgs = driver instanceof ArgsDriver;
     this.raw = driver instanceof RawDriver;
     try {
@@ -241,6 +252,12 @@ public final class Engine implements LoopContext, AutoCloseable {
    */
   public CompletableFuture<Outcome> run(Starter start, KeepAliveMachine keepAlive,
       List<byte[]> channels) {
+    return run(List.of(), start, keepAlive, channels);
+  }
+
+  /** As {@link #run(Starter, KeepAliveMachine, List)}, naming the lock's resources for events. */
+  public CompletableFuture<Outcome> run(List<String> resources, Starter start,
+      KeepAliveMachine keepAlive, List<byte[]> channels) {
     List<String> names = null;
     if (channels != null) {
       names = new ArrayList<>(channels.size());
@@ -264,7 +281,7 @@ public final class Engine implements LoopContext, AutoCloseable {
       if (future.isDone()) {
         return;
       }
-      Op op = new Op(nextTag++, future, keepAlive, listening);
+      Op op = new Op(nextTag++, future, keepAlive, listening, resources);
       ops.put(op.tag, op);
       listen(op);
       try {
@@ -440,6 +457,16 @@ public final class Engine implements LoopContext, AutoCloseable {
           finished.add(outcome);
           break;
         }
+        case CoreLinks.EVENT: {
+          long tag = r[at + 1];
+          int numbers = (int) r[at + 2];
+          Op op = ops.get(tag);
+          heardEvents.add(io.github.redlockcore.core.Event.fromRecord(r, links.bytes(), at + 3,
+              byteAt, tag, op == null ? List.of() : op.resources, epochOffset));
+          byteAt += io.github.redlockcore.core.Event.recordBytes(r, at + 3);
+          at += 3 + numbers;
+          break;
+        }
         case CoreLinks.ENDED: {
           Op op = take(r[at + 1]);
           if (op != null) {
@@ -454,12 +481,63 @@ public final class Engine implements LoopContext, AutoCloseable {
       }
     }
     linkWake = links.nextWake();
+    if (!heardEvents.isEmpty()) {
+      Object[] heard = heardEvents.toArray();
+      heardEvents.clear();
+      for (Object event : heard) {
+        emit((io.github.redlockcore.core.Event) event);
+      }
+    }
     if (!finished.isEmpty()) {
       Object[] done = finished.toArray();
       finished.clear();
       for (int i = 0; i < done.length; i += 2) {
         ((Op) done[i]).future.complete((Outcome) done[i + 1]);
       }
+    }
+  }
+
+  /**
+   * Sets the listener of every event (null: none). Events are read from the native half
+   * only while one is set. Before the first operation.
+   */
+  public void listener(Consumer<io.github.redlockcore.core.Event> listener) {
+    this.listener = listener;
+    execute(() -> links.listen(listener != null));
+  }
+
+  /** The epoch in microseconds minus {@link #now()} (for events' wall-clock times). */
+  public long epochOffset() {
+    return epochOffset;
+  }
+
+  /** True when a listener hears events. */
+  public boolean listening() {
+    return listener != null;
+  }
+
+  /**
+   * Hands {@code event} to the listener (loop thread). What the listener throws goes to
+   * this thread's uncaught-exception handler, never into the loop.
+   */
+  public void emit(io.github.redlockcore.core.Event event) {
+    Consumer<io.github.redlockcore.core.Event> to = listener;
+    if (to != null) {
+      emitTo(to, event);
+    }
+  }
+
+  /** Hands {@code event} to {@code to}, catching what it throws as {@link #emit} does. */
+  public void emitTo(Consumer<io.github.redlockcore.core.Event> to,
+      io.github.redlockcore.core.Event event) {
+    try {
+      to.accept(event);
+    } catch (RuntimeException | Error e) {
+      if (e instanceof VirtualMachineError) {
+        throw (VirtualMachineError) e;
+      }
+      Thread t = Thread.currentThread();
+      t.getUncaughtExceptionHandler().uncaughtException(t, e);
     }
   }
 

@@ -81,6 +81,8 @@ public final class Native {
 
   public static native long clientRelease(long client, long lease, long now);
 
+  public static native long clientInspect(long client, byte[][] resources, long now);
+
   public static native long clientLease(
       long client, byte[][] resources, String token, long validUntil);
 
@@ -181,6 +183,11 @@ public final class Native {
 
   public static native int loopRelease(long loop, long client, long lease, long tag, long now,
       long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
+
+  public static native int loopInspect(long loop, long client, long tag, byte[][] resources,
+      long lease, long now, long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
+
+  public static native void loopListen(long loop, boolean on);
 
   public static native int loopAbandon(long loop, long tag, long now, long[] records,
       byte[] bytes, int recordsRoom, int bytesRoom);
