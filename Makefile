@@ -62,9 +62,10 @@ test-python:
 	bindings/python/build.sh test
 
 # The WASM core (scripts/build-wasm.sh) and the Node.js package: conformance vectors through
-# WASM (fencing and waiting included), ioredis, node-redis and raw sockets against local
-# Redis nodes, waiting and fencing on 5 nodes, the TypeScript declarations, and the core
-# inside workerd (base ports 7200-7264 and 7275).
+# WASM (fencing, waiting and inspection included), ioredis, node-redis and raw sockets
+# against local Redis nodes, waiting, fencing, inspections, events and OpenTelemetry spans
+# on real nodes, the TypeScript declarations, and the core inside workerd (base ports
+# 7200-7269 and 7275; 7258-7259 stay closed).
 test-node:
 	bindings/node/build.sh test
 
