@@ -36,6 +36,7 @@ RUN_SAMPLES = {
     "bindings/python/tests/test_observe.py": "test-python: pytest",
     "bindings/node/examples/quickstart.js": "test-dist: run in an empty npm project",
     "bindings/node/test/types/usage.ts": "test-node: compiled by tsc and run",
+    "bindings/node/test/events.test.js": "test-node: node --test",
     "bindings/node/edge/worker.js": "test-node: run inside workerd",
     "ffi/examples/acquire.c": "test-ffi and test-dist: compiled and run",
 }

@@ -34,6 +34,27 @@ function record(redlock, kinds) {
 }
 
 describe('events on 5 nodes', () => {
+  test("the README's listeners print what they say", async () => {
+    const redlock = new Redlock(clients, { ttlMs: 5000, attempts: 2, retryDelayMs: 20, retryJitterMs: 0 });
+    const holder = await redlock.acquire('events:readme');
+    const printed = [];
+    const log = console.log;
+    console.log = (line) => printed.push(line);
+    try {
+      redlock.on('retry', (e) => console.log(`attempt ${e.attempt} failed (${e.reason}); next at ${e.retryAtUs}`));
+      redlock.on('node_failed', (e) => console.log(`node ${e.node} failed: ${e.cause}`));
+      redlock.on('lost', (e) => console.log(`lock lost (${e.lostReason}) after ${e.elapsedUs} us`));
+      await assert.rejects(redlock.acquire('events:readme'));
+    } finally {
+      console.log = log;
+      await holder.release();
+      await redlock.idle();
+      redlock.close();
+    }
+    assert.equal(printed.length, 1, `${printed}`);
+    assert.match(printed[0], /^attempt 1 failed \(conflict\); next at \d+/);
+  });
+
   test('acquired and released, with their timings and nodes', async () => {
     const redlock = new Redlock(clients, { ttlMs: 5000 });
     const events = record(redlock, ['acquired', 'released', 'retry', 'node_failed']);
