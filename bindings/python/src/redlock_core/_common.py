@@ -1,5 +1,13 @@
 """What the synchronous and asyncio drivers share: settings, the client and its
-engine, and outcomes turned into results and exceptions.
+engine, the arguments of an acquisition, the procedures (acquire, inspect, and the
+lock's own in :mod:`redlock_core._lock`), and outcomes turned into results and
+exceptions.
+
+A procedure is written once, without I/O, as a generator: it yields each
+:class:`Step` (an operation to run to its outcome) and gets the outcome back, or the
+exception the driver's I/O raised; what it returns is the caller's result. The
+synchronous driver runs the steps on threads, the asyncio driver on the event loop
+(:class:`Procedure` is the loop both use); neither knows what the steps mean.
 
 Nothing here decides anything about the lock: settings become a core
 :class:`~redlock_core.core.Config`, and each failed outcome becomes the one exception
@@ -9,10 +17,20 @@ its core error class maps to (see :mod:`redlock_core._errors`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Generic,
+    NamedTuple,
+    TypedDict,
+    TypeVar,
+    Union,
+    cast,
+)
 
 from . import _ffi
 from ._errors import (
@@ -43,6 +61,8 @@ from .core import (
 )
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ._lock import LockContextBase, LockState, OnLost
 
 logger = logging.getLogger("redlock_core")
@@ -50,6 +70,9 @@ logger = logging.getLogger("redlock_core")
 #: A driver's lock class and lock context class.
 LockT = TypeVar("LockT", bound="LockState")
 ContextT = TypeVar("ContextT", bound="LockContextBase")
+
+#: A procedure's result.
+T = TypeVar("T")
 
 #: A duration in seconds: a number or a ``timedelta``.
 Duration = Union[int, float, timedelta]
@@ -64,6 +87,128 @@ class ReleaseResult:
     released: int
     nodes: tuple[NodeResult, ...]
     confirmed: bool = True
+
+
+class AcquireOptions(TypedDict, total=False):
+    """The keyword arguments of ``acquire`` and ``lock``, the same on a
+    :class:`~redlock_core.Redlock` and an :class:`~redlock_core.AsyncRedlock`:
+
+    - ``ttl``: the lock's TTL (seconds, or a ``timedelta``) instead of the Redlock's;
+    - ``blocking_timeout``: wait up to that long for the lock instead of making the
+      configured attempts (the core's wait limit; release notices wake the wait as soon
+      as a release makes success possible; 0: try once);
+    - ``fencing``: overrides the Redlock's fencing setting for this lock (see
+      ``Lock.fencing_token``);
+    - ``auto_extend``: keep the lock alive in the background (a thread, or a task) as
+      the core's keep-alive says; if the lock is lost, ``lock.lost`` becomes true,
+      ``lock.check()`` raises, and ``on_lost`` is called with the
+      :class:`~redlock_core.LockLostError`;
+    - ``on_lost``: that callback (from the keep-alive's thread or task; a coroutine
+      function's result is awaited on an AsyncRedlock).
+    """
+
+    ttl: Duration | None
+    blocking_timeout: Duration | None
+    fencing: bool | None
+    auto_extend: bool
+    on_lost: OnLost | None
+
+
+@dataclass(frozen=True)
+class AcquirePlan:
+    """One acquisition as asked for: the resources as the caller named them and the
+    options, defaults filled in. Both drivers' ``acquire`` and ``lock`` make one."""
+
+    resources: Resources
+    ttl: Duration | None = None
+    blocking_timeout: Duration | None = None
+    fencing: bool | None = None
+    auto_extend: bool = False
+    on_lost: OnLost | None = None
+
+    @classmethod
+    def of(cls, resources: Resources, options: Mapping[str, Any], caller: str) -> AcquirePlan:
+        """The plan of ``caller(resources, **options)``; an unknown keyword is the
+        ``TypeError`` Python gives for one."""
+        for name in options:
+            if name not in AcquireOptions.__annotations__:
+                raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")
+        return cls(resources, **options)
+
+    @property
+    def waits(self) -> bool:
+        """Whether the acquisition may wait (a wait limit above zero)."""
+        limit = self.blocking_timeout
+        if limit is None:
+            return False
+        if isinstance(limit, timedelta):
+            return limit.total_seconds() > 0
+        return limit > 0
+
+
+class Step(NamedTuple):
+    """One operation a procedure needs run to its outcome by the driver's I/O:
+    ``resources`` name it in events and spans; ``waits`` lets it wait for release
+    notices."""
+
+    op: Operation
+    resources: Sequence[str | bytes]
+    waits: bool = False
+
+
+#: A procedure: yields steps, is sent their outcomes, returns its result.
+Steps = Generator[Step, Outcome, T]
+
+
+class Procedure(Generic[T]):
+    """Runs a procedure for a driver, which does only the I/O::
+
+        with Procedure(steps) as procedure:
+            while procedure.step is not None:
+                procedure.send(drive(procedure.step))
+        return procedure.result
+
+    An exception out of the driver (an interrupt, a cancellation, a closed Redlock)
+    goes into the procedure at its step, so that its operation is closed there; it
+    propagates unless the procedure handles it and returns."""
+
+    def __init__(self, steps: Steps[T]) -> None:
+        self._steps = steps
+        self.step: Step | None = None
+        self._result: Any = None
+        self._resume(lambda: next(steps))
+
+    @property
+    def result(self) -> T:
+        """What the procedure returned (once ``step`` is None)."""
+        return cast(T, self._result)
+
+    def send(self, outcome: Outcome) -> None:
+        """Hands the procedure its step's outcome; ``step`` becomes the next one."""
+        self._resume(lambda: self._steps.send(outcome))
+
+    def _resume(self, resume: Callable[[], Step]) -> None:
+        try:
+            self.step = resume()
+        except StopIteration as done:
+            self.step, self._result = None, done.value
+
+    def __enter__(self) -> Procedure[T]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> bool:
+        exc = exc_info[1]
+        if not isinstance(exc, BaseException) or self.step is None:
+            return False
+        try:
+            self._resume(lambda: self._steps.throw(exc))
+        except BaseException as error:
+            if error is exc:
+                return False
+            raise
+        if self.step is not None:
+            raise RuntimeError("a procedure went on with another step after its driver failed")
+        return True
 
 
 def build_config(
@@ -404,10 +549,10 @@ class RedlockBase(Generic[LockT, ContextT]):
         """Stops calling ``hook`` (``ValueError`` if it was never added)."""
         self._hooks.remove(hook)
 
-    def _observe(self, op: Operation, resources: Sequence[str | bytes]) -> Observation:
-        """The hooks' and the span's view of one operation."""
-        name = _ffi.OPERATION_NAMES.get(op.kind, "operation")
-        return Observation(self._hooks, self._labels, name, resources, self.quorum)
+    def _observe(self, step: Step) -> Observation:
+        """The hooks' and the span's view of one step's operation."""
+        name = _ffi.OPERATION_NAMES.get(step.op.kind, "operation")
+        return Observation(self._hooks, self._labels, name, step.resources, self.quorum)
 
     def _report_lost(
         self, resources: tuple[str | bytes, ...], reason: str, nodes: tuple[NodeResult, ...]
@@ -450,28 +595,11 @@ class RedlockBase(Generic[LockT, ContextT]):
                 ) from None
         return value
 
-    def lock(
-        self,
-        resources: Resources,
-        *,
-        ttl: Duration | None = None,
-        blocking_timeout: Duration | None = None,
-        fencing: bool | None = None,
-        auto_extend: bool = False,
-        on_lost: OnLost | None = None,
-    ) -> ContextT:
+    def lock(self, resources: Resources, **options: Unpack[AcquireOptions]) -> ContextT:
         """``with redlock.lock("name") as lock:`` (``async with`` for an
-        ``AsyncRedlock``) acquires on entry, with the arguments of ``acquire``, and
-        releases on exit."""
-        return self._context_class(
-            self,
-            resources,
-            ttl=ttl,
-            blocking_timeout=blocking_timeout,
-            fencing=fencing,
-            auto_extend=auto_extend,
-            on_lost=on_lost,
-        )
+        ``AsyncRedlock``) acquires on entry, with the arguments of ``acquire`` (see
+        :class:`AcquireOptions`), and releases on exit."""
+        return self._context_class(self, AcquirePlan.of(resources, options, "lock"))
 
     def from_token(self, resources: Resources, token: str) -> LockT:
         """A lock rebuilt from a token kept elsewhere (another process, a command
@@ -494,25 +622,32 @@ class RedlockBase(Generic[LockT, ContextT]):
             config.close()  # the client holds its own copy
         return self._other
 
-    def _start_acquire(
-        self,
-        names: list[bytes],
-        ttl: Duration | None,
-        blocking_timeout: Duration | None = None,
-        fencing: bool | None = None,
-    ) -> Operation:
-        client = self._client_for(fencing)
-        wait = None if blocking_timeout is None else micros(blocking_timeout, "blocking_timeout")
-        return client.acquire(names, now_us(), ttl_ms=self._check_ttl(ttl), wait_us=wait)
+    def _acquire_steps(self, resources: Resources, options: Mapping[str, Any]) -> Steps[LockT]:
+        """The procedure of ``acquire(resources, **options)``."""
+        return self._acquiring(AcquirePlan.of(resources, options, "acquire"))
 
-    @staticmethod
-    def _waits(blocking_timeout: Duration | None) -> bool:
-        """Whether an acquisition may wait (a wait limit above zero)."""
-        if blocking_timeout is None:
-            return False
-        if isinstance(blocking_timeout, timedelta):
-            return blocking_timeout.total_seconds() > 0
-        return blocking_timeout > 0
+    def _acquiring(self, plan: AcquirePlan) -> Steps[LockT]:
+        """The acquisition procedure: the lock, or the exception its outcome means."""
+        names = resource_list(plan.resources)
+        resources = shown(plan.resources, names)
+        client = self._client_for(plan.fencing)
+        limit = plan.blocking_timeout
+        wait = None if limit is None else micros(limit, "blocking_timeout")
+        ttl = self._check_ttl(plan.ttl)
+        with client.acquire(names, now_us(), ttl_ms=ttl, wait_us=wait) as op:
+            outcome = yield Step(op, resources, plan.waits)
+        lease, attempts, nodes = self._acquired(outcome, resources)
+        return self._lock_class(
+            self, resources, lease, attempts, nodes, plan.auto_extend, plan.on_lost
+        )
+
+    def _inspecting(self, resources: Resources) -> Steps[bool]:
+        """The inspection procedure behind ``locked``."""
+        names = resource_list(resources)
+        named = shown(resources, names)
+        with self._start_inspect(names) as op:
+            outcome = yield Step(op, named)
+        return self._inspected(outcome, named)
 
     def _acquired(
         self, outcome: Outcome, resources: Sequence[str | bytes]
