@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis.asyncio
+import redis.asyncio.sentinel
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 
-from ._common import Procedure, RedlockBase, check_clients, connection_like, subscriber_like
+from ._common import MasterSearch, Procedure, RedlockBase, connection_like, subscriber_like
 from ._lock import LockContextBase, LockState
 from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscription
 from .core import Outcome, Resources, now_us
@@ -259,19 +260,37 @@ async def _quietly(awaitable: Any) -> None:
         pass
 
 
+class _Sentinel(redis.asyncio.sentinel.Sentinel):
+    """redis-py's Sentinel, whose master search says what each Sentinel answered."""
+
+    async def discover_master(self, service_name: str) -> tuple[str, int]:
+        search = MasterSearch(self, service_name)
+        for sentinel in search:
+            try:
+                search.answer(await sentinel.sentinel_get_master_addr_by_name(service_name))
+            except redis.RedisError as error:
+                search.answer(error)
+        return search.master()
+
+
 class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
     """A Redlock over independent Redis nodes, one ``redis.asyncio.Redis`` client per
     node. Settings as for :class:`redlock_core.Redlock`."""
 
+    _sentinel_class = _Sentinel
+    _retry_class = AsyncRetry
+
+    _client_class = redis.asyncio.Redis
+    _client_name = "redis.asyncio.Redis"
+
     def __init__(self, clients: Sequence[redis.asyncio.Redis], **settings: Any) -> None:
-        node_clients = check_clients(clients, redis.asyncio.Redis, "redis.asyncio.Redis")
-        super().__init__(node_clients, **settings)
+        super().__init__(clients, **settings)
+        node_clients = self._node_clients
         self._streams = [
             _StreamIO(self, node, client) for node, client in zip(self._engine.nodes, node_clients)
         ]
         self._wakers: dict[int, asyncio.Future[None]] = {}
         self._engine.on_change = self._changed
-        self._node_clients = node_clients
         self._listeners: list[_Listener | None] = [None] * len(node_clients)
         self._engine.on_channels = self._channels_changed
         self._timer: asyncio.Task[None] | None = None

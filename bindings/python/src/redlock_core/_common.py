@@ -17,13 +17,14 @@ its core error class maps to (see :mod:`redlock_core._errors`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import (
     TYPE_CHECKING,
     Any,
     Callable,
+    ClassVar,
     Generic,
     NamedTuple,
     TypedDict,
@@ -31,6 +32,10 @@ from typing import (
     Union,
     cast,
 )
+from urllib.parse import urlsplit
+
+from redis.backoff import NoBackoff
+from redis.sentinel import MasterNotFoundError
 
 from . import _ffi
 from ._errors import (
@@ -73,6 +78,8 @@ ContextT = TypeVar("ContextT", bound="LockContextBase")
 
 #: A procedure's result.
 T = TypeVar("T")
+#: A driver's Redlock class, for the constructors the base class shares.
+RedlockT = TypeVar("RedlockT", bound="RedlockBase[Any, Any]")
 
 #: A duration in seconds: a number or a ``timedelta``.
 Duration = Union[int, float, timedelta]
@@ -253,15 +260,30 @@ def ttl_ms(ttl: object) -> int | None:
     return None if ttl is None else millis(ttl, "ttl")
 
 
-def label_of(client: Any, index: int) -> str:
-    """``host:port`` (or the socket path) of a redis-py client, for per-node detail."""
-    try:
-        kwargs = client.connection_pool.connection_kwargs
-    except AttributeError:
-        return f"node {index}"
+def _endpoint(client: Any) -> tuple[str, str] | None:
+    """What a redis-py client connects to: ``("sentinel", service)`` for a client made
+    by ``Sentinel.master_for``, ``("unix", path)``, ``("tcp", "host:port")``; None for
+    something else."""
+    pool = getattr(client, "connection_pool", None)
+    service = getattr(pool, "service_name", None)
+    if isinstance(service, str):
+        return "sentinel", service
+    kwargs = getattr(pool, "connection_kwargs", None)
+    if not isinstance(kwargs, dict):
+        return None
     if "path" in kwargs:
-        return str(kwargs["path"])
-    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+        return "unix", str(kwargs["path"])
+    return "tcp", f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+
+
+def label_of(client: Any, index: int) -> str:
+    """``host:port`` (or the socket path) of a redis-py client, for per-node detail;
+    ``sentinel master SERVICE`` for a Sentinel's master."""
+    endpoint = _endpoint(client)
+    if endpoint is None:
+        return f"node {index}"
+    kind, where = endpoint
+    return f"sentinel master {where}" if kind == "sentinel" else where
 
 
 def check_clients(clients: Sequence[Any], kind: type, what: str) -> list[Any]:
@@ -435,15 +457,84 @@ def subscriber_like(client: Any, retry: Any) -> Any:
 
 
 def node_address(client: Any, index: int) -> str:
-    """A redis-py client's server as an address the core compares (``host:port`` or
-    the socket path)."""
-    try:
-        kwargs = client.connection_pool.connection_kwargs
-    except AttributeError:
+    """A redis-py client's server as an address the core compares (``host:port``,
+    ``unix:PATH``, or ``sentinel:SERVICE`` for a Sentinel's master)."""
+    endpoint = _endpoint(client)
+    if endpoint is None:
         return f"unknown-{index}"
-    if "path" in kwargs:
-        return f"unix:{kwargs['path']}"
-    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+    kind, where = endpoint
+    return where if kind == "tcp" else f"{kind}:{where}"
+
+
+def sentinel_addresses(sentinels: str | Sequence[str | tuple[str, int]]) -> list[tuple[str, int]]:
+    """The Sentinels' ``(host, port)`` pairs from ``"host:port"`` strings,
+    ``redis://host:port`` URLs or pairs (a string may list several, comma-separated)."""
+    if isinstance(sentinels, str):
+        sentinels = [item for item in sentinels.split(",") if item.strip()]
+    if isinstance(sentinels, bytes) or not hasattr(sentinels, "__iter__"):
+        raise TypeError("sentinels must be addresses: 'host:port', redis:// URLs or pairs")
+    result = []
+    for item in sentinels:
+        if isinstance(item, str):
+            text = item.strip()
+            parts = urlsplit(text if "://" in text else f"redis://{text}")
+            try:
+                host, port = parts.hostname, parts.port
+            except ValueError:
+                host, port = None, None
+        elif isinstance(item, tuple) and len(item) == 2:
+            host, port = item
+        else:
+            raise TypeError(f"a Sentinel's address must be 'host:port' or a pair, not {item!r}")
+        if not isinstance(host, str) or not host or not isinstance(port, int) or port <= 0:
+            raise ValueError(f"a Sentinel's address needs a host and a port: {item!r}")
+        result.append((host, port))
+    if not result:
+        raise ValueError("sentinels must name at least one Sentinel")
+    return result
+
+
+class MasterSearch:
+    """One search for the master of ``service``, without I/O: iterating gives each of
+    ``manager``'s Sentinels in turn, until one named a master; the driver asks each
+    (``SENTINEL get-master-addr-by-name``, which names the promoted replica as soon as
+    a failover promoted it) and hands over the reply, or the error. The Redlock's
+    ``Sentinel`` classes run it (``discover_master``), so that the node's error says
+    what every Sentinel answered."""
+
+    def __init__(self, manager: Any, service: str) -> None:
+        self._sentinels = list(manager.sentinels)
+        self.service = service
+        self._index = 0
+        self._answers: list[str] = []
+        self._found: tuple[str, int] | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        for index, sentinel in enumerate(self._sentinels):
+            self._index = index
+            yield sentinel
+            if self._found is not None:
+                return
+
+    def answer(self, reply: object) -> None:
+        """What the current Sentinel replied (an exception: it could not be asked)."""
+        where = f"Sentinel {label_of(self._sentinels[self._index], self._index)}"
+        if isinstance(reply, BaseException):
+            self._answers.append(f"{where} did not answer ({reply})")
+        elif isinstance(reply, (list, tuple)) and len(reply) == 2:
+            host, port = reply
+            self._found = host.decode() if isinstance(host, bytes) else str(host), int(port)
+        else:
+            self._answers.append(f"{where} does not know the service")
+
+    def master(self) -> tuple[str, int]:
+        """The master's address, or the node's connection failure: no Sentinel named
+        one."""
+        if self._found is None:
+            raise MasterNotFoundError(
+                f"no Sentinel named a master for {self.service!r}: {'; '.join(self._answers)}"
+            )
+        return self._found
 
 
 # ---- the part of a Redlock both drivers share -----------------------------------------
@@ -457,10 +548,16 @@ class RedlockBase(Generic[LockT, ContextT]):
     _closed = False
     _lock_class: type[LockT]
     _context_class: type[ContextT]
+    #: The driver's redis-py client class (and its name in errors), ``Sentinel`` and
+    #: ``Retry`` classes (sync or asyncio).
+    _client_class: ClassVar[type]
+    _client_name: ClassVar[str]
+    _sentinel_class: ClassVar[Callable[..., Any]]
+    _retry_class: ClassVar[Callable[..., Any]]
 
     def __init__(
         self,
-        clients: list[Any],
+        clients: Sequence[Any],
         *,
         ttl: Duration = 10.0,
         drift_factor: float | None = None,
@@ -478,6 +575,8 @@ class RedlockBase(Generic[LockT, ContextT]):
         on_event: Hook | None = None,
         seed: bytes | None = None,
     ) -> None:
+        clients = check_clients(clients, self._client_class, self._client_name)
+        self._node_clients = clients
         self._owned: list[Any] = []
         self._hooks = Hooks()
         if on_event is not None:
@@ -514,6 +613,50 @@ class RedlockBase(Generic[LockT, ContextT]):
         self._labels = tuple(label_of(client, i) for i, client in enumerate(clients))
         self._engine = Engine(self._client, self._labels, self._act)
         self._engine.notices = notices
+
+    @classmethod
+    def from_sentinel(
+        cls: type[RedlockT],
+        sentinels: str | Sequence[str | tuple[str, int]],
+        service: str,
+        *,
+        sentinel_timeout: Duration = 0.5,
+        connection: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> RedlockT:
+        """A single-instance lock (N = 1) on the master that the Redis Sentinels at
+        ``sentinels`` (``"host:port"``, ``redis://host:port`` or ``(host, port)``;
+        several in one string, comma-separated) name for ``service``. Every connection
+        the node's link opens asks the Sentinels again (each in turn, until one names a
+        master that is up), so after a failover the next reconnection reaches the new
+        master. No Sentinel reachable, or a service they do not know, is a node failure
+        (:class:`NodesFailedError`, its node's ``error`` saying which). Each Sentinel
+        answers within ``sentinel_timeout`` seconds or is skipped; ``connection`` goes
+        to the master's connections (``password``, ``ssl``, ``db``, ...); ``settings``
+        as for the constructor. The Sentinel clients are redis-py's, closed with the
+        Redlock.
+
+        Failover caveat (``docs/safety.md``, failover-before-replication): replication
+        is asynchronous, so a failover before the key reached the replica loses the
+        lock, and a second client can acquire it while the first still believes it
+        holds it. Fencing tokens (``fencing=True``) keep the protected resource safe
+        then; N independent nodes keep the lock itself."""
+        if not isinstance(service, str) or not service:
+            raise TypeError(f"service must be a non-empty str, not {service!r}")
+        timeout = micros(sentinel_timeout, "sentinel_timeout") / 1e6
+        manager = cls._sentinel_class(
+            sentinel_addresses(sentinels),
+            sentinel_kwargs={
+                "socket_timeout": timeout,
+                "socket_connect_timeout": timeout,
+                "retry": cls._retry_class(NoBackoff(), 0),
+            },
+            **dict(connection or {}),
+        )
+        client = manager.master_for(service)
+        redlock = cls([client], **settings)
+        redlock._owned = [client, *manager.sentinels]
+        return redlock
 
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
         raise NotImplementedError

@@ -24,10 +24,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis
+import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from ._common import Procedure, RedlockBase, check_clients, connection_like, subscriber_like
+from ._common import MasterSearch, Procedure, RedlockBase, connection_like, subscriber_like
 from ._errors import UsedAfterCloseError
 from ._lock import KeepAlivePlan, LockContextBase, LockState
 from ._observe import Observation
@@ -340,6 +341,19 @@ class _Listener:
         self.thread.join(timeout)
 
 
+class _Sentinel(redis.sentinel.Sentinel):
+    """redis-py's Sentinel, whose master search says what each Sentinel answered."""
+
+    def discover_master(self, service_name: str) -> tuple[str, int]:
+        search = MasterSearch(self, service_name)
+        for sentinel in search:
+            try:
+                search.answer(sentinel.sentinel_get_master_addr_by_name(service_name))
+            except redis.RedisError as error:
+                search.answer(error)
+        return search.master()
+
+
 def _seconds_until(instant: int | None) -> float:
     if instant is None:
         return IDLE_POLL
@@ -364,9 +378,15 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
     core's deadlines and node links decide.
     """
 
+    _sentinel_class = _Sentinel
+    _retry_class = Retry
+
+    _client_class = redis.Redis
+    _client_name = "redis.Redis"
+
     def __init__(self, clients: Sequence[redis.Redis], **settings: Any) -> None:
-        node_clients = check_clients(clients, redis.Redis, "redis.Redis")
-        super().__init__(node_clients, **settings)
+        super().__init__(clients, **settings)
+        node_clients = self._node_clients
         self._cond = threading.Condition(threading.Lock())
         self._stopped = False
         self.serial = next(_serials)
@@ -374,7 +394,6 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
             _SocketIO(self, node, client) for node, client in zip(self._engine.nodes, node_clients)
         ]
         self._engine.on_change = lambda running: self._cond.notify_all()
-        self._node_clients = node_clients
         self._listeners: list[_Listener | None] = [None] * len(node_clients)
         self._engine.on_channels = self._channels_changed
         with self._cond:
