@@ -698,11 +698,16 @@ class RedlockBase(Generic[LockT, ContextT]):
         return Observation(self._hooks, self._labels, name, step.resources, self.quorum)
 
     def _report_lost(
-        self, resources: tuple[str | bytes, ...], reason: str, nodes: tuple[NodeResult, ...]
+        self,
+        resources: tuple[str | bytes, ...],
+        reason: str,
+        nodes: tuple[NodeResult, ...],
+        held_since_us: int,
     ) -> None:
-        """The keep-alive reported a lock lost: the ``lost`` event."""
+        """The keep-alive reported a lock lost: the ``lost`` event, its ``elapsed``
+        from the lock's acquisition."""
         if self._hooks:
-            self._hooks.emit(lost_event(resources, reason, nodes))
+            self._hooks.emit(lost_event(resources, reason, nodes, held_since_us))
 
     def _start_inspect(self, names: list[bytes]) -> Operation:
         return self._usable().inspect(names, now_us())

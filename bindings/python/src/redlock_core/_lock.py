@@ -76,6 +76,9 @@ class LockState:
         self._lost: LockLostError | None = None
         self._signal_owed = False
         self._released: ReleaseResult | None = None
+        # When the lock was acquired (made right after the acquisition decided), or
+        # rebuilt from its token: what a ``lost`` event's ``elapsed`` counts from.
+        self._held_since_us = now_us()
         self._token = lease.token
         self._fencing_token = lease.fencing_token
         self._set_lease(lease)
@@ -174,7 +177,7 @@ class LockState:
         if action.action == _ffi.KEEPALIVE_LOST:
             reason = action.lost or "expired"
             kind = LockNotHeldError if reason == "not_held" else LockLostError
-            self._owner._report_lost(self._resources, reason, self._nodes)
+            self._owner._report_lost(self._resources, reason, self._nodes, self._held_since_us)
             self._mark_lost(
                 kind(
                     f"lock on {self._describe()} is lost: {_LOST_WHY.get(reason, reason)}",
