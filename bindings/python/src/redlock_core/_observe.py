@@ -46,7 +46,8 @@ class Event:
     operation it belongs to (``"acquire"``, ``"extend"``, ``"release"``,
     ``"inspect"``; ``None`` for ``"lost"``). ``at`` is when it happened (seconds on
     ``time.monotonic()``), ``elapsed`` how long after the operation started (seconds;
-    for ``"lost"``, how long after the lock was acquired), ``attempt`` the attempt it concerns (from 1).
+    for ``"lost"``, how long after the lock was acquired), ``attempt`` the attempt it
+    concerns (from 1).
 
     ``reason`` says why an attempt or operation failed (``"conflict"``,
     ``"nodes_failed"``, ``"mixed"``, ``"validity_too_short"``, ``"not_held"``);
