@@ -33,6 +33,8 @@ final class NioConnection implements NodeConnection {
   private SelectionKey key;
   private RespDecoder decoder;
   private boolean ready;
+  /** The Sentinel lookup under way before the connection (a Sentinel's master only). */
+  private SentinelLookup lookup;
 
   NioConnection(NioDriver.Node node, LoopContext loop, NodeEvents events) {
     this.node = node;
@@ -42,18 +44,40 @@ final class NioConnection implements NodeConnection {
 
   @Override
   public void connect() {
-    if (channel != null) {
+    if (channel != null || lookup != null) {
       return;
     }
+    if (node.sentinels == null) {
+      connectTo(node.address);
+      return;
+    }
+    // A Sentinel's master: asked for again at every connection attempt.
+    lookup = new SentinelLookup(node, loop, new SentinelLookup.Result() {
+      @Override
+      public void found(InetSocketAddress master) {
+        lookup = null;
+        connectTo(master);
+      }
+
+      @Override
+      public void failed(CloseCause cause, String text) {
+        lookup = null;
+        events.closed(cause, text);
+      }
+    });
+    lookup.start();
+  }
+
+  private void connectTo(InetSocketAddress target) {
     try {
       channel = SocketChannel.open();
       channel.configureBlocking(false);
       channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
       decoder = new RespDecoder();
       InetSocketAddress address =
-          new InetSocketAddress(node.address.getHostString(), node.address.getPort());
+          new InetSocketAddress(target.getHostString(), target.getPort());
       if (address.isUnresolved()) {
-        fail(CloseCause.OTHER, "cannot resolve " + node.address.getHostString());
+        fail(CloseCause.OTHER, "cannot resolve " + target.getHostString());
         return;
       }
       key = loop.register(channel, SelectionKey.OP_CONNECT, this::onReady);
@@ -224,6 +248,10 @@ final class NioConnection implements NodeConnection {
   /** The link asked for it: close, and report nothing more for this connection. */
   @Override
   public void close() {
+    if (lookup != null) {
+      lookup.close();
+      lookup = null;
+    }
     shut();
   }
 }
