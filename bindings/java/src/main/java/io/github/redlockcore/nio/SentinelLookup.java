@@ -1,17 +1,12 @@
 package io.github.redlockcore.nio;
 
-import io.github.redlockcore.RedlockProtocolException;
 import io.github.redlockcore.core.Reply;
-import io.github.redlockcore.core.RespDecoder;
 import io.github.redlockcore.internal.Native;
 import io.github.redlockcore.spi.CloseCause;
 import io.github.redlockcore.spi.LoopContext;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.channels.SelectionKey;
-import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 
@@ -23,7 +18,7 @@ import java.util.List;
  * its answer kept for the failure's text. It has no timeout of its own: the link closes
  * the connection attempt (and with it this lookup) at its deadline.
  */
-final class SentinelLookup {
+final class SentinelLookup implements NioSocket.Handler {
   /** Where the lookup ends: exactly one of these is called, unless it is closed first. */
   interface Result {
     void found(InetSocketAddress master);
@@ -35,15 +30,11 @@ final class SentinelLookup {
   private final String service;
   private final LoopContext loop;
   private final Result result;
-  private final ByteBuffer readBuffer = ByteBuffer.allocate(4 * 1024);
   private final StringBuilder answers = new StringBuilder();
+  private final NioSocket socket = new NioSocket(4 * 1024);
   private int next;
   private boolean allRefused = true;
   private NioDriver.Node current;
-  private SocketChannel channel;
-  private SelectionKey key;
-  private RespDecoder decoder;
-  private ByteBuffer output;
   private boolean authenticating;
 
   SentinelLookup(NioDriver.Node node, LoopContext loop, Result result) {
@@ -72,21 +63,9 @@ final class SentinelLookup {
     }
     current = sentinels.get(next++);
     try {
-      channel = SocketChannel.open();
-      channel.configureBlocking(false);
-      decoder = new RespDecoder();
-      InetSocketAddress address =
-          new InetSocketAddress(current.address.getHostString(), current.address.getPort());
-      if (address.isUnresolved()) {
-        skip(false, "cannot resolve " + current.address.getHostString());
-        return;
-      }
-      key = loop.register(channel, SelectionKey.OP_CONNECT, this::onReady);
-      if (channel.connect(address)) {
-        onConnected();
-      }
+      socket.open(loop, current.address, this);
     } catch (IOException e) {
-      skip(e instanceof ConnectException, String.valueOf(e.getMessage()));
+      failed(e);
     }
   }
 
@@ -101,57 +80,32 @@ final class SentinelLookup {
     tryNext();
   }
 
-  private void onConnected() throws IOException {
-    byte[] query = Native.encodeCommand(new byte[][] {Native.utf8("SENTINEL"),
-        Native.utf8("get-master-addr-by-name"), Native.utf8(service)});
+  @Override
+  public void failed(Exception e) {
+    skip(e instanceof ConnectException, String.valueOf(e.getMessage()));
+  }
+
+  @Override
+  public void connected() throws IOException {
     if (current.password != null) {
       authenticating = true;
-      byte[] auth = Native.encodeCommand(
-          new byte[][] {Native.utf8("AUTH"), Native.utf8(current.password)});
-      output = ByteBuffer.allocate(auth.length + query.length).put(auth).put(query).flip();
-    } else {
-      output = ByteBuffer.wrap(query);
+      socket.send(Native.encodeCommand(
+          new byte[][] {Native.utf8("AUTH"), Native.utf8(current.password)}));
     }
-    flush();
+    socket.send(Native.encodeCommand(new byte[][] {Native.utf8("SENTINEL"),
+        Native.utf8("get-master-addr-by-name"), Native.utf8(service)}));
   }
 
-  private void flush() throws IOException {
-    channel.write(output);
-    key.interestOps(output.hasRemaining()
-        ? SelectionKey.OP_READ | SelectionKey.OP_WRITE : SelectionKey.OP_READ);
+  @Override
+  public void ended() {
+    skip(false, "the Sentinel closed the connection");
   }
 
-  private void onReady(SelectionKey k) {
-    try {
-      if (k.isConnectable()) {
-        if (channel.finishConnect()) {
-          onConnected();
-        }
-        return;
-      }
-      if (k.isWritable()) {
-        flush();
-      }
-      if (k.isReadable()) {
-        read();
-      }
-    } catch (IOException e) {
-      skip(e instanceof ConnectException, String.valueOf(e.getMessage()));
-    } catch (RedlockProtocolException e) {
-      skip(false, e.getMessage());
-    }
-  }
-
-  private void read() throws IOException {
-    readBuffer.clear();
-    int n = channel.read(readBuffer);
-    if (n < 0) {
-      skip(false, "the Sentinel closed the connection");
-      return;
-    }
-    decoder.feed(readBuffer.array(), 0, n);
+  @Override
+  public void received(byte[] data, int length) {
+    socket.decoder().feed(data, 0, length);
     Reply reply;
-    while (channel != null && (reply = decoder.nextReply()) != null) {
+    while (socket.isOpen() && (reply = socket.decoder().nextReply()) != null) {
       if (authenticating) {
         authenticating = false;
         if (reply.type() == Reply.Type.ERROR) {
@@ -191,23 +145,7 @@ final class SentinelLookup {
   }
 
   private void shut() {
-    if (key != null) {
-      key.cancel();
-      key = null;
-    }
-    if (channel != null) {
-      try {
-        channel.close();
-      } catch (IOException e) {
-        // Closing anyway.
-      }
-      channel = null;
-    }
-    if (decoder != null) {
-      decoder.close();
-      decoder = null;
-    }
-    output = null;
+    socket.close();
     authenticating = false;
   }
 }
