@@ -82,6 +82,26 @@ final class Redlock
     }
 
     /**
+     * A single-instance client (N = 1) on the master the Sentinels of `$sentinel` name
+     * for its service, over the default driver's own sockets: every connection attempt
+     * asks the Sentinels again, so a failover is followed at the next reconnection.
+     * Mind the failover caveat (see Sentinel): one replicated master is not Redlock.
+     */
+    public static function sentinel(Sentinel $sentinel, Options $options = new Options()): self
+    {
+        return new self(new StreamDriver($sentinel), $options);
+    }
+
+    /**
+     * Like sentinel(), over phpredis: the master is asked of the Sentinels with
+     * phpredis' RedisSentinel and reached with a fresh `\Redis` (PhpRedisDriver::sentinel()).
+     */
+    public static function withPhpRedisSentinel(Sentinel $sentinel, Options $options = new Options()): self
+    {
+        return new self(PhpRedisDriver::sentinel($sentinel), $options);
+    }
+
+    /**
      * A client over your own connected phpredis objects, one per node (sequential:
      * see PhpRedisDriver).
      *
