@@ -119,6 +119,9 @@ def test_null_pointers_are_refused_by_the_library_not_a_crash() -> None:
     ffi.lib.redlock_operation_free(None)  # NULL is ignored
     # Bytes with a length but no pointer.
     assert ffi.lib.redlock_decoder_feed(None, None, 3) == ffi.NULL_PARAMETER
+    assert (
+        ffi.lib.redlock_operation_handle_notice_message(None, 0, None, 3, 0) == ffi.NULL_PARAMETER
+    )
 
 
 def test_configuration_errors_carry_the_core_code() -> None:
@@ -213,6 +216,14 @@ def test_usage_errors_from_the_core() -> None:
             with pytest.raises(InvalidArgumentError, match="out_of_range"):
                 op.node(3)
             assert op.node(0) == ("success", None)
+            # A release notice's message goes to the core as given; a bad node or
+            # message is refused with a clear error.
+            with pytest.raises(UsageError, match="unknown_node"):
+                op.handle_notice_message(3, b"a waiter", 1300)
+            with pytest.raises(TypeError, match="message"):
+                op.handle_notice_message(0, 7, 1300)  # type: ignore[arg-type]
+            op.handle_notice_message(0, b"", 1300)
+            op.handle_notice_message(1, b"\x00\xff not a token", 1300)
 
 
 def test_replies_and_decoder_errors() -> None:

@@ -284,8 +284,13 @@ class Replay:
             op = self.ops[name]
             # Every channel an acquisition names is its key's release channel.
             assert all(c.startswith(b"redlock:released:") for c in op.notice_channels())
+            notice = step["notice"]
             try:
-                op.handle_notice(step["notice"]["node"], now)
+                # ``message``: the text the notice carried; without it, the bare notice.
+                if "message" in notice:
+                    op.handle_notice_message(notice["node"], notice["message"].encode(), now)
+                else:
+                    op.handle_notice(notice["node"], now)
             except CoreError as error:
                 return error.code, []
         elif "abandon" in step:
@@ -315,6 +320,9 @@ def test_there_are_vectors() -> None:
     assert len(VECTOR_FILES) >= 40, f"only {len(VECTOR_FILES)} vectors"
     assert {p.parent.name for p in FEATURE_FILES} == {"fencing", "waiting", "inspect"}
     assert len(RESP_FILES) >= 10, f"only {len(RESP_FILES)} RESP vectors"
+    # Notices that carry a message (the waiter first in the queue) are replayed too.
+    named = [p for p in FEATURE_FILES if '"message"' in p.read_text()]
+    assert len(named) >= 2, f"only {len(named)} vectors with a notice's message"
 
 
 @pytest.mark.parametrize(
@@ -375,6 +383,7 @@ def test_script_sha1s_match_their_texts() -> None:
         ffi.SCRIPT_FENCED_ACQUIRE,
         ffi.SCRIPT_WRITE_BACK,
         ffi.SCRIPT_FENCED_SET,
+        ffi.SCRIPT_QUEUED_ACQUIRE,
     ):
         text = core.script_text(script)
         assert hashlib.sha1(text.encode()).hexdigest() == core.script_sha1(script)

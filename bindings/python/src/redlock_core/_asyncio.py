@@ -226,8 +226,8 @@ class _Listener:
                 data = await reader.read(65536)
                 if not data:
                     raise ConnectionError("the node closed the connection")
-                for channel in subscription.received(data):
-                    engine.notice(subscription.index, channel)
+                for channel, message in subscription.received(data):
+                    engine.notice(subscription.index, channel, message)
         except asyncio.CancelledError:
             raise
         except Exception:  # the connection (or its stream) is lost

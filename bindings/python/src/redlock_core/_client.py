@@ -77,7 +77,8 @@ class Client(_Handle):
         """Starts acquiring ``resources`` at ``now``, with the configured TTL or
         ``ttl_ms`` for this lock only. With ``wait_us`` the acquisition keeps trying
         until ``now + wait_us`` (a wait limit, instead of the configured attempts),
-        and tries again early on release notices (:meth:`Operation.handle_notice`)."""
+        and tries again early on release notices
+        (:meth:`Operation.handle_notice_message`)."""
         pointers, lengths, count = _byte_strings(resource_list(resources))
         out = _new_handle()
         if wait_us is not None:

@@ -63,6 +63,7 @@ SCRIPT_EXTEND = 3
 SCRIPT_FENCED_ACQUIRE = 4
 SCRIPT_WRITE_BACK = 5
 SCRIPT_FENCED_SET = 6
+SCRIPT_QUEUED_ACQUIRE = 7
 
 MAX_FENCING_TOKEN = 2**53 - 1
 
@@ -108,6 +109,7 @@ COMMAND_EXTEND = 4
 COMMAND_FENCED_ACQUIRE = 5
 COMMAND_WRITE_BACK = 6
 COMMAND_INSPECT = 7
+COMMAND_QUEUED_ACQUIRE = 8
 
 OUTCOME_ACQUIRED = 1
 OUTCOME_NOT_ACQUIRED = 2
@@ -354,6 +356,10 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_operation_abandon": (RESULT, [HANDLE, c_uint64]),
     "redlock_operation_handle_delivery": (RESULT, [HANDLE, HANDLE, c_uint64]),
     "redlock_operation_handle_notice": (RESULT, [HANDLE, c_size_t, c_uint64]),
+    "redlock_operation_handle_notice_message": (
+        RESULT,
+        [HANDLE, c_size_t, BYTES, c_size_t, c_uint64],
+    ),
     "redlock_operation_notice_channel_count": (c_size_t, [HANDLE]),
     "redlock_operation_notice_channel": (RESULT, [HANDLE, c_size_t, BUFFER, c_size_t, OUT_SIZE]),
     "redlock_operation_poll_event": (RESULT, [HANDLE, OUT_U32]),

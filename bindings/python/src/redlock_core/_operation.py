@@ -288,6 +288,19 @@ class Operation(_Handle):
         if rc != _ffi.OK:
             _ffi.fail(rc, "handle_notice")
 
+    def handle_notice_message(self, node: int, message: bytes, now: int) -> None:
+        """As :meth:`handle_notice`, with the message the notice carried, exactly as the
+        subscriber received it: the id of the waiter first in the resource's queue on
+        that node, or empty when nobody waits there. The core decides from it when the
+        next attempt starts (at once for the waiter it names, a node timeout later for
+        the others). Poll afterwards."""
+        data = _bytes(message, "message")
+        rc = lib.redlock_operation_handle_notice_message(
+            self._p(), _size(node, "node"), data, len(data), _u64(now, "now")
+        )
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "handle_notice_message")
+
     def notice_channels(self) -> list[bytes]:
         """The channels on which releases of this acquisition's keys are announced
         (one per resource; empty for other operations and once finished)."""

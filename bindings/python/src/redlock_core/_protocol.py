@@ -11,7 +11,8 @@ events and bytes and say what to do, with no I/O of their own.
   operations, hands their commands to the links, delivers the links' replies to the
   operation they belong to, cancels (``abandon``), and says when each wants waking. It
   also keeps which release-notice channels waiting acquisitions listen on, and hands
-  each notice to the acquisitions that listen (``Operation.handle_notice``).
+  each notice, with its message, to the acquisitions that listen
+  (``Operation.handle_notice_message``).
 - :class:`Subscription` is one node's subscriber connection for release notices: what
   to write to subscribe to the channels wanted now, the messages read back, and when a
   lost connection may be opened again.
@@ -307,15 +308,16 @@ class Engine:
         """The channels some acquisition listens on now."""
         return set(self._listeners)
 
-    def notice(self, node: int, channel: bytes) -> None:
-        """A release notice from ``node`` on ``channel``: each acquisition listening
-        there gets it, and is polled (its waiter is woken to look)."""
+    def notice(self, node: int, channel: bytes, message: bytes) -> None:
+        """A release notice from ``node`` on ``channel`` carrying ``message`` (the id of
+        the waiter first in that node's queue, or empty): each acquisition listening
+        there gets it as received, and is polled (its waiter is woken to look)."""
         for tag in list(self._listeners.get(channel, ())):
             running = self.running.get(tag)
             if running is None or running.outcome is not None:
                 continue
             try:
-                running.operation.handle_notice(node, now_us())
+                running.operation.handle_notice_message(node, message, now_us())
             except Exception:  # the core refused it: a notice never matters for safety
                 continue
             # Polled here, so that an attempt it starts goes out at once, not after the
@@ -506,24 +508,26 @@ class Subscription:
             out += encode([b"UNSUBSCRIBE", *removed])
         return out
 
-    def received(self, data: bytes) -> list[bytes]:
-        """The channels of the messages in ``data``. Raises on a malformed stream or an
-        error reply (a server that refuses ``SUBSCRIBE``): the connection is then lost."""
-        channels: list[bytes] = []
+    def received(self, data: bytes) -> list[tuple[bytes, bytes]]:
+        """The messages in ``data``: each one's channel and payload (the payload exactly
+        as published: the waiter a release names, or empty). Raises on a malformed
+        stream or an error reply (a server that refuses ``SUBSCRIBE``): the connection
+        is then lost."""
+        notices: list[tuple[bytes, bytes]] = []
         self._decoder.feed(data)
         while True:
             reply = self._decoder.next_reply()
             if reply is None:
-                return channels
+                return notices
             with reply:
                 if reply.kind == _ffi.REPLY_ERROR:
                     raise ConnectionError(f"the node refused to subscribe: {reply.bytes!r}")
                 items = reply.items()
             try:
                 if len(items) == 3 and items[0].bytes == b"message":
-                    channel = items[1].bytes
+                    channel, message = items[1].bytes, items[2].bytes
                     if channel is not None:
-                        channels.append(channel)
+                        notices.append((channel, b"" if message is None else message))
                 # The rest confirms a (un)subscription.
                 self._delay = RESUBSCRIBE_FIRST_US
             finally:

@@ -326,14 +326,14 @@ class _Listener:
             data = sock.recv(65536)
             if not data:
                 raise ConnectionError("the node closed the connection")
-            channels = self._subscription.received(data)
+            notices = self._subscription.received(data)
         except Exception:  # the connection (or its stream) is lost
             self._lost()
             return
-        if channels:
+        if notices:
             with self._owner._cond:
-                for channel in channels:
-                    self._owner._engine.notice(self._subscription.index, channel)
+                for channel, message in notices:
+                    self._owner._engine.notice(self._subscription.index, channel, message)
 
     def join(self, timeout: float) -> None:
         with self._owner._cond:
