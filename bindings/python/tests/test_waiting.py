@@ -1,5 +1,6 @@
 """Waiting for a lock on five real nodes: blocking_timeout is the core's wait limit, a
-release notice wakes a waiter at once, lost notices cost no more than the retry
+release notice wakes a waiter at once, waiters get the lock in the order they began to
+wait (the notice names the first in the queue), lost notices cost no more than the retry
 schedule, a cancelled wait leaves nothing behind, and waiters are not starved by a
 holder that re-acquires in a loop (the core's hand-off grace)."""
 
@@ -16,6 +17,8 @@ import redis
 import redis.asyncio
 
 from redlock_core import AsyncRedlock, LockHeldError, Redlock
+from redlock_core._operation import Operation
+from redlock_core._protocol import Subscription
 
 from .conftest import Nodes
 
@@ -209,6 +212,138 @@ def test_an_interrupted_wait_leaves_nothing_behind(nodes: Nodes, resource: str) 
             waiter_side.flush()
             assert nodes.values(resource) == [holder.token.encode()] * 5
         assert nodes.values(resource) == [None] * 5
+
+
+#: The queued waiters' node timeout: a waiter a notice does not name gives the named one
+#: this long before it tries.
+QUEUE_NODE_TIMEOUT = 0.2
+#: How long each queued waiter holds the lock: longer than that node timeout, so the
+#: attempts of the waiters not named are refused while the lock is held and all of them
+#: wait again for the next release.
+QUEUE_HOLD = 0.4
+#: Each hand-off along the queue takes less than this after the release (a notice takes
+#: milliseconds; the waiters' retry delay, 2 s, cannot explain it).
+QUEUE_BOUND = 0.5
+
+
+def queued(nodes: Nodes, resource: str) -> list[int]:
+    """How many waiters each node's queue for ``resource`` holds (the core's queue keys:
+    ``{key}:waiters`` and its expiry set)."""
+    counts = []
+    for port in nodes.ports:
+        with redis.Redis(port=port) as client:
+            pipe = client.pipeline(transaction=True)  # both sets at one instant
+            pipe.zcard(f"{{{resource}}}:waiters")
+            pipe.zcard(f"{{{resource}}}:waiters:expiry")
+            order, expiry = pipe.execute()
+            assert order == expiry
+            counts.append(int(order))
+    return counts
+
+
+def test_the_subscriber_reads_each_notice_with_its_message() -> None:
+    # Both drivers read their subscriber connections through this: each message's
+    # payload comes out byte for byte (the waiter a release names, or empty), however
+    # the reads split the stream.
+    named = b"\x00id \xff\r\n"
+    stream = (
+        b"*3\r\n$9\r\nsubscribe\r\n$4\r\nchan\r\n:1\r\n"
+        b"*3\r\n$7\r\nmessage\r\n$4\r\nchan\r\n$%d\r\n%s\r\n"
+        % (len(named), named)
+        + b"*3\r\n$7\r\nmessage\r\n$4\r\nchan\r\n$0\r\n\r\n"
+    )
+    subscription = Subscription(0)
+    try:
+        assert subscription.received(stream[:40]) == []
+        assert subscription.received(stream[40:]) == [(b"chan", named), (b"chan", b"")]
+        with pytest.raises(ConnectionError):
+            subscription.received(b"-ERR refused\r\n")
+    finally:
+        subscription.close()
+
+
+def test_a_waiter_hands_each_notice_message_to_the_core(
+    nodes: Nodes, resource: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    heard: list[tuple[int, bytes]] = []
+    original = Operation.handle_notice_message
+
+    def spy(op: Operation, node: int, message: bytes, now: int) -> None:
+        heard.append((node, message))
+        original(op, node, message, now)
+
+    monkeypatch.setattr(Operation, "handle_notice_message", spy)
+    with Redlock(nodes.clients()) as holder_side, Redlock(nodes.clients()) as waiter_side:
+        holder = holder_side.acquire(resource)
+        got: list[Any] = []
+        waiter = threading.Thread(
+            target=lambda: got.append(waiter_side.acquire(resource, blocking_timeout=5))
+        )
+        waiter.start()
+        wait_for(lambda: queued(nodes, resource) == [1] * 5)
+        wait_for(lambda: subscribers(nodes, resource) == [1] * 5)
+        with redis.Redis(port=nodes.ports[0]) as client:
+            (waiter_id,) = client.zrange(f"{{{resource}}}:waiters", 0, -1)
+        holder.release()
+        waiter.join(5)
+        assert len(got) == 1
+        got[0].release()
+    # The notices it heard before it won (one per node at most) each named it, and the
+    # core got that message as published.
+    nodes_heard = [node for node, _ in heard]
+    assert len(set(nodes_heard)) == len(nodes_heard) >= 1, heard
+    assert {message for _, message in heard} == {waiter_id}
+
+
+def test_asyncio_waiters_get_the_lock_in_the_order_they_began_to_wait(
+    nodes: Nodes, resource: str
+) -> None:
+    got: list[tuple[int, float]] = []
+    released: list[float] = []
+
+    async def wait(side: AsyncRedlock, index: int) -> None:
+        lock = await side.acquire(resource, blocking_timeout=5)
+        got.append((index, time.monotonic()))
+        await asyncio.sleep(QUEUE_HOLD)
+        released.append(time.monotonic())
+        await lock.release()
+
+    async def run() -> None:
+        # Three waiters start a little apart; each is in the queue on every node before
+        # the next starts. The holder releases, then each waiter in turn.
+        holder_side = AsyncRedlock([redis.asyncio.Redis(port=port) for port in nodes.ports])
+        sides = [
+            AsyncRedlock(
+                [redis.asyncio.Redis(port=port) for port in nodes.ports],
+                retry_delay=2,
+                retry_jitter=0,
+                node_timeout=QUEUE_NODE_TIMEOUT,
+            )
+            for _ in range(3)
+        ]
+        try:
+            holder = await holder_side.acquire(resource)
+            tasks = []
+            for index, side in enumerate(sides):
+                tasks.append(asyncio.ensure_future(wait(side, index)))
+                while queued(nodes, resource) != [index + 1] * 5:
+                    await asyncio.sleep(0.01)
+            released.append(time.monotonic())
+            await holder.release()
+            await asyncio.gather(*tasks)
+        finally:
+            for redlock in [holder_side, *sides]:
+                await redlock.aclose()
+
+    asyncio.run(asyncio.wait_for(run(), 10))
+    # Waiter i got the lock i-th (each release named the first in the queue), each
+    # soon after the release before it.
+    assert [index for index, _ in got] == [0, 1, 2], got
+    handoffs = [at - before for (_, at), before in zip(got, released)]
+    assert len(handoffs) == 3 and max(handoffs) < QUEUE_BOUND, handoffs
+    # Each waiter left the queue when it got the lock.
+    assert queued(nodes, resource) == [0] * 5
+    assert nodes.values(resource) == [None] * 5
 
 
 #: Every waiter gets the lock within this long while a greedy holder re-acquires in a

@@ -331,6 +331,11 @@ class Engine:
         events when they are wanted."""
         op = running.operation
         running.changed = False
+        # The links write only once every command of the round is submitted: the nodes
+        # get a round's commands back to back. A release written to one node before
+        # the next command is even prepared lets its notice wake waiters (threads
+        # taking the GIL in between) while the other nodes still hold the key.
+        submitted: list[NodeProtocol] = []
         while running.outcome is None:
             kind = op.poll()
             if kind == _ffi.OUTPUT_SEND:
@@ -340,7 +345,8 @@ class Engine:
                 running.last_deadline = max(running.last_deadline, deadline)
                 node = self.nodes[node_index]
                 node.submit(running.tag, op, now_us())
-                self.pump(node)
+                if node not in submitted:
+                    submitted.append(node)
             elif kind == _ffi.OUTPUT_WAIT:
                 running.wait_until = op.wait_until()
                 break
@@ -349,6 +355,8 @@ class Engine:
                 running.wait_until = None
             else:
                 break
+        for node in submitted:
+            self.pump(node)
         events = running.events
         if events is not None:
             while True:
