@@ -206,7 +206,8 @@ class IoredisTransport extends LibraryTransport {
   subscriber(onMessage) {
     const sub = this.client.duplicate();
     sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
-    sub.on('messageBuffer', (channel) => onMessage(channel));
+    // (channel, message) as Buffers: the message names the first waiter in the queue.
+    sub.on('messageBuffer', (channel, message) => onMessage(channel, message));
     return {
       subscribe: (channel) => sub.subscribe(toClientArg(channel)).catch(() => {}),
       unsubscribe: (channel) => sub.unsubscribe(toClientArg(channel)).catch(() => {}),
@@ -259,8 +260,9 @@ class NodeRedisTransport extends LibraryTransport {
     const sub = this.client.duplicate();
     sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
     const connected = sub.connect().catch(() => {});
-    // Buffer mode: (message, channel) as Buffers, whatever bytes the channel holds.
-    const listener = (message, channel) => onMessage(channel);
+    // Buffer mode: (message, channel) as Buffers, whatever bytes they hold; the message
+    // names the first waiter in the queue.
+    const listener = (message, channel) => onMessage(channel, message);
     let closed = false;
     const call = (method, channel) =>
       connected.then(() => !closed && sub.isOpen && sub[method](toClientArg(channel), listener, true)).catch(() => {});

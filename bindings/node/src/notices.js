@@ -2,8 +2,10 @@
 // (a duplicate of the user's client, or a socket of its own), opened when an
 // acquisition first waits and subscribed to the core's notice channels of the resources
 // someone is waiting for. Each message is handed to the waiting operations as
-// `handleNotice(node, now)`; the core decides what it changes. Notices never decide
-// anything: a lost one costs at most a retry delay, a forged one at most an attempt.
+// `handleNoticeMessage(node, message, now)`, its payload (the id of the waiter first in
+// the resource's queue on that node, or empty) passed on exactly as received; the core
+// decides what it changes. Notices never decide anything: a lost one costs at most a
+// retry delay, a forged one at most an attempt.
 
 import { channelId } from './channels.js';
 
@@ -69,12 +71,14 @@ export class Notices {
 
   /**
    * @param transports one per node
-   * @param deliver `(tag, node)`: a notice for the operation tagged `tag` from `node`
+   * @param deliver `(tag, node, message)`: a notice for the operation tagged `tag` from
+   *   `node`, with the message it carried (bytes; undefined when the transport gave none)
    */
   constructor(transports, deliver) {
     this.#deliver = deliver;
     this.#subscribers = transports.map(
-      (transport, node) => new NodeSubscriber(transport, (channel) => this.#message(node, channel)),
+      (transport, node) =>
+        new NodeSubscriber(transport, (channel, message) => this.#message(node, channel, message)),
     );
   }
 
@@ -113,9 +117,9 @@ export class Notices {
     for (const subscriber of this.#subscribers) subscriber.close();
   }
 
-  #message(node, channel) {
+  #message(node, channel, message) {
     const entry = this.#channels.get(channelId(channel));
     if (entry === undefined) return;
-    for (const tag of [...entry.waiters]) this.#deliver(tag, node);
+    for (const tag of [...entry.waiters]) this.#deliver(tag, node, message);
   }
 }
