@@ -208,12 +208,32 @@ class IoredisTransport extends LibraryTransport {
   attach(node) {
     this.node = node;
     this.listen('error', (error) => (this.lastError = error));
+    if (isIoredisSentinel(this.client)) this.#attachSentinel(node);
     this.listen('ready', () => {
       this.#stale = false;
       this.up(node);
     });
     this.listen('close', () => this.down(node, 'connection closed'));
     if (this.client.status === 'ready') queueMicrotask(() => this.client.status === 'ready' && this.report(node));
+  }
+
+  /**
+   * A Sentinel client that finds no master keeps connecting without a close event: it
+   * emits `sentinelError` for each Sentinel, then `error` once all were asked. That
+   * error is reported as the connection's failure (with the last Sentinel's answer), so
+   * the node fails at once with it rather than at its deadline.
+   */
+  #attachSentinel(node) {
+    let lastSentinelError;
+    this.listen('sentinelError', (error) => (lastSentinelError = error));
+    this.listen('error', (error) => {
+      if (this.client.status === 'ready') return;
+      const why = lastSentinelError?.message;
+      lastSentinelError = undefined;
+      this.lastError =
+        why && !String(error?.message).includes(why) ? Object.assign(new Error(`${error.message} (${why})`), { code: error.code }) : error;
+      this.down(node, 'no master from the Sentinels');
+    });
   }
 
   connect() {
