@@ -34,6 +34,7 @@ RUN_SAMPLES = {
     "bindings/python/tests/test_fencing.py": "test-python: pytest",
     "bindings/python/tests/test_inspect.py": "test-python: pytest",
     "bindings/python/tests/test_observe.py": "test-python: pytest",
+    "bindings/python/tests/test_sentinel.py": "test-python: pytest",
     "bindings/node/examples/quickstart.js": "test-dist: run in an empty npm project",
     "bindings/node/test/types/usage.ts": "test-node: compiled by tsc and run",
     "bindings/node/test/events.test.js": "test-node: node --test",

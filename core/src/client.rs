@@ -264,6 +264,7 @@ impl Redlock {
             // This process never saw the keys' TTL: another holder may have set any.
             key_ttl_ms: None,
             fencing_token: None,
+            waiter: None,
         })
     }
 

@@ -6,7 +6,8 @@
 //! |---|---|
 //! | acquire one resource | `SET <key> <token> NX PX <ttl_ms>` |
 //! | acquire several | `EVALSHA <ACQUIRE_SHA1> <k> <key>... <token> <ttl_ms>` |
-//! | release | `EVALSHA <RELEASE_SHA1> <k> <key>... <token>` |
+//! | acquire, waiting (a wait limit) | `EVALSHA <QUEUED_ACQUIRE_SHA1> <k+2> <key>... <queue> <queue expiry> <token> <ttl_ms> <waiter> <lifetime_ms>` |
+//! | release | `EVALSHA <RELEASE_SHA1> <k> <key>... <token> [<waiter>]` |
 //! | extend | `EVALSHA <EXTEND_SHA1> <k> <key>... <token> <ttl_ms>` |
 //! | inspect one resource | `GET <key>` |
 //! | inspect several | `MGET <key>...` |
@@ -32,21 +33,48 @@ return 1
 
 /// Deletes each key that holds the token and answers `{deleted, listeners}`: how many
 /// keys it deleted and how many subscribers its notices reached. It never deletes a key
-/// that holds another value. For each key it deletes it publishes a release notice (the
-/// key) on the key's notice channel ([`notice_channel`]), so that waiters try again at
-/// once; a server that refuses `PUBLISH` (an ACL) still releases. A release that
-/// waiters heard gives them a short head start (`docs/waiting.md`, "Fairness").
-pub const RELEASE_SCRIPT: &str = "local released = 0
+/// that holds another value. For each key it deletes it publishes a release notice on
+/// the key's notice channel ([`notice_channel`]), so that waiters try again at once. The
+/// notice's message names the waiter first in the queue of the first key
+/// ([`queue_keys`], kept by [`QUEUED_ACQUIRE_SCRIPT`]; entries past their time are
+/// dropped first), or is empty when nobody waits there: that waiter tries at once and
+/// the others give it time. With a second argument, a waiter id, it first takes that
+/// waiter out of the queue (a held lock's release, or an abandoned acquisition's: its
+/// waiting is over). A server that refuses `PUBLISH` (an ACL) still releases. A
+/// release that waiters heard gives them a short head start (`docs/waiting.md`,
+/// "Fairness").
+pub const RELEASE_SCRIPT: &str = "local lock = KEYS[1]
+local open = string.find(lock, '{', 1, true)
+local close = open and string.find(lock, '}', open + 1, true)
+if not (close and close > open + 1) then lock = '{' .. lock .. '}' end
+local order, expiry = lock .. ':waiters', lock .. ':waiters:expiry'
+if ARGV[2] then
+  redis.call('ZREM', order, ARGV[2])
+  redis.call('ZREM', expiry, ARGV[2])
+end
+local released = 0
 local listeners = 0
+local first = nil
 for _, key in ipairs(KEYS) do
   if redis.call('GET', key) == ARGV[1] then
     released = released + redis.call('DEL', key)
-    local heard = redis.pcall('PUBLISH', 'redlock:released:' .. key, key)
+    if first == nil then
+      first = ''
+      if redis.call('EXISTS', order) == 1 then
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        for _, gone in ipairs(redis.call('ZRANGEBYSCORE', expiry, '-inf', now)) do
+          redis.call('ZREM', order, gone)
+          redis.call('ZREM', expiry, gone)
+        end
+        first = redis.call('ZRANGE', order, 0, 0)[1] or ''
+      end
+    end
+    local heard = redis.pcall('PUBLISH', 'redlock:released:' .. key, first)
     if type(heard) == 'number' then listeners = listeners + heard end
   end
 end
-return {released, listeners}
-";
+return {released, listeners}";
 
 /// The prefix of every notice channel: a release of key `k` is announced on
 /// `redlock:released:k`.
@@ -125,16 +153,68 @@ end
 return 1
 ";
 
+/// A waiting acquisition's attempt (one with a wait limit; see `docs/waiting.md`,
+/// "Fairness"). `KEYS` are the lock keys followed by the resource's queue of waiters
+/// ([`queue_keys`] of the first lock key: an order set and an expiry set); `ARGV` the
+/// token, the TTL, the waiter's id (the same for every attempt of one acquisition) and
+/// how long a waiter's entry lives without being renewed (ms).
+///
+/// Entries past their time are dropped first. If no lock key exists, sets them all as
+/// the acquire script does, removes the waiter from the queue and returns 1. Otherwise
+/// it sets nothing, adds the waiter at the queue's end unless it is already in it (an
+/// entry keeps its place), renews the entry's lifetime, and returns minus the waiter's
+/// place (0 first). The queue only orders the attempts that release notices bring
+/// forward; no reply of it ever counts towards a lock.
+pub const QUEUED_ACQUIRE_SCRIPT: &str = "local n = #KEYS - 2
+local order, expiry = KEYS[n + 1], KEYS[n + 2]
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+for _, gone in ipairs(redis.call('ZRANGEBYSCORE', expiry, '-inf', now)) do
+  redis.call('ZREM', order, gone)
+  redis.call('ZREM', expiry, gone)
+end
+local free = true
+for i = 1, n do
+  if redis.call('EXISTS', KEYS[i]) == 1 then free = false break end
+end
+if free then
+  for i = 1, n do
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  end
+  redis.call('ZREM', order, ARGV[3])
+  redis.call('ZREM', expiry, ARGV[3])
+  return 1
+end
+local lifetime = tonumber(ARGV[4])
+redis.call('ZADD', order, 'NX', now, ARGV[3])
+redis.call('ZADD', expiry, now + lifetime, ARGV[3])
+if redis.call('PTTL', order) < lifetime then redis.call('PEXPIRE', order, lifetime) end
+if redis.call('PTTL', expiry) < lifetime then redis.call('PEXPIRE', expiry, lifetime) end
+return -redis.call('ZRANK', order, ARGV[3])
+";
+
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].
-pub const RELEASE_SHA1: &str = "2f298bcb2aa1f2203d8b32d50dbf19d858b60ff2";
+pub const RELEASE_SHA1: &str = "b399813226b7fcc0c335385e03b88d87a434fe8f";
 /// SHA-1 of [`EXTEND_SCRIPT`].
 pub const EXTEND_SHA1: &str = "6aec6dabb71e80f87fc28910be87b135f17d85ab";
 /// SHA-1 of [`FENCED_ACQUIRE_SCRIPT`].
 pub const FENCED_ACQUIRE_SHA1: &str = "3124085886878302d7995bc87f6ac4157e969560";
 /// SHA-1 of [`WRITE_BACK_SCRIPT`].
 pub const WRITE_BACK_SHA1: &str = "47286555568e62ef8206b4cebe6f2c747294980e";
+/// SHA-1 of [`QUEUED_ACQUIRE_SCRIPT`].
+pub const QUEUED_ACQUIRE_SHA1: &str = "787f79226ddce5d4fe80248070868550a5090870";
+
+/// The queue of waiters for lock key `key`, in its Redis Cluster slot: the order set
+/// (`{key}:waiters`) and the expiry set (`{key}:waiters:expiry`) that
+/// [`QUEUED_ACQUIRE_SCRIPT`] keeps.
+pub fn queue_keys(key: &[u8]) -> [Vec<u8>; 2] {
+    [
+        tagged_key(key, b":waiters"),
+        tagged_key(key, b":waiters:expiry"),
+    ]
+}
 
 /// The fence key of a lock key: in the same Redis Cluster slot. A key with a hash tag
 /// (`{...}` with something inside) keeps it: `key:fence`; any other becomes the tag
@@ -193,6 +273,8 @@ pub enum CommandKind {
     WriteBack,
     /// Reads the lock's keys: `GET key` for one resource, `MGET key...` for several.
     Inspect,
+    /// A waiting acquisition's attempt: the queued acquire script.
+    QueuedAcquire,
 }
 
 impl CommandKind {
@@ -204,6 +286,7 @@ impl CommandKind {
             CommandKind::Extend => Some((EXTEND_SCRIPT, EXTEND_SHA1)),
             CommandKind::FencedAcquire => Some((FENCED_ACQUIRE_SCRIPT, FENCED_ACQUIRE_SHA1)),
             CommandKind::WriteBack => Some((WRITE_BACK_SCRIPT, WRITE_BACK_SHA1)),
+            CommandKind::QueuedAcquire => Some((QUEUED_ACQUIRE_SCRIPT, QUEUED_ACQUIRE_SHA1)),
         }
     }
 }
@@ -262,6 +345,7 @@ impl Argv {
 
     /// The argv for `kind`, as `EVAL` (with the script text) when `eval` is true.
     /// `number` is the TTL in milliseconds, or for a write-back the fencing token.
+    #[cfg(test)]
     pub(crate) fn build(
         kind: CommandKind,
         eval: bool,
@@ -269,12 +353,37 @@ impl Argv {
         token: &[u8],
         number: u64,
     ) -> Argv {
+        Argv::build_with(kind, eval, keys, token, number, None)
+    }
+
+    /// As `build`; a queued acquisition also carries its waiter's id and the lifetime
+    /// of its queue entry in milliseconds (`waiter`).
+    pub(crate) fn build_with(
+        kind: CommandKind,
+        eval: bool,
+        keys: &[Vec<u8>],
+        token: &[u8],
+        number: u64,
+        waiter: Option<(&[u8], u64)>,
+    ) -> Argv {
         let fenced = matches!(kind, CommandKind::FencedAcquire | CommandKind::WriteBack);
+        let queued = kind == CommandKind::QueuedAcquire;
         let key_bytes: usize = keys.iter().map(Vec::len).sum();
-        let key_count = if fenced { 2 * keys.len() } else { keys.len() };
+        let key_count = if fenced {
+            2 * keys.len()
+        } else if queued {
+            keys.len() + 2
+        } else {
+            keys.len()
+        };
+        let waiter_bytes = waiter.map_or(0, |(id, _)| id.len() + 24);
         let mut argv = Argv::with_capacity(
-            key_bytes * (1 + usize::from(fenced)) + keys.len() * 10 + token.len() + 64,
-            key_count + 6,
+            key_bytes * (1 + usize::from(fenced))
+                + keys.len() * 10
+                + token.len()
+                + waiter_bytes
+                + 96,
+            key_count + 8,
         );
         let ttl_ms = if kind == CommandKind::WriteBack {
             0
@@ -315,10 +424,26 @@ impl Argv {
                         argv.push(&fence_key(key));
                     }
                 }
+                if queued {
+                    // The queue of the first key orders the waiters for the whole set.
+                    for queue_key in queue_keys(keys.first().map(Vec::as_slice).unwrap_or(&[])) {
+                        argv.push(&queue_key);
+                    }
+                }
                 argv.token_arg = Some(argv.len());
                 argv.push(token);
                 if kind != CommandKind::Release {
                     argv.push_number(number);
+                }
+                match (kind, waiter) {
+                    (CommandKind::QueuedAcquire, _) => {
+                        let (id, lifetime_ms) = waiter.unwrap_or((token, 0));
+                        argv.push(id);
+                        argv.push_number(lifetime_ms);
+                    }
+                    // A release that takes its waiter out of the queue.
+                    (CommandKind::Release, Some((id, _))) => argv.push(id),
+                    _ => {}
                 }
             }
         }

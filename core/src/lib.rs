@@ -107,9 +107,10 @@ mod time;
 pub use class::{ErrorClass, NodeCause};
 pub use client::{AcquireOptions, Redlock, MAX_RESOURCES};
 pub use command::{
-    fence_key, notice_channel, Command, CommandKind, RequestId, ACQUIRE_SCRIPT, ACQUIRE_SHA1,
-    EXTEND_SCRIPT, EXTEND_SHA1, FENCED_ACQUIRE_SCRIPT, FENCED_ACQUIRE_SHA1, NOTICE_CHANNEL_PREFIX,
-    RELEASE_SCRIPT, RELEASE_SHA1, WRITE_BACK_SCRIPT, WRITE_BACK_SHA1,
+    fence_key, notice_channel, queue_keys, Command, CommandKind, RequestId, ACQUIRE_SCRIPT,
+    ACQUIRE_SHA1, EXTEND_SCRIPT, EXTEND_SHA1, FENCED_ACQUIRE_SCRIPT, FENCED_ACQUIRE_SHA1,
+    NOTICE_CHANNEL_PREFIX, QUEUED_ACQUIRE_SCRIPT, QUEUED_ACQUIRE_SHA1, RELEASE_SCRIPT,
+    RELEASE_SHA1, WRITE_BACK_SCRIPT, WRITE_BACK_SHA1,
 };
 pub use config::{
     duplicate_node, Config, ConfigBuilder, ConfigError, DEFAULT_ATTEMPTS, DEFAULT_DRIFT_FACTOR,

@@ -15,8 +15,9 @@
 //!   `SCRIPT LOAD` of the core's scripts, before any `EVALSHA`, whatever the client
 //!   library queued meanwhile. Their replies are the link's own (a node that refuses
 //!   them still works through the `EVAL` fallback). The two fencing scripts are loaded
-//!   the same way right before a connection's first fenced command, so that a node
-//!   answering after its operation decided still has them for the next one.
+//!   the same way right before a connection's first fenced command, and the queued
+//!   acquire script before its first waiting attempt, so that a node answering after
+//!   its operation decided still has them for the next one.
 //! - **A bound in flight.** At most [`MAX_IN_FLIGHT`] writes await their replies; more
 //!   wait in the link's queue, at most [`MAX_QUEUED`]; past that a command fails at once.
 //! - **Stalled nodes.** A node with a written command unanswered past its deadline is
@@ -74,7 +75,7 @@ use core::time::Duration;
 
 use crate::command::{
     Argv, Command, CommandKind, RequestId, ACQUIRE_SCRIPT, EXTEND_SCRIPT, FENCED_ACQUIRE_SCRIPT,
-    RELEASE_SCRIPT, WRITE_BACK_SCRIPT,
+    QUEUED_ACQUIRE_SCRIPT, RELEASE_SCRIPT, WRITE_BACK_SCRIPT,
 };
 use crate::reply::Reply;
 use crate::time::{micros_floor, Time};
@@ -243,10 +244,13 @@ pub struct Link {
     failures: u32,
     reconnect_at: Option<Time>,
     last_error: Option<String>,
-    scripts: Arc<[Arc<Argv>; 5]>,
+    scripts: Arc<[Arc<Argv>; 6]>,
     /// Whether the fencing scripts were loaded on the current connection (they are, on
     /// a connection's first fenced command).
     fencing_loaded: bool,
+    /// Whether the queued acquire script was loaded on the current connection (it is,
+    /// on a connection's first queued attempt).
+    queue_loaded: bool,
 }
 
 impl Default for Link {
@@ -282,8 +286,10 @@ impl Link {
                 load(EXTEND_SCRIPT),
                 load(FENCED_ACQUIRE_SCRIPT),
                 load(WRITE_BACK_SCRIPT),
+                load(QUEUED_ACQUIRE_SCRIPT),
             ]),
             fencing_loaded: false,
+            queue_loaded: false,
         }
     }
 
@@ -334,6 +340,7 @@ impl Link {
         self.reconnect_at = None;
         self.last_error = None;
         self.fencing_loaded = false;
+        self.queue_loaded = false;
         for index in 0..3 {
             let argv = Arc::clone(&self.scripts[index]);
             self.write(argv, Time::from_micros(u64::MAX), Purpose::Script);
@@ -599,9 +606,18 @@ impl Link {
                             self.write(argv, Time::from_micros(u64::MAX), Purpose::Script);
                         }
                     }
+                    if kind == CommandKind::QueuedAcquire && !self.queue_loaded {
+                        // The same for waiting acquisitions' script.
+                        self.queue_loaded = true;
+                        let argv = Arc::clone(&self.scripts[5]);
+                        self.write(argv, Time::from_micros(u64::MAX), Purpose::Script);
+                    }
                     if matches!(
                         kind,
-                        CommandKind::Set | CommandKind::Acquire | CommandKind::FencedAcquire
+                        CommandKind::Set
+                            | CommandKind::Acquire
+                            | CommandKind::FencedAcquire
+                            | CommandKind::QueuedAcquire
                     ) {
                         self.remember_owed(&entry.command, now);
                     }

@@ -243,11 +243,17 @@ pub struct Operation {
     fence: Option<(u64, Time, Vec<NodeResult>)>,
     /// Acquire with a wait limit: no attempt starts unless it can end by then.
     wait_until: Option<Time>,
-    /// Per node: a release notice arrived since the current attempt failed.
-    noticed: Vec<bool>,
+    /// Per node: a release notice arrived since the current attempt failed, and whom
+    /// it named as the first waiter.
+    noticed: Vec<Option<Named>>,
     /// While delaying: how long after the notice that makes a quorum possible the next
     /// attempt starts (microseconds), so that waiters woken by one release spread out.
     notice_delay: u64,
+    /// Acquire with a wait limit (and no fencing): the waiter's id in the resource's
+    /// queue on each node (the first attempt's token), kept for every attempt.
+    waiter: Option<Token>,
+    /// An abandoned acquisition's release: the waiter leaves the queue.
+    leaving: bool,
     /// Release: some node's release notice reached at least one subscriber (a waiter).
     listened: bool,
     /// Release, while handing off: the outcome, held until the grace ends.
@@ -258,6 +264,17 @@ pub struct Operation {
     started: Time,
     /// Events not polled yet, at most `MAX_EVENTS`.
     events: VecDeque<Event>,
+}
+
+/// Whom a release notice named first in the queue of waiters.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Named {
+    /// Nobody (no queue on that node, or a notice without its message).
+    Nobody,
+    /// This acquisition.
+    Us,
+    /// Another waiter.
+    Other,
 }
 
 /// What one node holds on an inspected lock's keys.
@@ -280,6 +297,9 @@ impl Operation {
         let token = random.token(config.token_bytes());
         let mut op = Operation::new(config, OperationKind::Acquire, keys, token, random, now);
         op.wait_until = wait_until;
+        if wait_until.is_some() && !op.config.fencing() {
+            op.waiter = Some(op.token.clone());
+        }
         op.start_round(op.acquire_kind(), now);
         op.phase = Phase::Acquiring;
         op
@@ -309,6 +329,9 @@ impl Operation {
             OperationRandom::None,
             now,
         );
+        // The holder leaves the queue of waiters too: on a node that refused its
+        // winning attempt, its entry would otherwise name it first until it expires.
+        op.waiter = lease.waiter.clone();
         op.start_round(CommandKind::Release, now);
         op.phase = Phase::Releasing;
         op
@@ -369,6 +392,8 @@ impl Operation {
             wait_until: None,
             noticed: Vec::new(),
             notice_delay: 0,
+            waiter: None,
+            leaving: false,
             listened: false,
             held_outcome: None,
             held: Vec::new(),
@@ -517,31 +542,56 @@ impl Operation {
     }
 
     /// Hands in a release notice for this acquisition's resource from node `node`,
-    /// received at `now` (a message on [`crate::notice_channel`] of the lock's key).
+    /// received at `now` (a message on [`crate::notice_channel`] of the lock's key),
+    /// without its message: as [`Operation::handle_notice_message`] with one that names
+    /// nobody.
+    pub fn handle_notice(&mut self, node: usize, now: Time) -> Result<(), UsageError> {
+        self.handle_notice_message(node, &[], now)
+    }
+
+    /// Hands in a release notice for this acquisition's resource from node `node`,
+    /// received at `now`, with the message it carried: the id of the waiter first in the
+    /// resource's queue on that node, or empty when nobody waits there
+    /// ([`crate::RELEASE_SCRIPT`]).
     ///
-    /// An acquisition waiting to retry tries again at once when the notices make a quorum
+    /// An acquisition waiting to retry tries again when the notices make a quorum
     /// possible: counting as held only the nodes that refused the failed attempt because
     /// of the key (conflict) and have not announced a release since, at least `quorum`
-    /// nodes are left. One whose attempt is still under way (or cleaning up) remembers
-    /// the notice and, if that attempt fails, retries as soon as its cleanup ends. A notice only ever starts an
-    /// attempt sooner: a lost notice leaves the normal retry schedule, and a duplicated
-    /// or forged one costs one attempt at most. A wait limit still holds, and notices
-    /// change nothing at other times. `UnknownNode` (nothing changes) for an index
-    /// outside `0..N`.
-    pub fn handle_notice(&mut self, node: usize, now: Time) -> Result<(), UsageError> {
+    /// nodes are left. When it tries depends on who the messages name: at once if one
+    /// names this acquisition; after a node timeout if one names another waiter (it goes
+    /// first; if it is gone, this one still tries); after a random share of a short
+    /// window if none names anybody, so that waiters woken by one release spread out.
+    /// One whose attempt is still under way (or cleaning up) remembers the notice and,
+    /// if that attempt fails, retries as soon as its cleanup ends (with the same rule).
+    ///
+    /// A notice only ever starts an attempt sooner: a lost notice leaves the normal
+    /// retry schedule, and a duplicated or forged one costs one attempt at most. A wait
+    /// limit still holds, and notices change nothing at other times. `UnknownNode`
+    /// (nothing changes) for an index outside `0..N`.
+    pub fn handle_notice_message(
+        &mut self,
+        node: usize,
+        message: &[u8],
+        now: Time,
+    ) -> Result<(), UsageError> {
         if node >= self.config.nodes() {
             return Err(UsageError::UnknownNode);
         }
         let now = self.observe(now);
+        let named = match &self.waiter {
+            _ if message.is_empty() => Named::Nobody,
+            Some(waiter) if waiter.as_bytes() == message => Named::Us,
+            _ => Named::Other,
+        };
         match self.phase {
             Phase::Acquiring | Phase::WritingBack | Phase::CleaningUp => {
                 // Remembered: if this attempt fails, the retry may come at once.
-                self.notice(node);
+                self.notice(node, named);
             }
             Phase::Delaying { until } => {
-                self.notice(node);
+                self.notice(node, named);
                 if self.notices_make_quorum_possible() {
-                    let early = now.plus_micros(self.notice_delay);
+                    let early = now.plus_micros(self.notice_wait());
                     if early <= now {
                         self.start_next_attempt(now);
                     } else if early < until {
@@ -572,8 +622,10 @@ impl Operation {
         let now = self.observe(now);
         self.wait_due = false;
         if matches!(self.phase, Phase::Acquiring | Phase::WritingBack) {
-            // Commands not polled yet were never sent; the release covers every node.
+            // Commands not polled yet were never sent; the release covers every node
+            // (and takes a waiter out of the queue).
             self.sends.clear();
+            self.leaving = true;
             self.start_round(CommandKind::Release, now);
         }
         self.phase = Phase::Done;
@@ -676,19 +728,20 @@ impl Operation {
         self.latest
     }
 
-    fn notice(&mut self, node: usize) {
+    fn notice(&mut self, node: usize, named: Named) {
         if self.noticed.len() != self.config.nodes() {
-            self.noticed = alloc::vec![false; self.config.nodes()];
+            self.noticed = alloc::vec![None; self.config.nodes()];
         }
         if let Some(flag) = self.noticed.get_mut(node) {
-            *flag = true;
+            // A node's latest notice says who is first there now.
+            *flag = Some(named);
         }
     }
 
     /// Whether the release notices received since the failed attempt leave at least
     /// `quorum` nodes not known to hold the key.
     fn notices_make_quorum_possible(&self) -> bool {
-        if !self.noticed.iter().any(|n| *n) {
+        if !self.noticed.iter().any(Option::is_some) {
             return false;
         }
         let Some((_, nodes)) = self.failure.as_ref() else {
@@ -699,10 +752,25 @@ impl Operation {
             .enumerate()
             .filter(|(node, result)| {
                 **result == NodeResult::Conflict
-                    && !self.noticed.get(*node).copied().unwrap_or(false)
+                    && self.noticed.get(*node).copied().flatten().is_none()
             })
             .count();
         self.config.nodes().saturating_sub(held) >= self.config.quorum()
+    }
+
+    /// How long after the notices that make a quorum possible the next attempt starts:
+    /// at once for the waiter a notice named first in the queue; a node timeout for one
+    /// a notice told that another waiter is first (time for that one to take the lock;
+    /// if it is gone, this one still tries); otherwise (no queue: nobody named) the
+    /// random share of the window drawn after the failed attempt.
+    fn notice_wait(&self) -> u64 {
+        if self.noticed.contains(&Some(Named::Us)) {
+            0
+        } else if self.noticed.contains(&Some(Named::Other)) {
+            self.config.node_timeout_us()
+        } else {
+            self.notice_delay
+        }
     }
 
     /// Starts the next attempt of an acquisition at `now`, with its own token.
@@ -724,6 +792,8 @@ impl Operation {
     fn acquire_kind(&self) -> CommandKind {
         if self.config.fencing() {
             CommandKind::FencedAcquire
+        } else if self.waiter.is_some() {
+            CommandKind::QueuedAcquire
         } else if self.keys.len() == 1 {
             CommandKind::Set
         } else {
@@ -740,6 +810,30 @@ impl Operation {
         }
     }
 
+    /// A queued attempt's waiter id and entry lifetime (ms): an entry must outlive the
+    /// longest gap between two attempts of a live waiter (a full retry delay and an
+    /// attempt), twice over; a waiter that gives up leaves an entry that ends by then.
+    fn queue_entry(&self, kind: CommandKind) -> Option<(&[u8], u64)> {
+        let waiter = self.waiter.as_ref()?;
+        match kind {
+            CommandKind::QueuedAcquire => {}
+            // A release that ends the waiter's part (a held lock's, or an abandoned
+            // acquisition's) takes it out of the queue; a failed attempt's cleanup does
+            // not: the waiter keeps its place.
+            CommandKind::Release if self.kind == OperationKind::Release || self.leaving => {
+                return Some((waiter.as_bytes(), 0));
+            }
+            _ => return None,
+        }
+        let gap_us = self
+            .config
+            .retry_delay_us()
+            .saturating_add(self.config.retry_jitter_us())
+            .saturating_add(self.attempt_span_us());
+        let lifetime_ms = gap_us.saturating_mul(2).div_ceil(1000).max(1);
+        Some((waiter.as_bytes(), lifetime_ms))
+    }
+
     fn next_request_id(&self) -> RequestId {
         RequestId(self.requests.len() as u64 + 1)
     }
@@ -747,12 +841,13 @@ impl Operation {
     fn start_round(&mut self, kind: CommandKind, now: Time) {
         let config = &self.config;
         let deadline = now.plus_micros(config.node_timeout_us());
-        let argv = Arc::new(Argv::build(
+        let argv = Arc::new(Argv::build_with(
             kind,
             false,
             &self.keys,
             self.token.as_bytes(),
             self.round_number(kind),
+            self.queue_entry(kind),
         ));
         let number = self.round.number + 1;
         self.round.slots.clear();
@@ -791,12 +886,13 @@ impl Operation {
         let argv = match &self.round.eval_argv {
             Some(argv) => Arc::clone(argv),
             None => {
-                let argv = Arc::new(Argv::build(
+                let argv = Arc::new(Argv::build_with(
                     self.round.kind,
                     true,
                     &self.keys,
                     self.token.as_bytes(),
                     self.round_number(self.round.kind),
+                    self.queue_entry(self.round.kind),
                 ));
                 self.round.eval_argv = Some(Arc::clone(&argv));
                 argv
@@ -824,6 +920,10 @@ impl Operation {
         let kind = self.round.kind;
         match (kind, reply) {
             (CommandKind::Set, Reply::Ok) => Verdict::Success,
+            (CommandKind::QueuedAcquire, Reply::Integer(1)) => Verdict::Success,
+            (CommandKind::QueuedAcquire, Reply::Integer(n)) if *n <= 0 => {
+                Verdict::Conflict(ConflictKind::Taken)
+            }
             (CommandKind::Set, Reply::Nil) => Verdict::Conflict(ConflictKind::Taken),
             (CommandKind::Acquire | CommandKind::Extend, Reply::Integer(1)) => Verdict::Success,
             (CommandKind::Acquire, Reply::Integer(0)) => Verdict::Conflict(ConflictKind::Taken),
@@ -984,6 +1084,7 @@ impl Operation {
             ttl_ms: self.config.ttl_ms(),
             key_ttl_ms: Some(self.config.ttl_ms()),
             fencing_token,
+            waiter: self.waiter.clone(),
         };
         self.finish(Outcome::Acquired(Acquired {
             lease,
@@ -1066,7 +1167,7 @@ impl Operation {
             }
             let mut until = now.plus_micros(delay);
             if self.notices_make_quorum_possible() {
-                until = until.min(now.plus_micros(self.notice_delay));
+                until = until.min(now.plus_micros(self.notice_wait()));
             }
             if let Some(last_start) = last_start {
                 // The last attempt starts at the latest instant it can still end by the

@@ -107,6 +107,9 @@ pub struct Lease {
     pub(crate) key_ttl_ms: Option<u64>,
     /// The fencing token of a fenced acquisition.
     pub(crate) fencing_token: Option<u64>,
+    /// A waiting acquisition's id in the resource's queue of waiters, which its release
+    /// takes out of the queue on every node.
+    pub(crate) waiter: Option<Token>,
 }
 
 impl Lease {

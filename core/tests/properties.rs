@@ -200,7 +200,9 @@ impl Check {
                     assert!(deadline <= self.now + self.config.node_timeout().as_micros() as u64);
                     let token = Check::token_of(&command);
                     match command.kind() {
-                        CommandKind::Set | CommandKind::Acquire if !command.is_eval() => {
+                        CommandKind::Set | CommandKind::Acquire | CommandKind::QueuedAcquire
+                            if !command.is_eval() =>
+                        {
                             // A new attempt: every earlier attempt must have been released
                             // on all N nodes already.
                             for (earlier, _, _) in self.attempts.iter().filter(|a| a.0 != token) {
@@ -930,7 +932,7 @@ proptest! {
             while let Some(output) = op.poll_output() {
                 match output {
                     Output::Send(command) => {
-                        if matches!(command.kind(), CommandKind::Set | CommandKind::FencedAcquire) && !command.is_eval() && command.node() == 0 {
+                        if matches!(command.kind(), CommandKind::Set | CommandKind::FencedAcquire | CommandKind::QueuedAcquire) && !command.is_eval() && command.node() == 0 {
                             attempt_starts.push(now);
                         }
                         in_flight.push(command);
@@ -954,6 +956,8 @@ proptest! {
                 let reply = match (command.kind(), kind) {
                     (CommandKind::Set, _) => Reply::Nil,
                     (CommandKind::FencedAcquire | CommandKind::Acquire, _) => Reply::Integer(0),
+                    // Refused, at some place in the queue of waiters.
+                    (CommandKind::QueuedAcquire, _) => Reply::Integer(-((advance % 4) as i64)),
                     (_, 0) => Reply::Integer(1),
                     _ => Reply::Integer(0),
                 };

@@ -343,9 +343,13 @@ impl Replay {
                 .get_mut(&target)
                 .ok_or_else(|| format!("no operation {target}"))?;
             let node = args["node"].as_u64().ok_or("notice needs node")?;
-            result = op
-                .handle_notice(usize::try_from(node).unwrap_or(usize::MAX), now)
-                .map_err(|e| e.code().to_string());
+            let node = usize::try_from(node).unwrap_or(usize::MAX);
+            // `message`: the text the notice carried; without it, the bare notice.
+            result = match args.get("message").and_then(Value::as_str) {
+                Some(message) => op.handle_notice_message(node, message.as_bytes(), now),
+                None => op.handle_notice(node, now),
+            }
+            .map_err(|e| e.code().to_string());
         } else if step.get("abandon").is_some() {
             target = op_name
                 .or_else(|| self.last.clone())
@@ -557,6 +561,10 @@ fn script_sha1s_match_their_texts() {
         (
             redlock_core::FENCED_SET_SCRIPT,
             redlock_core::FENCED_SET_SHA1,
+        ),
+        (
+            redlock_core::QUEUED_ACQUIRE_SCRIPT,
+            redlock_core::QUEUED_ACQUIRE_SHA1,
         ),
     ] {
         assert_eq!(sha1_smol::Sha1::from(script).digest().to_string(), sha);

@@ -181,6 +181,11 @@
 #define REDLOCK_SCRIPT_FENCED_SET 6
 
 /**
+ * A waiting acquisition's attempt (lock keys and the queue of waiters).
+ */
+#define REDLOCK_SCRIPT_QUEUED_ACQUIRE 7
+
+/**
  * The largest fencing token the scripts handle exactly (2^53 - 1).
  */
 #define REDLOCK_MAX_FENCING_TOKEN 9007199254740991
@@ -453,6 +458,12 @@
  * `GET key` or `MGET key...`, reading who holds a lock.
  */
 #define REDLOCK_COMMAND_INSPECT 7
+
+/**
+ * A waiting acquisition's attempt: the queued acquire script (lock keys, then the
+ * resource's queue of waiters).
+ */
+#define REDLOCK_COMMAND_QUEUED_ACQUIRE 8
 
 /**
  * The lock is held (`redlock_outcome_kind`).
@@ -1918,6 +1929,20 @@ redlock_result redlock_operation_abandon(redlock_operation *operation, uint64_t 
 redlock_result redlock_operation_handle_notice(redlock_operation *operation,
                                                size_t node,
                                                uint64_t now_us);
+
+/**
+ * As `redlock_operation_handle_notice`, with the notice's message (`message_len` bytes;
+ * NULL with length 0 for none): the id of the waiter first in the resource's queue on
+ * that node, or empty. The core decides from it when the next attempt starts: at once
+ * for the waiter it names, a node timeout later for the others. Pass every message as
+ * the subscriber received it. `REDLOCK_UNKNOWN_NODE` for an index outside `0..N`,
+ * `REDLOCK_NULL_PARAMETER` for a NULL message with a length. Poll afterwards.
+ */
+redlock_result redlock_operation_handle_notice_message(redlock_operation *operation,
+                                                       size_t node,
+                                                       const uint8_t *message,
+                                                       size_t message_len,
+                                                       uint64_t now_us);
 
 /**
  * The number of notice channels of a running acquisition (one per resource; 0 for

@@ -45,6 +45,8 @@ pub const REDLOCK_SCRIPT_FENCED_ACQUIRE: u32 = 4;
 pub const REDLOCK_SCRIPT_WRITE_BACK: u32 = 5;
 /// The resource-side check of a fencing token (`redlock_fenced_set_new`).
 pub const REDLOCK_SCRIPT_FENCED_SET: u32 = 6;
+/// A waiting acquisition's attempt (lock keys and the queue of waiters).
+pub const REDLOCK_SCRIPT_QUEUED_ACQUIRE: u32 = 7;
 /// The largest fencing token the scripts handle exactly (2^53 - 1).
 pub const REDLOCK_MAX_FENCING_TOKEN: u64 = 9_007_199_254_740_991;
 
@@ -112,6 +114,10 @@ fn script(script: u32) -> Option<(&'static CStr, &'static CStr)> {
         REDLOCK_SCRIPT_FENCED_SET => Some((
             c_text!(redlock_core::FENCED_SET_SCRIPT),
             c_text!(redlock_core::FENCED_SET_SHA1),
+        )),
+        REDLOCK_SCRIPT_QUEUED_ACQUIRE => Some((
+            c_text!(redlock_core::QUEUED_ACQUIRE_SCRIPT),
+            c_text!(redlock_core::QUEUED_ACQUIRE_SHA1),
         )),
         _ => None,
     }
@@ -220,11 +226,16 @@ mod tests {
                 redlock_core::FENCED_SET_SCRIPT,
                 redlock_core::FENCED_SET_SHA1,
             ),
+            (
+                REDLOCK_SCRIPT_QUEUED_ACQUIRE,
+                redlock_core::QUEUED_ACQUIRE_SCRIPT,
+                redlock_core::QUEUED_ACQUIRE_SHA1,
+            ),
         ] {
             assert_eq!(text(redlock_script_text(script)), text_);
             assert_eq!(text(redlock_script_sha1(script)), sha);
         }
-        assert!(redlock_script_sha1(7).is_null());
+        assert!(redlock_script_sha1(8).is_null());
         assert_eq!(REDLOCK_MAX_FENCING_TOKEN, redlock_core::MAX_FENCING_TOKEN);
     }
 }

@@ -43,6 +43,9 @@ pub const REDLOCK_COMMAND_FENCED_ACQUIRE: u32 = 5;
 pub const REDLOCK_COMMAND_WRITE_BACK: u32 = 6;
 /// `GET key` or `MGET key...`, reading who holds a lock.
 pub const REDLOCK_COMMAND_INSPECT: u32 = 7;
+/// A waiting acquisition's attempt: the queued acquire script (lock keys, then the
+/// resource's queue of waiters).
+pub const REDLOCK_COMMAND_QUEUED_ACQUIRE: u32 = 8;
 
 enum Current {
     None,
@@ -375,6 +378,7 @@ pub unsafe extern "C" fn redlock_operation_command_kind(
             CommandKind::FencedAcquire => REDLOCK_COMMAND_FENCED_ACQUIRE,
             CommandKind::WriteBack => REDLOCK_COMMAND_WRITE_BACK,
             CommandKind::Inspect => REDLOCK_COMMAND_INSPECT,
+            CommandKind::QueuedAcquire => REDLOCK_COMMAND_QUEUED_ACQUIRE,
             _ => return R::REDLOCK_UNKNOWN_ERROR,
         };
         out_kind.write(kind);
@@ -459,6 +463,30 @@ pub unsafe extern "C" fn redlock_operation_handle_notice(
     guard(|| {
         let op = arg_mut!(operation);
         code_of(op.inner.handle_notice(node, Time::from_micros(now_us)))
+    })
+}
+
+/// As `redlock_operation_handle_notice`, with the notice's message (`message_len` bytes;
+/// NULL with length 0 for none): the id of the waiter first in the resource's queue on
+/// that node, or empty. The core decides from it when the next attempt starts: at once
+/// for the waiter it names, a node timeout later for the others. Pass every message as
+/// the subscriber received it. `REDLOCK_UNKNOWN_NODE` for an index outside `0..N`,
+/// `REDLOCK_NULL_PARAMETER` for a NULL message with a length. Poll afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_operation_handle_notice_message(
+    operation: *mut redlock_operation,
+    node: usize,
+    message: *const u8,
+    message_len: usize,
+    now_us: u64,
+) -> redlock_result {
+    guard(|| {
+        let op = arg_mut!(operation);
+        let message = arg_bytes!(message, message_len);
+        code_of(
+            op.inner
+                .handle_notice_message(node, message, Time::from_micros(now_us)),
+        )
     })
 }
 

@@ -71,6 +71,7 @@ struct Scripts {
     fenced_acquire: Script,
     write_back: Script,
     fenced_set: Script,
+    queued_acquire: Script,
 }
 
 /// The Lua scripts the core sends, with the SHA-1s it sends them by (`EVALSHA`).
@@ -100,6 +101,10 @@ pub fn scripts() -> Result<ScriptsJs, JsValue> {
         fenced_set: Script {
             text: redlock_core::FENCED_SET_SCRIPT,
             sha1: redlock_core::FENCED_SET_SHA1,
+        },
+        queued_acquire: Script {
+            text: redlock_core::QUEUED_ACQUIRE_SCRIPT,
+            sha1: redlock_core::QUEUED_ACQUIRE_SHA1,
         },
     })
     .map(JsValue::unchecked_into)

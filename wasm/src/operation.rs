@@ -38,6 +38,7 @@ fn command_kind(strings: &Strings, kind: CommandKind) -> JsValue {
         CommandKind::Extend => strings.extend.clone(),
         CommandKind::FencedAcquire => strings.fenced_acquire.clone(),
         CommandKind::WriteBack => strings.write_back.clone(),
+        CommandKind::QueuedAcquire => strings.queued_acquire.clone(),
         CommandKind::Inspect => JsValue::from_str("inspect"),
         _ => JsValue::from_str("unknown"),
     }
@@ -245,6 +246,26 @@ impl Operation {
         let node = whole(node, "node")?;
         let node = usize::try_from(node).unwrap_or(usize::MAX);
         self.inner.handle_notice(node, now).map_err(error::usage)
+    }
+
+    /// As `handleNotice`, with the notice's message (the bytes the subscriber received):
+    /// the id of the waiter first in the resource's queue on that node, or empty. The
+    /// core decides from it when the next attempt starts: at once for the waiter it
+    /// names, a node timeout later for the others. Throws `unknown_node` (and changes
+    /// nothing) for an index outside `0..N`.
+    #[wasm_bindgen(js_name = handleNoticeMessage)]
+    pub fn handle_notice_message(
+        &mut self,
+        node: f64,
+        message: &[u8],
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<(), JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let node = whole(node, "node")?;
+        let node = usize::try_from(node).unwrap_or(usize::MAX);
+        self.inner
+            .handle_notice_message(node, message, now)
+            .map_err(error::usage)
     }
 
     /// Abandons the operation at `nowUs` (the caller cancelled it). `pollOutput()` then

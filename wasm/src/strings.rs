@@ -31,6 +31,7 @@ js_strings! {
     extend = "extend",
     fenced_acquire = "fenced_acquire",
     write_back = "write_back",
+    queued_acquire = "queued_acquire",
     released = "released",
     nodes = "nodes",
     error = "error",

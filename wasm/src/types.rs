@@ -120,7 +120,7 @@ export interface NodeError {
 /** How one node answered the round an outcome reports on. */
 export type NodeResult = "not_asked" | "pending" | "success" | "conflict" | "timeout" | NodeError;
 
-export type CommandKind = "set" | "acquire" | "release" | "extend" | "fenced_acquire" | "write_back" | "inspect";
+export type CommandKind = "set" | "acquire" | "release" | "extend" | "fenced_acquire" | "write_back" | "inspect" | "queued_acquire";
 export type OperationKind = "acquire" | "extend" | "release" | "inspect";
 /**
  * Why an acquisition or extension failed. `not_held` (extensions only): every conflict
@@ -387,6 +387,8 @@ export interface Scripts {
   writeBack: Script;
   /** The resource-side check FencedSet sends. */
   fencedSet: Script;
+  /** A waiting acquisition's attempt, which keeps the queue of waiters. */
+  queuedAcquire: Script;
 }
 
 /** What became of a fenced write (FencedSet.handleReply). */

@@ -31,7 +31,8 @@ final class Event
      * @param list<string> $resources the lock's resources
      * @param ?string $operation `acquire`, `extend`, `release`, `inspect`; null for `lost`
      * @param ?int $attempt the attempt it concerns, from 1 (null for `lost`)
-     * @param ?int $elapsedUs how long after the operation started (null for `lost`)
+     * @param ?int $elapsedUs how long after the operation started; for `lost`, how long
+     *     after the lock was acquired (for a lockFromToken() lock: after that call)
      * @param int $atUs when it happened
      * @param ?string $reason why an attempt or operation failed: `conflict`, `nodes_failed`,
      *     `mixed`, `validity_too_short`, `not_held`
@@ -60,7 +61,7 @@ final class Event
     ) {
     }
 
-    /** How long after the operation started, in milliseconds (null for `lost`). */
+    /** How long after the operation started (`lost`: the acquisition), in milliseconds. */
     public function elapsedMs(): ?float
     {
         return $this->elapsedUs === null ? null : $this->elapsedUs / 1000;

@@ -26,9 +26,12 @@ final class Lock
     /** The `lost` event was reported (once per lock). */
     private bool $lostReported = false;
     private int $attempts = 0;
+    /** When the lock was acquired (Clock::nowUs()), for the `lost` event's elapsed time. */
+    private readonly int $heldSinceUs;
 
     /**
      * @param list<string> $resources
+     * @param ?int $heldSinceUs when the acquisition succeeded (default: now)
      * @internal created by Redlock
      */
     public function __construct(
@@ -37,8 +40,10 @@ final class Lock
         private Lease $lease,
         int $attempts = 0,
         private ?KeepAlive $keepAlive = null,
+        ?int $heldSinceUs = null,
     ) {
         $this->attempts = $attempts;
+        $this->heldSinceUs = $heldSinceUs ?? Clock::nowUs();
     }
 
     /** @return list<string> */
@@ -248,7 +253,7 @@ final class Lock
         $name = KeepAlive::lostReasonName($this->redlock->native, $reason);
         if (!$this->lostReported) {
             $this->lostReported = true;
-            $this->redlock->reportLost($this->resources, $name);
+            $this->redlock->reportLost($this->resources, $name, $this->heldSinceUs);
         }
         $shown = implode(', ', $this->resources);
         if ($reason === Constants::LOST_NOT_HELD) {

@@ -82,6 +82,26 @@ final class Redlock
     }
 
     /**
+     * A single-instance client (N = 1) on the master the Sentinels of `$sentinel` name
+     * for its service, over the default driver's own sockets: every connection attempt
+     * asks the Sentinels again, so a failover is followed at the next reconnection.
+     * Mind the failover caveat (see Sentinel): one replicated master is not Redlock.
+     */
+    public static function sentinel(Sentinel $sentinel, Options $options = new Options()): self
+    {
+        return new self(new StreamDriver($sentinel), $options);
+    }
+
+    /**
+     * Like sentinel(), over phpredis: the master is asked of the Sentinels with
+     * phpredis' RedisSentinel and reached with a fresh `\Redis` (PhpRedisDriver::sentinel()).
+     */
+    public static function withPhpRedisSentinel(Sentinel $sentinel, Options $options = new Options()): self
+    {
+        return new self(PhpRedisDriver::sentinel($sentinel), $options);
+    }
+
+    /**
      * A client over your own connected phpredis objects, one per node (sequential:
      * see PhpRedisDriver).
      *
@@ -170,9 +190,11 @@ final class Redlock
             ? $client->acquire($names, $ttlMs, Clock::nowUs())
             : $client->acquireWaiting($names, $ttlMs, $waitMs * 1000, Clock::nowUs());
         $outcome = $this->engine->run($op, $limitUs, $names, $waitMs !== null);
+        $acquiredAtUs = Clock::nowUs();
         $lease = $outcome->lease();
         if ($outcome->kind === Constants::OUTCOME_ACQUIRED && $lease !== null) {
-            $lock = new Lock($this, $names, $lease, $outcome->attempts() ?? 1, $keepAlive ? KeepAlive::create($client, $lease) : null);
+            $keeper = $keepAlive ? KeepAlive::create($client, $lease) : null;
+            $lock = new Lock($this, $names, $lease, $outcome->attempts() ?? 1, $keeper, $acquiredAtUs);
             $this->held[$lock] = true;
             return $lock;
         }
@@ -429,15 +451,17 @@ final class Redlock
     }
 
     /**
-     * A lock's keep-alive found it lost: the `lost` event.
+     * A lock's keep-alive found it lost: the `lost` event, its elapsed time counted
+     * from the lock's acquisition (`$heldSinceUs`), as in every package.
      *
      * @internal used by Lock
      * @param list<string> $names
      */
-    public function reportLost(array $names, string $lostReason): void
+    public function reportLost(array $names, string $lostReason, int $heldSinceUs): void
     {
         if ($this->listeners !== []) {
-            $this->deliver(new Event(Event::LOST, $names, null, null, null, Clock::nowUs(), lostReason: $lostReason));
+            $now = Clock::nowUs();
+            $this->deliver(new Event(Event::LOST, $names, null, null, max(0, $now - $heldSinceUs), $now, lostReason: $lostReason));
         }
     }
 

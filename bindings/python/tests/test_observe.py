@@ -180,7 +180,9 @@ def test_lost_is_reported_when_the_keys_are_deleted_under_auto_extension(
     redlock: Redlock, nodes: Nodes, recorder: Recorder, resource: str
 ) -> None:
     lost = threading.Event()
+    started = time.monotonic()
     lock = redlock.acquire(resource, ttl=1, auto_extend=True, on_lost=lambda error: lost.set())
+    acquired = time.monotonic()
     for port in nodes.ports:
         with redis.Redis(port=port) as client:
             client.delete(resource)
@@ -189,6 +191,10 @@ def test_lost_is_reported_when_the_keys_are_deleted_under_auto_extension(
     assert event.lost_reason == "not_held" and event.operation is None
     assert event.resources == (resource,)
     assert event.at <= time.monotonic()
+    # elapsed counts from the acquisition: the loss shows at the keep-alive's first
+    # extension, a good part of the 1 s TTL later.
+    assert started <= event.at - event.elapsed <= acquired
+    assert event.elapsed >= 0.2
     # The keep-alive's failed extension came first, from the auto-extension thread.
     not_extended = recorder.of("not_extended")
     assert not_extended and not_extended[0].reason == "not_held"
@@ -253,7 +259,9 @@ def test_asyncio_lost_is_reported(nodes: Nodes, recorder: Recorder, resource: st
     async def main() -> None:
         clients = [redis.asyncio.Redis(port=port) for port in nodes.ports]
         async with AsyncRedlock(clients, ttl=10, on_event=recorder) as redlock:
+            started = time.monotonic()
             lock = await redlock.acquire(resource, ttl=1, auto_extend=True)
+            acquired = time.monotonic()
             for port in nodes.ports:
                 with redis.Redis(port=port) as client:
                     client.delete(resource)
@@ -264,6 +272,9 @@ def test_asyncio_lost_is_reported(nodes: Nodes, recorder: Recorder, resource: st
             await lock.release()
         for client in clients:
             await client.aclose()
+        (event,) = recorder.of("lost")
+        assert started <= event.at - event.elapsed <= acquired  # from the acquisition
+        assert event.elapsed >= 0.2
 
     asyncio.run(main())
     assert [event.lost_reason for event in recorder.of("lost")] == ["not_held"]

@@ -129,6 +129,8 @@ struct Contention {
     /// Per client, how long each of its acquisitions waited.
     waits: Vec<Vec<Duration>>,
     failures: usize,
+    /// Attempts summed over every acquisition.
+    attempts: u64,
 }
 
 #[derive(Default)]
@@ -141,6 +143,7 @@ struct Shared {
     release_to_next: Vec<Duration>,
     /// Acquisitions and releases that missed a node timeout (a loaded machine).
     failures: usize,
+    attempts: u64,
 }
 
 /// `contenders` clients with default settings lock (waiting up to [`WAIT`]), hold for
@@ -179,6 +182,7 @@ async fn contention(urls: &[String], contenders: usize, notices: bool) -> Conten
                     assert!(!shared.inside, "two holders at once");
                     shared.inside = true;
                     shared.acquisitions += 1;
+                    shared.attempts += u64::from(lock.attempts());
                     if shared.last_holder.replace(id) != Some(id) {
                         shared.handoffs += 1;
                         if let Some(released) = shared.released_at {
@@ -216,6 +220,7 @@ async fn contention(urls: &[String], contenders: usize, notices: bool) -> Conten
         release_to_next: Stats(shared.release_to_next),
         waits,
         failures: shared.failures,
+        attempts: shared.attempts,
     }
 }
 
@@ -325,8 +330,15 @@ fn main() {
         WAIT.as_secs()
     );
     println!(
-        "{:<28} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
-        "", "acquired/s", "hand-offs/s", "r->n p50 us", "r->n p99 us", "max/mean", "client/mean"
+        "{:<28} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "",
+        "acquired/s",
+        "hand-offs/s",
+        "r->n p50 us",
+        "r->n p99 us",
+        "max/mean",
+        "client/mean",
+        "attempts"
     );
     for contenders in [4, 16] {
         for notices in [true, false] {
@@ -361,7 +373,7 @@ fn main() {
                 String::new()
             };
             println!(
-                "{:<28} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.1} {:>11.1}{}",
+                "{:<28} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.1} {:>11.1} {:>11.1}{}",
                 format!(
                     "{contenders} clients, {}",
                     if notices { "notices" } else { "no notices" }
@@ -372,6 +384,7 @@ fn main() {
                 p99,
                 ratio(longest),
                 ratio(worst_client),
+                run.attempts as f64 / run.acquisitions.max(1) as f64,
                 if starved > 0 {
                     format!("  ({starved} clients never acquired)")
                 } else {
@@ -383,6 +396,6 @@ fn main() {
     println!(
         "r->n: a release started to another client's acquisition; max/mean: the longest \
          single wait over the mean wait; client/mean: the worst client's mean wait over \
-         the mean wait"
+         the mean wait; attempts: per acquisition"
     );
 }

@@ -955,14 +955,14 @@ impl Inner {
                     // nothing, as the core documents.
                     let _ = op.handle_reply(request, reply, self.now());
                 }
-                Some(node) = async {
+                Some((node, message)) = async {
                     match listening.as_mut() {
                         Some(listening) => listening.recv().await,
                         None => std::future::pending().await,
                     }
                 } => {
                     // Only nodes 0..N subscribe, so the index is always known.
-                    let _ = op.handle_notice(node, self.now());
+                    let _ = op.handle_notice_message(node, &message, self.now());
                 }
                 () = tokio::time::sleep_until(tokio::time::Instant::from_std(self.instant(at))) => {
                     op.handle_timeout(self.now());

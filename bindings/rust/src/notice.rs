@@ -44,8 +44,9 @@ struct Subscriber {
 struct State {
     next_waiter: u64,
     next_generation: u64,
-    /// Per channel, its waiters: each gets the index of the node a notice came from.
-    channels: HashMap<Vec<u8>, HashMap<u64, mpsc::UnboundedSender<usize>>>,
+    /// Per channel, its waiters: each gets the index of the node a notice came from
+    /// and the notice's message.
+    channels: HashMap<Vec<u8>, HashMap<u64, mpsc::UnboundedSender<Notice>>>,
     /// Per node, its subscriber task, if one runs.
     subscribers: Vec<Option<Subscriber>>,
     /// The client is gone: no new subscriber starts.
@@ -178,19 +179,23 @@ impl Notices {
     }
 }
 
+/// One release notice: the node it came from and its message (who is first in the
+/// queue of waiters there, as [`redlock_core::Operation::handle_notice_message`] reads it).
+pub(crate) type Notice = (usize, Vec<u8>);
+
 /// One waiter's subscription: notices come out of [`Listening::recv`]; dropped, it
 /// unsubscribes the channels no other waiter wants.
 pub(crate) struct Listening {
     shared: Arc<Shared>,
     id: u64,
     channels: Vec<Vec<u8>>,
-    receiver: mpsc::UnboundedReceiver<usize>,
+    receiver: mpsc::UnboundedReceiver<Notice>,
 }
 
 impl Listening {
-    /// The next notice's node index. Never ends while the client lives (a waiter keeps
-    /// its sender in the map until dropped).
-    pub(crate) async fn recv(&mut self) -> Option<usize> {
+    /// The next notice. Never ends while the client lives (a waiter keeps its sender in
+    /// the map until dropped).
+    pub(crate) async fn recv(&mut self) -> Option<Notice> {
         self.receiver.recv().await
     }
 }
@@ -273,11 +278,13 @@ async fn serve(
                 let Ok(channel) = message.get_channel::<Vec<u8>>() else {
                     continue;
                 };
+                // A message that is not a byte string names nobody.
+                let text = message.get_payload::<Vec<u8>>().unwrap_or_default();
                 let state = shared.state();
                 if let Some(waiters) = state.channels.get(&channel) {
                     for waiter in waiters.values() {
                         // A waiter that finished drops its receiver just before leaving.
-                        let _ = waiter.send(node);
+                        let _ = waiter.send((node, text.clone()));
                     }
                 }
             }

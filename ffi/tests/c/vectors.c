@@ -751,7 +751,11 @@ static bool step(replay *r, const json *s, const char **error, json **outputs) {
                 len < 17 || memcmp(channel, "redlock:released:", 17) != 0)
                 return fail("notice channel %zu is not a release channel", i);
         }
-        rc = redlock_operation_handle_notice(op, (size_t)node, now);
+        /* `message`: the text the notice carried; without it, the bare notice. */
+        const char *message = json_string(json_get(args, "message"));
+        rc = message ? redlock_operation_handle_notice_message(
+                           op, (size_t)node, (const uint8_t *)message, strlen(message), now)
+                     : redlock_operation_handle_notice(op, (size_t)node, now);
     } else if (json_get(s, "abandon")) {
         target = op_name ? op_name : r->last;
         if (!target) return fail("abandon before any operation");

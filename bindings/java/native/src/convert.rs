@@ -71,6 +71,7 @@ pub(crate) fn command_kind(kind: CommandKind) -> jlong {
         CommandKind::FencedAcquire => 4,
         CommandKind::WriteBack => 5,
         CommandKind::Inspect => 6,
+        CommandKind::QueuedAcquire => 7,
         _ => -1,
     }
 }

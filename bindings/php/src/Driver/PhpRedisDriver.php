@@ -10,6 +10,7 @@ use Redlock\Ffi\Constants;
 use Redlock\Ffi\Link;
 use Redlock\Ffi\Native;
 use Redlock\Ffi\Reply;
+use Redlock\Sentinel;
 
 /**
  * A driver over your own connected phpredis `Redis` objects, one per node.
@@ -40,8 +41,11 @@ use Redlock\Ffi\Reply;
  * no subscriber (their settings are not readable back from phpredis): a waiting
  * acquisition then hears no notices from them and follows the core's retry schedule.
  *
- * Reconnecting uses `$reconnect($node, $redis)` if given, else connect() to the same
- * host, port and timeout, then AUTH and SELECT as before. phpredis reports every status
+ * Reconnecting uses `$reconnect($node, $redis, $timeoutSeconds)` if given, else
+ * connect() to the same host, port and timeout, then AUTH and SELECT as before.
+ *
+ * PhpRedisDriver::sentinel() makes the one node the master Redis Sentinels name,
+ * resolved with phpredis' own `RedisSentinel` at every connection attempt. phpredis reports every status
  * reply as `true`, so any status counts as `OK`. The driver changes each object's read
  * timeout while it runs a command and restores it.
  */
@@ -67,10 +71,13 @@ final class PhpRedisDriver implements Driver
     private readonly ?\Closure $reconnect;
     private ?NoticeListener $notices = null;
     private bool $listening = false;
+    /** Whether the nodes keep their addresses (not so a Sentinel's master): notices need it. */
+    private bool $fixedAddresses = true;
 
     /**
      * @param list<\Redis> $nodes connected phpredis objects, one per node
-     * @param (callable(int, \Redis): \Redis)|null $reconnect a fresh connection for node N
+     * @param (callable(int, \Redis, float): \Redis)|null $reconnect a fresh connection
+     *     for node N, within the given number of seconds
      */
     public function __construct(array $nodes, ?callable $reconnect = null, ?Native $native = null)
     {
@@ -94,6 +101,86 @@ final class PhpRedisDriver implements Driver
         }
         $this->native = $native ?? Native::get();
         $this->reconnect = $reconnect === null ? null : \Closure::fromCallable($reconnect);
+    }
+
+    /**
+     * One node: the master the Sentinels of `$sentinel` name for its service, asked
+     * with phpredis' `RedisSentinel::getMasterAddrByName()` (each Sentinel in turn) at
+     * every connection attempt, then connected with a fresh `\Redis` (AUTH and SELECT
+     * from `$sentinel`). Release notices are not heard (the master moves): a waiting
+     * acquisition follows the core's retry schedule.
+     *
+     * phpredis before 6.0 reaches Sentinels without AUTH; neither this transport nor
+     * phpredis' Sentinel client does TLS here: use the stream transport for those.
+     */
+    public static function sentinel(Sentinel $sentinel, ?Native $native = null): self
+    {
+        if ($sentinel->tls) {
+            throw new InvalidArgumentException('the phpredis transport reaches a Sentinel master without TLS (use Redlock::sentinel())');
+        }
+        $modern = version_compare((string) phpversion('redis'), '6.0', '>=');
+        foreach ($sentinel->sentinels as $address) {
+            if ($address->tls || (!$modern && $address->password !== null)) {
+                throw new InvalidArgumentException(
+                    "phpredis' RedisSentinel cannot reach {$address->label()} with TLS or AUTH (use Redlock::sentinel())",
+                );
+            }
+        }
+        $resolve = static function (int $node, \Redis $old, float $timeout) use ($sentinel, $modern): \Redis {
+            unset($node, $old);
+            $failures = [];
+            foreach ($sentinel->sentinels as $address) {
+                $limit = min($timeout, $sentinel->queryTimeoutMs / 1000);
+                try {
+                    $client = $modern
+                        ? new \RedisSentinel(self::sentinelOptions($address, $limit))
+                        : new \RedisSentinel($address->host, $address->port, $limit, null, 0, $limit);
+                    $reply = $client->getMasterAddrByName($sentinel->service);
+                } catch (\RedisException $e) {
+                    $failures[] = "{$address->label()}: {$e->getMessage()}";
+                    continue;
+                }
+                try {
+                    // phpredis gives an empty array (5.x) or false for a service the Sentinel does not know.
+                    $master = $sentinel->master(is_array($reply) && $reply !== [] ? array_map('strval', array_values($reply)) : null);
+                } catch (InvalidArgumentException $e) {
+                    $failures[] = "{$address->label()}: {$e->getMessage()}";
+                    continue;
+                }
+                if ($master === null) {
+                    $failures[] = $sentinel->unknown($address);
+                    continue;
+                }
+                $redis = new \Redis();
+                $redis->connect($master->host, $master->port, $timeout);
+                if ($master->password !== null) {
+                    $redis->auth($master->username !== null ? [$master->username, $master->password] : $master->password);
+                }
+                if ($master->database !== 0) {
+                    $redis->select($master->database);
+                }
+                return $redis;
+            }
+            throw new \RedisException($sentinel->failure($failures));
+        };
+        $driver = new self([new \Redis()], $resolve, $native);
+        $driver->labels = [$sentinel->label()];
+        $driver->fixedAddresses = false;
+        return $driver;
+    }
+
+    /**
+     * phpredis 6's RedisSentinel options for one Sentinel.
+     *
+     * @return array<string, mixed>
+     */
+    private static function sentinelOptions(NodeAddress $address, float $timeout): array
+    {
+        $options = ['host' => $address->host, 'port' => $address->port, 'connectTimeout' => $timeout, 'readTimeout' => $timeout];
+        if ($address->password !== null) {
+            $options['auth'] = $address->username !== null ? [$address->username, $address->password] : $address->password;
+        }
+        return $options;
     }
 
     public function labels(): array
@@ -209,7 +296,7 @@ final class PhpRedisDriver implements Driver
         foreach (array_keys($this->nodes) as $node) {
             $endpoint = $this->endpoints[$node] ?? null;
             $out[$node] = null;
-            if ($endpoint === null) {
+            if ($endpoint === null || !$this->fixedAddresses) {
                 continue;
             }
             [$host, $port, , $auth, $db] = $endpoint;
@@ -235,7 +322,7 @@ final class PhpRedisDriver implements Driver
     {
         // Opening takes at most the object's own connect timeout (what its owner chose
         // for connecting), whatever the loop waits for.
-        $timeout = $this->endpoints[$node][2] ?? 0.0;
+        $timeout = $this->fixedAddresses ? $this->endpoints[$node][2] ?? 0.0 : 0.0;
         if ($timeout > 0) {
             $budgetUs = min($budgetUs, (int) ($timeout * 1e6));
         }
@@ -433,7 +520,7 @@ final class PhpRedisDriver implements Driver
     {
         try {
             if ($this->reconnect !== null) {
-                $this->nodes[$node] = ($this->reconnect)($node, $this->nodes[$node]);
+                $this->nodes[$node] = ($this->reconnect)($node, $this->nodes[$node], $budgetUs / 1e6);
             } else {
                 $endpoint = $this->endpoints[$node] ?? null;
                 if ($endpoint === null) {

@@ -8,6 +8,7 @@ use Redlock\Clock;
 use Redlock\Exception\InvalidArgumentException;
 use Redlock\Ffi\Link;
 use Redlock\Ffi\Native;
+use Redlock\Sentinel;
 
 /**
  * The default driver: one non-blocking `stream_socket_client` connection per node
@@ -22,6 +23,9 @@ use Redlock\Ffi\Native;
  * Release notices for waiting acquisitions come over a second connection per node in
  * `SUBSCRIBE` mode (NoticeListener), opened by the first acquisition that waits and
  * served by the same select loop.
+ *
+ * With a Sentinel (see Redlock\Sentinel) the one node is the master the Sentinels name,
+ * asked on its own sockets at every connection attempt (StreamChannel).
  */
 final class StreamDriver implements Driver
 {
@@ -31,11 +35,17 @@ final class StreamDriver implements Driver
     private readonly Native $native;
 
     /**
-     * @param list<string|NodeAddress> $nodes URLs (redis://, rediss://) or addresses
+     * @param list<string|NodeAddress>|Sentinel $nodes URLs (redis://, rediss://) or
+     *     addresses; or the master a Sentinel names (one node)
      * @param array<string, mixed> $tlsOptions PHP `ssl` context options for rediss:// URLs
      */
-    public function __construct(array $nodes, array $tlsOptions = [], ?Native $native = null)
+    public function __construct(array|Sentinel $nodes, array $tlsOptions = [], ?Native $native = null)
     {
+        if ($nodes instanceof Sentinel) {
+            $this->native = $native ?? Native::get();
+            $this->channels[] = new StreamChannel($this->native, $nodes, 0);
+            return;
+        }
         if ($nodes === []) {
             throw new InvalidArgumentException('no nodes: give at least one Redis URL', 'no_nodes');
         }
@@ -49,12 +59,12 @@ final class StreamDriver implements Driver
 
     public function labels(): array
     {
-        return array_map(static fn (StreamChannel $c): string => $c->connection->address->label(), $this->channels);
+        return array_map(static fn (StreamChannel $c): string => $c->label(), $this->channels);
     }
 
     public function addresses(): array
     {
-        return array_map(static fn (StreamChannel $c): string => $c->connection->address->hostPort(), $this->channels);
+        return array_map(static fn (StreamChannel $c): string => $c->hostPort(), $this->channels);
     }
 
     public function connect(int $node, Events $events): void
@@ -97,7 +107,7 @@ final class StreamDriver implements Driver
     {
         $this->notices ??= new NoticeListener(
             $this->native,
-            array_map(static fn (StreamChannel $c): NodeAddress => $c->connection->address, $this->channels),
+            array_map(static fn (StreamChannel $c): ?NodeAddress => $c->noticeAddress(), $this->channels),
         );
         $this->notices->listen($channels, $events);
     }
@@ -120,45 +130,59 @@ final class StreamDriver implements Driver
     {
         $read = [];
         $write = [];
+        /** @var array<int, StreamConnection> $byId */
         $byId = [];
+        $deadline = null;
         foreach ($this->channels as $channel) {
-            $stream = $channel->connection->readStream();
-            if ($stream === null) {
+            $due = $channel->deadlineUs();
+            if ($due !== null) {
+                $deadline = min($deadline ?? $due, $due);
+            }
+            $connection = $channel->active();
+            $stream = $connection?->readStream();
+            if ($connection === null || $stream === null) {
                 continue;
             }
             $id = (int) $stream;
-            $byId[$id] = $channel;
+            $byId[$id] = $connection;
             $read[$id] = $stream;
-            $w = $channel->connection->writeStream();
+            $w = $connection->writeStream();
             if ($w !== null) {
                 $write[$id] = $w;
             }
         }
-        $subscribers = $this->notices?->streams() ?? [];
-        foreach ($subscribers as $id => [$r, $w]) {
+        foreach ($this->notices?->streams() ?? [] as $id => [$r, $w, $subscriber]) {
+            $byId[$id] = $subscriber->connection;
             $read[$id] = $r;
             if ($w !== null) {
                 $write[$id] = $w;
             }
         }
+        if ($deadline !== null) {
+            // A Sentinel query gives up at its own deadline.
+            $timeoutUs = max(0, min($timeoutUs, $deadline - Clock::nowUs()));
+        }
         if ($read === []) {
             if ($timeoutUs > 0) {
                 usleep(min($timeoutUs, 1_000_000));
             }
-            return;
+        } else {
+            $except = null;
+            $ready = @stream_select($read, $write, $except, intdiv($timeoutUs, 1_000_000), $timeoutUs % 1_000_000);
+            if ($ready !== false && $ready > 0) {
+                foreach ($write as $stream) {
+                    $byId[(int) $stream]->onWritable();
+                }
+                foreach ($read as $stream) {
+                    $byId[(int) $stream]->onReadable();
+                }
+            }
         }
-        $except = null;
-        $ready = @stream_select($read, $write, $except, intdiv($timeoutUs, 1_000_000), $timeoutUs % 1_000_000);
-        if ($ready === false || $ready === 0) {
-            return;
-        }
-        foreach ($write as $stream) {
-            $id = (int) $stream;
-            ($byId[$id] ?? $subscribers[$id][2])->connection->onWritable();
-        }
-        foreach ($read as $stream) {
-            $id = (int) $stream;
-            ($byId[$id] ?? $subscribers[$id][2])->connection->onReadable();
+        if ($deadline !== null) {
+            $now = Clock::nowUs();
+            foreach ($this->channels as $channel) {
+                $channel->checkTimeout($now);
+            }
         }
     }
 }

@@ -226,7 +226,7 @@ abstract class DriverScenarios extends TestCase
         $second->release();
         $redlock->flush();
         // The scripts were loaded on the new connection before any EVALSHA.
-        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', '2f298bcb2aa1f2203d8b32d50dbf19d858b60ff2');
+        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', 'b399813226b7fcc0c335385e03b88d87a434fe8f');
         $this->assertSame([1], $exists);
     }
 

@@ -231,6 +231,10 @@ trait UserExpectationScenarios
             $events[] = $e;
         });
         $lock = $redlock->acquire($this->inspected(), 600, true);
+        $acquiredUs = Clock::nowUs();
+        // Held a while before the keys go, so an elapsed time counted from anything but
+        // the acquisition (the extension that found them gone, or nothing) shows.
+        usleep(100_000);
         for ($i = 0; $i < 5; $i++) {
             Nodes::redis(static::basePort(), $i)->del($this->inspected());
         }
@@ -254,7 +258,13 @@ trait UserExpectationScenarios
         $this->assertSame('not_held', $lost[0]->lostReason);
         $this->assertSame([$this->inspected()], $lost[0]->resources);
         $this->assertNull($lost[0]->operation);
-        $this->assertNull($lost[0]->elapsedUs);
+        // elapsed counts from the acquisition: between the acquired event and acquire()'s
+        // return, up to the lost event.
+        $acquired = array_values(array_filter($events, static fn (Event $e): bool => $e->kind === Event::ACQUIRED))[0];
+        $this->assertNotNull($lost[0]->elapsedUs);
+        $this->assertGreaterThanOrEqual($lost[0]->atUs - $acquiredUs, $lost[0]->elapsedUs);
+        $this->assertLessThanOrEqual($lost[0]->atUs - $acquired->atUs, $lost[0]->elapsedUs);
+        $this->assertGreaterThanOrEqual(100_000, $lost[0]->elapsedUs);
         $kinds = array_map(static fn (Event $e): string => $e->kind, $events);
         $this->assertSame(Event::ACQUIRED, $kinds[0]);
         $this->assertContains(Event::NOT_EXTENDED, $kinds, 'the extension that found the keys gone');

@@ -23,7 +23,7 @@ The low-level objects (``Config``, ``Client``, ``Operation``, ...) are in
 """
 
 from ._asyncio import AsyncLock, AsyncLockContext, AsyncRedlock
-from ._common import ReleaseResult
+from ._common import AcquireOptions, ReleaseResult
 from ._decorator import synchronized
 from ._errors import (
     ConfigError,
@@ -50,6 +50,7 @@ from .core import now_us, version
 __version__ = "0.1.0"
 
 __all__ = [
+    "AcquireOptions",
     "AsyncLock",
     "AsyncLockContext",
     "AsyncRedlock",

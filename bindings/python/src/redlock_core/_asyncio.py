@@ -16,26 +16,22 @@ import asyncio
 import inspect
 import weakref
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio
+import redis.asyncio.sentinel
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 
-from ._common import (
-    Duration,
-    RedlockBase,
-    ReleaseResult,
-    check_clients,
-    connection_like,
-    shown,
-    subscriber_like,
-)
-from ._errors import UsedAfterCloseError
-from ._lock import LockContextBase, LockState, OnLost
+from ._common import MasterSearch, Procedure, RedlockBase, connection_like, subscriber_like
+from ._lock import LockContextBase, LockState
 from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscription
-from .core import Operation, Outcome, Resources, now_us, resource_list
+from .core import Outcome, Resources, now_us
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._common import AcquireOptions, Duration, ReleaseResult, Step, Steps, T
 
 __all__ = ["AsyncLock", "AsyncLockContext", "AsyncRedlock"]
 
@@ -264,19 +260,37 @@ async def _quietly(awaitable: Any) -> None:
         pass
 
 
+class _Sentinel(redis.asyncio.sentinel.Sentinel):
+    """redis-py's Sentinel, whose master search says what each Sentinel answered."""
+
+    async def discover_master(self, service_name: str) -> tuple[str, int]:
+        search = MasterSearch(self, service_name)
+        for sentinel in search:
+            try:
+                search.answer(await sentinel.sentinel_get_master_addr_by_name(service_name))
+            except redis.RedisError as error:
+                search.answer(error)
+        return search.master()
+
+
 class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
     """A Redlock over independent Redis nodes, one ``redis.asyncio.Redis`` client per
     node. Settings as for :class:`redlock_core.Redlock`."""
 
+    _sentinel_class = _Sentinel
+    _retry_class = AsyncRetry
+
+    _client_class = redis.asyncio.Redis
+    _client_name = "redis.asyncio.Redis"
+
     def __init__(self, clients: Sequence[redis.asyncio.Redis], **settings: Any) -> None:
-        node_clients = check_clients(clients, redis.asyncio.Redis, "redis.asyncio.Redis")
-        super().__init__(node_clients, **settings)
+        super().__init__(clients, **settings)
+        node_clients = self._node_clients
         self._streams = [
             _StreamIO(self, node, client) for node, client in zip(self._engine.nodes, node_clients)
         ]
         self._wakers: dict[int, asyncio.Future[None]] = {}
         self._engine.on_change = self._changed
-        self._node_clients = node_clients
         self._listeners: list[_Listener | None] = [None] * len(node_clients)
         self._engine.on_channels = self._channels_changed
         self._timer: asyncio.Task[None] | None = None
@@ -356,30 +370,12 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
 
     # ---- locking ------------------------------------------------------------------
 
-    async def acquire(
-        self,
-        resources: Resources,
-        *,
-        ttl: Duration | None = None,
-        blocking_timeout: Duration | None = None,
-        fencing: bool | None = None,
-        auto_extend: bool = False,
-        on_lost: OnLost | None = None,
-    ) -> AsyncLock:
-        """Acquires a lock on ``resources`` (see :meth:`redlock_core.Redlock.acquire`,
-        ``blocking_timeout`` and ``fencing`` included). Cancelling the task abandons the
-        acquisition: the core's release of its token goes out, and the
-        ``CancelledError`` propagates."""
-        names = resource_list(resources)
-        await self._warm()
-        with self._start_acquire(names, ttl, blocking_timeout, fencing) as op:
-            outcome = await self._drive(
-                op, waits=self._waits(blocking_timeout), resources=shown(resources, names)
-            )
-        lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
-        return AsyncLock(
-            self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost
-        )
+    async def acquire(self, resources: Resources, **options: Unpack[AcquireOptions]) -> AsyncLock:
+        """Acquires a lock on ``resources`` (see :meth:`redlock_core.Redlock.acquire`
+        and :class:`AcquireOptions`). Cancelling the task abandons the acquisition:
+        the core's release of its token goes out, and the ``CancelledError``
+        propagates. With ``auto_extend`` a task keeps the lock alive."""
+        return await self._run(self._acquire_steps(resources, options))
 
     async def extend(self, lock: AsyncLock, ttl: Duration | None = None) -> None:
         """``await lock.extend(ttl)`` (see :meth:`AsyncLock.extend`)."""
@@ -389,15 +385,22 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
         """``await lock.release()`` (see :meth:`AsyncLock.release`)."""
         return await lock.release()
 
-    async def _drive(
-        self, op: Operation, *, waits: bool = False, resources: Sequence[str | bytes] = ()
-    ) -> Outcome:
-        """Awaits ``op``'s outcome; wakes at its wait and at deliveries only. Its events
-        go to the hooks (and its span) from this task."""
+    async def _run(self, steps: Steps[T]) -> T:
+        """Runs a procedure (see :class:`Procedure`) on the event loop, after the
+        first operation's connections are warm."""
+        await self._warm()
+        with Procedure(steps) as procedure:
+            while procedure.step is not None:
+                procedure.send(await self._drive(procedure.step))
+        return procedure.result
+
+    async def _drive(self, step: Step) -> Outcome:
+        """Awaits ``step``'s outcome; wakes at its wait and at deliveries only. Its
+        events go to the hooks (and its span) from this task."""
         engine = self._engine
         loop = asyncio.get_running_loop()
-        with self._observe(op, resources) as observation:
-            running = engine.start(op, waits=waits, events=observation.wants_events)
+        with self._observe(step) as observation:
+            running = engine.start(step.op, waits=step.waits, events=observation.wants_events)
             self._poke_timer()
             try:
                 while True:
@@ -436,12 +439,7 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
         """Whether anyone holds the lock on ``resources`` now, as the core decides at
         the quorum (see :meth:`redlock_core.Redlock.locked`). Raises
         :class:`NodesFailedError` when too many nodes failed to say."""
-        names = resource_list(resources)
-        shown_names = shown(resources, names)
-        await self._warm()
-        with self._start_inspect(names) as op:
-            outcome = await self._drive(op, resources=shown_names)
-        return self._inspected(outcome, shown_names)
+        return await self._run(self._inspecting(resources))
 
     # ---- closing ------------------------------------------------------------------
 
@@ -483,9 +481,8 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
 
 
 class AsyncLock(LockState):
-    """A held lock. ``async with`` releases it at the end of the block and raises
-    :class:`LockLostError` there if the block ran past the lock's validity or the lock
-    was lost (unless the block is already raising)."""
+    """A held lock of an :class:`AsyncRedlock`: as :class:`redlock_core.Lock`, left
+    with ``async with`` and with coroutine methods."""
 
     _redlock: AsyncRedlock
 
@@ -499,9 +496,7 @@ class AsyncLock(LockState):
     async def extend(self, ttl: Duration | None = None) -> None:
         """Extends the lock (see :meth:`redlock_core.Lock.extend`)."""
         async with self._op_lock:
-            await self._redlock._warm()
-            outcome = await self._redlock._drive(self._start_extend(ttl), resources=self._resources)
-            error = self._extended(outcome)
+            error = await self._redlock._run(self._extending(ttl))
         self._wake.set()
         await _awaited(self._signal())
         if error is not None:
@@ -512,33 +507,20 @@ class AsyncLock(LockState):
         self._stop_keepalive()
         self._wake.set()
         async with self._op_lock:
-            if self._released is not None:
-                return self._released
-            await self._redlock._warm()
-            outcome = await self._redlock._drive(self._start_release(), resources=self._resources)
-            return self._released_by(outcome)
+            return await self._redlock._run(self._releasing())
 
     async def owned(self) -> bool:
         """Whether we hold the lock now (see :meth:`redlock_core.Lock.owned`). Raises
         :class:`NodesFailedError` when too many nodes failed to say."""
-        await self._redlock._warm()
-        with self._start_inspect() as op:
-            outcome = await self._redlock._drive(op, resources=self._resources)
-        # The lease as it stands now (an auto-extension may have renewed it meanwhile).
-        return self._owner._inspected(outcome, self._resources, self._lease)
+        return await self._redlock._run(self._owning())
 
     async def __aenter__(self) -> AsyncLock:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        error = self._exit_error()
+    async def __aexit__(self, *exc_info: object) -> None:
+        error = self._exit_error(exc_info)
         await self.release()
-        if exc_type is None and error is not None:
+        if error is not None:
             raise error
 
 
@@ -559,16 +541,7 @@ async def _keep_alive(lock_ref: weakref.ref[AsyncLock], wake: asyncio.Event) -> 
             return
         if plan.extend:
             async with lock._op_lock:
-                op = lock._keepalive_extension()
-                if op is not None:
-                    try:
-                        outcome = await lock._redlock._drive(op, resources=lock._resources)
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception:  # the driver failed: the core decides what it means
-                        lock._keepalive_failed()
-                    else:
-                        lock._extended(outcome, by_keepalive=True)
+                await lock._redlock._run(lock._keeping_alive())
             await _awaited(lock._signal())
             continue
         until = plan.until
@@ -585,23 +558,18 @@ class AsyncLockContext(LockContextBase):
     """What :meth:`AsyncRedlock.lock` returns: acquires on ``__aenter__``, releases on
     ``__aexit__``."""
 
-    _lock: AsyncLock | None = None
+    _redlock: AsyncRedlock
+    _lock: AsyncLock | None
 
     async def __aenter__(self) -> AsyncLock:
-        if self._lock is not None:
-            raise UsedAfterCloseError("this lock context is already entered")
-        self._lock = await self._redlock.acquire(self._resources, **self._arguments())
-        return self._lock
+        lock: AsyncLock = await self._redlock._run(self._entering())
+        self._lock = lock
+        return lock
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        lock, self._lock = self._lock, None
+    async def __aexit__(self, *exc_info: object) -> None:
+        lock = self._leaving()
         if lock is not None:
-            await lock.__aexit__(exc_type, exc, traceback)
+            await lock.__aexit__(*exc_info)
 
 
 # The classes the shared lock() and from_token() make (defined after the Redlock).

@@ -1,5 +1,13 @@
 """What the synchronous and asyncio drivers share: settings, the client and its
-engine, and outcomes turned into results and exceptions.
+engine, the arguments of an acquisition, the procedures (acquire, inspect, and the
+lock's own in :mod:`redlock_core._lock`), and outcomes turned into results and
+exceptions.
+
+A procedure is written once, without I/O, as a generator: it yields each
+:class:`Step` (an operation to run to its outcome) and gets the outcome back, or the
+exception the driver's I/O raised; what it returns is the caller's result. The
+synchronous driver runs the steps on threads, the asyncio driver on the event loop
+(:class:`Procedure` is the loop both use); neither knows what the steps mean.
 
 Nothing here decides anything about the lock: settings become a core
 :class:`~redlock_core.core.Config`, and each failed outcome becomes the one exception
@@ -9,10 +17,25 @@ its core error class maps to (see :mod:`redlock_core._errors`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    ClassVar,
+    Generic,
+    NamedTuple,
+    TypedDict,
+    TypeVar,
+    Union,
+    cast,
+)
+from urllib.parse import urlsplit
+
+from redis.backoff import NoBackoff
+from redis.sentinel import MasterNotFoundError
 
 from . import _ffi
 from ._errors import (
@@ -43,6 +66,8 @@ from .core import (
 )
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ._lock import LockContextBase, LockState, OnLost
 
 logger = logging.getLogger("redlock_core")
@@ -50,6 +75,11 @@ logger = logging.getLogger("redlock_core")
 #: A driver's lock class and lock context class.
 LockT = TypeVar("LockT", bound="LockState")
 ContextT = TypeVar("ContextT", bound="LockContextBase")
+
+#: A procedure's result.
+T = TypeVar("T")
+#: A driver's Redlock class, for the constructors the base class shares.
+RedlockT = TypeVar("RedlockT", bound="RedlockBase[Any, Any]")
 
 #: A duration in seconds: a number or a ``timedelta``.
 Duration = Union[int, float, timedelta]
@@ -64,6 +94,128 @@ class ReleaseResult:
     released: int
     nodes: tuple[NodeResult, ...]
     confirmed: bool = True
+
+
+class AcquireOptions(TypedDict, total=False):
+    """The keyword arguments of ``acquire`` and ``lock``, the same on a
+    :class:`~redlock_core.Redlock` and an :class:`~redlock_core.AsyncRedlock`:
+
+    - ``ttl``: the lock's TTL (seconds, or a ``timedelta``) instead of the Redlock's;
+    - ``blocking_timeout``: wait up to that long for the lock instead of making the
+      configured attempts (the core's wait limit; release notices wake the wait as soon
+      as a release makes success possible; 0: try once);
+    - ``fencing``: overrides the Redlock's fencing setting for this lock (see
+      ``Lock.fencing_token``);
+    - ``auto_extend``: keep the lock alive in the background (a thread, or a task) as
+      the core's keep-alive says; if the lock is lost, ``lock.lost`` becomes true,
+      ``lock.check()`` raises, and ``on_lost`` is called with the
+      :class:`~redlock_core.LockLostError`;
+    - ``on_lost``: that callback (from the keep-alive's thread or task; a coroutine
+      function's result is awaited on an AsyncRedlock).
+    """
+
+    ttl: Duration | None
+    blocking_timeout: Duration | None
+    fencing: bool | None
+    auto_extend: bool
+    on_lost: OnLost | None
+
+
+@dataclass(frozen=True)
+class AcquirePlan:
+    """One acquisition as asked for: the resources as the caller named them and the
+    options, defaults filled in. Both drivers' ``acquire`` and ``lock`` make one."""
+
+    resources: Resources
+    ttl: Duration | None = None
+    blocking_timeout: Duration | None = None
+    fencing: bool | None = None
+    auto_extend: bool = False
+    on_lost: OnLost | None = None
+
+    @classmethod
+    def of(cls, resources: Resources, options: Mapping[str, Any], caller: str) -> AcquirePlan:
+        """The plan of ``caller(resources, **options)``; an unknown keyword is the
+        ``TypeError`` Python gives for one."""
+        for name in options:
+            if name not in AcquireOptions.__annotations__:
+                raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")
+        return cls(resources, **options)
+
+    @property
+    def waits(self) -> bool:
+        """Whether the acquisition may wait (a wait limit above zero)."""
+        limit = self.blocking_timeout
+        if limit is None:
+            return False
+        if isinstance(limit, timedelta):
+            return limit.total_seconds() > 0
+        return limit > 0
+
+
+class Step(NamedTuple):
+    """One operation a procedure needs run to its outcome by the driver's I/O:
+    ``resources`` name it in events and spans; ``waits`` lets it wait for release
+    notices."""
+
+    op: Operation
+    resources: Sequence[str | bytes]
+    waits: bool = False
+
+
+#: A procedure: yields steps, is sent their outcomes, returns its result.
+Steps = Generator[Step, Outcome, T]
+
+
+class Procedure(Generic[T]):
+    """Runs a procedure for a driver, which does only the I/O::
+
+        with Procedure(steps) as procedure:
+            while procedure.step is not None:
+                procedure.send(drive(procedure.step))
+        return procedure.result
+
+    An exception out of the driver (an interrupt, a cancellation, a closed Redlock)
+    goes into the procedure at its step, so that its operation is closed there; it
+    propagates unless the procedure handles it and returns."""
+
+    def __init__(self, steps: Steps[T]) -> None:
+        self._steps = steps
+        self.step: Step | None = None
+        self._result: Any = None
+        self._resume(lambda: next(steps))
+
+    @property
+    def result(self) -> T:
+        """What the procedure returned (once ``step`` is None)."""
+        return cast(T, self._result)
+
+    def send(self, outcome: Outcome) -> None:
+        """Hands the procedure its step's outcome; ``step`` becomes the next one."""
+        self._resume(lambda: self._steps.send(outcome))
+
+    def _resume(self, resume: Callable[[], Step]) -> None:
+        try:
+            self.step = resume()
+        except StopIteration as done:
+            self.step, self._result = None, done.value
+
+    def __enter__(self) -> Procedure[T]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> bool:
+        exc = exc_info[1]
+        if not isinstance(exc, BaseException) or self.step is None:
+            return False
+        try:
+            self._resume(lambda: self._steps.throw(exc))
+        except BaseException as error:
+            if error is exc:
+                return False
+            raise
+        if self.step is not None:
+            raise RuntimeError("a procedure went on with another step after its driver failed")
+        return True
 
 
 def build_config(
@@ -108,15 +260,30 @@ def ttl_ms(ttl: object) -> int | None:
     return None if ttl is None else millis(ttl, "ttl")
 
 
-def label_of(client: Any, index: int) -> str:
-    """``host:port`` (or the socket path) of a redis-py client, for per-node detail."""
-    try:
-        kwargs = client.connection_pool.connection_kwargs
-    except AttributeError:
-        return f"node {index}"
+def _endpoint(client: Any) -> tuple[str, str] | None:
+    """What a redis-py client connects to: ``("sentinel", service)`` for a client made
+    by ``Sentinel.master_for``, ``("unix", path)``, ``("tcp", "host:port")``; None for
+    something else."""
+    pool = getattr(client, "connection_pool", None)
+    service = getattr(pool, "service_name", None)
+    if isinstance(service, str):
+        return "sentinel", service
+    kwargs = getattr(pool, "connection_kwargs", None)
+    if not isinstance(kwargs, dict):
+        return None
     if "path" in kwargs:
-        return str(kwargs["path"])
-    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+        return "unix", str(kwargs["path"])
+    return "tcp", f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+
+
+def label_of(client: Any, index: int) -> str:
+    """``host:port`` (or the socket path) of a redis-py client, for per-node detail;
+    ``sentinel master SERVICE`` for a Sentinel's master."""
+    endpoint = _endpoint(client)
+    if endpoint is None:
+        return f"node {index}"
+    kind, where = endpoint
+    return f"sentinel master {where}" if kind == "sentinel" else where
 
 
 def check_clients(clients: Sequence[Any], kind: type, what: str) -> list[Any]:
@@ -290,15 +457,84 @@ def subscriber_like(client: Any, retry: Any) -> Any:
 
 
 def node_address(client: Any, index: int) -> str:
-    """A redis-py client's server as an address the core compares (``host:port`` or
-    the socket path)."""
-    try:
-        kwargs = client.connection_pool.connection_kwargs
-    except AttributeError:
+    """A redis-py client's server as an address the core compares (``host:port``,
+    ``unix:PATH``, or ``sentinel:SERVICE`` for a Sentinel's master)."""
+    endpoint = _endpoint(client)
+    if endpoint is None:
         return f"unknown-{index}"
-    if "path" in kwargs:
-        return f"unix:{kwargs['path']}"
-    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+    kind, where = endpoint
+    return where if kind == "tcp" else f"{kind}:{where}"
+
+
+def sentinel_addresses(sentinels: str | Sequence[str | tuple[str, int]]) -> list[tuple[str, int]]:
+    """The Sentinels' ``(host, port)`` pairs from ``"host:port"`` strings,
+    ``redis://host:port`` URLs or pairs (a string may list several, comma-separated)."""
+    if isinstance(sentinels, str):
+        sentinels = [item for item in sentinels.split(",") if item.strip()]
+    if isinstance(sentinels, bytes) or not hasattr(sentinels, "__iter__"):
+        raise TypeError("sentinels must be addresses: 'host:port', redis:// URLs or pairs")
+    result = []
+    for item in sentinels:
+        if isinstance(item, str):
+            text = item.strip()
+            parts = urlsplit(text if "://" in text else f"redis://{text}")
+            try:
+                host, port = parts.hostname, parts.port
+            except ValueError:
+                host, port = None, None
+        elif isinstance(item, tuple) and len(item) == 2:
+            host, port = item
+        else:
+            raise TypeError(f"a Sentinel's address must be 'host:port' or a pair, not {item!r}")
+        if not isinstance(host, str) or not host or not isinstance(port, int) or port <= 0:
+            raise ValueError(f"a Sentinel's address needs a host and a port: {item!r}")
+        result.append((host, port))
+    if not result:
+        raise ValueError("sentinels must name at least one Sentinel")
+    return result
+
+
+class MasterSearch:
+    """One search for the master of ``service``, without I/O: iterating gives each of
+    ``manager``'s Sentinels in turn, until one named a master; the driver asks each
+    (``SENTINEL get-master-addr-by-name``, which names the promoted replica as soon as
+    a failover promoted it) and hands over the reply, or the error. The Redlock's
+    ``Sentinel`` classes run it (``discover_master``), so that the node's error says
+    what every Sentinel answered."""
+
+    def __init__(self, manager: Any, service: str) -> None:
+        self._sentinels = list(manager.sentinels)
+        self.service = service
+        self._index = 0
+        self._answers: list[str] = []
+        self._found: tuple[str, int] | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        for index, sentinel in enumerate(self._sentinels):
+            self._index = index
+            yield sentinel
+            if self._found is not None:
+                return
+
+    def answer(self, reply: object) -> None:
+        """What the current Sentinel replied (an exception: it could not be asked)."""
+        where = f"Sentinel {label_of(self._sentinels[self._index], self._index)}"
+        if isinstance(reply, BaseException):
+            self._answers.append(f"{where} did not answer ({reply})")
+        elif isinstance(reply, (list, tuple)) and len(reply) == 2:
+            host, port = reply
+            self._found = host.decode() if isinstance(host, bytes) else str(host), int(port)
+        else:
+            self._answers.append(f"{where} does not know the service")
+
+    def master(self) -> tuple[str, int]:
+        """The master's address, or the node's connection failure: no Sentinel named
+        one."""
+        if self._found is None:
+            raise MasterNotFoundError(
+                f"no Sentinel named a master for {self.service!r}: {'; '.join(self._answers)}"
+            )
+        return self._found
 
 
 # ---- the part of a Redlock both drivers share -----------------------------------------
@@ -312,10 +548,16 @@ class RedlockBase(Generic[LockT, ContextT]):
     _closed = False
     _lock_class: type[LockT]
     _context_class: type[ContextT]
+    #: The driver's redis-py client class (and its name in errors), ``Sentinel`` and
+    #: ``Retry`` classes (sync or asyncio).
+    _client_class: ClassVar[type]
+    _client_name: ClassVar[str]
+    _sentinel_class: ClassVar[Callable[..., Any]]
+    _retry_class: ClassVar[Callable[..., Any]]
 
     def __init__(
         self,
-        clients: list[Any],
+        clients: Sequence[Any],
         *,
         ttl: Duration = 10.0,
         drift_factor: float | None = None,
@@ -333,6 +575,8 @@ class RedlockBase(Generic[LockT, ContextT]):
         on_event: Hook | None = None,
         seed: bytes | None = None,
     ) -> None:
+        clients = check_clients(clients, self._client_class, self._client_name)
+        self._node_clients = clients
         self._owned: list[Any] = []
         self._hooks = Hooks()
         if on_event is not None:
@@ -370,6 +614,50 @@ class RedlockBase(Generic[LockT, ContextT]):
         self._engine = Engine(self._client, self._labels, self._act)
         self._engine.notices = notices
 
+    @classmethod
+    def from_sentinel(
+        cls: type[RedlockT],
+        sentinels: str | Sequence[str | tuple[str, int]],
+        service: str,
+        *,
+        sentinel_timeout: Duration = 0.5,
+        connection: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> RedlockT:
+        """A single-instance lock (N = 1) on the master that the Redis Sentinels at
+        ``sentinels`` (``"host:port"``, ``redis://host:port`` or ``(host, port)``;
+        several in one string, comma-separated) name for ``service``. Every connection
+        the node's link opens asks the Sentinels again (each in turn, until one names a
+        master that is up), so after a failover the next reconnection reaches the new
+        master. No Sentinel reachable, or a service they do not know, is a node failure
+        (:class:`NodesFailedError`, its node's ``error`` saying which). Each Sentinel
+        answers within ``sentinel_timeout`` seconds or is skipped; ``connection`` goes
+        to the master's connections (``password``, ``ssl``, ``db``, ...); ``settings``
+        as for the constructor. The Sentinel clients are redis-py's, closed with the
+        Redlock.
+
+        Failover caveat (``docs/safety.md``, failover-before-replication): replication
+        is asynchronous, so a failover before the key reached the replica loses the
+        lock, and a second client can acquire it while the first still believes it
+        holds it. Fencing tokens (``fencing=True``) keep the protected resource safe
+        then; N independent nodes keep the lock itself."""
+        if not isinstance(service, str) or not service:
+            raise TypeError(f"service must be a non-empty str, not {service!r}")
+        timeout = micros(sentinel_timeout, "sentinel_timeout") / 1e6
+        manager = cls._sentinel_class(
+            sentinel_addresses(sentinels),
+            sentinel_kwargs={
+                "socket_timeout": timeout,
+                "socket_connect_timeout": timeout,
+                "retry": cls._retry_class(NoBackoff(), 0),
+            },
+            **dict(connection or {}),
+        )
+        client = manager.master_for(service)
+        redlock = cls([client], **settings)
+        redlock._owned = [client, *manager.sentinels]
+        return redlock
+
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
         raise NotImplementedError
 
@@ -404,17 +692,22 @@ class RedlockBase(Generic[LockT, ContextT]):
         """Stops calling ``hook`` (``ValueError`` if it was never added)."""
         self._hooks.remove(hook)
 
-    def _observe(self, op: Operation, resources: Sequence[str | bytes]) -> Observation:
-        """The hooks' and the span's view of one operation."""
-        name = _ffi.OPERATION_NAMES.get(op.kind, "operation")
-        return Observation(self._hooks, self._labels, name, resources, self.quorum)
+    def _observe(self, step: Step) -> Observation:
+        """The hooks' and the span's view of one step's operation."""
+        name = _ffi.OPERATION_NAMES.get(step.op.kind, "operation")
+        return Observation(self._hooks, self._labels, name, step.resources, self.quorum)
 
     def _report_lost(
-        self, resources: tuple[str | bytes, ...], reason: str, nodes: tuple[NodeResult, ...]
+        self,
+        resources: tuple[str | bytes, ...],
+        reason: str,
+        nodes: tuple[NodeResult, ...],
+        held_since_us: int,
     ) -> None:
-        """The keep-alive reported a lock lost: the ``lost`` event."""
+        """The keep-alive reported a lock lost: the ``lost`` event, its ``elapsed``
+        from the lock's acquisition."""
         if self._hooks:
-            self._hooks.emit(lost_event(resources, reason, nodes))
+            self._hooks.emit(lost_event(resources, reason, nodes, held_since_us))
 
     def _start_inspect(self, names: list[bytes]) -> Operation:
         return self._usable().inspect(names, now_us())
@@ -450,28 +743,11 @@ class RedlockBase(Generic[LockT, ContextT]):
                 ) from None
         return value
 
-    def lock(
-        self,
-        resources: Resources,
-        *,
-        ttl: Duration | None = None,
-        blocking_timeout: Duration | None = None,
-        fencing: bool | None = None,
-        auto_extend: bool = False,
-        on_lost: OnLost | None = None,
-    ) -> ContextT:
+    def lock(self, resources: Resources, **options: Unpack[AcquireOptions]) -> ContextT:
         """``with redlock.lock("name") as lock:`` (``async with`` for an
-        ``AsyncRedlock``) acquires on entry, with the arguments of ``acquire``, and
-        releases on exit."""
-        return self._context_class(
-            self,
-            resources,
-            ttl=ttl,
-            blocking_timeout=blocking_timeout,
-            fencing=fencing,
-            auto_extend=auto_extend,
-            on_lost=on_lost,
-        )
+        ``AsyncRedlock``) acquires on entry, with the arguments of ``acquire`` (see
+        :class:`AcquireOptions`), and releases on exit."""
+        return self._context_class(self, AcquirePlan.of(resources, options, "lock"))
 
     def from_token(self, resources: Resources, token: str) -> LockT:
         """A lock rebuilt from a token kept elsewhere (another process, a command
@@ -494,25 +770,32 @@ class RedlockBase(Generic[LockT, ContextT]):
             config.close()  # the client holds its own copy
         return self._other
 
-    def _start_acquire(
-        self,
-        names: list[bytes],
-        ttl: Duration | None,
-        blocking_timeout: Duration | None = None,
-        fencing: bool | None = None,
-    ) -> Operation:
-        client = self._client_for(fencing)
-        wait = None if blocking_timeout is None else micros(blocking_timeout, "blocking_timeout")
-        return client.acquire(names, now_us(), ttl_ms=self._check_ttl(ttl), wait_us=wait)
+    def _acquire_steps(self, resources: Resources, options: Mapping[str, Any]) -> Steps[LockT]:
+        """The procedure of ``acquire(resources, **options)``."""
+        return self._acquiring(AcquirePlan.of(resources, options, "acquire"))
 
-    @staticmethod
-    def _waits(blocking_timeout: Duration | None) -> bool:
-        """Whether an acquisition may wait (a wait limit above zero)."""
-        if blocking_timeout is None:
-            return False
-        if isinstance(blocking_timeout, timedelta):
-            return blocking_timeout.total_seconds() > 0
-        return blocking_timeout > 0
+    def _acquiring(self, plan: AcquirePlan) -> Steps[LockT]:
+        """The acquisition procedure: the lock, or the exception its outcome means."""
+        names = resource_list(plan.resources)
+        resources = shown(plan.resources, names)
+        client = self._client_for(plan.fencing)
+        limit = plan.blocking_timeout
+        wait = None if limit is None else micros(limit, "blocking_timeout")
+        ttl = self._check_ttl(plan.ttl)
+        with client.acquire(names, now_us(), ttl_ms=ttl, wait_us=wait) as op:
+            outcome = yield Step(op, resources, plan.waits)
+        lease, attempts, nodes = self._acquired(outcome, resources)
+        return self._lock_class(
+            self, resources, lease, attempts, nodes, plan.auto_extend, plan.on_lost
+        )
+
+    def _inspecting(self, resources: Resources) -> Steps[bool]:
+        """The inspection procedure behind ``locked``."""
+        names = resource_list(resources)
+        named = shown(resources, names)
+        with self._start_inspect(names) as op:
+            outcome = yield Step(op, named)
+        return self._inspected(outcome, named)
 
     def _acquired(
         self, outcome: Outcome, resources: Sequence[str | bytes]

@@ -1,6 +1,7 @@
-"""A held lock, shared by the synchronous and asyncio locks: its state, and every step
-of extending, releasing and keeping it alive that does not wait. The drivers add the
-waiting (a thread, a task).
+"""A held lock, shared by the synchronous and asyncio locks: its state, and its
+procedures (extend, release, inspect, one keep-alive extension; see
+:mod:`redlock_core._common`), written once without I/O. The drivers add the waiting (a
+thread, a task) and run the procedures' steps.
 
 Keep-alive is the core's :class:`~redlock_core.core.KeepAlive`: when to extend, when to
 retry, and when the lock is lost are its decisions; a driver error during an extension
@@ -13,13 +14,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from . import _ffi
-from ._common import ReleaseResult, call_on_lost, extend_error, node_results, release_result
-from ._errors import LockError, LockLostError, LockNotHeldError, NodeResult
+from ._common import (
+    AcquirePlan,
+    ReleaseResult,
+    Step,
+    Steps,
+    call_on_lost,
+    extend_error,
+    node_results,
+    release_result,
+)
+from ._errors import LockError, LockLostError, LockNotHeldError, NodeResult, UsedAfterCloseError
 from .core import KeepAlive, Lease, Operation, Outcome, now_us, resource_list
 
 if TYPE_CHECKING:
     from ._common import Duration, RedlockBase
-    from .core import Resources
 
 OnLost = Callable[[LockLostError], Any]
 
@@ -67,6 +76,9 @@ class LockState:
         self._lost: LockLostError | None = None
         self._signal_owed = False
         self._released: ReleaseResult | None = None
+        # When the lock was acquired (made right after the acquisition decided), or
+        # rebuilt from its token: what a ``lost`` event's ``elapsed`` counts from.
+        self._held_since_us = now_us()
         self._token = lease.token
         self._fencing_token = lease.fencing_token
         self._set_lease(lease)
@@ -110,19 +122,43 @@ class LockState:
             self._mark_lost(error)
         return None if by_keepalive and not isinstance(error, LockLostError) else error
 
-    def _start_inspect(self) -> Operation:
-        """An inspection of this lock's resources (for ``owned()``)."""
-        return self._owner._start_inspect(resource_list(self._resources))
+    def _extending(self, ttl: Duration | None) -> Steps[LockError | None]:
+        """The extension procedure: None, or the error to raise once the caller has
+        signalled a loss."""
+        outcome = yield Step(self._start_extend(ttl), self._resources)
+        return self._extended(outcome)
 
-    def _start_release(self) -> Operation:
-        return self._owner._usable().release(self._lease, now_us())
+    def _owning(self) -> Steps[bool]:
+        """The inspection procedure behind ``owned()``."""
+        with self._owner._start_inspect(resource_list(self._resources)) as op:
+            outcome = yield Step(op, self._resources)
+        # The lease as it stands now (an auto-extension may have renewed it meanwhile).
+        return self._owner._inspected(outcome, self._resources, self._lease)
 
-    def _released_by(self, outcome: Outcome) -> ReleaseResult:
+    def _releasing(self) -> Steps[ReleaseResult]:
+        """The release procedure (once: later calls return the first result)."""
+        if self._released is not None:
+            return self._released
+        outcome = yield Step(self._owner._usable().release(self._lease, now_us()), self._resources)
         with outcome:
             result = release_result(outcome, self._owner._labels)
         self._nodes = result.nodes
         self._released = result
         return result
+
+    def _keeping_alive(self) -> Steps[None]:
+        """One extension the keep-alive asked for (nothing when the lock is done
+        with); a driver failure goes to the core's keep-alive, which decides what it
+        means."""
+        op = self._keepalive_extension()
+        if op is None:
+            return
+        try:
+            outcome = yield Step(op, self._resources)
+        except Exception:  # not an interrupt or a cancellation: those propagate
+            self._keepalive_failed()
+        else:
+            self._extended(outcome, by_keepalive=True)
 
     def _stop_keepalive(self) -> None:
         if self._keepalive is not None:
@@ -141,7 +177,7 @@ class LockState:
         if action.action == _ffi.KEEPALIVE_LOST:
             reason = action.lost or "expired"
             kind = LockNotHeldError if reason == "not_held" else LockLostError
-            self._owner._report_lost(self._resources, reason, self._nodes)
+            self._owner._report_lost(self._resources, reason, self._nodes, self._held_since_us)
             self._mark_lost(
                 kind(
                     f"lock on {self._describe()} is lost: {_LOST_WHY.get(reason, reason)}",
@@ -296,8 +332,11 @@ class LockState:
             nodes=self._nodes,
         )
 
-    def _exit_error(self) -> LockLostError | None:
-        """Why the body of a ``with`` block ran without the lock, if it did."""
+    def _exit_error(self, exc_info: tuple[object, ...]) -> LockLostError | None:
+        """Why the body of a ``with`` block ran without the lock, if it did and is not
+        raising already (``exc_info``: what ``__exit__`` got)."""
+        if exc_info and exc_info[0] is not None:
+            return None
         if self._lost is not None:
             return self._lost
         if now_us() >= self._valid_until_us:
@@ -319,33 +358,22 @@ class LockState:
 
 class LockContextBase:
     """What the drivers' ``lock()`` returns, before it is entered: the acquisition's
-    arguments. The sync and asyncio contexts add entering and leaving."""
+    plan, and the lock while entered. The sync and asyncio contexts add entering and
+    leaving."""
 
-    def __init__(
-        self,
-        redlock: RedlockBase[Any, Any],
-        resources: Resources,
-        *,
-        ttl: Duration | None,
-        blocking_timeout: Duration | None = None,
-        fencing: bool | None = None,
-        auto_extend: bool,
-        on_lost: OnLost | None,
-    ) -> None:
-        self._redlock: Any = redlock
-        self._resources = resources
-        self._ttl = ttl
-        self._blocking_timeout = blocking_timeout
-        self._fencing = fencing
-        self._auto_extend = auto_extend
-        self._on_lost = on_lost
+    _lock: Any = None
 
-    def _arguments(self) -> dict[str, Any]:
-        """The acquisition's keyword arguments."""
-        return {
-            "ttl": self._ttl,
-            "blocking_timeout": self._blocking_timeout,
-            "fencing": self._fencing,
-            "auto_extend": self._auto_extend,
-            "on_lost": self._on_lost,
-        }
+    def __init__(self, redlock: RedlockBase[Any, Any], plan: AcquirePlan) -> None:
+        self._redlock = redlock
+        self._plan = plan
+
+    def _entering(self) -> Steps[Any]:
+        """The acquisition procedure of entering (not while entered)."""
+        if self._lock is not None:
+            raise UsedAfterCloseError("this lock context is already entered")
+        return self._redlock._acquiring(self._plan)
+
+    def _leaving(self) -> Any:
+        """The lock to leave, if the context was entered."""
+        lock, self._lock = self._lock, None
+        return lock

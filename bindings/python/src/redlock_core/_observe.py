@@ -46,7 +46,8 @@ class Event:
     operation it belongs to (``"acquire"``, ``"extend"``, ``"release"``,
     ``"inspect"``; ``None`` for ``"lost"``). ``at`` is when it happened (seconds on
     ``time.monotonic()``), ``elapsed`` how long after the operation started (seconds;
-    0 for ``"lost"``), ``attempt`` the attempt it concerns (from 1).
+    for ``"lost"``, how long after the lock was acquired), ``attempt`` the attempt it
+    concerns (from 1).
 
     ``reason`` says why an attempt or operation failed (``"conflict"``,
     ``"nodes_failed"``, ``"mixed"``, ``"validity_too_short"``, ``"not_held"``);
@@ -111,16 +112,21 @@ def event_from(
 
 
 def lost_event(
-    resources: tuple[str | bytes, ...], reason: str, nodes: tuple[NodeResult, ...]
+    resources: tuple[str | bytes, ...],
+    reason: str,
+    nodes: tuple[NodeResult, ...],
+    held_since_us: int,
 ) -> Event:
-    """The event of a lock the keep-alive reports lost."""
+    """The event of a lock the keep-alive reports lost: ``elapsed`` counts from the
+    lock's acquisition (``held_since_us``, on :func:`now_us`)."""
+    now = now_us()
     return Event(
         kind="lost",
         operation=None,
         resources=resources,
         attempt=None,
-        elapsed=0.0,
-        at=now_us() / 1e6,
+        elapsed=max(0, now - held_since_us) / 1e6,
+        at=now / 1e6,
         nodes=nodes,
         lost_reason=reason,
     )

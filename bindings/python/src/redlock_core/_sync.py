@@ -21,27 +21,24 @@ import ssl
 import threading
 import weakref
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
+import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from ._common import (
-    Duration,
-    RedlockBase,
-    ReleaseResult,
-    check_clients,
-    connection_like,
-    shown,
-    subscriber_like,
-)
+from ._common import MasterSearch, Procedure, RedlockBase, connection_like, subscriber_like
 from ._errors import UsedAfterCloseError
-from ._lock import KeepAlivePlan, LockContextBase, LockState, OnLost
+from ._lock import KeepAlivePlan, LockContextBase, LockState
 from ._observe import Observation
 from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscription
-from .core import Operation, Outcome, Resources, now_us, resource_list
+from .core import Outcome, Resources, now_us
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._common import AcquireOptions, Duration, ReleaseResult, Step, Steps, T
 
 __all__ = ["Lock", "LockContext", "Redlock"]
 
@@ -344,6 +341,19 @@ class _Listener:
         self.thread.join(timeout)
 
 
+class _Sentinel(redis.sentinel.Sentinel):
+    """redis-py's Sentinel, whose master search says what each Sentinel answered."""
+
+    def discover_master(self, service_name: str) -> tuple[str, int]:
+        search = MasterSearch(self, service_name)
+        for sentinel in search:
+            try:
+                search.answer(sentinel.sentinel_get_master_addr_by_name(service_name))
+            except redis.RedisError as error:
+                search.answer(error)
+        return search.master()
+
+
 def _seconds_until(instant: int | None) -> float:
     if instant is None:
         return IDLE_POLL
@@ -368,9 +378,15 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
     core's deadlines and node links decide.
     """
 
+    _sentinel_class = _Sentinel
+    _retry_class = Retry
+
+    _client_class = redis.Redis
+    _client_name = "redis.Redis"
+
     def __init__(self, clients: Sequence[redis.Redis], **settings: Any) -> None:
-        node_clients = check_clients(clients, redis.Redis, "redis.Redis")
-        super().__init__(node_clients, **settings)
+        super().__init__(clients, **settings)
+        node_clients = self._node_clients
         self._cond = threading.Condition(threading.Lock())
         self._stopped = False
         self.serial = next(_serials)
@@ -378,7 +394,6 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
             _SocketIO(self, node, client) for node, client in zip(self._engine.nodes, node_clients)
         ]
         self._engine.on_change = lambda running: self._cond.notify_all()
-        self._node_clients = node_clients
         self._listeners: list[_Listener | None] = [None] * len(node_clients)
         self._engine.on_channels = self._channels_changed
         with self._cond:
@@ -425,40 +440,15 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
 
     # ---- locking ------------------------------------------------------------------
 
-    def acquire(
-        self,
-        resources: Resources,
-        *,
-        ttl: Duration | None = None,
-        blocking_timeout: Duration | None = None,
-        fencing: bool | None = None,
-        auto_extend: bool = False,
-        on_lost: OnLost | None = None,
-    ) -> Lock:
+    def acquire(self, resources: Resources, **options: Unpack[AcquireOptions]) -> Lock:
         """Acquires a lock on ``resources`` (one name or several, ``str`` or
-        ``bytes``), retrying as configured. Raises :class:`LockHeldError` when someone
-        else holds it, :class:`NodesFailedError` when the nodes fail. An interrupt
-        (``KeyboardInterrupt``) during it cancels it: the core's release of its token
-        is sent, and the interrupt propagates.
-
-        With ``blocking_timeout`` (seconds) it waits up to that long instead of making
-        the configured attempts: the core's wait limit, with release notices waking it
-        as soon as a release makes success possible (0: try once).
-        ``fencing`` overrides the Redlock's setting for this lock (see
-        :attr:`Lock.fencing_token`).
-
-        With ``auto_extend`` a background thread keeps the lock alive as the core's
-        keep-alive says; if the lock is lost, ``on_lost`` is called (from that thread)
-        with the :class:`LockLostError`, ``lock.lost`` becomes true and ``lock.check()``
-        raises.
-        """
-        names = resource_list(resources)
-        with self._start_acquire(names, ttl, blocking_timeout, fencing) as op:
-            outcome = self._drive(
-                op, waits=self._waits(blocking_timeout), resources=shown(resources, names)
-            )
-        lease, attempts, nodes = self._acquired(outcome, shown(resources, names))
-        return Lock(self, shown(resources, names), lease, attempts, nodes, auto_extend, on_lost)
+        ``bytes``), retrying as configured, or waiting up to ``blocking_timeout``;
+        the options are :class:`AcquireOptions`. Raises :class:`LockHeldError` when
+        someone else holds it, :class:`NodesFailedError` when the nodes fail. An
+        interrupt (``KeyboardInterrupt``) during it cancels it: the core's release of
+        its token is sent, and the interrupt propagates. With ``auto_extend`` a
+        background thread keeps the lock alive and calls ``on_lost``."""
+        return self._run(self._acquire_steps(resources, options))
 
     def extend(self, lock: Lock, ttl: Duration | None = None) -> None:
         """``lock.extend(ttl)`` (see :meth:`Lock.extend`)."""
@@ -470,17 +460,24 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
 
     # ---- the driver loop ----------------------------------------------------------
 
-    def _drive(
-        self, op: Operation, *, waits: bool = False, resources: Sequence[str | bytes] = ()
-    ) -> Outcome:
-        """Runs ``op`` through the links until it decides; waits for nothing but its
-        wait and the deliveries. Its events go to the hooks (and its span) from this
-        thread, outside the Redlock's lock. An interrupt abandons it (the core's
-        cleanup is sent)."""
+    def _run(self, steps: Steps[T]) -> T:
+        """Runs a procedure (see :class:`Procedure`): each of its steps to its outcome."""
+        with Procedure(steps) as procedure:
+            while procedure.step is not None:
+                procedure.send(self._drive(procedure.step))
+        return procedure.result
+
+    def _drive(self, step: Step) -> Outcome:
+        """Runs ``step``'s operation through the links until it decides; waits for
+        nothing but its wait and the deliveries. Its events go to the hooks (and its
+        span) from this thread, outside the Redlock's lock. An interrupt abandons it
+        (the core's cleanup is sent)."""
         cond = self._cond
-        with self._observe(op, resources) as observation:
+        with self._observe(step) as observation:
             with cond:
-                running = self._engine.start(op, waits=waits, events=observation.wants_events)
+                running = self._engine.start(
+                    step.op, waits=step.waits, events=observation.wants_events
+                )
             try:
                 outcome = self._wait(running, observation)
             except BaseException:
@@ -517,11 +514,7 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
         lock, do not count. It never changes a key. Raises :class:`NodesFailedError`
         when too many nodes failed to say. The answer describes the moment the nodes
         answered: use it for monitoring, never instead of acquiring."""
-        names = resource_list(resources)
-        shown_names = shown(resources, names)
-        with self._start_inspect(names) as op:
-            outcome = self._drive(op, resources=shown_names)
-        return self._inspected(outcome, shown_names)
+        return self._run(self._inspecting(resources))
 
     # ---- closing ------------------------------------------------------------------
 
@@ -587,9 +580,9 @@ def _flush_at_exit() -> None:
 
 
 class Lock(LockState):
-    """A held lock. ``with`` releases it at the end of the block, and raises
-    :class:`LockLostError` there if the block ran past the lock's validity or the lock
-    was lost (unless the block is already raising)."""
+    """A held lock. ``with lock:`` releases it at the end of the block; leaving the
+    block raises :class:`LockLostError` if the lock was lost or ran past its validity
+    meanwhile (unless the block is already raising)."""
 
     _redlock: Redlock
 
@@ -613,9 +606,7 @@ class Lock(LockState):
         is lost, :class:`NodesFailedError` if the nodes failed (the lock then holds
         until ``error.valid_until``)."""
         with self._op_lock:
-            op = self._start_extend(ttl)
-            outcome = self._redlock._drive(op, resources=self._resources)
-            error = self._extended(outcome)
+            error = self._redlock._run(self._extending(ttl))
         self._poke()
         self._signal()
         if error is not None:
@@ -628,10 +619,7 @@ class Lock(LockState):
         self._stop_keepalive()
         self._poke()
         with self._op_lock:
-            if self._released is not None:
-                return self._released
-            op = self._start_release()
-            return self._released_by(self._redlock._drive(op, resources=self._resources))
+            return self._redlock._run(self._releasing())
 
     def owned(self) -> bool:
         """Whether we hold the lock now: an inspection finds this lock's token on every
@@ -639,10 +627,7 @@ class Lock(LockState):
         outlive the validity by the clock drift; a holder must not count on them then).
         A lock rebuilt with :meth:`Redlock.from_token` is not owned until extended.
         Raises :class:`NodesFailedError` when too many nodes failed to say."""
-        with self._start_inspect() as op:
-            outcome = self._redlock._drive(op, resources=self._resources)
-        # The lease as it stands now (an auto-extension may have renewed it meanwhile).
-        return self._owner._inspected(outcome, self._resources, self._lease)
+        return self._redlock._run(self._owning())
 
     def _poke(self) -> None:
         with self._wake:
@@ -651,15 +636,10 @@ class Lock(LockState):
     def __enter__(self) -> Lock:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        error = self._exit_error()
+    def __exit__(self, *exc_info: object) -> None:
+        error = self._exit_error(exc_info)
         self.release()
-        if exc_type is None and error is not None:
+        if error is not None:
             raise error
 
 
@@ -677,14 +657,7 @@ def _keep_alive(lock_ref: weakref.ref[Lock], wake: threading.Condition) -> None:
             return
         if plan.extend:
             with lock._op_lock:
-                op = lock._keepalive_extension()
-                if op is not None:
-                    try:
-                        outcome = lock._redlock._drive(op, resources=lock._resources)
-                    except Exception:  # the driver failed: the core decides what it means
-                        lock._keepalive_failed()
-                    else:
-                        lock._extended(outcome, by_keepalive=True)
+                lock._redlock._run(lock._keeping_alive())
             lock._signal()
             continue
         until = plan.until
@@ -699,23 +672,17 @@ class LockContext(LockContextBase):
     """What :meth:`Redlock.lock` returns: acquires on ``__enter__``, releases on
     ``__exit__``."""
 
-    _lock: Lock | None = None
+    _redlock: Redlock
+    _lock: Lock | None
 
     def __enter__(self) -> Lock:
-        if self._lock is not None:
-            raise UsedAfterCloseError("this lock context is already entered")
-        self._lock = self._redlock.acquire(self._resources, **self._arguments())
+        self._lock = self._redlock._run(self._entering())
         return self._lock
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        lock, self._lock = self._lock, None
+    def __exit__(self, *exc_info: object) -> None:
+        lock = self._leaving()
         if lock is not None:
-            lock.__exit__(exc_type, exc, traceback)
+            lock.__exit__(*exc_info)
 
 
 # The classes the shared lock() and from_token() make (defined after the Redlock).

@@ -16,7 +16,11 @@ public final class RedLock implements AutoCloseable {
   private final RedlockClient owner;
   private final String resource;
   private final List<String> resources;
-  /** When it was acquired (client clock, us), for the keep-alive's lost event. */
+  /**
+   * When it was acquired (client clock, us): the instant the core decided the acquisition,
+   * or when it was rebuilt from its token. The keep-alive's lost event counts its {@code
+   * elapsed} from here.
+   */
   private final long acquiredAt;
   private final Object leaseLock = new Object();
   private final CompletableFuture<LockLostException> lost = new CompletableFuture<>();
@@ -25,11 +29,25 @@ public final class RedLock implements AutoCloseable {
   private KeepAlive keepAlive;
   private final int attempts;
 
-  RedLock(RedlockClient owner, List<String> resources, Lease lease, int attempts) {
+  /** A lock the core acquired ({@code outcome}: {@code ACQUIRED}). */
+  RedLock(RedlockClient owner, List<String> resources, Outcome outcome) {
+    // The core decided at validUntil - validity (its validity is what was left then), not
+    // when this object is made on the caller's thread.
+    this(owner, resources, outcome.lease().orElseThrow(), outcome.attempts(),
+        outcome.lease().orElseThrow().validUntil() - outcome.validityMicros());
+  }
+
+  /** A lock rebuilt from its token: its acquisition is unknown, so it counts from now. */
+  RedLock(RedlockClient owner, List<String> resources, Lease lease) {
+    this(owner, resources, lease, 0, owner.now());
+  }
+
+  private RedLock(RedlockClient owner, List<String> resources, Lease lease, int attempts,
+      long acquiredAt) {
     this.owner = owner;
     this.resources = resources;
     this.resource = String.join(",", resources);
-    this.acquiredAt = owner.now();
+    this.acquiredAt = acquiredAt;
     this.lease = lease;
     this.attempts = attempts;
   }

@@ -109,7 +109,7 @@ public final class RedlockClient implements AutoCloseable {
         (links, tag, now) -> client.startAcquire(links, tag, names, ttl, null, now), null, null));
     String name = String.join(",", resources);
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
-      return new RedLock(this, names, outcome.lease().orElseThrow(), outcome.attempts());
+      return new RedLock(this, names, outcome);
     }
     throw ErrorClasses.of(name, outcome);
   }
@@ -124,7 +124,7 @@ public final class RedlockClient implements AutoCloseable {
     if (engine.isClosed()) {
       throw new RedlockStateException("used_after_close", "the Redlock client was closed");
     }
-    return new RedLock(this, List.copyOf(resources), client.lease(resources, token, 0), 0);
+    return new RedLock(this, List.copyOf(resources), client.lease(resources, token, 0));
   }
 
   /** Whether anyone holds {@code resource}; see {@link #isLocked(List)}. */
@@ -184,7 +184,7 @@ public final class RedlockClient implements AutoCloseable {
         client.noticeChannels(resources)));
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
       return Optional.of(
-          new RedLock(this, resources, outcome.lease().orElseThrow(), outcome.attempts()));
+          new RedLock(this, resources, outcome));
     }
     if (outcome.reason().orElse(null) == Outcome.Reason.CONFLICT) {
       return Optional.empty();

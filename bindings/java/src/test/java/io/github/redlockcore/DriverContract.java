@@ -363,6 +363,10 @@ abstract class DriverContract {
       assertTrue(l.operation().isEmpty());
       assertEquals(List.of(resource), l.resources());
       assertTrue(l.elapsed().toMillis() < 3000, l.elapsed().toString());
+      // Counted from the acquisition, the instant of the acquired event (not from when
+      // the lock object was made on this thread, later).
+      io.github.redlockcore.core.Event acquired = ofKind(events, "acquired").get(0);
+      assertEquals(l.at() - acquired.at(), l.elapsed().toNanos() / 1000, events.toString());
       // The failed extension that found it taken came first.
       assertFalse(ofKind(events, "not_extended").isEmpty(), events.toString());
       lock.close();

@@ -127,7 +127,7 @@ final class JedisConnection implements NodeConnection {
     return () -> raw;
   }
 
-  private static CloseCause cause(Throwable e) {
+  static CloseCause cause(Throwable e) {
     // Jedis keeps the socket's exception as the cause or, per address tried, suppressed.
     for (Throwable t = e; t != null; t = t.getCause()) {
       CloseCause c = causeOf(t);

@@ -10,8 +10,12 @@ import io.github.redlockcore.spi.NoticeListener;
 import io.github.redlockcore.spi.NoticeSubscriber;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.function.Supplier;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.util.Pool;
 
 /**
@@ -26,11 +30,15 @@ import redis.clients.jedis.util.Pool;
  * <p>Each node keeps one connection from its pool for as long as it works, so the node's
  * commands stay in order; it goes back to the pool (closed if broken) when the connection
  * fails or the client closes.
+ *
+ * <p>{@link #sentinel} serves one node, the master Redis Sentinels name for a service.
  */
 public final class JedisDriver implements Driver, Engine.ArgsDriver {
   private final List<Supplier<Jedis>> nodes;
   private final List<JedisConnection> opened = new ArrayList<>();
   private final List<JedisSubscriber> subscribers = new ArrayList<>();
+  /** False for a Sentinel's master: no subscriber connections for release notices. */
+  private boolean notices = true;
 
   private JedisDriver(List<Supplier<Jedis>> nodes) {
     if (nodes.isEmpty()) {
@@ -56,6 +64,55 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
     return new JedisDriver(factories);
   }
 
+  /**
+   * A driver for one node (N = 1): the master that the Sentinels at {@code sentinels}
+   * ({@code host:port}, tried in this order) name for {@code service}, with Jedis's default
+   * client settings for both. See {@link #sentinel(List, String, JedisClientConfig,
+   * JedisClientConfig)}.
+   */
+  public static JedisDriver sentinel(List<String> sentinels, String service) {
+    return sentinel(sentinels, service, DefaultJedisClientConfig.builder().build(),
+        DefaultJedisClientConfig.builder().build());
+  }
+
+  /**
+   * A driver for one node (N = 1): the master that the Sentinels at {@code sentinels}
+   * ({@code host:port}, tried in this order, reached with {@code sentinelConfig}) name for
+   * {@code service}, reached with {@code masterConfig}. Every connection attempt asks them
+   * again ({@code SENTINEL get-master-addr-by-name}), so after a failover the next
+   * reconnection reaches the new master. When no Sentinel names one, the attempt fails as
+   * a node failure whose text says what each Sentinel answered. Release notices are off:
+   * waiters keep the core's retry schedule.
+   *
+   * <p><b>Failover caveat</b> ({@code docs/safety.md}, "single N=1 + replica"):
+   * replication is asynchronous, so a failover before the lock's key reached the replica
+   * loses the lock, and a second client can acquire it while the first still believes it
+   * holds it. Use fencing tokens where that matters, or N independent nodes.
+   */
+  public static JedisDriver sentinel(List<String> sentinels, String service,
+      JedisClientConfig sentinelConfig, JedisClientConfig masterConfig) {
+    if (sentinels == null || sentinels.isEmpty()) {
+      throw new RedlockArgumentException("invalid_node", "at least one Sentinel is needed");
+    }
+    if (service == null || service.isEmpty()) {
+      throw new RedlockArgumentException("invalid_node", "the Sentinel service name is empty");
+    }
+    List<HostAndPort> addresses = new ArrayList<>();
+    for (String sentinel : sentinels) {
+      try {
+        addresses.add(HostAndPort.from(sentinel));
+      } catch (RuntimeException e) {
+        throw new RedlockArgumentException("invalid_node",
+            "not a Sentinel address (host:port): " + sentinel);
+      }
+    }
+    JedisDriver driver = new JedisDriver(List.of(new SentinelMaster(List.copyOf(addresses),
+        service, Objects.requireNonNull(sentinelConfig, "sentinelConfig"),
+        Objects.requireNonNull(masterConfig, "masterConfig"))));
+    driver.notices = false;
+    return driver;
+  }
+
   @Override
   public int nodes() {
     return nodes.size();
@@ -75,6 +132,9 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
   @Override
   public synchronized NoticeSubscriber openSubscriber(int index, LoopContext loop,
       NoticeListener listener) {
+    if (!notices) {
+      return null;
+    }
     JedisSubscriber s = new JedisSubscriber(index, nodes.get(index), listener);
     subscribers.add(s);
     return s;

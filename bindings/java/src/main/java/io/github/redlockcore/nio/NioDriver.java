@@ -20,17 +20,30 @@ import java.util.List;
  * every node and the core decides at the quorum; a frozen node costs nothing but its own
  * timeout (its writes wait in its socket, nobody waits for them).
  *
- * <p>Nodes are {@code redis://[:password@]host:port} URLs (or {@code host:port}). No TLS.
+ * <p>Nodes are {@code redis://[:password@]host:port} URLs (or {@code host:port}), or one
+ * node that is the master Redis Sentinels name ({@link #sentinel}). No TLS.
  */
 public final class NioDriver implements Driver, io.github.redlockcore.internal.Engine.RawDriver {
-  /** One node's address and password (null for none). */
+  /**
+   * One node's address and password (null for none); or, for the master of a Sentinel
+   * service, the Sentinels and the service name (the address is then asked for at every
+   * connection attempt, and is null here).
+   */
   static final class Node {
     final InetSocketAddress address;
     final String password;
+    final List<Node> sentinels;
+    final String service;
 
     Node(InetSocketAddress address, String password) {
+      this(address, password, null, null);
+    }
+
+    Node(InetSocketAddress address, String password, List<Node> sentinels, String service) {
       this.address = address;
       this.password = password;
+      this.sentinels = sentinels;
+      this.service = service;
     }
   }
 
@@ -50,6 +63,40 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
       out.add(parse(url));
     }
     return new NioDriver(out);
+  }
+
+  /**
+   * A driver for one node (N = 1): the master that the Sentinels at {@code sentinels}
+   * ({@code redis://[:password@]host:port} URLs or {@code host:port}, tried in this order)
+   * name for {@code service}. Every connection attempt asks them again ({@code SENTINEL
+   * get-master-addr-by-name}, on a socket of its own on the loop's selector), so after a
+   * failover the next reconnection reaches the new master. When no Sentinel names one,
+   * the attempt fails as a node failure whose text says what each Sentinel answered.
+   * Release notices are off: waiters keep the core's retry schedule.
+   *
+   * <p><b>Failover caveat</b> ({@code docs/safety.md}, "single N=1 + replica"):
+   * replication is asynchronous, so a failover before the lock's key reached the replica
+   * loses the lock, and a second client can acquire it while the first still believes it
+   * holds it. Use fencing tokens where that matters, or N independent nodes.
+   */
+  public static NioDriver sentinel(List<String> sentinels, String service) {
+    return sentinel(sentinels, service, null);
+  }
+
+  /** As {@link #sentinel(List, String)}, for a master that needs {@code masterPassword}. */
+  public static NioDriver sentinel(List<String> sentinels, String service,
+      String masterPassword) {
+    if (sentinels == null || sentinels.isEmpty()) {
+      throw new RedlockArgumentException("invalid_node", "at least one Sentinel is needed");
+    }
+    if (service == null || service.isEmpty()) {
+      throw new RedlockArgumentException("invalid_node", "the Sentinel service name is empty");
+    }
+    List<Node> parsed = new ArrayList<>();
+    for (String url : sentinels) {
+      parsed.add(parse(url));
+    }
+    return new NioDriver(List.of(new Node(null, masterPassword, List.copyOf(parsed), service)));
   }
 
   static Node parse(String url) {
@@ -82,6 +129,10 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
   public List<String> addresses() {
     List<String> out = new ArrayList<>();
     for (Node node : nodes) {
+      if (node.address == null) {
+        // A Sentinel's master: one node, and its address is known only when connecting.
+        return List.of();
+      }
       out.add(node.address.getHostString() + ":" + node.address.getPort());
     }
     return out;
@@ -100,6 +151,9 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
   /** A socket of its own per node on the loop's selector, for release notices. */
   @Override
   public NoticeSubscriber openSubscriber(int index, LoopContext loop, NoticeListener listener) {
+    if (nodes.get(index).address == null) {
+      return null;
+    }
     return new NioSubscriber(nodes.get(index), loop, listener);
   }
 

@@ -1,0 +1,247 @@
+package io.github.redlockcore;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.redlockcore.core.NodeResult;
+import io.github.redlockcore.jedis.JedisDriver;
+import io.github.redlockcore.nio.NioDriver;
+import io.github.redlockcore.spi.Driver;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import redis.clients.jedis.Jedis;
+
+/**
+ * Single-instance mode through Redis Sentinel, on both drivers: a master on 7410 and its
+ * replica on 7412 (scripts/redis-nodes.sh), a real Sentinel on 7415 (redis-server
+ * --sentinel, started here); nothing listens on 7416. The failover runs last.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class SentinelTest {
+  private static final int MASTER = 7410;
+  private static final int REPLICA = 7412;
+  private static final int SENTINEL = 7415;
+  private static final int NOBODY = 7416;
+
+  private TestNodes master;
+  private TestNodes replica;
+  private Process sentinel;
+
+  /** Both drivers, built from the Sentinels' host:port list and the service name. */
+  private static final List<BiFunction<List<String>, String, Driver>> DRIVERS =
+      List.of(NioDriver::sentinel, JedisDriver::sentinel);
+
+  @BeforeAll
+  void start() throws IOException {
+    master = new TestNodes(MASTER, 1);
+    replica = new TestNodes(REPLICA, 1);
+    try (Jedis r = new Jedis("127.0.0.1", REPLICA); Jedis m = new Jedis("127.0.0.1", MASTER)) {
+      r.replicaof("127.0.0.1", MASTER);
+      eventually(() -> m.info("replication").contains("state=online"), "the replica to sync");
+    }
+    Path dir = TestNodes.repo().resolve(".runtime/sentinel-" + SENTINEL);
+    Files.createDirectories(dir);
+    Path conf = dir.resolve("sentinel.conf");
+    Files.writeString(conf, "port " + SENTINEL + "\nbind 127.0.0.1\ndir " + dir
+        + "\nsentinel monitor mymaster 127.0.0.1 " + MASTER + " 1\n");
+    sentinel = new ProcessBuilder("redis-server", conf.toString(), "--sentinel")
+        .redirectErrorStream(true).redirectOutput(dir.resolve("sentinel.log").toFile()).start();
+    eventually(() -> masterPort() == MASTER && knowsReplica(), "the Sentinel to name the master");
+  }
+
+  @AfterAll
+  void stop() throws InterruptedException {
+    if (sentinel != null) {
+      sentinel.destroy();
+      if (!sentinel.waitFor(5, TimeUnit.SECONDS)) {
+        sentinel.destroyForcibly().waitFor();
+      }
+    }
+    if (replica != null) {
+      replica.close();
+    }
+    if (master != null) {
+      master.close();
+    }
+  }
+
+  /** The master's port the Sentinel names now, or -1. */
+  private static int masterPort() {
+    try (Jedis s = new Jedis("127.0.0.1", SENTINEL)) {
+      List<String> addr = s.sentinelGetMasterAddrByName("mymaster");
+      return addr == null ? -1 : Integer.parseInt(addr.get(1));
+    } catch (RuntimeException e) {
+      return -1;
+    }
+  }
+
+  private static boolean knowsReplica() {
+    try (Jedis s = new Jedis("127.0.0.1", SENTINEL)) {
+      return !s.sentinelReplicas("mymaster").isEmpty();
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
+
+  private static void eventually(BooleanSupplier done, String what) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (!done.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out waiting for " + what);
+      }
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new AssertionError(e);
+      }
+    }
+  }
+
+  private static String get(int port, String key) {
+    try (Jedis j = new Jedis("127.0.0.1", port)) {
+      return j.get(key);
+    }
+  }
+
+  @Test
+  @Order(1)
+  void locksOnTheMasterTheSentinelNamesAndASecondClientIsRefused() {
+    for (BiFunction<List<String>, String, Driver> driver : DRIVERS) {
+      List<String> sentinels = List.of("127.0.0.1:" + SENTINEL);
+      String resource = "java:sentinel:" + driver.apply(sentinels, "mymaster").name();
+      try (RedlockClient one = RedlockClient.builder(driver.apply(sentinels, "mymaster"))
+              .attempts(1).build();
+          RedlockClient two = RedlockClient.builder(driver.apply(sentinels, "mymaster"))
+              .attempts(1).build()) {
+        RedLock lock = one.acquire(resource, Duration.ofSeconds(10));
+        // Written on the master the Sentinel named.
+        assertEquals(lock.token(), get(MASTER, resource));
+        assertTrue(two.isLocked(resource));
+        LockHeldElsewhereException e = assertThrows(LockHeldElsewhereException.class,
+            () -> two.acquire(resource, Duration.ofSeconds(10)));
+        assertEquals("held_elsewhere", e.code());
+        lock.release();
+        assertNull(get(MASTER, resource));
+        try (RedLock again = two.acquire(resource, Duration.ofSeconds(10))) {
+          assertEquals(again.token(), get(MASTER, resource));
+        }
+      }
+    }
+  }
+
+  @Test
+  @Order(2)
+  @SuppressWarnings("try") // the sample's lock is held by the block, not used in it
+  void theReadmeSampleLocksOnTheMaster() {
+    try (Jedis m = new Jedis("127.0.0.1", MASTER)) {
+      m.configResetStat();
+    }
+    List<String> sentinels = List.of("redis://127.0.0.1:" + SENTINEL);
+    try (RedlockClient redlock = RedlockClient.builder(NioDriver.sentinel(sentinels, "mymaster"))
+            .ttl(Duration.ofSeconds(10))
+            .build();
+        RedLock lock = redlock.acquire("orders:42")) {
+      // ... work while lock.isValid()
+    }
+    // The lock's scripts ran on the master, and the release left nothing there.
+    try (Jedis m = new Jedis("127.0.0.1", MASTER)) {
+      String stats = m.info("commandstats");
+      assertTrue(stats.contains("cmdstat_eval"), stats);
+      assertNull(m.get("orders:42"));
+    }
+  }
+
+  @Test
+  @Order(3)
+  void anUnknownServiceOrNoReachableSentinelIsANodeFailure() {
+    for (BiFunction<List<String>, String, Driver> driver : DRIVERS) {
+      String name = driver.apply(List.of("127.0.0.1:1"), "x").name();
+      try (RedlockClient unknown = RedlockClient.builder(
+              driver.apply(List.of("127.0.0.1:" + SENTINEL), "nosuchmaster"))
+              .attempts(1).nodeTimeout(Duration.ofMillis(300)).build()) {
+        NodesFailingException e = assertThrows(NodesFailingException.class,
+            () -> unknown.acquire("java:sentinel:unknown"));
+        NodeResult r = e.nodes().get(0);
+        assertEquals(NodeResult.Kind.ERROR, r.kind(), name + ": " + e.nodes());
+        assertTrue(r.error().contains(
+            "no Sentinel named a master for service \"nosuchmaster\""), name + ": " + r.error());
+        assertTrue(r.error().contains("no master for this service"), name + ": " + r.error());
+      }
+      // No Sentinel listening: refused.
+      try (RedlockClient down = RedlockClient.builder(
+              driver.apply(List.of("127.0.0.1:" + NOBODY), "mymaster"))
+              .attempts(1).nodeTimeout(Duration.ofMillis(300)).build()) {
+        NodesFailingException e = assertThrows(NodesFailingException.class,
+            () -> down.acquire("java:sentinel:down"));
+        NodeResult r = e.nodes().get(0);
+        assertEquals(NodeResult.Kind.ERROR, r.kind(), name + ": " + e.nodes());
+        assertEquals("refused", r.cause(), name + ": " + r.error());
+        assertTrue(r.error().contains("127.0.0.1:" + NOBODY), name + ": " + r.error());
+      }
+      // A Sentinel that is down is skipped for the next one.
+      try (RedlockClient second = RedlockClient.builder(driver.apply(
+              List.of("127.0.0.1:" + NOBODY, "127.0.0.1:" + SENTINEL), "mymaster"))
+              .attempts(1).build();
+          RedLock lock = second.acquire("java:sentinel:second")) {
+        assertEquals(lock.token(), get(MASTER, "java:sentinel:second"));
+      }
+    }
+  }
+
+  @Test
+  @Order(4)
+  void invalidArgumentsAreRefused() {
+    for (BiFunction<List<String>, String, Driver> driver : DRIVERS) {
+      assertEquals("invalid_node", assertThrows(RedlockArgumentException.class,
+          () -> driver.apply(List.of(), "mymaster")).code());
+      assertEquals("invalid_node", assertThrows(RedlockArgumentException.class,
+          () -> driver.apply(List.of("127.0.0.1:" + SENTINEL), "")).code());
+    }
+  }
+
+  @Test
+  @Order(5)
+  void afterAFailoverTheNextConnectionReachesTheNewMaster() {
+    List<String> sentinels = List.of("127.0.0.1:" + SENTINEL);
+    try (RedlockClient nio = RedlockClient.builder(NioDriver.sentinel(sentinels, "mymaster"))
+            .attempts(5).retryDelay(Duration.ofMillis(300)).build();
+        RedlockClient jedis = RedlockClient.builder(JedisDriver.sentinel(sentinels, "mymaster"))
+            .attempts(5).retryDelay(Duration.ofMillis(300)).build()) {
+      for (RedlockClient c : List.of(nio, jedis)) {
+        try (RedLock before = c.acquire("java:sentinel:before:" + c.driverName())) {
+          assertEquals(before.token(), get(MASTER, "java:sentinel:before:" + c.driverName()));
+        }
+      }
+      try (Jedis s = new Jedis("127.0.0.1", SENTINEL)) {
+        assertEquals("OK", s.sentinelFailover("mymaster"));
+      }
+      eventually(() -> masterPort() == REPLICA, "the Sentinel to name the replica");
+      // The old master goes away: the clients' connections drop, and the next one asks
+      // the Sentinel again.
+      master.kill(0);
+      for (RedlockClient c : List.of(nio, jedis)) {
+        String resource = "java:sentinel:after:" + c.driverName();
+        try (RedLock after = c.acquire(resource)) {
+          assertEquals(after.token(), get(REPLICA, resource), c.driverName());
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,209 @@
+"""Single-instance mode through Redis Sentinel (``Redlock.from_sentinel``,
+``AsyncRedlock.from_sentinel``), on real processes: a master (base port 7350) and its
+replica (7352) from scripts/redis-nodes.sh, and a ``redis-server --sentinel`` on 7355
+started here from a generated configuration. Port 7356 never listens (a Sentinel that
+cannot be reached)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from redlock_core import AsyncRedlock, LockHeldError, NodesFailedError, Redlock
+
+from .conftest import REPO, Nodes
+
+SENTINEL_PORT = 7355
+CLOSED_SENTINEL = "127.0.0.1:7356"
+SERVICE = "mymaster"
+
+
+def _master_port(port: int = SENTINEL_PORT) -> int | None:
+    """The master's port the Sentinel names for the service (None: none yet)."""
+    try:
+        with redis.Redis(port=port, socket_timeout=1, decode_responses=True) as client:
+            address = client.execute_command("SENTINEL", "get-master-addr-by-name", SERVICE)
+    except redis.RedisError:
+        return None
+    return int(address[1]) if address else None
+
+
+def _eventually(check: object, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class Cluster:
+    """The master, its replica and the Sentinel watching them."""
+
+    def __init__(self) -> None:
+        self.master = Nodes(7350, 1)
+        self.replica = Nodes(7352, 1)
+        self.sentinel: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.master.start()
+        self.replica.start()
+        with redis.Redis(port=self.replica.ports[0], socket_timeout=2) as replica:
+            replica.replicaof("127.0.0.1", self.master.ports[0])
+        # The replica is known to the master before the Sentinel's first look, so the
+        # Sentinel finds it at once (a failover needs one).
+        assert _eventually(lambda: self._replicas(self.master.ports[0]) == 1, 10)
+        directory = REPO / ".runtime" / f"sentinel-{SENTINEL_PORT}"
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        conf = directory / "sentinel.conf"
+        conf.write_text(
+            f"port {SENTINEL_PORT}\nbind 127.0.0.1\ndir {directory}\n"
+            f"sentinel monitor {SERVICE} 127.0.0.1 {self.master.ports[0]} 1\n"
+            f"sentinel down-after-milliseconds {SERVICE} 2000\n"
+            f"sentinel failover-timeout {SERVICE} 10000\n"
+        )
+        self.sentinel = subprocess.Popen(
+            ["redis-server", str(conf), "--sentinel"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        named = _eventually(lambda: _master_port() == self.master.ports[0], 10)
+        assert named, f"the Sentinel on {SENTINEL_PORT} did not name the master"
+
+    def stop(self) -> None:
+        if self.sentinel is not None:
+            self.sentinel.kill()
+            self.sentinel.wait()
+        self.replica.stop()
+        self.master.stop()
+
+    @staticmethod
+    def _replicas(port: int) -> int:
+        with redis.Redis(port=port, socket_timeout=2) as client:
+            return int(client.info("replication").get("connected_slaves", 0))
+
+    def value(self, port: int, key: str) -> bytes | None:
+        with redis.Redis(port=port, socket_timeout=2) as client:
+            return client.get(key)  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is needed (scripts/setup.sh installs it)")
+    cluster = Cluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_locks_on_the_master_the_sentinel_names(cluster: Cluster, resource: str) -> None:
+    master = cluster.master.ports[0]
+    sentinels = [f"redis://127.0.0.1:{SENTINEL_PORT}"]
+    with Redlock.from_sentinel(sentinels, SERVICE, attempts=1, node_timeout=0.3) as redlock:
+        assert redlock.nodes == ("sentinel master mymaster",)
+        assert redlock.quorum == 1
+        lock = redlock.acquire(resource, ttl=10)
+        # Written on the master the Sentinel named (and replicated, not locked there).
+        assert cluster.value(master, resource) == lock.token.encode()
+        assert redlock.locked(resource)
+        with Redlock.from_sentinel(f"127.0.0.1:{SENTINEL_PORT}", SERVICE, attempts=1) as other:
+            with pytest.raises(LockHeldError):
+                other.acquire(resource)
+        assert lock.release().released == 1
+        assert cluster.value(master, resource) is None
+
+
+def test_an_unknown_service_or_no_sentinel_is_a_node_failure(cluster: Cluster) -> None:
+    unknown = Redlock.from_sentinel(
+        [("127.0.0.1", SENTINEL_PORT)], "nosuchmaster", attempts=1, node_timeout=0.3
+    )
+    with unknown, pytest.raises(NodesFailedError) as caught:
+        unknown.acquire("sentinel:unknown")
+    assert caught.value.nodes[0].label == "sentinel master nosuchmaster"
+    error = str(caught.value.nodes[0].error)
+    assert "no Sentinel named a master for 'nosuchmaster'" in error, error
+    assert f"Sentinel 127.0.0.1:{SENTINEL_PORT} does not know the service" in error, error
+
+    nowhere = Redlock.from_sentinel(
+        CLOSED_SENTINEL, SERVICE, attempts=1, node_timeout=0.3, sentinel_timeout=0.2
+    )
+    with nowhere, pytest.raises(NodesFailedError) as caught:
+        nowhere.acquire("sentinel:nowhere")
+    error = str(caught.value.nodes[0].error)
+    assert f"Sentinel {CLOSED_SENTINEL} did not answer" in error, error
+    assert "(refused)" in str(caught.value)  # the node's cause
+
+
+def test_bad_sentinel_addresses_are_refused() -> None:
+    for bad in ("", "127.0.0.1", "redis://:26379", [("127.0.0.1", "x")]):
+        with pytest.raises(ValueError, match="Sentinel"):
+            Redlock.from_sentinel(bad, SERVICE)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Sentinel"):
+        Redlock.from_sentinel([26379], SERVICE)  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="service"):
+        Redlock.from_sentinel("127.0.0.1:26379", "")
+
+
+def test_asyncio(cluster: Cluster, resource: str) -> None:
+    master = cluster.master.ports[0]
+    sentinels = f"127.0.0.1:{SENTINEL_PORT}"
+
+    async def main() -> None:
+        async with AsyncRedlock.from_sentinel(sentinels, SERVICE, attempts=1) as redlock:
+            async with redlock.lock(resource, ttl=10) as lock:
+                assert cluster.value(master, resource) == lock.token.encode()
+                async with AsyncRedlock.from_sentinel(sentinels, SERVICE, attempts=1) as other:
+                    with pytest.raises(LockHeldError):
+                        await other.acquire(resource)
+            assert cluster.value(master, resource) is None
+        async with AsyncRedlock.from_sentinel(sentinels, "nosuchmaster", attempts=1) as unknown:
+            with pytest.raises(NodesFailedError):
+                await unknown.acquire(resource)
+
+    asyncio.run(main())
+
+
+def test_the_readme_sample(cluster: Cluster) -> None:
+    sentinels = f"127.0.0.1:{SENTINEL_PORT}"
+    tokens = []
+    with Redlock.from_sentinel(sentinels, "mymaster", fencing=True) as redlock:
+        with redlock.lock("orders:42") as lock:
+            tokens.append(lock.fencing_token)  # send it with every write
+    assert isinstance(tokens[0], int)
+    assert cluster.value(cluster.master.ports[0], "orders:42") is None
+
+
+def test_a_failover_is_followed_at_the_next_connection(cluster: Cluster, resource: str) -> None:
+    """The last test here: the replica becomes the master."""
+    old, new = cluster.master.ports[0], cluster.replica.ports[0]
+    sentinels = f"127.0.0.1:{SENTINEL_PORT}"
+    with Redlock.from_sentinel(sentinels, SERVICE, attempts=3, retry_delay=0.2) as redlock:
+        before = redlock.acquire(f"{resource}:before", ttl=10)
+        assert cluster.value(old, f"{resource}:before") == before.token.encode()
+        with redis.Redis(port=SENTINEL_PORT, socket_timeout=2) as sentinel:
+            sentinel.execute_command("SENTINEL", "FAILOVER", SERVICE)
+        assert _eventually(lambda: _master_port() == new, 20), "no failover"
+        # A new connection asks the Sentinel, and reaches the new master.
+        with Redlock.from_sentinel(sentinels, SERVICE, attempts=1) as fresh:
+            lock = fresh.acquire(f"{resource}:fresh", ttl=10)
+            assert cluster.value(new, f"{resource}:fresh") == lock.token.encode()
+            lock.release()
+        # The first Redlock's connection to the old master is closed (as the Sentinel
+        # does when it turns the old master into a replica): its link reconnects,
+        # asks the Sentinel again, and reaches the new master too.
+        with redis.Redis(port=old, socket_timeout=2) as old_master:
+            old_master.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+        lock = redlock.acquire(f"{resource}:after", ttl=10)
+        assert cluster.value(new, f"{resource}:after") == lock.token.encode()
+        assert cluster.value(old, f"{resource}:after") is None
+        lock.release()
