@@ -261,7 +261,7 @@ class IoredisTransport extends LibraryTransport {
   subscriber(onMessage) {
     const sub = this.client.duplicate();
     sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
-    sub.on('messageBuffer', (channel) => onMessage(channel));
+    sub.on('messageBuffer', (channel, message) => onMessage(channel, message));
     return {
       subscribe: (channel) => sub.subscribe(toClientArg(channel)).catch(() => {}),
       unsubscribe: (channel) => sub.unsubscribe(toClientArg(channel)).catch(() => {}),
@@ -315,7 +315,7 @@ class NodeRedisTransport extends LibraryTransport {
     sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
     const connected = sub.connect().catch(() => {});
     // Buffer mode: (message, channel) as Buffers, whatever bytes the channel holds.
-    const listener = (message, channel) => onMessage(channel);
+    const listener = (message, channel) => onMessage(channel, message);
     let closed = false;
     const call = (method, channel) =>
       connected.then(() => !closed && sub.isOpen && sub[method](toClientArg(channel), listener, true)).catch(() => {});
