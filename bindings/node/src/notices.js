@@ -2,10 +2,9 @@
 // (a duplicate of the user's client, or a socket of its own), opened when an
 // acquisition first waits and subscribed to the core's notice channels of the resources
 // someone is waiting for. Each message is handed to the waiting operations as
-// `handleNoticeMessage(node, message, now)`, its payload (the id of the waiter first in
-// the resource's queue on that node, or empty) passed on exactly as received; the core
-// decides what it changes. Notices never decide anything: a lost one costs at most a
-// retry delay, a forged one at most an attempt.
+// `handleNoticeMessage(node, message, now)`, its bytes as received (the waiter first in
+// the resource's queue, or empty); the core decides what it changes. Notices never decide
+// anything: a lost one costs at most a retry delay, a forged one at most an attempt.
 
 import { channelId } from './channels.js';
 
@@ -72,7 +71,7 @@ export class Notices {
   /**
    * @param transports one per node
    * @param deliver `(tag, node, message)`: a notice for the operation tagged `tag` from
-   *   `node`, with the message it carried (bytes; undefined when the transport gave none)
+   *   `node`, with the message's bytes
    */
   constructor(transports, deliver) {
     this.#deliver = deliver;
@@ -120,6 +119,7 @@ export class Notices {
   #message(node, channel, message) {
     const entry = this.#channels.get(channelId(channel));
     if (entry === undefined) return;
-    for (const tag of [...entry.waiters]) this.#deliver(tag, node, message);
+    const bytes = message instanceof Uint8Array ? message : new TextEncoder().encode(String(message ?? ''));
+    for (const tag of [...entry.waiters]) this.#deliver(tag, node, bytes);
   }
 }

@@ -220,8 +220,7 @@ class StreamSubscriber {
     if (reply.type !== 'array' || reply.value.length !== 3) return;
     const [kind, channel, message] = reply.value;
     if (kind.type !== 'bulk' || channel.type !== 'bulk' || lossy.decode(kind.value) !== 'message') return;
-    // The message (the first waiter in the queue, or empty) as the bytes received.
-    this.#onMessage(channel.value, message.type === 'bulk' ? message.value : undefined);
+    this.#onMessage(channel.value, message.type === 'bulk' ? message.value : new Uint8Array());
   }
 }
 

@@ -219,11 +219,8 @@ class Replay {
         this.ops.get(target).handleTimeout(now);
       } else if (step.notice) {
         target = step.op ?? this.last;
-        // `message`: the text the notice carried (its UTF-8 bytes); without it, the bare
-        // notice.
-        const { node, message } = step.notice;
-        if (message === undefined) this.ops.get(target).handleNotice(node, now);
-        else this.ops.get(target).handleNoticeMessage(node, new TextEncoder().encode(message), now);
+        if (step.notice.message === undefined) this.ops.get(target).handleNotice(step.notice.node, now);
+        else this.ops.get(target).handleNoticeMessage(step.notice.node, new TextEncoder().encode(step.notice.message), now);
       } else if (step.abandon) {
         target = step.op ?? this.last;
         this.ops.get(target).abandon(now);
