@@ -57,7 +57,8 @@ test-rust:
 
 # The Python package (ctypes over libredlock, redis-py sync and asyncio): builds the wheel,
 # installs it into $(REDLOCK_CACHE)/venv-python; ruff, mypy, pytest (vectors, the ctypes
-# layer, both drivers against local Redis nodes on base ports 7300-7340).
+# layer, both drivers against local Redis nodes on base ports 7300-7340; Sentinel mode on a
+# master and its replica at 7350 and 7352 with `redis-server --sentinel` on 7355).
 test-python:
 	bindings/python/build.sh test
 
@@ -72,8 +73,9 @@ test-node:
 # The PHP package (FFI over libredlock; a non-blocking stream driver and a phpredis driver):
 # php -l, phpcs, phpmd, then PHPUnit: conformance vectors (fencing and waiting included)
 # through FFI, preloading under php-cgi, error paths, both drivers against local Redis
-# nodes (waiting with release notices included; base ports 7500-7534), fencing tokens and
-# the resource-side check (ports 7550-7555), and interop with the redlock CLI.
+# nodes (waiting with release notices included; base ports 7500-7534), Sentinel mode (a
+# master and its replica on 7535-7536, `redis-server --sentinel` on 7537, 7538 closed),
+# fencing tokens and the resource-side check (ports 7550-7555), and interop with the CLI.
 test-php:
 	bindings/php/build.sh test
 
@@ -102,7 +104,9 @@ test-docs:
 
 # The Java binding (JNI over the core, Maven, JDK 17): builds the JNI library into the jar,
 # then `mvn -q verify` runs the JUnit 5 tests (vectors through JNI, error paths, the nio and
-# Jedis drivers against local Redis nodes on base ports 7400-7460, interop with the CLI).
+# Jedis drivers against local Redis nodes on base ports 7400-7460; Sentinel mode on a master
+# at 7410, its replica at 7412 and `redis-server --sentinel` at 7415, 7416 closed; interop
+# with the CLI).
 test-java:
 	bindings/java/build.sh test
 
