@@ -171,7 +171,9 @@ export class Driver {
    */
   constructor(transports, { notices = true } = {}) {
     this.nodes = transports.map((transport) => new Node(this, transport));
-    this.notices = notices ? new Notices(transports, (tag, node) => this.#notice(tag, node)) : undefined;
+    this.notices = notices
+      ? new Notices(transports, (tag, node, message) => this.#notice(tag, node, message))
+      : undefined;
   }
 
   /**
@@ -297,12 +299,12 @@ export class Driver {
     task.watching = channels === undefined ? [] : this.notices.watch(tag, channels);
   }
 
-  /** A release notice from `node` for the operation tagged `tag`. */
-  #notice(tag, node) {
+  /** A release notice from `node` for the operation tagged `tag`, with its message's bytes. */
+  #notice(tag, node, message) {
     const task = this.#tasks.get(tag);
     if (task === undefined || this.closed) return;
     try {
-      task.op.handleNotice(node, nowUs());
+      task.op.handleNoticeMessage(node, message, nowUs());
     } catch (error) {
       this.#finish(tag, task, 'error');
       task.reject(error);

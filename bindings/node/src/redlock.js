@@ -11,7 +11,7 @@ import {
   version,
 } from '../wasm/redlock_wasm.js';
 import { nowUs } from './clock.js';
-import { toTransport } from './clients.js';
+import { clientRefusal, toTransport } from './clients.js';
 import { Driver } from './driver.js';
 import { Emitter } from './events.js';
 import { resolveTracer } from './tracing.js';
@@ -126,6 +126,8 @@ export class Redlock extends Emitter {
       throw invalid('give one client per Redis node (at least one)', 'no_nodes');
     }
     const transports = clients.map((client, index) => {
+      const refusal = clientRefusal(client);
+      if (refusal !== undefined) throw invalid(`node ${index}: ${refusal}`);
       const transport = toTransport(client, index);
       if (transport === undefined) {
         throw invalid(

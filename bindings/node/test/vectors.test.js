@@ -219,7 +219,8 @@ class Replay {
         this.ops.get(target).handleTimeout(now);
       } else if (step.notice) {
         target = step.op ?? this.last;
-        this.ops.get(target).handleNotice(step.notice.node, now);
+        if (step.notice.message === undefined) this.ops.get(target).handleNotice(step.notice.node, now);
+        else this.ops.get(target).handleNoticeMessage(step.notice.node, new TextEncoder().encode(step.notice.message), now);
       } else if (step.abandon) {
         target = step.op ?? this.last;
         this.ops.get(target).abandon(now);
