@@ -283,11 +283,29 @@ impl Operation {
     /// finished, otherwise one `wait`.
     #[wasm_bindgen(js_name = pollOutput)]
     pub fn poll_output(&mut self) -> Result<Option<OutputJs>, JsValue> {
+        self.poll(true)
+    }
+
+    /// As `pollOutput`, for a driver that hands every send to a `Link` (`Link.submit`
+    /// takes the command from the operation): a send's `args` is left out (`undefined`),
+    /// which spares building its strings.
+    #[wasm_bindgen(js_name = pollOutputToLink)]
+    pub fn poll_output_to_link(&mut self) -> Result<Option<OutputJs>, JsValue> {
+        self.poll(false)
+    }
+}
+
+impl Operation {
+    fn poll(&mut self, with_args: bool) -> Result<Option<OutputJs>, JsValue> {
         let value: JsValue = match self.inner.poll_output() {
             None => return Ok(None),
             Some(Output::Send(command)) => {
-                strings::note_token(command.token());
-                let args = strings::args_array(&command.args().collect::<Vec<_>>());
+                let args = if with_args {
+                    strings::note_token(command.token());
+                    strings::args_array(&command.args().collect::<Vec<_>>())
+                } else {
+                    JsValue::UNDEFINED
+                };
                 let kind = strings::with(|s| command_kind(s, command.kind()));
                 let value = strings::send_output(
                     command.node() as f64,
@@ -314,6 +332,10 @@ impl Operation {
         };
         Ok(Some(value.unchecked_into()))
     }
+}
+
+#[wasm_bindgen]
+impl Operation {
 
     /// The next event (docs/observability.md), or `undefined` when none is unread. The
     /// core keeps the events of every input (at most 64 unread, the oldest go first);

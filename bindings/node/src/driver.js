@@ -232,7 +232,7 @@ export class Driver {
     const op = task.op;
     const now = nowUs();
     for (;;) {
-      const output = op.pollOutput();
+      const output = op.pollOutputToLink();
       if (output === undefined) {
         this.#drain(task);
         return;
@@ -323,7 +323,7 @@ export class Driver {
     op.abandon(now);
     // What must still be sent (the release of an attempt whose SETs are out) goes to
     // the links under a tag nobody waits for.
-    for (let output = op.pollOutput(); output !== undefined; output = op.pollOutput()) {
+    for (let output = op.pollOutputToLink(); output !== undefined; output = op.pollOutputToLink()) {
       if (output.type !== 'send') continue;
       const node = this.nodes[output.node];
       node.link.submit(0, op, now);
