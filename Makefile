@@ -66,7 +66,8 @@ test-python:
 # WASM (fencing, waiting and inspection included), ioredis, node-redis and raw sockets
 # against local Redis nodes, waiting, fencing, inspections, events and OpenTelemetry spans
 # on real nodes, the TypeScript declarations, and the core inside workerd (base ports
-# 7200-7269 and 7275; 7258-7259 stay closed).
+# 7200-7269, 7275 and 7291-7295 (the queue of waiters); Sentinel mode on a master, its
+# replica and a Sentinel at 7276-7278, 7279 closed; 7258-7259 stay closed).
 test-node:
 	bindings/node/build.sh test
 

@@ -10,7 +10,7 @@
 #                                    events and OpenTelemetry spans, the TypeScript
 #                                    declarations, Sentinel (a master, its replica and a
 #                                    Sentinel on 7276-7278, 7279 closed), and the core
-#                                    inside workerd (base ports 7200-7269, 7275;
+#                                    inside workerd (base ports 7200-7269, 7275, 7291;
 #                                    7258-7259 stay closed)
 #   bindings/node/build.sh bench     install, then the decision-cycle benchmark, the
 #                                    end-to-end comparison with node-redlock (base port

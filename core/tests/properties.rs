@@ -90,7 +90,11 @@ enum Event {
     /// A release notice from `node` (possibly no node of the configuration) after
     /// `advance` us, with no message (0), one naming someone else (1) or one naming the
     /// current attempt's token (2): it may only ever start an attempt sooner.
-    Notice { node: usize, advance: u64, named: u8 },
+    Notice {
+        node: usize,
+        advance: u64,
+        named: u8,
+    },
 }
 
 fn event() -> impl Strategy<Value = Event> {

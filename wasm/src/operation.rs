@@ -2,6 +2,7 @@
 
 use redlock_core::{Command, CommandKind, NodeResult, OperationKind, Outcome, Output, RequestId};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::client::Lease;
 use crate::convert::{reply_from_js, time, time_to_js, to_js, whole, NodeResults};
@@ -257,14 +258,19 @@ impl Operation {
     pub fn handle_notice_message(
         &mut self,
         node: f64,
-        message: &[u8],
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] message: &JsValue,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<(), JsValue> {
+        let Some(message) = message.dyn_ref::<js_sys::Uint8Array>() else {
+            return Err(error::invalid_argument(
+                "a notice's message must be a Uint8Array (the bytes as received)",
+            ));
+        };
         let now = time(now_us, "nowUs")?;
         let node = whole(node, "node")?;
         let node = usize::try_from(node).unwrap_or(usize::MAX);
         self.inner
-            .handle_notice_message(node, message, now)
+            .handle_notice_message(node, &message.to_vec(), now)
             .map_err(error::usage)
     }
 
@@ -336,7 +342,6 @@ impl Operation {
 
 #[wasm_bindgen]
 impl Operation {
-
     /// The next event (docs/observability.md), or `undefined` when none is unread. The
     /// core keeps the events of every input (at most 64 unread, the oldest go first);
     /// nothing about the lock depends on whether they are polled, and nothing is built

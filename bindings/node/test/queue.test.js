@@ -12,7 +12,7 @@ import { createClient } from 'redis';
 import { Redlock, netSocket } from '../index.js';
 import { RedisNodes, sleep } from './helpers.js';
 
-const nodes = new RedisNodes(7283);
+const nodes = new RedisNodes(7291);
 let urls;
 let inspectors;
 
