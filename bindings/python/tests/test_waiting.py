@@ -219,8 +219,10 @@ def test_an_interrupted_wait_leaves_nothing_behind(nodes: Nodes, resource: str) 
 QUEUE_NODE_TIMEOUT = 0.2
 #: How long each queued waiter holds the lock: longer than that node timeout, so the
 #: attempts of the waiters not named are refused while the lock is held and all of them
-#: wait again for the next release.
-QUEUE_HOLD = 0.4
+#: wait again for the next release; and not a multiple of it, so that no such attempt
+#: (a node timeout after a notice, and notices come from attempts that fail too) falls
+#: due just as the lock is released and races the named waiter.
+QUEUE_HOLD = 0.5
 #: Each hand-off along the queue takes less than this after the release (a notice takes
 #: milliseconds; the waiters' retry delay, 2 s, cannot explain it).
 QUEUE_BOUND = 0.5
@@ -295,6 +297,58 @@ def test_a_waiter_hands_each_notice_message_to_the_core(
     assert {message for _, message in heard} == {waiter_id}
 
 
+def check_queue_order(got: list[tuple[int, float]], released: list[float]) -> None:
+    """Waiter ``i`` got the lock ``i``-th (each release named the first in the queue),
+    each soon after the release before it."""
+    assert [index for index, _ in got] == [0, 1, 2], got
+    handoffs = [at - before for (_, at), before in zip(got, released)]
+    assert len(handoffs) == 3 and max(handoffs) < QUEUE_BOUND, handoffs
+
+
+def test_waiters_get_the_lock_in_the_order_they_began_to_wait(nodes: Nodes, resource: str) -> None:
+    holder_side = Redlock(nodes.clients())
+    sides = [
+        Redlock(nodes.clients(), retry_delay=2, retry_jitter=0, node_timeout=QUEUE_NODE_TIMEOUT)
+        for _ in range(3)
+    ]
+    got: list[tuple[int, float]] = []
+    released: list[float] = []  # the holder's release, then each waiter's
+    errors: list[BaseException] = []
+
+    def wait(index: int) -> None:
+        try:
+            lock = sides[index].acquire(resource, blocking_timeout=5)
+            got.append((index, time.monotonic()))
+            time.sleep(QUEUE_HOLD)
+            released.append(time.monotonic())
+            lock.release()
+        except BaseException as error:
+            errors.append(error)
+
+    try:
+        with holder_side:
+            holder = holder_side.acquire(resource)
+            # Three waiters start a little apart; each is in the queue on every node
+            # before the next starts. The holder releases, then each waiter in turn.
+            threads = []
+            for index in range(3):
+                threads.append(threading.Thread(target=wait, args=(index,)))
+                threads[-1].start()
+                wait_for(lambda n=index + 1: queued(nodes, resource) == [n] * 5)
+            released.append(time.monotonic())
+            holder.release()
+            for thread in threads:
+                thread.join(5)
+    finally:
+        for side in sides:
+            side.close()
+    assert not errors, errors
+    check_queue_order(got, released)
+    # Each waiter left the queue with its lock's release.
+    assert queued(nodes, resource) == [0] * 5
+    assert nodes.values(resource) == [None] * 5
+
+
 def test_asyncio_waiters_get_the_lock_in_the_order_they_began_to_wait(
     nodes: Nodes, resource: str
 ) -> None:
@@ -309,8 +363,7 @@ def test_asyncio_waiters_get_the_lock_in_the_order_they_began_to_wait(
         await lock.release()
 
     async def run() -> None:
-        # Three waiters start a little apart; each is in the queue on every node before
-        # the next starts. The holder releases, then each waiter in turn.
+        # As the sync test above: three waiters queued in turn, then the releases.
         holder_side = AsyncRedlock([redis.asyncio.Redis(port=port) for port in nodes.ports])
         sides = [
             AsyncRedlock(
@@ -336,12 +389,8 @@ def test_asyncio_waiters_get_the_lock_in_the_order_they_began_to_wait(
                 await redlock.aclose()
 
     asyncio.run(asyncio.wait_for(run(), 10))
-    # Waiter i got the lock i-th (each release named the first in the queue), each
-    # soon after the release before it.
-    assert [index for index, _ in got] == [0, 1, 2], got
-    handoffs = [at - before for (_, at), before in zip(got, released)]
-    assert len(handoffs) == 3 and max(handoffs) < QUEUE_BOUND, handoffs
-    # Each waiter left the queue when it got the lock.
+    check_queue_order(got, released)
+    # Each waiter left the queue with its lock's release.
     assert queued(nodes, resource) == [0] * 5
     assert nodes.values(resource) == [None] * 5
 
