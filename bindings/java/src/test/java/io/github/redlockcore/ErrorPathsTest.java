@@ -77,9 +77,11 @@ class ErrorPathsTest {
       assertEquals("unknown_node", assertThrows(RedlockArgumentException.class,
           () -> links.connected(3, 10)).code());
       assertThrows(RedlockArgumentException.class, () -> links.reply(0, 1, 99, 0, null, 10));
-      assertThrows(RedlockArgumentException.class, () -> links.notice(-1, 0, 10));
-      // Unknown operations: nothing to do, no error (they may have ended).
-      links.notice(42, 0, 10);
+      assertThrows(RedlockArgumentException.class, () -> links.notice(-1, 0, new byte[0], 10));
+      // Unknown operations: nothing to do, no error (they may have ended); a null message
+      // counts as an empty one.
+      links.notice(42, 0, "waiter".getBytes(StandardCharsets.US_ASCII), 10);
+      links.notice(42, 0, null, 10);
       links.abandon(42, 10);
       assertEquals(0, links.running());
       assertEquals("no_outcome",
