@@ -12,6 +12,7 @@ import io.github.redlockcore.core.Outcome;
 import io.github.redlockcore.spi.Driver;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -21,6 +22,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLongArray;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -811,6 +813,75 @@ abstract class DriverContract {
       assertTrue(holding >= 3, "the prefixed key is held on " + holding + " nodes");
       long ms = handOff(held, waitFor(waiter, Duration.ofSeconds(10)), 300);
       assertTrue(ms < HANDOFF_BOUND_MS, "with a key prefix the waiter took " + ms + " ms");
+    }
+  }
+
+  /**
+   * Three waiters (clients of their own, retry delay 3 s) queue up 150 ms apart behind a
+   * holder; each holds the lock 100 ms, then releases it. Each release's notices name the
+   * first waiter in the nodes' queues (the core reads the message), so the lock goes to the
+   * waiters in the order they started waiting, each soon after the previous release. A
+   * notice naming nobody would let them race after a random delay (any order), and without
+   * notices the next holder would come with a retry, seconds later. The latency bound is
+   * loose (a loaded machine); the order is the point.
+   */
+  @Test
+  void releasesHandTheLockToTheWaitersInTheOrderTheyStartedWaiting() throws Exception {
+    int count = 3;
+    List<RedlockClient> clients = new ArrayList<>();
+    try {
+      for (int i = 0; i < count; i++) {
+        clients.add(RedlockClient.builder(driver(nodes.urls()))
+            .retryDelay(Duration.ofSeconds(3)).retryJitter(Duration.ZERO).build());
+      }
+      RedLock held = redlock.acquire(resource);
+      List<Integer> order = Collections.synchronizedList(new ArrayList<>());
+      AtomicLongArray acquiredAt = new AtomicLongArray(count);
+      AtomicLongArray releasedAt = new AtomicLongArray(count);
+      List<CompletableFuture<Boolean>> done = new ArrayList<>();
+      for (int i = 0; i < count; i++) {
+        int me = i;
+        CompletableFuture<Boolean> f = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+          try {
+            Optional<RedLock> got =
+                clients.get(me).tryAcquire(resource, null, Duration.ofSeconds(10));
+            if (got.isPresent()) {
+              acquiredAt.set(me, System.nanoTime());
+              order.add(me);
+              Thread.sleep(100);
+              releasedAt.set(me, System.nanoTime());
+              got.get().release();
+            }
+            f.complete(got.isPresent());
+          } catch (Exception e) {
+            f.completeExceptionally(e);
+          }
+        }, "waiter-" + i);
+        t.setDaemon(true);
+        t.start();
+        done.add(f);
+        Thread.sleep(150);
+      }
+      assertTrue(order.isEmpty(), "nobody may take the held lock: " + order);
+      long released = System.nanoTime();
+      held.release();
+      for (CompletableFuture<Boolean> f : done) {
+        assertTrue(f.get(10, TimeUnit.SECONDS), "every waiter got the lock");
+      }
+      assertEquals(List.of(0, 1, 2), order, "the lock goes to the waiters first come first");
+      List<Long> latencies = new ArrayList<>();
+      long previous = released;
+      for (int waiter : order) {
+        latencies.add((acquiredAt.get(waiter) - previous) / 1_000_000);
+        previous = releasedAt.get(waiter);
+      }
+      System.out.println(getClass().getSimpleName() + ": FIFO hand-offs " + latencies + " ms");
+      for (long ms : latencies) {
+        assertTrue(ms >= 0 && ms < 500, "a hand-off took " + ms + " ms: " + latencies);
+      }
+    } finally {
+      clients.forEach(RedlockClient::close);
     }
   }
 
