@@ -817,13 +817,16 @@ abstract class DriverContract {
   }
 
   /**
-   * Three waiters (clients of their own, retry delay 3 s) queue up 150 ms apart behind a
-   * holder; each holds the lock 100 ms, then releases it. Each release's notices name the
-   * first waiter in the nodes' queues (the core reads the message), so the lock goes to the
-   * waiters in the order they started waiting, each soon after the previous release. A
-   * notice naming nobody would let them race after a random delay (any order), and without
-   * notices the next holder would come with a retry, seconds later. The latency bound is
-   * loose (a loaded machine); the order is the point.
+   * Three waiters (clients of their own, retry delay 3 s +- 0.5 s) queue up behind a
+   * holder, each once the previous one is in the queue on every node and 150 ms later;
+   * each holds the lock 400 ms, then releases it. Each release's notices name the first
+   * waiter in the nodes' queues (the core reads the message), so the lock goes to the
+   * waiters in the order they started waiting, each soon after the previous release: the
+   * named one tries at once, the others a node timeout (100 ms) later, and their attempt
+   * fails well before the holder releases (so the next release finds them waiting
+   * afresh). Notices naming nobody let them race after a random delay of about a round
+   * trip (any order; this test fails then), and without notices the next holder would
+   * come with a retry, seconds later. The latency bound is loose; the order is the point.
    */
   @Test
   void releasesHandTheLockToTheWaitersInTheOrderTheyStartedWaiting() throws Exception {
@@ -832,9 +835,13 @@ abstract class DriverContract {
     try {
       for (int i = 0; i < count; i++) {
         clients.add(RedlockClient.builder(driver(nodes.urls()))
-            .retryDelay(Duration.ofSeconds(3)).retryJitter(Duration.ZERO).build());
+            .nodeTimeout(Duration.ofMillis(100)).retryDelay(Duration.ofSeconds(3))
+            .retryJitter(Duration.ofMillis(500)).build());
       }
       RedLock held = redlock.acquire(resource);
+      // The holder's key on every node (those it did not wait for too), so that every
+      // waiter is refused, and queued, everywhere.
+      waitUntil(() -> heldEverywhere(held));
       List<Integer> order = Collections.synchronizedList(new ArrayList<>());
       AtomicLongArray acquiredAt = new AtomicLongArray(count);
       AtomicLongArray releasedAt = new AtomicLongArray(count);
@@ -849,7 +856,7 @@ abstract class DriverContract {
             if (got.isPresent()) {
               acquiredAt.set(me, System.nanoTime());
               order.add(me);
-              Thread.sleep(100);
+              Thread.sleep(400);
               releasedAt.set(me, System.nanoTime());
               got.get().release();
             }
@@ -861,6 +868,19 @@ abstract class DriverContract {
         t.setDaemon(true);
         t.start();
         done.add(f);
+        // Its first attempt, refused, put it in the queue on every node (the queued
+        // acquire script): the next one comes after it.
+        int queued = i + 1;
+        waitUntil(() -> {
+          for (int n = 0; n < 5; n++) {
+            try (Jedis j = node(n)) {
+              if (j.zcard("{" + resource + "}:waiters") != queued) {
+                return false;
+              }
+            }
+          }
+          return true;
+        });
         Thread.sleep(150);
       }
       assertTrue(order.isEmpty(), "nobody may take the held lock: " + order);
@@ -869,20 +889,31 @@ abstract class DriverContract {
       for (CompletableFuture<Boolean> f : done) {
         assertTrue(f.get(10, TimeUnit.SECONDS), "every waiter got the lock");
       }
-      assertEquals(List.of(0, 1, 2), order, "the lock goes to the waiters first come first");
       List<Long> latencies = new ArrayList<>();
       long previous = released;
       for (int waiter : order) {
         latencies.add((acquiredAt.get(waiter) - previous) / 1_000_000);
         previous = releasedAt.get(waiter);
       }
-      System.out.println(getClass().getSimpleName() + ": FIFO hand-offs " + latencies + " ms");
+      System.out.println(getClass().getSimpleName() + ": hand-offs to waiters " + order + " "
+          + latencies + " ms");
+      assertEquals(List.of(0, 1, 2), order, "the lock goes to the waiters first come first");
       for (long ms : latencies) {
         assertTrue(ms >= 0 && ms < 500, "a hand-off took " + ms + " ms: " + latencies);
       }
     } finally {
       clients.forEach(RedlockClient::close);
     }
+  }
+
+  /** Whether every node holds {@code lock}'s token. */
+  boolean heldEverywhere(RedLock lock) {
+    for (int n = 0; n < 5; n++) {
+      if (!lock.token().equals(get(n, resource))) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**
