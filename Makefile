@@ -57,7 +57,8 @@ test-rust:
 
 # The Python package (ctypes over libredlock, redis-py sync and asyncio): builds the wheel,
 # installs it into $(REDLOCK_CACHE)/venv-python; ruff, mypy, pytest (vectors, the ctypes
-# layer, both drivers against local Redis nodes on base ports 7300-7340).
+# layer, both drivers against local Redis nodes on base ports 7300-7340; Sentinel mode on a
+# master and its replica at 7350 and 7352 with `redis-server --sentinel` on 7355).
 test-python:
 	bindings/python/build.sh test
 
@@ -65,15 +66,17 @@ test-python:
 # WASM (fencing, waiting and inspection included), ioredis, node-redis and raw sockets
 # against local Redis nodes, waiting, fencing, inspections, events and OpenTelemetry spans
 # on real nodes, the TypeScript declarations, and the core inside workerd (base ports
-# 7200-7269 and 7275; 7258-7259 stay closed).
+# 7200-7269, 7275 and 7291-7295 (the queue of waiters); Sentinel mode on a master, its
+# replica and a Sentinel at 7276-7278, 7279 closed; 7258-7259 stay closed).
 test-node:
 	bindings/node/build.sh test
 
 # The PHP package (FFI over libredlock; a non-blocking stream driver and a phpredis driver):
 # php -l, phpcs, phpmd, then PHPUnit: conformance vectors (fencing and waiting included)
 # through FFI, preloading under php-cgi, error paths, both drivers against local Redis
-# nodes (waiting with release notices included; base ports 7500-7534), fencing tokens and
-# the resource-side check (ports 7550-7555), and interop with the redlock CLI.
+# nodes (waiting with release notices included; base ports 7500-7534), Sentinel mode (a
+# master and its replica on 7535-7536, `redis-server --sentinel` on 7537, 7538 closed),
+# fencing tokens and the resource-side check (ports 7550-7555), and interop with the CLI.
 test-php:
 	bindings/php/build.sh test
 
@@ -102,7 +105,9 @@ test-docs:
 
 # The Java binding (JNI over the core, Maven, JDK 17): builds the JNI library into the jar,
 # then `mvn -q verify` runs the JUnit 5 tests (vectors through JNI, error paths, the nio and
-# Jedis drivers against local Redis nodes on base ports 7400-7460, interop with the CLI).
+# Jedis drivers against local Redis nodes on base ports 7400-7460; Sentinel mode on a master
+# at 7410, its replica at 7412 and `redis-server --sentinel` at 7415, 7416 closed; interop
+# with the CLI).
 test-java:
 	bindings/java/build.sh test
 

@@ -38,6 +38,7 @@ RUN_SAMPLES = {
     "bindings/node/examples/quickstart.js": "test-dist: run in an empty npm project",
     "bindings/node/test/types/usage.ts": "test-node: compiled by tsc and run",
     "bindings/node/test/events.test.js": "test-node: node --test",
+    "bindings/node/test/sentinel.test.js": "test-node: node --test",
     "bindings/node/edge/worker.js": "test-node: run inside workerd",
     "ffi/examples/acquire.c": "test-ffi and test-dist: compiled and run",
 }

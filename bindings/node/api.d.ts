@@ -2,6 +2,12 @@
 
 import type * as core from './wasm/redlock_wasm.js';
 
+/**
+ * The core itself (WebAssembly). A driver of one's own hands each release notice to
+ * `core.Operation.handleNoticeMessage(node, message, nowUs)` with the message's bytes as
+ * received (the waiter the release named first in the resource's queue, or empty);
+ * `handleNotice(node, nowUs)` is the same notice naming nobody.
+ */
 export * as core from './wasm/redlock_wasm.js';
 
 /** A resource name: text (sent as UTF-8) or raw bytes. */
@@ -77,8 +83,10 @@ export interface RedlockOptions {
   /**
    * Listen for release notices while an acquisition waits to retry, on a subscriber
    * connection per node made from each client (`duplicate()`, or a socket of its own):
-   * a waiter then tries again as soon as the lock is released. Default true. Clients
-   * that cannot subscribe (a `Connection` of your own) simply get no notices.
+   * a waiter then tries again as soon as the lock is released, and waiters with `waitMs`
+   * get it in the order they started waiting (each notice's message names the first;
+   * `core.Operation.handleNoticeMessage`). Default true. Clients that cannot subscribe
+   * (a `Connection` of your own) simply get no notices.
    */
   notices?: boolean;
   /**

@@ -8,8 +8,10 @@
 #                                    (v4 and current) and raw sockets against 5 local
 #                                    Redis nodes each, waiting and fencing, inspections,
 #                                    events and OpenTelemetry spans, the TypeScript
-#                                    declarations, and the core inside workerd (base ports
-#                                    7200-7269, 7275; 7258-7259 stay closed)
+#                                    declarations, Sentinel (a master, its replica and a
+#                                    Sentinel on 7276-7278, 7279 closed), and the core
+#                                    inside workerd (base ports 7200-7269, 7275, 7291;
+#                                    7258-7259 stay closed)
 #   bindings/node/build.sh bench     install, then the decision-cycle benchmark, the
 #                                    end-to-end comparison with node-redlock (base port
 #                                    7270), fenced against unfenced (7280) and lock
@@ -64,7 +66,7 @@ case "${1:-}" in
     node bench/handoff.js
     ;;
   *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

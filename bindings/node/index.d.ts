@@ -9,3 +9,16 @@ import type { ConnectionOptions } from 'node:tls';
  * `address`: `redis://host:port`, `rediss://host:port`, `host:port`, or an object.
  */
 export function netSocket(address: string | { host: string; port: number; tls?: ConnectionOptions }): SocketNode;
+
+/**
+ * The master that Redis Sentinels name for `name`, as one node over raw sockets (a
+ * single-instance lock). Each connection asks the Sentinels again, in turn, and checks
+ * with ROLE that it reached a master. `tls`: options to reach the master over TLS;
+ * `sentinelTimeoutMs`: the most one Sentinel, and the master's ROLE, may take (1000).
+ */
+export function sentinelSocket(options: {
+  sentinels: Array<string | { host: string; port: number; tls?: ConnectionOptions }>;
+  name: string;
+  tls?: ConnectionOptions;
+  sentinelTimeoutMs?: number;
+}): SocketNode;

@@ -17,4 +17,4 @@ try {
 }
 
 export * from './src/api.js';
-export { netSocket } from './src/net.js';
+export { netSocket, sentinelSocket } from './src/net.js';

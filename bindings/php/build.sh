@@ -51,6 +51,9 @@ deps() {
     phpcs:php-codesniffer phpmd:phpmd
   need_php_ext FFI php-cli
   need_php_ext redis php-redis
+  # The hand-off test stops and resumes its waiter processes.
+  need_php_ext posix php-common
+  need_php_ext pcntl php-cli
   # The fencing tests check the SQL pattern against SQLite through PDO.
   need_php_ext pdo_sqlite php-sqlite3
   # RedlockStore is tested under Symfony Lock (and the benchmark compares with it).

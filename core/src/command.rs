@@ -160,11 +160,13 @@ return 1
 /// how long a waiter's entry lives without being renewed (ms).
 ///
 /// Entries past their time are dropped first. If no lock key exists, sets them all as
-/// the acquire script does, removes the waiter from the queue and returns 1. Otherwise
-/// it sets nothing, adds the waiter at the queue's end unless it is already in it (an
-/// entry keeps its place), renews the entry's lifetime, and returns minus the waiter's
-/// place (0 first). The queue only orders the attempts that release notices bring
-/// forward; no reply of it ever counts towards a lock.
+/// the acquire script does and returns 1; the waiter stays in the queue, so that an
+/// attempt that fails elsewhere keeps its place (the lock's release, which carries the
+/// waiter id, takes it out on every node). Otherwise it sets nothing, adds the waiter at
+/// the queue's end unless it is already in it (an entry keeps its place), renews the
+/// entry's lifetime, and returns minus the waiter's place (0 first). The queue only
+/// orders the attempts that release notices bring forward; no reply of it ever counts
+/// towards a lock.
 pub const QUEUED_ACQUIRE_SCRIPT: &str = "local n = #KEYS - 2
 local order, expiry = KEYS[n + 1], KEYS[n + 2]
 local clock = redis.call('TIME')
@@ -181,8 +183,6 @@ if free then
   for i = 1, n do
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   end
-  redis.call('ZREM', order, ARGV[3])
-  redis.call('ZREM', expiry, ARGV[3])
   return 1
 end
 local lifetime = tonumber(ARGV[4])
@@ -204,7 +204,7 @@ pub const FENCED_ACQUIRE_SHA1: &str = "3124085886878302d7995bc87f6ac4157e969560"
 /// SHA-1 of [`WRITE_BACK_SCRIPT`].
 pub const WRITE_BACK_SHA1: &str = "47286555568e62ef8206b4cebe6f2c747294980e";
 /// SHA-1 of [`QUEUED_ACQUIRE_SCRIPT`].
-pub const QUEUED_ACQUIRE_SHA1: &str = "787f79226ddce5d4fe80248070868550a5090870";
+pub const QUEUED_ACQUIRE_SHA1: &str = "332463f21015e7dbb7b4fbf080b9db102fad109c";
 
 /// The queue of waiters for lock key `key`, in its Redis Cluster slot: the order set
 /// (`{key}:waiters`) and the expiry set (`{key}:waiters:expiry`) that

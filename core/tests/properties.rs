@@ -88,8 +88,13 @@ enum Event {
         back: u64,
     },
     /// A release notice from `node` (possibly no node of the configuration) after
-    /// `advance` us: it may only ever start an attempt sooner.
-    Notice { node: usize, advance: u64 },
+    /// `advance` us, with no message (0), one naming someone else (1) or one naming the
+    /// current attempt's token (2): it may only ever start an attempt sooner.
+    Notice {
+        node: usize,
+        advance: u64,
+        named: u8,
+    },
 }
 
 fn event() -> impl Strategy<Value = Event> {
@@ -98,7 +103,7 @@ fn event() -> impl Strategy<Value = Event> {
         3 => (0u64..80_000, any::<bool>()).prop_map(|(advance, to_wait)| Event::Timeout { advance, to_wait }),
         1 => (any::<u64>(), any::<bool>()).prop_map(|(id, duplicate)| Event::Misuse { id, duplicate }),
         1 => (any::<usize>(), answer(), 0u64..50_000).prop_map(|(pick, answer, back)| Event::Backwards { pick, answer, back }),
-        2 => (0usize..12, 0u64..5_000).prop_map(|(node, advance)| Event::Notice { node, advance }),
+        2 => (0usize..12, 0u64..5_000, 0u8..3).prop_map(|(node, advance, named)| Event::Notice { node, advance, named }),
     ]
 }
 
@@ -302,11 +307,23 @@ impl Check {
                     self.drain();
                     self.expire_in_flight();
                 }
-                Event::Notice { node, advance } => {
+                Event::Notice {
+                    node,
+                    advance,
+                    named,
+                } => {
                     let before = format!("{:?}", self.op);
-                    let result = self
-                        .op
-                        .handle_notice(*node, Time::from_micros(self.now + advance));
+                    let at = Time::from_micros(self.now + advance);
+                    let message = match named {
+                        0 => Vec::new(),
+                        1 => b"someone".to_vec(),
+                        _ => self.op.token().as_bytes().to_vec(),
+                    };
+                    let result = if message.is_empty() {
+                        self.op.handle_notice(*node, at)
+                    } else {
+                        self.op.handle_notice_message(*node, &message, at)
+                    };
                     if *node >= self.config.nodes() {
                         // Refused: not an input, so the core's clock did not move either.
                         assert_eq!(result, Err(UsageError::UnknownNode));

@@ -226,11 +226,16 @@ mod tests {
                 redlock_core::FENCED_SET_SCRIPT,
                 redlock_core::FENCED_SET_SHA1,
             ),
+            (
+                REDLOCK_SCRIPT_QUEUED_ACQUIRE,
+                redlock_core::QUEUED_ACQUIRE_SCRIPT,
+                redlock_core::QUEUED_ACQUIRE_SHA1,
+            ),
         ] {
             assert_eq!(text(redlock_script_text(script)), text_);
             assert_eq!(text(redlock_script_sha1(script)), sha);
         }
-        assert!(redlock_script_sha1(7).is_null());
+        assert!(redlock_script_sha1(8).is_null());
         assert_eq!(REDLOCK_MAX_FENCING_TOKEN, redlock_core::MAX_FENCING_TOKEN);
     }
 }

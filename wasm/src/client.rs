@@ -83,7 +83,7 @@ impl Redlock {
 
     /// Starts acquiring a lock on `resources` (one or an array) at `nowUs`. Options: a
     /// TTL for this lock only (`ttlMs`), a wait limit (`waitUs`: keep trying until then
-    /// instead of for the configured attempts; see `Operation.handleNotice`), and the
+    /// instead of for the configured attempts; see `Operation.handleNoticeMessage`), and the
     /// caller's random bytes (for conformance vectors). The first round's commands are
     /// ready to poll.
     pub fn acquire(
@@ -122,7 +122,7 @@ impl Redlock {
 
     /// The channels on which releases of `resources` (one or an array; the key prefix
     /// is applied) are announced, one per key: a waiter subscribes to them on every
-    /// node and hands each message to `Operation.handleNotice` with its node's index.
+    /// node and hands each message to `Operation.handleNoticeMessage` with its node's index.
     #[wasm_bindgen(js_name = noticeChannels)]
     pub fn notice_channels(&self, resources: ResourcesJs) -> Result<KeysJs, JsValue> {
         let resources = crate::convert::resources(&resources)?;

@@ -2,6 +2,7 @@
 
 use redlock_core::{Command, CommandKind, NodeResult, OperationKind, Outcome, Output, RequestId};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::client::Lease;
 use crate::convert::{reply_from_js, time, time_to_js, to_js, whole, NodeResults};
@@ -257,14 +258,19 @@ impl Operation {
     pub fn handle_notice_message(
         &mut self,
         node: f64,
-        message: &[u8],
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] message: &JsValue,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<(), JsValue> {
+        let Some(message) = message.dyn_ref::<js_sys::Uint8Array>() else {
+            return Err(error::invalid_argument(
+                "a notice's message must be a Uint8Array (the bytes as received)",
+            ));
+        };
         let now = time(now_us, "nowUs")?;
         let node = whole(node, "node")?;
         let node = usize::try_from(node).unwrap_or(usize::MAX);
         self.inner
-            .handle_notice_message(node, message, now)
+            .handle_notice_message(node, &message.to_vec(), now)
             .map_err(error::usage)
     }
 
@@ -283,11 +289,29 @@ impl Operation {
     /// finished, otherwise one `wait`.
     #[wasm_bindgen(js_name = pollOutput)]
     pub fn poll_output(&mut self) -> Result<Option<OutputJs>, JsValue> {
+        self.poll(true)
+    }
+
+    /// As `pollOutput`, for a driver that hands every send to a `Link` (`Link.submit`
+    /// takes the command from the operation): a send's `args` is left out (`undefined`),
+    /// which spares building its strings.
+    #[wasm_bindgen(js_name = pollOutputToLink)]
+    pub fn poll_output_to_link(&mut self) -> Result<Option<OutputJs>, JsValue> {
+        self.poll(false)
+    }
+}
+
+impl Operation {
+    fn poll(&mut self, with_args: bool) -> Result<Option<OutputJs>, JsValue> {
         let value: JsValue = match self.inner.poll_output() {
             None => return Ok(None),
             Some(Output::Send(command)) => {
-                strings::note_token(command.token());
-                let args = strings::args_array(&command.args().collect::<Vec<_>>());
+                let args = if with_args {
+                    strings::note_token(command.token());
+                    strings::args_array(&command.args().collect::<Vec<_>>())
+                } else {
+                    JsValue::UNDEFINED
+                };
                 let kind = strings::with(|s| command_kind(s, command.kind()));
                 let value = strings::send_output(
                     command.node() as f64,
@@ -314,7 +338,10 @@ impl Operation {
         };
         Ok(Some(value.unchecked_into()))
     }
+}
 
+#[wasm_bindgen]
+impl Operation {
     /// The next event (docs/observability.md), or `undefined` when none is unread. The
     /// core keeps the events of every input (at most 64 unread, the oldest go first);
     /// nothing about the lock depends on whether they are polled, and nothing is built

@@ -69,7 +69,7 @@ export interface AcquireOptions {
   /**
    * A wait limit in whole microseconds: keep trying until this much time has passed
    * (instead of the configured attempts), never starting an attempt that could not end
-   * by then. Release notices (`Operation.handleNotice`) make it try again early.
+   * by then. Release notices (`Operation.handleNoticeMessage`) make it try again early.
    */
   waitUs?: number;
   /**

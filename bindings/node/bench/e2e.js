@@ -4,6 +4,12 @@
 // one node frozen (SIGSTOP). With a frozen node every ioredis client gets a 50 ms
 // command timeout, as node-redlock needs to return at all.
 //
+// The healthy run interleaves the contenders (one acquire + release pair each, in
+// turn, the order rotating every round): on a machine shared with other work the load
+// changes from second to second, and contenders measured one after the other would
+// compare different loads. The floors (the same commands sent straight through each
+// client, all nodes at once, no lock logic) show what the client and the nodes cost.
+//
 //   node bench/e2e.js            (nodes on ports 7270..7274, started and stopped here)
 
 import { createClient } from 'redis';
@@ -36,6 +42,30 @@ function ioredisFloor(clients) {
     await Promise.all(
       clients.map((c) =>
         c.evalsha(release.sha1, 1, key, token).catch(() => c.eval(release.text, 1, key, token)).catch(() => null),
+      ),
+    );
+  };
+}
+
+// Without node-redis 5+'s per-command timeout (a timer and an AbortSignal per command),
+// as redlock-core's node-redis transport sends its commands.
+const NO_TIMEOUT = { timeout: 0 };
+
+/** The floor through node-redis: SET NX PX on 5 nodes, then the release script, all at once. */
+function nodeRedisFloor(clients) {
+  const release = core.scripts().release;
+  const ttl = String(TTL_MS);
+  let n = 0;
+  return async () => {
+    const key = 'bench:floor-node-redis';
+    const token = `floor-${n++}`;
+    await Promise.all(clients.map((c) => c.sendCommand(['SET', key, token, 'PX', ttl, 'NX'], NO_TIMEOUT).catch(() => null)));
+    await Promise.all(
+      clients.map((c) =>
+        c
+          .sendCommand(['EVALSHA', release.sha1, '1', key, token], NO_TIMEOUT)
+          .catch(() => c.sendCommand(['EVAL', release.text, '1', key, token]))
+          .catch(() => null),
       ),
     );
   };
@@ -90,6 +120,7 @@ function contenders(clients, frozen) {
     }],
     ['floor: ioredis SET NX PX + release script, Promise.all', ioredisFloor(io)],
   ];
+  if (!frozen) list.push(['floor: node-redis, the same', nodeRedisFloor(clients.nodeRedis)]);
   if (frozen) {
     // The core's deadlines hold without any client timeout.
     list.splice(1, 0, ['redlock-core + ioredis without command timeout', ours(clients.io)]);
@@ -97,10 +128,13 @@ function contenders(clients, frozen) {
   return list;
 }
 
-function report(title, bench) {
+function report(title, tasks) {
   console.log(`\n${title}`);
   console.log('  p50 / p75 / p99 / mean, microseconds per acquire + release pair');
-  for (const task of bench.tasks) {
+  if (tasks.some((task) => task.cpuUs !== undefined)) {
+    console.log("  (CPU: this process's user + system time while the pair ran, mean)");
+  }
+  for (const task of tasks) {
     const l = task.result?.latency;
     if (!l) {
       console.log(`  ${task.name}: failed: ${task.result?.error ?? 'no result'}`);
@@ -108,18 +142,45 @@ function report(title, bench) {
     }
     const us = (ms) => Math.round(ms * 1000).toString().padStart(7);
     console.log(
-      `  ${task.name.padEnd(52)} ${us(l.p50)} ${us(l.p75)} ${us(l.p99)} ${us(l.mean)}   (${l.samplesCount} pairs)`,
+      `  ${task.name.padEnd(52)} ${us(l.p50)} ${us(l.p75)} ${us(l.p99)} ${us(l.mean)}   (${l.samplesCount} pairs` +
+        (task.cpuUs === undefined ? ')' : `, CPU ${Math.round(task.cpuUs)} us per pair)`),
     );
   }
 }
 
-async function run(clients, frozen) {
-  const bench = frozen
-    ? new Bench({ time: 3000, warmupTime: 200, iterations: 20, throws: true })
-    : new Bench({ time: 2000, warmupTime: 300, throws: true });
-  for (const [name, fn] of contenders(clients, frozen)) bench.add(name, fn);
+/** One node frozen: each contender in turn (tinybench), as a timeout dominates anyway. */
+async function runFrozen(clients) {
+  const bench = new Bench({ time: 3000, warmupTime: 200, iterations: 20, throws: true });
+  for (const [name, fn] of contenders(clients, true)) bench.add(name, fn);
   await bench.run();
-  return bench;
+  return bench.tasks;
+}
+
+/** Healthy: every contender in turn, one pair each per round, the order rotating. */
+async function runInterleaved(clients, ms = 6000, warmupRounds = 100) {
+  const list = contenders(clients, false);
+  const samples = list.map(() => []);
+  const cpu = list.map(() => 0);
+  for (let round = 0; round < warmupRounds; round++) for (const [, fn] of list) await fn();
+  const until = performance.now() + ms;
+  for (let round = 0; performance.now() < until; round++) {
+    for (let i = 0; i < list.length; i++) {
+      const k = (round + i) % list.length;
+      const cpuStart = process.cpuUsage();
+      const start = performance.now();
+      await list[k][1]();
+      samples[k].push(performance.now() - start);
+      const used = process.cpuUsage(cpuStart);
+      cpu[k] += used.user + used.system;
+    }
+  }
+  return list.map(([name], k) => {
+    const sorted = samples[k].sort((a, b) => a - b);
+    const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+    const mean = sorted.reduce((sum, x) => sum + x, 0) / sorted.length;
+    const cpuUs = cpu[k] / sorted.length;
+    return { name, cpuUs, result: { latency: { p50: at(0.5), p75: at(0.75), p99: at(0.99), mean, samplesCount: sorted.length } } };
+  });
 }
 
 // node-redlock 4.2 leaves some commands' rejections unhandled when a node times out.
@@ -133,10 +194,10 @@ try {
   const clients = await connect(urls);
   try {
     console.log(`5 local Redis nodes, one client process, Node ${process.version}, TTL ${TTL_MS} ms`);
-    report('healthy', await run(clients, false));
+    report('healthy, interleaved', await runInterleaved(clients));
     nodes.pause(0);
     try {
-      report('node 0 frozen (SIGSTOP); ioredis commandTimeout 50 ms; redlock-core node timeout 50 ms', await run(clients, true));
+      report('node 0 frozen (SIGSTOP); ioredis commandTimeout 50 ms; redlock-core node timeout 50 ms', await runFrozen(clients));
     } finally {
       nodes.resume(0);
     }

@@ -86,10 +86,45 @@ function hasConstructorNamed(error, name) {
 const isIoredis = (c) => typeof c?.call === 'function' && typeof c?.callBuffer === 'function';
 const isNodeRedis = (c) => typeof c?.sendCommand === 'function' && 'isOpen' in c;
 
-/** `host:port` (or a socket path) of an ioredis client. */
+/** An ioredis client configured with `sentinels`: it reaches the master they name. */
+const isIoredisSentinel = (c) => Array.isArray(c.options?.sentinels) && c.options.sentinels.length > 0;
+
+/** A node-redis Sentinel (`createSentinel`) or one of its leases. */
+const isNodeRedisSentinel = (c) =>
+  typeof c === 'object' && c !== null && (hasConstructorNamed(c, 'RedisSentinel') || hasConstructorNamed(c, 'RedisSentinelClient'));
+
+/**
+ * `host:port` (or a socket path) of an ioredis client; for a Sentinel client, the
+ * service (`sentinel master mymaster`): the node is whichever master the Sentinels name.
+ */
 function ioredisAddress(client) {
   const o = client.options ?? {};
+  if (isIoredisSentinel(client)) return `sentinel master ${o.name ?? 'mymaster'}`;
   return o.path ?? `${o.host ?? 'localhost'}:${o.port ?? 6379}`;
+}
+
+/**
+ * Why `client` cannot be a node although it looks like a supported client, or
+ * undefined. A cluster client follows MOVED/ASK redirects and retries on its own.
+ * node-redis's Sentinel resends a command on another connection after a
+ * READONLY reply or a lost connection, pools connections to the master, and replaces
+ * the master without a ready event to load the scripts: all three are the link's to
+ * decide. An ioredis Sentinel client for a replica would answer READONLY to every lock.
+ */
+export function clientRefusal(client) {
+  if (client?.isCluster === true || (typeof client === 'object' && client !== null && hasConstructorNamed(client, 'RedisCluster'))) {
+    return 'a Redis Cluster client cannot be a node: it follows redirects and resends commands on its own; give one primary';
+  }
+  if (isNodeRedisSentinel(client)) {
+    return (
+      "node-redis's Sentinel (createSentinel) cannot be a node: it resends commands and swaps the master " +
+      'without a ready event; use an ioredis client with `sentinels` or sentinelSocket()'
+    );
+  }
+  if (isIoredis(client) && isIoredisSentinel(client) && (client.options.role ?? 'master') !== 'master') {
+    return `an ioredis Sentinel client with role ${JSON.stringify(client.options.role)} cannot take locks: use role "master"`;
+  }
+  return undefined;
 }
 
 /** `host:port` (or a socket path) of a node-redis client, without credentials. */
@@ -173,12 +208,32 @@ class IoredisTransport extends LibraryTransport {
   attach(node) {
     this.node = node;
     this.listen('error', (error) => (this.lastError = error));
+    if (isIoredisSentinel(this.client)) this.#attachSentinel(node);
     this.listen('ready', () => {
       this.#stale = false;
       this.up(node);
     });
     this.listen('close', () => this.down(node, 'connection closed'));
     if (this.client.status === 'ready') queueMicrotask(() => this.client.status === 'ready' && this.report(node));
+  }
+
+  /**
+   * A Sentinel client that finds no master keeps connecting without a close event: it
+   * emits `sentinelError` for each Sentinel, then `error` once all were asked. That
+   * error is reported as the connection's failure (with the last Sentinel's answer), so
+   * the node fails at once with it rather than at its deadline.
+   */
+  #attachSentinel(node) {
+    let lastSentinelError;
+    this.listen('sentinelError', (error) => (lastSentinelError = error));
+    this.listen('error', (error) => {
+      if (this.client.status === 'ready') return;
+      const why = lastSentinelError?.message;
+      lastSentinelError = undefined;
+      this.lastError =
+        why && !String(error?.message).includes(why) ? Object.assign(new Error(`${error.message} (${why})`), { code: error.code }) : error;
+      this.down(node, 'no master from the Sentinels');
+    });
   }
 
   connect() {
@@ -206,7 +261,7 @@ class IoredisTransport extends LibraryTransport {
   subscriber(onMessage) {
     const sub = this.client.duplicate();
     sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
-    sub.on('messageBuffer', (channel) => onMessage(channel));
+    sub.on('messageBuffer', (channel, message) => onMessage(channel, message));
     return {
       subscribe: (channel) => sub.subscribe(toClientArg(channel)).catch(() => {}),
       unsubscribe: (channel) => sub.unsubscribe(toClientArg(channel)).catch(() => {}),
@@ -260,7 +315,7 @@ class NodeRedisTransport extends LibraryTransport {
     sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
     const connected = sub.connect().catch(() => {});
     // Buffer mode: (message, channel) as Buffers, whatever bytes the channel holds.
-    const listener = (message, channel) => onMessage(channel);
+    const listener = (message, channel) => onMessage(channel, message);
     let closed = false;
     const call = (method, channel) =>
       connected.then(() => !closed && sub.isOpen && sub[method](toClientArg(channel), listener, true)).catch(() => {});

@@ -171,7 +171,9 @@ export class Driver {
    */
   constructor(transports, { notices = true } = {}) {
     this.nodes = transports.map((transport) => new Node(this, transport));
-    this.notices = notices ? new Notices(transports, (tag, node) => this.#notice(tag, node)) : undefined;
+    this.notices = notices
+      ? new Notices(transports, (tag, node, message) => this.#notice(tag, node, message))
+      : undefined;
   }
 
   /**
@@ -230,7 +232,7 @@ export class Driver {
     const op = task.op;
     const now = nowUs();
     for (;;) {
-      const output = op.pollOutput();
+      const output = op.pollOutputToLink();
       if (output === undefined) {
         this.#drain(task);
         return;
@@ -297,12 +299,12 @@ export class Driver {
     task.watching = channels === undefined ? [] : this.notices.watch(tag, channels);
   }
 
-  /** A release notice from `node` for the operation tagged `tag`. */
-  #notice(tag, node) {
+  /** A release notice from `node` for the operation tagged `tag`, with its message's bytes. */
+  #notice(tag, node, message) {
     const task = this.#tasks.get(tag);
     if (task === undefined || this.closed) return;
     try {
-      task.op.handleNotice(node, nowUs());
+      task.op.handleNoticeMessage(node, message, nowUs());
     } catch (error) {
       this.#finish(tag, task, 'error');
       task.reject(error);
@@ -321,7 +323,7 @@ export class Driver {
     op.abandon(now);
     // What must still be sent (the release of an attempt whose SETs are out) goes to
     // the links under a tag nobody waits for.
-    for (let output = op.pollOutput(); output !== undefined; output = op.pollOutput()) {
+    for (let output = op.pollOutputToLink(); output !== undefined; output = op.pollOutputToLink()) {
       if (output.type !== 'send') continue;
       const node = this.nodes[output.node];
       node.link.submit(0, op, now);

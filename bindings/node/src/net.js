@@ -1,8 +1,10 @@
-// Raw-socket transports on Node.js (node:net, node:tls).
+// Raw-socket transports on Node.js (node:net, node:tls): one node at an address, or the
+// master that Redis Sentinels name for a service.
 
 import net from 'node:net';
 import tls from 'node:tls';
 
+import { Decoder, encodeCommand } from '../wasm/redlock_wasm.js';
 import { SocketNode } from './resp.js';
 
 function parseAddress(address) {
@@ -18,37 +20,210 @@ function parseAddress(address) {
   };
 }
 
+/** A TCP (or TLS) socket to `host:port`, with Nagle off; resolves once connected. */
+function connectSocket({ host, port, tls: tlsOptions }) {
+  return new Promise((resolve, reject) => {
+    const socket = tlsOptions
+      ? tls.connect({ host, port, servername: host, ...tlsOptions })
+      : net.connect({ host, port });
+    socket.setNoDelay(true);
+    const fail = (error) => {
+      socket.destroy();
+      reject(error);
+    };
+    socket.once('error', fail);
+    socket.once('close', () => reject(new Error('connection closed')));
+    socket.once(tlsOptions ? 'secureConnect' : 'connect', () => {
+      socket.removeListener('error', fail);
+      resolve(socket);
+    });
+  });
+}
+
+/** Hands a connected socket to the link's transport: its data, its close, write, close. */
+function asStream(socket, { onData, onClose }) {
+  let failure;
+  socket.on('data', onData);
+  socket.on('error', (error) => {
+    failure = error;
+  });
+  socket.on('close', () => onClose(failure ?? new Error('connection closed')));
+  return {
+    write: (bytes) => socket.write(bytes),
+    close: () => socket.destroy(),
+  };
+}
+
 /**
  * One node over Node.js TCP (or TLS) sockets, speaking RESP through the
  * core's codec. `address` is `redis://host:port`, `rediss://host:port`, `host:port`, or
  * `{ host, port, tls?: tls.ConnectionOptions }`.
  */
 export function netSocket(address) {
-  const { host, port, tls: tlsOptions } = parseAddress(address);
-  const open = ({ onData, onClose }) =>
-    new Promise((resolve, reject) => {
-      const socket = tlsOptions
-        ? tls.connect({ host, port, servername: host, ...tlsOptions })
-        : net.connect({ host, port });
-      socket.setNoDelay(true);
-      let connected = false;
-      let failure;
-      socket.once(tlsOptions ? 'secureConnect' : 'connect', () => {
-        connected = true;
-        resolve({
-          write: (bytes) => socket.write(bytes),
-          close: () => socket.destroy(),
-        });
-      });
-      socket.on('data', onData);
-      socket.on('error', (error) => {
-        failure = error;
-        if (!connected) reject(error);
-      });
-      socket.on('close', () => {
-        if (connected) onClose(failure ?? new Error('connection closed'));
-        else reject(failure ?? new Error('connection closed'));
-      });
-    });
-  return new SocketNode(open, { label: `${host}:${port}` });
+  const target = parseAddress(address);
+  const open = async (handlers) => asStream(await connectSocket(target), handlers);
+  return new SocketNode(open, { label: `${target.host}:${target.port}` });
+}
+
+// ---- Sentinel -----------------------------------------------------------------------
+
+const SENTINEL_TIMEOUT_MS = 1000;
+const text = new TextDecoder();
+
+/** An error whose `code` (ECONNREFUSED, ETIMEDOUT) the link's cause is read from. */
+function failure(message, code) {
+  const error = new Error(message);
+  if (code !== undefined) error.code = code;
+  return error;
+}
+
+/**
+ * Sends one command on a fresh socket and resolves to its first reply, then leaves the
+ * socket as it is (the caller closes it or keeps it). At most `timeoutMs` in all.
+ */
+function ask(socket, args, timeoutMs, what) {
+  return new Promise((resolve, reject) => {
+    const decoder = new Decoder();
+    const done = (call, value) => {
+      clearTimeout(timer);
+      socket.removeListener('data', onData);
+      socket.removeListener('close', onClose);
+      socket.removeListener('error', onError);
+      decoder.free();
+      call(value);
+    };
+    const onData = (bytes) => {
+      let reply;
+      try {
+        decoder.feed(bytes);
+        reply = decoder.nextReply();
+      } catch (error) {
+        done(reject, failure(`${what}: not a RESP reply (${error?.message ?? error})`));
+        return;
+      }
+      if (reply !== undefined) done(resolve, reply);
+    };
+    const onClose = () => done(reject, failure(`${what}: connection closed`));
+    const onError = (error) => done(reject, error);
+    const timer = setTimeout(() => done(reject, failure(`${what}: no reply in ${timeoutMs} ms`, 'ETIMEDOUT')), timeoutMs);
+    socket.on('data', onData);
+    socket.once('close', onClose);
+    socket.once('error', onError);
+    socket.write(encodeCommand(args));
+  });
+}
+
+function bulkText(reply) {
+  return reply?.type === 'bulk' ? text.decode(reply.value) : reply?.type === 'status' ? reply.value : undefined;
+}
+
+/** Resolves `connectSocket(target)` or rejects with ETIMEDOUT after `timeoutMs`. */
+function connectWithin(target, timeoutMs) {
+  let timer;
+  const connecting = connectSocket(target);
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(
+      () => reject(failure(`${target.host}:${target.port}: connecting took over ${timeoutMs} ms`, 'ETIMEDOUT')),
+      timeoutMs,
+    );
+  });
+  connecting.then((socket) => {
+    // Connected after the timeout: nobody uses it.
+    if (timer === undefined) socket.destroy();
+  }, () => {});
+  return Promise.race([connecting, timeout]).finally(() => {
+    clearTimeout(timer);
+    timer = undefined;
+  });
+}
+
+/**
+ * Asks each Sentinel in turn for the master of `name`: `{ host, port }`, or throws (no
+ * Sentinel answered, or they know no such service).
+ */
+async function masterAddress(sentinels, name, timeoutMs) {
+  const problems = [];
+  let unknown = 0;
+  let lastCode;
+  for (const sentinel of sentinels) {
+    const where = `Sentinel ${sentinel.host}:${sentinel.port}`;
+    let socket;
+    try {
+      socket = await connectWithin(sentinel, timeoutMs);
+      const reply = await ask(socket, ['SENTINEL', 'get-master-addr-by-name', name], timeoutMs, where);
+      if (reply.type === 'nil' || (reply.type === 'array' && reply.value.length === 0)) {
+        unknown += 1;
+        problems.push(`${where} knows no master named ${JSON.stringify(name)}`);
+        continue;
+      }
+      const [host, port] = reply.type === 'array' ? reply.value.map(bulkText) : [];
+      if (reply.type === 'error') {
+        problems.push(`${where} answered ${reply.value}`);
+        continue;
+      }
+      if (!host || !/^\d+$/.test(port ?? '')) {
+        problems.push(`${where} answered no address`);
+        continue;
+      }
+      return { host, port: Number(port) };
+    } catch (error) {
+      lastCode = error?.code ?? lastCode;
+      problems.push(`${where}: ${error?.message ?? error}`);
+    } finally {
+      socket?.destroy();
+    }
+  }
+  if (unknown > 0) {
+    throw failure(`no master named ${JSON.stringify(name)}: ${problems.join('; ')}`);
+  }
+  // No Sentinel answered: the cause is the last one's (refused, timed out).
+  throw failure(`no Sentinel reachable for ${JSON.stringify(name)}: ${problems.join('; ')}`, lastCode);
+}
+
+function positiveMs(value, what) {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new TypeError(`${what} must be a positive number of milliseconds`);
+  }
+  return value;
+}
+
+/**
+ * The master the Redis Sentinels name for `name`, as one node over raw sockets (a
+ * single-instance lock, N = 1). Every connection the link opens asks the Sentinels
+ * again, each in turn, and checks with ROLE that the server it reaches is a master, so
+ * after a failover the next reconnection reaches the new master.
+ *
+ * `sentinels`: addresses as for `netSocket` (`redis://host:26379`, `host:port`,
+ * `{ host, port, tls? }`); `tls`: options to reach the master over TLS;
+ * `sentinelTimeoutMs`: the most one Sentinel (connecting, then answering) and the
+ * master's ROLE may take, default 1000.
+ */
+export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeoutMs } = {}) {
+  if (!Array.isArray(sentinels) || sentinels.length === 0) {
+    throw new TypeError('sentinels must be a non-empty array of Sentinel addresses');
+  }
+  if (typeof name !== 'string' || name === '') throw new TypeError('name must be the service name the Sentinels monitor');
+  const addresses = sentinels.map(parseAddress);
+  const timeoutMs = positiveMs(sentinelTimeoutMs, 'sentinelTimeoutMs') ?? SENTINEL_TIMEOUT_MS;
+  const open = async (handlers) => {
+    const master = await masterAddress(addresses, name, timeoutMs);
+    const target = { ...master, tls: tlsOptions };
+    const where = `${master.host}:${master.port} (master of ${JSON.stringify(name)})`;
+    const socket = await connectWithin(target, timeoutMs);
+    try {
+      // During a failover a Sentinel can still name the old master: only a master takes
+      // locks (a replica would answer READONLY to every write).
+      const role = await ask(socket, ['ROLE'], timeoutMs, where);
+      const first = role.type === 'array' ? bulkText(role.value[0]) : undefined;
+      if (first !== 'master') {
+        throw failure(`${where} is not a master (ROLE: ${first ?? role.value ?? role.type})`);
+      }
+    } catch (error) {
+      socket.destroy();
+      throw error;
+    }
+    return asStream(socket, handlers);
+  };
+  return new SocketNode(open, { label: `sentinel master ${name}`, address: `sentinel master ${name}` });
 }

@@ -2,7 +2,8 @@
 // (a duplicate of the user's client, or a socket of its own), opened when an
 // acquisition first waits and subscribed to the core's notice channels of the resources
 // someone is waiting for. Each message is handed to the waiting operations as
-// `handleNotice(node, now)`; the core decides what it changes. Notices never decide
+// `handleNoticeMessage(node, message, now)`, its bytes as received (the waiter first in
+// the resource's queue, or empty); the core decides what it changes. Notices never decide
 // anything: a lost one costs at most a retry delay, a forged one at most an attempt.
 
 import { channelId } from './channels.js';
@@ -69,12 +70,14 @@ export class Notices {
 
   /**
    * @param transports one per node
-   * @param deliver `(tag, node)`: a notice for the operation tagged `tag` from `node`
+   * @param deliver `(tag, node, message)`: a notice for the operation tagged `tag` from
+   *   `node`, with the message's bytes
    */
   constructor(transports, deliver) {
     this.#deliver = deliver;
     this.#subscribers = transports.map(
-      (transport, node) => new NodeSubscriber(transport, (channel) => this.#message(node, channel)),
+      (transport, node) =>
+        new NodeSubscriber(transport, (channel, message) => this.#message(node, channel, message)),
     );
   }
 
@@ -113,9 +116,10 @@ export class Notices {
     for (const subscriber of this.#subscribers) subscriber.close();
   }
 
-  #message(node, channel) {
+  #message(node, channel, message) {
     const entry = this.#channels.get(channelId(channel));
     if (entry === undefined) return;
-    for (const tag of [...entry.waiters]) this.#deliver(tag, node);
+    const bytes = message instanceof Uint8Array ? message : new TextEncoder().encode(String(message ?? ''));
+    for (const tag of [...entry.waiters]) this.#deliver(tag, node, bytes);
   }
 }

@@ -11,7 +11,7 @@ import {
   version,
 } from '../wasm/redlock_wasm.js';
 import { nowUs } from './clock.js';
-import { toTransport } from './clients.js';
+import { clientRefusal, toTransport } from './clients.js';
 import { Driver } from './driver.js';
 import { Emitter } from './events.js';
 import { resolveTracer } from './tracing.js';
@@ -105,6 +105,15 @@ function outcomeError(outcome, message, detail) {
  * An event emitter: `redlock.on('acquired' | 'retry' | 'node_failed' | 'lost' | ...,
  * (event) => ...)` receives the core's events (docs/observability.md).
  */
+/**
+ * 32 bytes from the platform's CSPRNG (`crypto.getRandomValues`), read once per core
+ * client: the core draws tokens and retry jitter from a ChaCha20 stream seeded with them,
+ * instead of crossing into JavaScript for fresh bytes on every acquisition.
+ */
+function seed() {
+  return globalThis.crypto.getRandomValues(new Uint8Array(32));
+}
+
 export class Redlock extends Emitter {
   #core;
   /** The core client for acquisitions that ask for the other fencing setting. */
@@ -126,6 +135,8 @@ export class Redlock extends Emitter {
       throw invalid('give one client per Redis node (at least one)', 'no_nodes');
     }
     const transports = clients.map((client, index) => {
+      const refusal = clientRefusal(client);
+      if (refusal !== undefined) throw invalid(`node ${index}: ${refusal}`);
       const transport = toTransport(client, index);
       if (transport === undefined) {
         throw invalid(
@@ -155,7 +166,7 @@ export class Redlock extends Emitter {
     }
     this.#options = coreOptions(clients.length, options);
     const config = core(() => new Config(this.#options));
-    this.#core = new CoreRedlock(config);
+    this.#core = new CoreRedlock(config, seed());
     this.#attempts = config.attempts;
     config.free();
     this.#labels = transports.map((t) => t.label);
@@ -233,7 +244,7 @@ export class Redlock extends Emitter {
     }
     if (this.#otherCore === undefined) {
       const config = core(() => new Config({ ...this.#options, fencing }));
-      this.#otherCore = new CoreRedlock(config);
+      this.#otherCore = new CoreRedlock(config, seed());
       config.free();
     }
     return this.#otherCore;

@@ -218,9 +218,9 @@ class StreamSubscriber {
   /** `message <channel> <payload>` (RESP2) or a RESP3 push of the same. */
   #reply(reply) {
     if (reply.type !== 'array' || reply.value.length !== 3) return;
-    const [kind, channel] = reply.value;
+    const [kind, channel, message] = reply.value;
     if (kind.type !== 'bulk' || channel.type !== 'bulk' || lossy.decode(kind.value) !== 'message') return;
-    this.#onMessage(channel.value);
+    this.#onMessage(channel.value, message.type === 'bulk' ? message.value : new Uint8Array());
   }
 }
 

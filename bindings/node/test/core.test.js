@@ -346,8 +346,25 @@ test('wait limits and notices: bad input is a clear error, never a crash', () =>
     assert.throws(() => redlock.acquire('r', 0, { waitUs }), isCode('invalid_argument'), String(waitUs));
   }
   const op = redlock.acquire('r', 0, { waitUs: 500_000, ttlMs: 900 });
-  assert.equal(op.pollOutput().args.at(-1), '900');
+  // The queued acquire script: ... token, TTL, waiter id, entry lifetime.
+  const args = op.pollOutput().args;
+  assert.equal(args[0], 'EVALSHA');
+  assert.equal(args.at(-3), '900');
   assert.throws(() => op.handleNotice(3, 10), isCode('unknown_node'));
+  assert.throws(() => op.handleNoticeMessage(3, new Uint8Array(), 10), isCode('unknown_node'));
+  assert.throws(() => op.handleNoticeMessage(0.5, new Uint8Array(), 10), isCode('invalid_argument'));
+  assert.throws(() => op.handleNoticeMessage(0, new Uint8Array(), -5), isCode('invalid_argument'));
+  op.handleNoticeMessage(0, new TextEncoder().encode('not a waiter of this node'), 10);
+  for (const message of [undefined, null, 'text', 7, {}]) {
+    assert.throws(() => op.handleNoticeMessage(0, message, 10), isCode('invalid_argument'), String(message));
+  }
+  // The lean poll for drivers over links: a send without its argument strings.
+  const lean = redlock.acquire('lean', 0);
+  const first = lean.pollOutputToLink();
+  assert.equal(first.type, 'send');
+  assert.equal(first.kind, 'set');
+  assert.equal(first.args, undefined);
+  lean.free();
   for (const node of [-1, 0.5, Number.NaN]) assert.throws(() => op.handleNotice(node, 10), isCode('invalid_argument'));
   assert.throws(() => op.handleNotice(0, -5), isCode('invalid_argument'));
   op.handleNotice(0, 10); // during the attempt: remembered, nothing to poll but the wait

@@ -70,4 +70,13 @@ export function noscriptCount(port) {
   return match ? Number(match[1]) : 0;
 }
 
+/** Calls per command on node `port` since it started (INFO commandstats): `{ set: 3, 'script|load': 3 }`. */
+export function commandStats(port) {
+  const calls = {};
+  for (const match of redisCli(port, 'INFO', 'commandstats').matchAll(/^cmdstat_(\S+?):calls=(\d+)/gm)) {
+    calls[match[1]] = Number(match[2]);
+  }
+  return calls;
+}
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

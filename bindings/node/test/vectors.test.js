@@ -219,7 +219,8 @@ class Replay {
         this.ops.get(target).handleTimeout(now);
       } else if (step.notice) {
         target = step.op ?? this.last;
-        this.ops.get(target).handleNotice(step.notice.node, now);
+        if (step.notice.message === undefined) this.ops.get(target).handleNotice(step.notice.node, now);
+        else this.ops.get(target).handleNoticeMessage(step.notice.node, new TextEncoder().encode(step.notice.message), now);
       } else if (step.abandon) {
         target = step.op ?? this.last;
         this.ops.get(target).abandon(now);
@@ -242,10 +243,16 @@ const fencingFiles = jsonFiles(new URL('fencing/', vectorsDir));
 const waitingFiles = jsonFiles(new URL('waiting/', vectorsDir));
 const inspectFiles = jsonFiles(new URL('inspect/', vectorsDir));
 
+// How many vectors carry a notice's message: the runner must reach handleNoticeMessage.
+const namedNotices = waitingFiles.filter((file) =>
+  JSON.parse(readFileSync(file, 'utf8')).steps.some((step) => step.notice?.message !== undefined),
+).length;
+
 test('there are conformance vectors to replay', () => {
   assert.ok(vectorFiles.length >= 40, `only ${vectorFiles.length} vectors`);
   assert.ok(fencingFiles.length >= 3, `only ${fencingFiles.length} fencing vectors`);
-  assert.ok(waitingFiles.length >= 3, `only ${waitingFiles.length} waiting vectors`);
+  assert.ok(waitingFiles.length >= 6, `only ${waitingFiles.length} waiting vectors`);
+  assert.ok(namedNotices >= 2, `only ${namedNotices} waiting vectors with a notice's message`);
   assert.ok(inspectFiles.length >= 2, `only ${inspectFiles.length} inspect vectors`);
 });
 

@@ -73,7 +73,8 @@ final class Engine
      *
      * With `$listen` (an acquisition with a wait limit) the driver subscribes to the
      * operation's notice channels for as long as it runs, and each release notice goes
-     * to the core (Operation::handleNotice), which may start the next attempt at once.
+     * to the core with its message (Operation::handleNoticeMessage), which may start the
+     * next attempt at once.
      *
      * @param list<string> $names the resources, for CancelledException and events
      */
@@ -250,7 +251,7 @@ final class Engine
             while (($event = $this->events->shift()) !== null) {
                 $progress = true;
                 if ($event[0] === Events::NOTICE) {
-                    $delivered = $this->notice($event[1]) || $delivered;
+                    $delivered = $this->notice($event[1], $event[3]) || $delivered;
                     continue;
                 }
                 $this->apply($event);
@@ -292,15 +293,20 @@ final class Engine
     }
 
     /**
-     * A release notice from node `$node`: to the running operation (the core decides
-     * whether it starts an attempt now). Notices heard after it ended are dropped.
+     * A release notice from node `$node`, with its message (the waiter it names): to the
+     * running operation (the core decides whether it starts an attempt now). Notices
+     * heard after it ended are dropped.
      */
-    private function notice(int $node): bool
+    private function notice(int $node, ?string $message): bool
     {
         if ($this->op === null || $this->state instanceof Outcome) {
             return false;
         }
-        $this->op->handleNotice($node, Clock::nowUs());
+        if ($message === null) {
+            $this->op->handleNotice($node, Clock::nowUs());
+        } else {
+            $this->op->handleNoticeMessage($node, $message, Clock::nowUs());
+        }
         $this->state = $this->drain();
         return true;
     }

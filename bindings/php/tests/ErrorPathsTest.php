@@ -8,9 +8,14 @@ use PHPUnit\Framework\TestCase;
 use Redlock\Driver\PhpRedisDriver;
 use Redlock\Driver\StreamDriver;
 use Redlock\Exception\ConfigurationException;
+use Redlock\Exception\CoreException;
 use Redlock\Exception\InvalidArgumentException;
 use Redlock\Exception\UsedAfterCloseException;
 use Redlock\Exception\RedlockException;
+use Redlock\Ffi\Client;
+use Redlock\Ffi\Config;
+use Redlock\Ffi\Constants;
+use Redlock\Ffi\Native;
 use Redlock\Options;
 use Redlock\Redlock;
 
@@ -173,5 +178,31 @@ final class ErrorPathsTest extends TestCase
         $result = json_decode(trim($stdout), true, 512, JSON_THROW_ON_ERROR);
         $this->assertSame("Redlock\\Exception\\$class", $result['error'] ?? null, $stdout);
         $this->assertStringContainsString($message, $result['message']);
+    }
+
+    /**
+     * A notice from a node the acquisition does not have is refused by name, with or
+     * without a message; messages of any bytes (empty, binary, long) are accepted.
+     */
+    public function testNoticesFromUnknownNodesAreRefusedAndAnyMessageIsAccepted(): void
+    {
+        $native = Native::get();
+        $config = Config::build($native, 3, 10_000, []);
+        $client = Client::create($config, str_repeat("\0", 32));
+        $op = $client->acquireWaitingWithRandom(['r'], 1_000_000, str_repeat("\1", 20), 0);
+        foreach ([-1, 3, 255] as $node) {
+            foreach ([null, 'someone'] as $message) {
+                try {
+                    $message === null ? $op->handleNotice($node, 0) : $op->handleNoticeMessage($node, $message, 0);
+                    $this->fail("a notice from node $node was accepted");
+                } catch (InvalidArgumentException | CoreException $e) {
+                    $this->assertSame('unknown_node', $e->codeName);
+                }
+            }
+        }
+        foreach (['', "\0\xff\r\n", str_repeat('x', 100_000)] as $message) {
+            $op->handleNoticeMessage(2, $message, 0);
+        }
+        $this->assertSame(Constants::OUTPUT_SEND, $op->poll(), 'the acquisition still runs');
     }
 }

@@ -113,7 +113,12 @@ final class VectorsTest extends TestCase
                     $op->handleTimeout($step['now']);
                 } elseif (isset($step['notice'])) {
                     $op = $ops[$name];
-                    $op->handleNotice($step['notice']['node'], $step['now']);
+                    // With a message: its UTF-8 bytes, as a subscriber would receive them.
+                    if (isset($step['notice']['message'])) {
+                        $op->handleNoticeMessage($step['notice']['node'], $step['notice']['message'], $step['now']);
+                    } else {
+                        $op->handleNotice($step['notice']['node'], $step['now']);
+                    }
                 } elseif (isset($step['abandon'])) {
                     $op = $ops[$name];
                     $op->abandon($step['now']);
@@ -241,6 +246,7 @@ final class VectorsTest extends TestCase
             '{{EXTEND_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_EXTEND),
             '{{FENCED_ACQUIRE_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_FENCED_ACQUIRE),
             '{{WRITE_BACK_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_WRITE_BACK),
+            '{{QUEUED_ACQUIRE_SCRIPT}}' => (string) $native->ffi->redlock_script_text(Constants::SCRIPT_QUEUED_ACQUIRE),
         ];
         $out = [];
         foreach ($expect as $output) {

@@ -230,7 +230,9 @@ fn every_ending_signal_reaches_the_command_and_the_lock_is_released() {
     );
     signal(&child, libc::SIGUSR1);
     std::thread::sleep(Duration::from_millis(200));
-    assert!(nodes.values("handled").iter().all(Option::is_some));
+    // Still held: on a quorum at least (a loaded machine may have left one node's SET
+    // past its node timeout).
+    assert!(nodes.values("handled").iter().flatten().count() >= 2);
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(7), "{}", stderr(&output));
     assert!(stderr(&output).contains("got-usr1"), "{}", stderr(&output));

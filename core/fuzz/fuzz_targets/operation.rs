@@ -123,7 +123,8 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             8 if !ops.is_empty() => {
                 let index = u.choose_index(ops.len())?;
                 let node = u.int_in_range(0..=8)?;
-                let _ = ops[index].0.handle_notice(node, at);
+                let message: Vec<u8> = u.arbitrary()?;
+                let _ = ops[index].0.handle_notice_message(node, &message, at);
                 let _ = ops[index].0.notice_channels();
             }
             9 => {

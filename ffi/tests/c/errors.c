@@ -859,7 +859,7 @@ static void buffers_and_texts(void) {
     CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_ACQUIRE), "4df62321cd567593267878acb4c28e1f7a3cc4af") == 0);
     CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_EXTEND), "6aec6dabb71e80f87fc28910be87b135f17d85ab") == 0);
     CHECK(strstr(redlock_script_text(REDLOCK_SCRIPT_EXTEND), "PEXPIRE") != NULL);
-    CHECK(redlock_script_text(0) == NULL && redlock_script_sha1(7) == NULL);
+    CHECK(redlock_script_text(0) == NULL && redlock_script_sha1(8) == NULL);
     CHECK(strstr(redlock_script_text(REDLOCK_SCRIPT_FENCED_SET), "fencing token") != NULL);
 }
 
@@ -1189,6 +1189,13 @@ static void fencing_and_waiting(void) {
     EXPECT(redlock_operation_handle_notice(op, 5, 2000), REDLOCK_UNKNOWN_NODE);
     EXPECT(redlock_operation_handle_notice(NULL, 0, 2000), REDLOCK_NULL_PARAMETER);
     OK(redlock_operation_handle_notice(op, 4, 2000));
+    EXPECT(redlock_operation_handle_notice_message(op, 5, (const uint8_t *)"w", 1, 2000),
+           REDLOCK_UNKNOWN_NODE);
+    EXPECT(redlock_operation_handle_notice_message(NULL, 0, (const uint8_t *)"w", 1, 2000),
+           REDLOCK_NULL_PARAMETER);
+    EXPECT(redlock_operation_handle_notice_message(op, 0, NULL, 3, 2000), REDLOCK_NULL_PARAMETER);
+    OK(redlock_operation_handle_notice_message(op, 3, NULL, 0, 2000));
+    OK(redlock_operation_handle_notice_message(op, 2, (const uint8_t *)"someone", 7, 2000));
     CHECK(redlock_operation_notice_channel_count(op) == 1);
     CHECK(redlock_operation_notice_channel_count(NULL) == 0);
     uint8_t channel[64];

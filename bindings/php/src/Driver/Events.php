@@ -44,10 +44,14 @@ final class Events
         $this->queue[] = [self::REPLY, $node, $writeId, $reply, ''];
     }
 
-    /** A release notice for the waiting acquisition, from node `$node`'s subscriber connection. */
-    public function notice(int $node): void
+    /**
+     * A release notice for the waiting acquisition, from node `$node`'s subscriber
+     * connection, with its message as received (null: a message that was not a bulk
+     * string, handed in as a notice without one).
+     */
+    public function notice(int $node, ?string $message): void
     {
-        $this->queue[] = [self::NOTICE, $node, 0, null, ''];
+        $this->queue[] = [self::NOTICE, $node, 0, $message, ''];
     }
 
     public function isEmpty(): bool

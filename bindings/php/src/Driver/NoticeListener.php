@@ -12,8 +12,8 @@ use Redlock\Ffi\Reply;
  * @internal Release notices (docs/waiting.md): one subscriber connection per node, its
  * own non-blocking socket in RESP `SUBSCRIBE` mode (a subscribed connection can carry
  * nothing else), read by the driver's select loop. While an acquisition waits, each
- * message on one of its channels is reported as Events::notice($node) for the core's
- * Operation::handleNotice(); nothing else is decided here.
+ * message on one of its channels is reported as Events::notice($node, $message) for the
+ * core's Operation::handleNoticeMessage(); nothing else is decided here.
  *
  * A notice only ever makes an attempt start sooner: a subscriber connection that fails
  * or is killed is simply not heard from (the core's retry schedule goes on), and it is
@@ -139,7 +139,9 @@ final class NoticeListener
         // Confirmations of (un)subscribing, and messages of channels no one waits on now,
         // are not notices.
         if (strtolower($items[0]->bytes()) === 'message' && isset($this->channels[$items[1]->bytes()])) {
-            $this->events->notice($node);
+            // The payload names the waiter first in the node's queue (or is empty): the
+            // core reads it, so it goes on byte for byte.
+            $this->events->notice($node, $items[2]->kind() === Constants::REPLY_BULK ? $items[2]->bytes() : null);
         }
     }
 }

@@ -30,6 +30,8 @@ final class Constants
     public const COMMAND_EXTEND = 4;
     public const COMMAND_FENCED_ACQUIRE = 5;
     public const COMMAND_WRITE_BACK = 6;
+    public const COMMAND_INSPECT = 7;
+    public const COMMAND_QUEUED_ACQUIRE = 8;
 
     public const OUTCOME_ACQUIRED = 1;
     public const OUTCOME_NOT_ACQUIRED = 2;
@@ -122,6 +124,7 @@ final class Constants
     public const SCRIPT_FENCED_ACQUIRE = 4;
     public const SCRIPT_WRITE_BACK = 5;
     public const SCRIPT_FENCED_SET = 6;
+    public const SCRIPT_QUEUED_ACQUIRE = 7;
 
     public const MAX_FENCING_TOKEN = 9007199254740991;
 

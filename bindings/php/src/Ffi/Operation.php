@@ -165,8 +165,10 @@ final class Operation
 
     /**
      * Hands in a release notice from node `$node` (a message on one of
-     * noticeChannels(), from that node's subscriber connection). A waiting acquisition
-     * may try again at once; a notice never decides anything by itself. Poll afterwards.
+     * noticeChannels(), from that node's subscriber connection) without its message: the
+     * core cannot tell whom it names, so every waiter spreads its next attempt at random.
+     * Prefer handleNoticeMessage(). A notice never decides anything by itself. Poll
+     * afterwards.
      */
     public function handleNotice(int $node, int $nowUs): void
     {
@@ -174,6 +176,29 @@ final class Operation
             throw new \Redlock\Exception\InvalidArgumentException("no node $node", 'unknown_node');
         }
         $this->native->check($this->ffi->redlock_operation_handle_notice($this->handle, $node, $nowUs), 'notice');
+    }
+
+    /**
+     * Hands in a release notice from node `$node` with its message, the bytes exactly as
+     * the subscriber received them: the id of the waiter first in the resource's queue on
+     * that node, or empty. The core reads it: the waiter it names tries at once, the
+     * others a node timeout later. Poll afterwards.
+     */
+    public function handleNoticeMessage(int $node, string $message, int $nowUs): void
+    {
+        if ($node < 0) {
+            throw new \Redlock\Exception\InvalidArgumentException("no node $node", 'unknown_node');
+        }
+        $this->native->check(
+            $this->ffi->redlock_operation_handle_notice_message(
+                $this->handle,
+                $node,
+                $message === '' ? null : $message,
+                strlen($message),
+                $nowUs,
+            ),
+            'notice',
+        );
     }
 
     /**

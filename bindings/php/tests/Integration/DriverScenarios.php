@@ -492,6 +492,151 @@ abstract class DriverScenarios extends TestCase
         $this->assertNoSubscribers($this->resource());
     }
 
+    public function testReleaseNoticesHandTheLockToTheWaitersInTheOrderTheyQueued(): void
+    {
+        // Three waiters queue up one after another behind the holder, then the lock goes
+        // down the line: holder, waiter 0, waiter 1, waiter 2. A retry delay of 10 s: only
+        // the notices can explain the hand-offs, and only the names they carry (the
+        // waiter first in each node's queue goes at once, the others give it a node
+        // timeout) can explain the order; without the names every waiter tries after a
+        // random delay and the order is a draw.
+        //
+        // The waiters still in line are stopped (SIGSTOP) while each release lands and
+        // resumed together after it, so the order does not depend on how far apart the
+        // release reaches the five nodes: a named waiter that starts on the first notices
+        // can find the other nodes still held, and its failed attempt costs it its place
+        // on the nodes it did take (the core's queue rules, not the binding's subscriber
+        // path, which is what this test is about).
+        $resource = $this->resource();
+        $script = tempnam(sys_get_temp_dir(), 'redlock-waiter-');
+        file_put_contents($script, sprintf(
+            <<<'PHP'
+                <?php
+                require %s;
+                $options = new Redlock\Options(ttlMs: 10000, nodeTimeoutMs: 300, retryDelayMs: 10000, retryJitterMs: 0);
+                $redlock = %s;
+                $redlock->acquire(%s . ':warm')->release();
+                echo "waiting\n";
+                $lock = $redlock->acquire(%s, waitMs: 20000);
+                echo json_encode(['acquired' => Redlock\Clock::nowUs(), 'attempts' => $lock->attempts()]), "\n";
+                fgets(STDIN);
+                $lock->release();
+                echo "released\n";
+                PHP,
+            var_export(dirname(__DIR__, 2) . '/vendor/autoload.php', true),
+            $this->childRedlock(),
+            var_export($resource, true),
+            var_export($resource, true),
+        ));
+        $waiters = [];
+        try {
+            $holder = $this->redlock(new Options(ttlMs: 10_000));
+            $lock = $holder->acquire($resource);
+            for ($i = 0; $i < 3; $i++) {
+                $process = proc_open([PHP_BINARY, $script], [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+                $this->assertIsResource($process);
+                $waiters[$i] = [$process, ...$pipes];
+                $this->expectLine($waiters[$i], 'waiting', "waiter $i");
+                // In the queue on every node before the next one starts.
+                $this->awaitQueued($resource, $i + 1);
+            }
+            $handOffs = [];
+            for ($turn = 0; $turn < 3; $turn++) {
+                $inLine = array_slice($waiters, $turn, null, true);
+                foreach ($inLine as [$process]) {
+                    posix_kill(proc_get_status($process)['pid'], SIGSTOP);
+                }
+                if ($turn === 0) {
+                    $lock->release();
+                } else {
+                    fwrite($waiters[$turn - 1][1], "release\n");
+                    $this->expectLine($waiters[$turn - 1], 'released', 'waiter ' . ($turn - 1));
+                }
+                $resumed = Clock::nowUs();
+                foreach ($inLine as [$process]) {
+                    posix_kill(proc_get_status($process)['pid'], SIGCONT);
+                }
+                // The first of the waiters in line to speak has the lock: the one that
+                // queued first.
+                $first = $this->firstToSpeak($inLine);
+                $this->assertSame($turn, $first, "turn $turn went to waiter $first");
+                $report = json_decode(self::readLine($waiters[$first][2]), true);
+                $this->assertIsArray($report, "waiter $first");
+                $handOffs[] = ($report['acquired'] - $resumed) / 1000;
+            }
+            fwrite($waiters[2][1], "release\n");
+            $this->expectLine($waiters[2], 'released', 'waiter 2');
+            foreach ($waiters as $i => [$process, $stdin, , $stderr]) {
+                fclose($stdin);
+                $errors = (string) stream_get_contents($stderr);
+                $this->assertSame(0, proc_close($process), "waiter $i: $errors");
+            }
+            $waiters = [];
+        } finally {
+            foreach ($waiters as [$process]) {
+                proc_terminate($process, SIGKILL);
+                proc_close($process);
+            }
+            unlink($script);
+        }
+        // Measured: a few ms each; bounded loosely for a loaded machine, far below the
+        // 10 s retry delay and the others' 300 ms head start for the named waiter.
+        foreach ($handOffs as $ms) {
+            $this->assertLessThan(300, $ms, 'resumed after a release to next holder, ms: ' . implode(', ', $handOffs));
+        }
+        $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $resource));
+        $this->assertNoSubscribers($resource);
+    }
+
+    /**
+     * The next line of a process's output is `$expected`.
+     *
+     * @param array{resource, resource, resource, resource} $process process, stdin, stdout, stderr
+     */
+    private function expectLine(array $process, string $expected, string $who): void
+    {
+        $line = trim(self::readLine($process[2]));
+        if ($line !== $expected) {
+            proc_terminate($process[0], SIGKILL);
+            $this->fail("$who said: $line " . stream_get_contents($process[3]));
+        }
+    }
+
+    /**
+     * Which of `$processes` writes to its output first (within 5 s).
+     *
+     * @param array<int, array{resource, resource, resource, resource}> $processes
+     */
+    private function firstToSpeak(array $processes): int
+    {
+        $deadline = Clock::nowUs() + 5_000_000;
+        $none = null;
+        while (Clock::nowUs() < $deadline) {
+            $read = array_map(static fn (array $p) => $p[2], $processes);
+            if (@stream_select($read, $none, $none, 0, 100_000) > 0) {
+                return (int) array_key_first($read);
+            }
+        }
+        $this->fail('no waiter took the lock');
+    }
+
+    /** Every node's queue of waiters for `$resource` holds `$count` entries (in time). */
+    private function awaitQueued(string $resource, int $count): void
+    {
+        $deadline = Clock::nowUs() + 5_000_000;
+        do {
+            $sizes = [];
+            for ($i = 0; $i < 5; $i++) {
+                $sizes[] = Nodes::redis(static::basePort(), $i)->zCard('{' . $resource . '}:waiters');
+            }
+            if ($sizes === array_fill(0, 5, $count)) {
+                return;
+            }
+            usleep(5_000);
+        } while (Clock::nowUs() < $deadline);
+        $this->fail("waiters queued on each node: " . implode(', ', $sizes) . ", expected $count");
+    }
+
     public function testAWaitLimitIsHonouredAndLeavesNothingBehind(): void
     {
         // Someone else holds the key on three nodes; every attempt of the waiter gets
