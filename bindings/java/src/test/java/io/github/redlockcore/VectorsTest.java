@@ -105,7 +105,7 @@ class VectorsTest {
   void scriptsComeFromTheCore() {
     assertEquals("b399813226b7fcc0c335385e03b88d87a434fe8f", Scripts.RELEASE_SHA1);
     assertTrue(Scripts.RELEASE.contains("redis.call('DEL', key)"));
-    assertEquals("787f79226ddce5d4fe80248070868550a5090870", Scripts.QUEUED_ACQUIRE_SHA1);
+    assertEquals("332463f21015e7dbb7b4fbf080b9db102fad109c", Scripts.QUEUED_ACQUIRE_SHA1);
     assertTrue(Scripts.QUEUED_ACQUIRE.contains("'ZADD', order, 'NX'"));
     assertEquals(3, Scripts.ALL.size());
   }
