@@ -195,6 +195,24 @@ class ErrorPathsTest {
   }
 
   @Test
+  void aNoticeNeedsAKnownNodeAndAMessage() {
+    try (Config config = config(); Client client = new Client(config, new byte[32]);
+        Operation op = client.acquire(List.of("r"), null, Duration.ofSeconds(1), 1000)) {
+      byte[] someone = "someone".getBytes(StandardCharsets.US_ASCII);
+      assertEquals("unknown_node", code(RedlockArgumentException.class,
+          () -> op.handleNoticeMessage(3, someone, 1100)));
+      assertEquals("unknown_node", code(RedlockArgumentException.class,
+          () -> op.handleNoticeMessage(-1, someone, 1100)));
+      assertEquals("invalid_argument", code(RedlockArgumentException.class,
+          () -> op.handleNoticeMessage(0, null, 1100)));
+      // Accepted while the attempt is under way (remembered), empty message included.
+      op.handleNoticeMessage(0, someone, 1100);
+      op.handleNoticeMessage(1, new byte[0], 1100);
+      assertTrue(op.poll() instanceof Output.Send);
+    }
+  }
+
+  @Test
   void closedHandlesRefuseEveryCall() {
     Config config = config();
     Client client = new Client(config);
