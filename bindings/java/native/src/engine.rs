@@ -764,14 +764,24 @@ export_input!(Java_io_github_redlockcore_internal_Native_loopAbandon(env, engine
     Ok(())
 });
 
-// A release notice from `node` for the operation `tag` (nothing for an unknown tag: it
-// may have ended).
-export_input!(Java_io_github_redlockcore_internal_Native_loopNotice(env, engine, now, tag: jlong, node: jint) {
+// A release notice from `node` for the operation `tag`, with the message it carried (the
+// pub/sub payload: the id of the waiter first in the node's queue, or empty; null counts
+// as empty). Nothing for an unknown tag: it may have ended.
+export_input!(Java_io_github_redlockcore_internal_Native_loopNotice(
+    env, engine, now,
+    tag: jlong,
+    node: jint,
+    message: JByteArray<'local>
+) {
     let tag = tag_of(tag)?;
     let node = usize::try_from(node)
         .map_err(|_| Failure::argument("unknown_node", "a node index is not negative"))?;
+    let message = if is_null(&message) { Vec::new() } else { env.convert_byte_array(&message)? };
     if let Some(running) = engine.ops.get_mut(&tag) {
-        running.operation.handle_notice(node, now).map_err(usage_failure)?;
+        running
+            .operation
+            .handle_notice_message(node, &message, now)
+            .map_err(usage_failure)?;
         engine.touch(tag);
     }
     Ok(())

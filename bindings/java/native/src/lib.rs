@@ -91,6 +91,8 @@ export!(Java_io_github_redlockcore_internal_Native_scripts(env) -> jobjectArray 
         redlock_core::FENCED_ACQUIRE_SHA1,
         redlock_core::WRITE_BACK_SHA1,
         redlock_core::FENCED_SET_SHA1,
+        redlock_core::QUEUED_ACQUIRE_SCRIPT,
+        redlock_core::QUEUED_ACQUIRE_SHA1,
     ];
     let string = classes::class(&classes::classes(env)?.string);
     let array = env.new_object_array(texts.len() as i32, string, JObject::null())?;
@@ -687,6 +689,21 @@ export!(Java_io_github_redlockcore_internal_Native_operationHandleNotice(env, op
     operation
         .operation
         .handle_notice(node, time(now)?)
+        .map_err(usage_failure)
+});
+
+// The same with the notice's message (the pub/sub payload: the id of the waiter first in
+// the node's queue, or empty): the waiter it names tries at once, the others give it time.
+export!(Java_io_github_redlockcore_internal_Native_operationHandleNoticeMessage(env, operation: jlong, node: jint, message: JByteArray<'local>, now: jlong) -> () = (), {
+    if is_null(&message) {
+        return Err(Failure::argument("invalid_argument", "a notice's message is not null"));
+    }
+    let message = env.convert_byte_array(&message)?;
+    let operation: &mut OperationBox = handle(operation, "operation")?;
+    let node = usize::try_from(node).unwrap_or(usize::MAX);
+    operation
+        .operation
+        .handle_notice_message(node, &message, time(now)?)
         .map_err(usage_failure)
 });
 

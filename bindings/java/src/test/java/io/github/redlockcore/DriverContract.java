@@ -12,6 +12,7 @@ import io.github.redlockcore.core.Outcome;
 import io.github.redlockcore.spi.Driver;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -21,6 +22,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLongArray;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -812,6 +814,106 @@ abstract class DriverContract {
       long ms = handOff(held, waitFor(waiter, Duration.ofSeconds(10)), 300);
       assertTrue(ms < HANDOFF_BOUND_MS, "with a key prefix the waiter took " + ms + " ms");
     }
+  }
+
+  /**
+   * Three waiters (clients of their own, retry delay 3 s +- 0.5 s) queue up behind a
+   * holder, each once the previous one is in the queue on every node and 150 ms later;
+   * each holds the lock 400 ms, then releases it. Each release's notices name the first
+   * waiter in the nodes' queues (the core reads the message), so the lock goes to the
+   * waiters in the order they started waiting, each soon after the previous release: the
+   * named one tries at once, the others a node timeout (100 ms) later, and their attempt
+   * fails well before the holder releases (so the next release finds them waiting
+   * afresh). Notices naming nobody let them race after a random delay of about a round
+   * trip (any order; this test fails then), and without notices the next holder would
+   * come with a retry, seconds later. The latency bound is loose; the order is the point.
+   */
+  @Test
+  void releasesHandTheLockToTheWaitersInTheOrderTheyStartedWaiting() throws Exception {
+    int count = 3;
+    List<RedlockClient> clients = new ArrayList<>();
+    try {
+      for (int i = 0; i < count; i++) {
+        clients.add(RedlockClient.builder(driver(nodes.urls()))
+            .nodeTimeout(Duration.ofMillis(100)).retryDelay(Duration.ofSeconds(3))
+            .retryJitter(Duration.ofMillis(500)).build());
+      }
+      RedLock held = redlock.acquire(resource);
+      // The holder's key on every node (those it did not wait for too), so that every
+      // waiter is refused, and queued, everywhere.
+      waitUntil(() -> heldEverywhere(held));
+      List<Integer> order = Collections.synchronizedList(new ArrayList<>());
+      AtomicLongArray acquiredAt = new AtomicLongArray(count);
+      AtomicLongArray releasedAt = new AtomicLongArray(count);
+      List<CompletableFuture<Boolean>> done = new ArrayList<>();
+      for (int i = 0; i < count; i++) {
+        int me = i;
+        CompletableFuture<Boolean> f = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+          try {
+            Optional<RedLock> got =
+                clients.get(me).tryAcquire(resource, null, Duration.ofSeconds(10));
+            if (got.isPresent()) {
+              acquiredAt.set(me, System.nanoTime());
+              order.add(me);
+              Thread.sleep(400);
+              releasedAt.set(me, System.nanoTime());
+              got.get().release();
+            }
+            f.complete(got.isPresent());
+          } catch (Exception e) {
+            f.completeExceptionally(e);
+          }
+        }, "waiter-" + i);
+        t.setDaemon(true);
+        t.start();
+        done.add(f);
+        // Its first attempt, refused, put it in the queue on every node (the queued
+        // acquire script): the next one comes after it.
+        int queued = i + 1;
+        waitUntil(() -> {
+          for (int n = 0; n < 5; n++) {
+            try (Jedis j = node(n)) {
+              if (j.zcard("{" + resource + "}:waiters") != queued) {
+                return false;
+              }
+            }
+          }
+          return true;
+        });
+        Thread.sleep(150);
+      }
+      assertTrue(order.isEmpty(), "nobody may take the held lock: " + order);
+      long released = System.nanoTime();
+      held.release();
+      for (CompletableFuture<Boolean> f : done) {
+        assertTrue(f.get(10, TimeUnit.SECONDS), "every waiter got the lock");
+      }
+      List<Long> latencies = new ArrayList<>();
+      long previous = released;
+      for (int waiter : order) {
+        latencies.add((acquiredAt.get(waiter) - previous) / 1_000_000);
+        previous = releasedAt.get(waiter);
+      }
+      System.out.println(getClass().getSimpleName() + ": hand-offs to waiters " + order + " "
+          + latencies + " ms");
+      assertEquals(List.of(0, 1, 2), order, "the lock goes to the waiters first come first");
+      for (long ms : latencies) {
+        assertTrue(ms >= 0 && ms < 500, "a hand-off took " + ms + " ms: " + latencies);
+      }
+    } finally {
+      clients.forEach(RedlockClient::close);
+    }
+  }
+
+  /** Whether every node holds {@code lock}'s token. */
+  boolean heldEverywhere(RedLock lock) {
+    for (int n = 0; n < 5; n++) {
+      if (!lock.token().equals(get(n, resource))) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**

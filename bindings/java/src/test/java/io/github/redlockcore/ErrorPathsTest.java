@@ -77,9 +77,11 @@ class ErrorPathsTest {
       assertEquals("unknown_node", assertThrows(RedlockArgumentException.class,
           () -> links.connected(3, 10)).code());
       assertThrows(RedlockArgumentException.class, () -> links.reply(0, 1, 99, 0, null, 10));
-      assertThrows(RedlockArgumentException.class, () -> links.notice(-1, 0, 10));
-      // Unknown operations: nothing to do, no error (they may have ended).
-      links.notice(42, 0, 10);
+      assertThrows(RedlockArgumentException.class, () -> links.notice(-1, 0, new byte[0], 10));
+      // Unknown operations: nothing to do, no error (they may have ended); a null message
+      // counts as an empty one.
+      links.notice(42, 0, "waiter".getBytes(StandardCharsets.US_ASCII), 10);
+      links.notice(42, 0, null, 10);
       links.abandon(42, 10);
       assertEquals(0, links.running());
       assertEquals("no_outcome",
@@ -189,6 +191,24 @@ class ErrorPathsTest {
           () -> op.handleReply(1, Reply.ok(), 1200)));
       assertEquals("invalid_argument", code(RedlockArgumentException.class,
           () -> op.handleReply(2, Reply.array(List.of(Reply.timeout())), 1200)));
+    }
+  }
+
+  @Test
+  void aNoticeNeedsAKnownNodeAndAMessage() {
+    try (Config config = config(); Client client = new Client(config, new byte[32]);
+        Operation op = client.acquire(List.of("r"), null, Duration.ofSeconds(1), 1000)) {
+      byte[] someone = "someone".getBytes(StandardCharsets.US_ASCII);
+      assertEquals("unknown_node", code(RedlockArgumentException.class,
+          () -> op.handleNoticeMessage(3, someone, 1100)));
+      assertEquals("unknown_node", code(RedlockArgumentException.class,
+          () -> op.handleNoticeMessage(-1, someone, 1100)));
+      assertEquals("invalid_argument", code(RedlockArgumentException.class,
+          () -> op.handleNoticeMessage(0, null, 1100)));
+      // Accepted while the attempt is under way (remembered), empty message included.
+      op.handleNoticeMessage(0, someone, 1100);
+      op.handleNoticeMessage(1, new byte[0], 1100);
+      assertTrue(op.poll() instanceof Output.Send);
     }
   }
 

@@ -72,7 +72,12 @@ class VectorsTest {
   Stream<DynamicTest> everyFencingAndWaitingVector() throws IOException {
     List<Path> files = new ArrayList<>(files(vectorsDir().resolve("fencing")));
     files.addAll(files(vectorsDir().resolve("waiting")));
-    assertTrue(files.size() >= 6, "expected the fencing and waiting vectors, found " + files.size());
+    assertTrue(files.size() >= 10, "expected the fencing and waiting vectors, found " + files.size());
+    for (String named : List.of("notice_naming_this_waiter_goes_at_once.json",
+        "notice_naming_another_waiter_waits.json", "wait_limit_gives_up.json")) {
+      assertTrue(files.stream().anyMatch(p -> p.getFileName().toString().equals(named)),
+          "expected the waiting vector " + named);
+    }
     return files.stream().flatMap(p -> Stream.of(
         DynamicTest.dynamicTest(p.getFileName().toString(), () -> runVector(p, false)),
         DynamicTest.dynamicTest(p.getFileName() + " (drained)", () -> runVector(p, true))));
@@ -100,6 +105,8 @@ class VectorsTest {
   void scriptsComeFromTheCore() {
     assertEquals("b399813226b7fcc0c335385e03b88d87a434fe8f", Scripts.RELEASE_SHA1);
     assertTrue(Scripts.RELEASE.contains("redis.call('DEL', key)"));
+    assertEquals("332463f21015e7dbb7b4fbf080b9db102fad109c", Scripts.QUEUED_ACQUIRE_SHA1);
+    assertTrue(Scripts.QUEUED_ACQUIRE.contains("'ZADD', order, 'NX'"));
     assertEquals(3, Scripts.ALL.size());
   }
 
@@ -415,7 +422,15 @@ class VectorsTest {
           ops.get(target).handleTimeout(now);
         } else if (step.has("notice")) {
           target = opName != null ? opName : last;
-          ops.get(target).handleNotice(step.get("notice").get("node").asInt(), now);
+          JsonNode n = step.get("notice");
+          // `message`: the text the notice carried (its UTF-8 bytes); without it, the bare
+          // notice that names nobody.
+          if (n.has("message")) {
+            ops.get(target).handleNoticeMessage(n.get("node").asInt(),
+                n.get("message").asText().getBytes(StandardCharsets.UTF_8), now);
+          } else {
+            ops.get(target).handleNotice(n.get("node").asInt(), now);
+          }
         } else if (step.has("abandon")) {
           target = opName != null ? opName : last;
           ops.get(target).abandon(now);

@@ -17,7 +17,12 @@ public final class Command {
     /** A fenced acquisition's write-back of the token. */
     WRITE_BACK,
     /** An inspection's read of the lock's keys ({@code GET} or {@code MGET}). */
-    INSPECT;
+    INSPECT,
+    /**
+     * A waiting acquisition's attempt: the keys set if free, else the waiter registered in
+     * the resource's queue on the node.
+     */
+    QUEUED_ACQUIRE;
 
     static Kind of(long code) {
       switch ((int) code) {
@@ -35,6 +40,8 @@ public final class Command {
           return WRITE_BACK;
         case 6:
           return INSPECT;
+        case 7:
+          return QUEUED_ACQUIRE;
         default:
           throw new io.github.redlockcore.RedlockStateException(
               "unsupported_output", "unknown command kind " + code);

@@ -141,6 +141,16 @@ public final class Operation extends NativeHandle {
     Native.operationHandleNotice(handle(), node, now);
   }
 
+  /**
+   * As {@link #handleNotice}, with the message the notice carried (the pub/sub payload,
+   * exactly as received): the id of the waiter first in the resource's queue on that node,
+   * or empty. The waiter it names tries at once; the others give it time. {@code
+   * invalid_argument} for a null message.
+   */
+  public synchronized void handleNoticeMessage(int node, byte[] message, long now) {
+    Native.operationHandleNoticeMessage(handle(), node, message, now);
+  }
+
   public synchronized boolean isFinished() {
     return Native.operationIsFinished(handle());
   }

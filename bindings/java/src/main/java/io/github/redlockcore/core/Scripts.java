@@ -25,6 +25,12 @@ public final class Scripts {
   public static final String FENCED_ACQUIRE_SHA1 = TEXTS[9];
   public static final String WRITE_BACK_SHA1 = TEXTS[10];
   public static final String FENCED_SET_SHA1 = TEXTS[11];
+  /**
+   * Waiting acquisitions: set the keys if free, else register the waiter in the resource's
+   * queue on the node ({@code docs/waiting.md}).
+   */
+  public static final String QUEUED_ACQUIRE = TEXTS[12];
+  public static final String QUEUED_ACQUIRE_SHA1 = TEXTS[13];
 
   private Scripts() {}
 

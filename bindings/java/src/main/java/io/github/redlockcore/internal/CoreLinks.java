@@ -126,8 +126,9 @@ public final class CoreLinks extends NativeHandle {
         records, bytes, records.length, bytes.length));
   }
 
-  public int notice(long tag, int node, long now) {
-    return events(Native.loopNotice(handle(), tag, node, now,
+  /** A release notice from {@code node} with its message (the pub/sub payload). */
+  public int notice(long tag, int node, byte[] message, long now) {
+    return events(Native.loopNotice(handle(), tag, node, message, now,
         records, bytes, records.length, bytes.length));
   }
 

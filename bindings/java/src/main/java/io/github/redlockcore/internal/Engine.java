@@ -248,7 +248,8 @@ public final class Engine implements LoopContext, AutoCloseable {
   /**
    * As {@link #run(Starter)}, for an acquisition that listens for release notices on
    * {@code channels} (one subscriber connection per node) while it runs: each notice goes
-   * to the operation (the core's {@code handle_notice}), which may try again at once.
+   * to the operation with its message (the core's {@code handle_notice_message}), which may
+   * try again at once.
    */
   public CompletableFuture<Outcome> run(Starter start, KeepAliveMachine keepAlive,
       List<byte[]> channels) {
@@ -327,7 +328,7 @@ public final class Engine implements LoopContext, AutoCloseable {
         int node = i;
         try {
           subscribers[i] = driver.openSubscriber(i, this,
-              channel -> execute(() -> heard(node, channel)));
+              (channel, message) -> execute(() -> heard(node, channel, message)));
         } catch (RuntimeException e) {
           // No notices from this node: its waiters keep the retry schedule.
           subscribers[i] = null;
@@ -360,8 +361,11 @@ public final class Engine implements LoopContext, AutoCloseable {
     }
   }
 
-  /** A release notice from {@code node}: every acquisition waiting on the channel hears it. */
-  private void heard(int node, byte[] channel) {
+  /**
+   * A release notice from {@code node} with its message: every acquisition waiting on the
+   * channel hears it (the core tells from the message whether it names that one).
+   */
+  private void heard(int node, byte[] channel, byte[] message) {
     if (!running) {
       return;
     }
@@ -372,7 +376,7 @@ public final class Engine implements LoopContext, AutoCloseable {
     for (Op op : new ArrayList<>(list)) {
       if (ops.containsKey(op.tag)) {
         try {
-          links.notice(op.tag, node, now());
+          links.notice(op.tag, node, message, now());
         } catch (RedlockArgumentException e) {
           // A notice the core refuses changes nothing: dropped.
           continue;

@@ -29,7 +29,8 @@ public final class Native {
 
   /**
    * ACQUIRE, RELEASE, EXTEND script texts, then their SHA-1s; then FENCED_ACQUIRE,
-   * WRITE_BACK, FENCED_SET texts, then their SHA-1s.
+   * WRITE_BACK, FENCED_SET texts, then their SHA-1s; then the QUEUED_ACQUIRE text and its
+   * SHA-1.
    */
   public static native String[] scripts();
 
@@ -125,6 +126,10 @@ public final class Native {
 
   public static native void operationHandleNotice(long operation, int node, long now);
 
+  /** A release notice with its message (the waiter first in the node's queue, or empty). */
+  public static native void operationHandleNoticeMessage(long operation, int node,
+      byte[] message, long now);
+
   /** Each resource's release-notice channel (the key with the configuration's prefix). */
   public static native byte[][] noticeChannels(long config, byte[][] resources);
 
@@ -192,8 +197,8 @@ public final class Native {
   public static native int loopAbandon(long loop, long tag, long now, long[] records,
       byte[] bytes, int recordsRoom, int bytesRoom);
 
-  public static native int loopNotice(long loop, long tag, int node, long now, long[] records,
-      byte[] bytes, int recordsRoom, int bytesRoom);
+  public static native int loopNotice(long loop, long tag, int node, byte[] message, long now,
+      long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
 
   public static native int loopTimeout(long loop, long now, long[] records, byte[] bytes,
       int recordsRoom, int bytesRoom);

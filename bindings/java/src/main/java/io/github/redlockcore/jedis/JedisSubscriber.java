@@ -62,7 +62,7 @@ final class JedisSubscriber implements NoticeSubscriber {
 
     @Override
     public void onMessage(byte[] channel, byte[] message) {
-      listener.notice(channel);
+      listener.notice(channel, message == null ? new byte[0] : message);
     }
   }
 

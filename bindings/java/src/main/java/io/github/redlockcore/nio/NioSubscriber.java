@@ -114,7 +114,8 @@ final class NioSubscriber implements NoticeSubscriber, NioSocket.Handler {
         subscribeAll();
       } else if (reply.type() == Reply.Type.ARRAY && reply.elements().size() == 3
           && Arrays.equals(MESSAGE, reply.elements().get(0).data())) {
-        listener.notice(reply.elements().get(1).data());
+        byte[] message = reply.elements().get(2).data();
+        listener.notice(reply.elements().get(1).data(), message == null ? new byte[0] : message);
       }
     }
   }
