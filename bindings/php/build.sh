@@ -12,7 +12,8 @@
 #                                  then PHPUnit: vectors, FFI, preloading under php-cgi, error
 #                                  paths, both drivers against local Redis nodes (ports 7500-7534),
 #                                  Sentinel (a master, its replica and a Sentinel: 7535-7538),
-#                                  fencing (ports 7550-7555)
+#                                  fencing (ports 7550-7555), the README's samples
+#                                  (examples/*.php: 7545-7549 and 7557)
 #   bindings/php/build.sh bench    install, then bench/bench.php next to Symfony Lock's
 #                                  CombinedStore (5 local nodes on ports 7540-7544)
 #
