@@ -76,7 +76,8 @@ test-node:
 # through FFI, preloading under php-cgi, error paths, both drivers against local Redis
 # nodes (waiting with release notices included; base ports 7500-7534), Sentinel mode (a
 # master and its replica on 7535-7536, `redis-server --sentinel` on 7537, 7538 closed),
-# fencing tokens and the resource-side check (ports 7550-7555), and interop with the CLI.
+# fencing tokens and the resource-side check (ports 7550-7555), the README's samples
+# (7545-7549, 7557), and interop with the CLI.
 test-php:
 	bindings/php/build.sh test
 
@@ -106,8 +107,8 @@ test-docs:
 # The Java binding (JNI over the core, Maven, JDK 17): builds the JNI library into the jar,
 # then `mvn -q verify` runs the JUnit 5 tests (vectors through JNI, error paths, the nio and
 # Jedis drivers against local Redis nodes on base ports 7400-7460; Sentinel mode on a master
-# at 7410, its replica at 7412 and `redis-server --sentinel` at 7415, 7416 closed; interop
-# with the CLI).
+# at 7410, its replica at 7412 and `redis-server --sentinel` at 7415, 7416 closed; the
+# README's samples on 7460-7463; interop with the CLI).
 test-java:
 	bindings/java/build.sh test
 

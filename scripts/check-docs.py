@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Documentation checks of `make test-docs` that need no build (scripts/test-docs.sh).
 
-  check-docs.py samples      every code block (rust, python, js, ts, c) of every
+  check-docs.py samples      every code block (rust, python, js, ts, c, java, php) of every
                              Markdown file is preceded by `<!-- sample: PATH -->` and
                              appears verbatim, as whole consecutive lines, in PATH, an
                              example or test that `make test` runs; shell, TOML, JSON and
@@ -41,11 +41,17 @@ RUN_SAMPLES = {
     "bindings/node/test/sentinel.test.js": "test-node: node --test",
     "bindings/node/edge/worker.js": "test-node: run inside workerd",
     "ffi/examples/acquire.c": "test-ffi and test-dist: compiled and run",
+    "bindings/java/src/test/java/io/github/redlockcore/ReadmeSamplesTest.java": "test-java: JUnit",
+    "bindings/java/src/test/java/io/github/redlockcore/SentinelTest.java": "test-java: JUnit",
+    "bindings/php/examples/overview.php": "test-php: run by tests/Integration/ReadmeSamplesTest.php",
+    "bindings/php/examples/events.php": "test-php: run by tests/Integration/ReadmeSamplesTest.php",
+    "bindings/php/examples/symfony.php": "test-php: run by tests/Integration/ReadmeSamplesTest.php",
+    "bindings/php/examples/sentinel.php": "test-php: run by tests/Integration/SentinelTest.php",
 }
 # Public members allowed to lack a docstring: none. The check fails on any undocumented
 # member, and on an entry here that has since been documented, so this stays empty.
 PYTHON_UNDOCUMENTED: set[str] = set()
-CODE = {"rust", "python", "py", "js", "javascript", "ts", "typescript", "c"}
+CODE = {"rust", "python", "py", "js", "javascript", "ts", "typescript", "c", "java", "php"}
 MARKER = re.compile(r"^<!-- sample: (\S+) -->$")
 
 
