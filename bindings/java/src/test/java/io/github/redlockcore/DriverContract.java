@@ -343,7 +343,10 @@ abstract class DriverContract {
       io.github.redlockcore.core.Event f = failed.get(0);
       assertEquals(java.util.OptionalInt.of(3), f.node());
       assertEquals(Optional.of("refused"), f.cause());
-      assertEquals(Optional.of("acquire"), f.operation());
+      // The acquisition may decide on the four live nodes before the refusal arrives;
+      // then the release is the first operation to hear it.
+      String operation = f.operation().orElse("");
+      assertTrue(operation.equals("acquire") || operation.equals("release"), events.toString());
       assertEquals(1, f.nodes().size());
       assertEquals(NodeResult.Kind.ERROR, f.nodes().get(0).kind());
     }
