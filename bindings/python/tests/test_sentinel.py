@@ -191,7 +191,17 @@ def test_a_failover_is_followed_at_the_next_connection(cluster: Cluster, resourc
         before = redlock.acquire(f"{resource}:before", ttl=10)
         assert cluster.value(old, f"{resource}:before") == before.token.encode()
         with redis.Redis(port=SENTINEL_PORT, socket_timeout=2) as sentinel:
-            sentinel.execute_command("SENTINEL", "FAILOVER", SERVICE)
+            # The Sentinel may not have judged the replica fit to promote yet (it learns
+            # about replicas from the master's INFO, every few seconds): ask again.
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    sentinel.execute_command("SENTINEL", "FAILOVER", SERVICE)
+                    break
+                except redis.exceptions.ResponseError as error:
+                    if "NOGOODSLAVE" not in str(error) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
         assert _eventually(lambda: _master_port() == new, 20), "no failover"
         # A new connection asks the Sentinel, and reaches the new master.
         with Redlock.from_sentinel(sentinels, SERVICE, attempts=1) as fresh:

@@ -229,9 +229,15 @@ class SentinelTest {
           assertEquals(before.token(), get(MASTER, "java:sentinel:before:" + c.driverName()));
         }
       }
-      try (Jedis s = new Jedis("127.0.0.1", SENTINEL)) {
-        assertEquals("OK", s.sentinelFailover("mymaster"));
-      }
+      // The Sentinel may not have judged the replica fit to promote yet (it learns about
+      // replicas from the master's INFO, every few seconds): ask until it agrees.
+      eventually(() -> {
+        try (Jedis s = new Jedis("127.0.0.1", SENTINEL)) {
+          return "OK".equals(s.sentinelFailover("mymaster"));
+        } catch (redis.clients.jedis.exceptions.JedisDataException refused) {
+          return false;
+        }
+      }, "the Sentinel to accept SENTINEL FAILOVER");
       eventually(() -> masterPort() == REPLICA, "the Sentinel to name the replica");
       // The old master goes away: the clients' connections drop, and the next one asks
       // the Sentinel again.
