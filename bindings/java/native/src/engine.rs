@@ -472,20 +472,7 @@ fn outcome_record(
     let token_start = bytes.len();
     bytes.extend_from_slice(fixed.token.as_bytes());
     records[at + 12] = (bytes.len() - token_start) as i64;
-    for node in nodes {
-        let text = match node {
-            NodeResult::Error(text) => {
-                bytes.extend_from_slice(text.as_bytes());
-                text.len() as i64
-            }
-            _ => -1,
-        };
-        records.extend_from_slice(&[
-            i64::from(convert::node_code(node)),
-            i64::from(node.cause().map_or(0, convert::cause_number)),
-            text,
-        ]);
-    }
+    push_nodes(records, bytes, nodes);
     // The lease handle is made last, once nothing else can fail, so it cannot leak.
     if let Some(lease) = fixed.lease.filter(|_| lease_handle) {
         records[at + 8] = into_handle(lease);
@@ -537,20 +524,7 @@ fn event_record(
             .map_or(0, |c| i64::from(c.number())),
         event.nodes.len() as i64,
     ]);
-    for node in &event.nodes {
-        let text = match node {
-            NodeResult::Error(text) => {
-                bytes.extend_from_slice(text.as_bytes());
-                text.len() as i64
-            }
-            _ => -1,
-        };
-        records.extend_from_slice(&[
-            i64::from(convert::node_code(node)),
-            i64::from(node.cause().map_or(0, convert::cause_number)),
-            text,
-        ]);
-    }
+    push_nodes(records, bytes, &event.nodes);
 }
 
 /// Writes the pending events into the caller's arrays, or returns -1 with the sizes
@@ -933,3 +907,22 @@ export!(Java_io_github_redlockcore_internal_Native_loopLinkInfo(env, engine: jlo
     env.set_long_array_region(&array, 0, &values)?;
     Ok(array.into_raw())
 });
+
+/// Per-node results as the Java side reads them: three numbers per node (its code, its
+/// cause, the length of its error text in `bytes`, or -1 without one).
+fn push_nodes(records: &mut Vec<i64>, bytes: &mut Vec<u8>, nodes: &[NodeResult]) {
+    for node in nodes {
+        let text = match node {
+            NodeResult::Error(text) => {
+                bytes.extend_from_slice(text.as_bytes());
+                text.len() as i64
+            }
+            _ => -1,
+        };
+        records.extend_from_slice(&[
+            i64::from(convert::node_code(node)),
+            i64::from(node.cause().map_or(0, convert::cause_number)),
+            text,
+        ]);
+    }
+}
