@@ -40,17 +40,26 @@ return 1
 /// dropped first), or is empty when nobody waits there: that waiter tries at once and
 /// the others give it time. With a second argument, a waiter id, it first takes that
 /// waiter out of the queue (a held lock's release, or an abandoned acquisition's: its
-/// waiting is over). A server that refuses `PUBLISH` (an ACL) still releases. A
-/// release that waiters heard gives them a short head start (`docs/waiting.md`,
-/// "Fairness").
+/// waiting is over). A server that refuses `PUBLISH` (an ACL) still releases.
+///
+/// When its notice reached a subscriber, the waiter it names gets **the turn** on that
+/// node: `{key}:waiters:turn` holds its id for [`HANDOFF_TURN_MS`]. While that waiter is
+/// still queued and its turn runs, [`QUEUED_ACQUIRE_SCRIPT`] grants the free key only to
+/// waiters already in the queue, never to a newcomer (such as the releaser coming back
+/// at once), which joins the queue's end instead. A turn still running for a waiter still
+/// queued is kept (not renewed) and that waiter named again, so every turn ends by its
+/// time at the latest. A release that waiters heard also gives them a short head start
+/// (`docs/waiting.md`, "Fairness").
 pub const RELEASE_SCRIPT: &str = "local lock = KEYS[1]
 local open = string.find(lock, '{', 1, true)
 local close = open and string.find(lock, '}', open + 1, true)
 if not (close and close > open + 1) then lock = '{' .. lock .. '}' end
 local order, expiry = lock .. ':waiters', lock .. ':waiters:expiry'
+local turn = order .. ':turn'
 if ARGV[2] then
   redis.call('ZREM', order, ARGV[2])
   redis.call('ZREM', expiry, ARGV[2])
+  if redis.call('GET', turn) == ARGV[2] then redis.call('DEL', turn) end
 end
 local released = 0
 local listeners = 0
@@ -58,6 +67,7 @@ local first = nil
 for _, key in ipairs(KEYS) do
   if redis.call('GET', key) == ARGV[1] then
     released = released + redis.call('DEL', key)
+    local give = false
     if first == nil then
       first = ''
       if redis.call('EXISTS', order) == 1 then
@@ -68,10 +78,19 @@ for _, key in ipairs(KEYS) do
           redis.call('ZREM', expiry, gone)
         end
         first = redis.call('ZRANGE', order, 0, 0)[1] or ''
+        local current = redis.call('GET', turn)
+        if current and redis.call('ZSCORE', order, current) then
+          first = current
+        else
+          give = first ~= ''
+        end
       end
     end
     local heard = redis.pcall('PUBLISH', 'redlock:released:' .. key, first)
-    if type(heard) == 'number' then listeners = listeners + heard end
+    if type(heard) == 'number' then
+      listeners = listeners + heard
+      if give and heard > 0 then redis.call('SET', turn, first, 'PX', 50) end
+    end
   end
 end
 return {released, listeners}";
@@ -159,8 +178,10 @@ return 1
 /// token, the TTL, the waiter's id (the same for every attempt of one acquisition) and
 /// how long a waiter's entry lives without being renewed (ms).
 ///
-/// Entries past their time are dropped first. If no lock key exists, sets them all as
-/// the acquire script does and returns 1; the waiter stays in the queue, so that an
+/// Entries past their time are dropped first. If no lock key exists, and either the
+/// waiter is already in the queue or no queued waiter has the turn (which
+/// [`RELEASE_SCRIPT`] gives the waiter a release names, for [`HANDOFF_TURN_MS`]), sets
+/// them all as the acquire script does and returns 1; the waiter stays in the queue, so that an
 /// attempt that fails elsewhere keeps its place (the lock's release, which carries the
 /// waiter id, takes it out on every node). Otherwise it sets nothing, adds the waiter at
 /// the queue's end unless it is already in it (an entry keeps its place), renews the
@@ -179,6 +200,10 @@ local free = true
 for i = 1, n do
   if redis.call('EXISTS', KEYS[i]) == 1 then free = false break end
 end
+if free and not redis.call('ZSCORE', order, ARGV[3]) then
+  local turn = redis.call('GET', order .. ':turn')
+  if turn and redis.call('ZSCORE', order, turn) then free = false end
+end
 if free then
   for i = 1, n do
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
@@ -193,10 +218,17 @@ if redis.call('PTTL', expiry) < lifetime then redis.call('PEXPIRE', expiry, life
 return -redis.call('ZRANK', order, ARGV[3])
 ";
 
+/// How long the turn a release gives the waiter it names lasts on a node
+/// ([`RELEASE_SCRIPT`]): long enough for the notice to reach that waiter and its attempt
+/// to come back on a healthy network (a few round trips), short enough that a named
+/// waiter that is gone keeps newcomers out for little. It equals the default node
+/// timeout's cap. The script carries it as a literal; a test checks that they agree.
+pub const HANDOFF_TURN_MS: u64 = 50;
+
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].
-pub const RELEASE_SHA1: &str = "b399813226b7fcc0c335385e03b88d87a434fe8f";
+pub const RELEASE_SHA1: &str = "bd76b1cd38ee44577c55312ceb9dd08a6e2a5a16";
 /// SHA-1 of [`EXTEND_SCRIPT`].
 pub const EXTEND_SHA1: &str = "6aec6dabb71e80f87fc28910be87b135f17d85ab";
 /// SHA-1 of [`FENCED_ACQUIRE_SCRIPT`].
@@ -204,7 +236,7 @@ pub const FENCED_ACQUIRE_SHA1: &str = "3124085886878302d7995bc87f6ac4157e969560"
 /// SHA-1 of [`WRITE_BACK_SCRIPT`].
 pub const WRITE_BACK_SHA1: &str = "47286555568e62ef8206b4cebe6f2c747294980e";
 /// SHA-1 of [`QUEUED_ACQUIRE_SCRIPT`].
-pub const QUEUED_ACQUIRE_SHA1: &str = "332463f21015e7dbb7b4fbf080b9db102fad109c";
+pub const QUEUED_ACQUIRE_SHA1: &str = "8b18f0545fa49a38beba9969bf360a23b8dd98a8";
 
 /// The queue of waiters for lock key `key`, in its Redis Cluster slot: the order set
 /// (`{key}:waiters`) and the expiry set (`{key}:waiters:expiry`) that
@@ -597,6 +629,13 @@ mod tests {
 
     fn args(argv: &Argv) -> Vec<&[u8]> {
         (0..argv.ends.len()).map(|i| argv.get(i).unwrap()).collect()
+    }
+
+    #[test]
+    fn the_release_script_gives_the_turn_for_handoff_turn_ms() {
+        let literal = alloc::format!("redis.call('SET', turn, first, 'PX', {HANDOFF_TURN_MS}) end");
+        assert!(RELEASE_SCRIPT.contains(&literal), "{literal}");
+        assert_eq!(RELEASE_SCRIPT.matches("'PX'").count(), 1);
     }
 
     #[test]

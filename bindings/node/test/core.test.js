@@ -139,7 +139,7 @@ test('RESP codec, scripts, limits and version', () => {
   assert.throws(() => decoder.nextReply(), isCode('too_large'));
   assert.throws(() => new core.Decoder({ maxBulk: -1 }), isCode('invalid_argument'));
   const scripts = core.scripts();
-  assert.equal(scripts.release.sha1, 'b399813226b7fcc0c335385e03b88d87a434fe8f');
+  assert.equal(scripts.release.sha1, 'bd76b1cd38ee44577c55312ceb9dd08a6e2a5a16');
   assert.match(scripts.extend.text, /PEXPIRE/);
   assert.equal(core.limits().maxNodes, 255);
   assert.equal(core.defaults().driftFixedUs, 2000);

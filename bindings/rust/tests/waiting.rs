@@ -1,6 +1,7 @@
 //! Waiting for a lock against real nodes: wait limits, release notices that wake a
 //! waiter long before its retry delay, notices lost with their subscriber connections,
-//! cancelled waits, fairness while a holder re-acquires in a loop, and subscribers
+//! cancelled waits, fairness while a holder re-acquires in a loop, the turn a release
+//! gives the waiter it names (a newcomer cannot take the lock first), and subscribers
 //! through AUTH and TLS. Nodes on base ports 7176 (shared), 7723 (the test that kills
 //! subscriber connections), 7733 (password) and 7736 (TLS). The tests measure time, so
 //! they run one at a time.
@@ -10,7 +11,7 @@ mod common;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use redlock_client::core::notice_channel;
+use redlock_client::core::{notice_channel, queue_keys, QUEUED_ACQUIRE_SCRIPT, RELEASE_SCRIPT};
 use redlock_client::{Client, ErrorClass, LockOptions};
 
 use common::Nodes;
@@ -303,6 +304,98 @@ fn every_waiter_gets_the_lock_while_a_holder_re_acquires_in_a_loop() {
             "8 waiters against a looping holder ({turns} turns): mean wait {mean:?}, max {max:?}"
         );
         assert!(max < BOUND, "a waiter waited {max:?}");
+    });
+}
+
+#[test]
+fn a_newcomer_does_not_take_the_lock_from_the_waiter_a_release_names() {
+    let _serial = serial();
+    let nodes = common::shared(7176);
+    let rt = runtime();
+    let waiter = client(&nodes, Duration::from_secs(2));
+    let key = "wait:turn";
+    let [order, expiry] = queue_keys(key.as_bytes());
+    // The holder's key, set on every node as an acquisition sets it.
+    for i in 0..5 {
+        let set: Option<String> = redis::cmd("SET")
+            .arg(key)
+            .arg("holder-token")
+            .arg("PX")
+            .arg(10_000)
+            .arg("NX")
+            .query(&mut nodes.conn(i))
+            .unwrap();
+        assert_eq!(set.as_deref(), Some("OK"));
+    }
+    rt.block_on(async {
+        let waiting = tokio::spawn({
+            let waiter = waiter.clone();
+            async move {
+                let options = LockOptions::new().wait(Duration::from_secs(10));
+                let lock = waiter.lock_with(&[key], options).await;
+                (lock, Instant::now())
+            }
+        });
+        // The waiter was refused everywhere: queued and listening on every node.
+        assert!(eventually(|| listeners(&nodes, key) == vec![1; 5]));
+        // On each node, the holder's release and, straight behind it in the same
+        // pipeline, a newcomer's waiting attempt: the newcomer reaches the free key
+        // before the named waiter can, and is still refused and queued behind it.
+        let released = Instant::now();
+        for i in 0..5 {
+            let (release, newcomer): ((i64, i64), i64) = redis::pipe()
+                .cmd("EVAL")
+                .arg(RELEASE_SCRIPT)
+                .arg(1)
+                .arg(key)
+                .arg("holder-token")
+                .cmd("EVAL")
+                .arg(QUEUED_ACQUIRE_SCRIPT)
+                .arg(3)
+                .arg(key)
+                .arg(&order)
+                .arg(&expiry)
+                .arg("newcomer-token")
+                .arg(10_000)
+                .arg("newcomer")
+                .arg(5_000)
+                .query(&mut nodes.conn(i))
+                .unwrap();
+            assert_eq!(
+                release,
+                (1, 1),
+                "node {i}: released, and the waiter heard it"
+            );
+            assert_eq!(
+                newcomer, -1,
+                "node {i}: the newcomer is second in the queue"
+            );
+        }
+        let (lock, acquired) = waiting.await.unwrap();
+        let lock = lock.expect("the named waiter got the lock");
+        let handoff = acquired.duration_since(released);
+        assert!(handoff < Duration::from_millis(50), "{handoff:?}");
+        for i in 0..5 {
+            let queue: Vec<String> = redis::cmd("ZRANGE")
+                .arg(&order)
+                .arg(0)
+                .arg(-1)
+                .query(&mut nodes.conn(i))
+                .unwrap();
+            assert_eq!(
+                queue.last().map(String::as_str),
+                Some("newcomer"),
+                "node {i}"
+            );
+        }
+        lock.release().await.unwrap();
+        for i in 0..5 {
+            let _: () = redis::cmd("DEL")
+                .arg(&order)
+                .arg(&expiry)
+                .query(&mut nodes.conn(i))
+                .unwrap();
+        }
     });
 }
 

@@ -226,7 +226,7 @@ abstract class DriverScenarios extends TestCase
         $second->release();
         $redlock->flush();
         // The scripts were loaded on the new connection before any EVALSHA.
-        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', 'b399813226b7fcc0c335385e03b88d87a434fe8f');
+        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', 'bd76b1cd38ee44577c55312ceb9dd08a6e2a5a16');
         $this->assertSame([1], $exists);
     }
 
