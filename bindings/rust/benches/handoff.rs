@@ -330,13 +330,15 @@ fn main() {
         WAIT.as_secs()
     );
     println!(
-        "{:<28} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "{:<28} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
         "",
         "acquired/s",
         "hand-offs/s",
         "r->n p50 us",
         "r->n p99 us",
         "max/mean",
+        "p99/mean",
+        "over 3x",
         "client/mean",
         "attempts"
     );
@@ -346,6 +348,10 @@ fn main() {
             let all: Vec<Duration> = run.waits.iter().flatten().copied().collect();
             let overall = mean(&all);
             let longest = all.iter().max().copied().unwrap_or_default();
+            let p99_wait = Stats(all.clone()).percentile(99.0);
+            let over_3x = all.iter().filter(|wait| **wait > overall * 3).count() as f64
+                / all.len().max(1) as f64
+                * 100.0;
             // The worst client's mean wait against everyone's mean.
             let worst_client = run
                 .waits
@@ -373,7 +379,7 @@ fn main() {
                 String::new()
             };
             println!(
-                "{:<28} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.1} {:>11.1} {:>11.1}{}",
+                "{:<28} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.1} {:>11.1} {:>10.2}% {:>11.1} {:>11.1}{}",
                 format!(
                     "{contenders} clients, {}",
                     if notices { "notices" } else { "no notices" }
@@ -383,6 +389,8 @@ fn main() {
                 p50,
                 p99,
                 ratio(longest),
+                ratio(p99_wait),
+                over_3x,
                 ratio(worst_client),
                 run.attempts as f64 / run.acquisitions.max(1) as f64,
                 if starved > 0 {
@@ -395,7 +403,8 @@ fn main() {
     }
     println!(
         "r->n: a release started to another client's acquisition; max/mean: the longest \
-         single wait over the mean wait; client/mean: the worst client's mean wait over \
-         the mean wait; attempts: per acquisition"
+         single wait over the mean wait; p99/mean: the 99th percentile single wait over the \
+         mean wait; over 3x: the share of waits longer than 3x the mean; client/mean: the \
+         worst client's mean wait over the mean wait; attempts: per acquisition"
     );
 }
