@@ -12,6 +12,12 @@ import { channelId } from './channels.js';
 // which no longer waits can exit); the next wait opens it again.
 const SUBSCRIBER_LINGER_MS = 1000;
 
+// A channel stays subscribed for this long after the last acquisition listening on it
+// ended: a program that waits for the same resource again and again (release, then
+// acquire at once) would otherwise subscribe anew each time, and its next attempt,
+// refused and queued, could be named by a release before its SUBSCRIBE landed.
+const CHANNEL_LINGER_MS = 500;
+
 /** One node's subscriber connection, opened on first use. */
 class NodeSubscriber {
   #transport;
@@ -88,8 +94,12 @@ export class Notices {
       const id = channelId(channel);
       ids.push(id);
       let entry = this.#channels.get(id);
+      if (entry !== undefined && entry.linger !== undefined) {
+        clearTimeout(entry.linger);
+        entry.linger = undefined;
+      }
       if (entry === undefined) {
-        entry = { channel, waiters: new Set() };
+        entry = { channel, waiters: new Set(), linger: undefined };
         this.#channels.set(id, entry);
         for (const subscriber of this.#subscribers) subscriber.subscribe(channel);
       }
@@ -98,20 +108,28 @@ export class Notices {
     return ids;
   }
 
-  /** Stops listening on behalf of `tag` (`ids` from watch); unsubscribes what nobody waits for. */
+  /**
+   * Stops listening on behalf of `tag` (`ids` from watch); unsubscribes what nobody
+   * waits for once CHANNEL_LINGER_MS passed without a new waiter.
+   */
   unwatch(tag, ids) {
     for (const id of ids) {
       const entry = this.#channels.get(id);
       if (entry === undefined || !entry.waiters.delete(tag)) continue;
-      if (entry.waiters.size === 0) {
-        this.#channels.delete(id);
-        for (const subscriber of this.#subscribers) subscriber.unsubscribe(entry.channel);
+      if (entry.waiters.size === 0 && entry.linger === undefined) {
+        entry.linger = setTimeout(() => {
+          entry.linger = undefined;
+          if (entry.waiters.size > 0 || this.#channels.get(id) !== entry) return;
+          this.#channels.delete(id);
+          for (const subscriber of this.#subscribers) subscriber.unsubscribe(entry.channel);
+        }, CHANNEL_LINGER_MS);
       }
     }
   }
 
   /** Closes every subscriber connection. */
   close() {
+    for (const entry of this.#channels.values()) clearTimeout(entry.linger);
     this.#channels.clear();
     for (const subscriber of this.#subscribers) subscriber.close();
   }

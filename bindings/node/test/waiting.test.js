@@ -203,6 +203,9 @@ describe('lost notices and fairness (ioredis)', () => {
       assert.equal(lock.attempts, 2);
       assert.ok(acquiredAt - releasedAt > 200, `acquired ${(acquiredAt - releasedAt).toFixed(1)} ms after the release`);
       assert.ok(acquiredAt - started < 500 + 150, `acquired ${(acquiredAt - started).toFixed(1)} ms after starting`);
+      // The waiter's channel lingers for a while after its wait: once it is gone, a
+      // subscriber counted next is the holder's.
+      await untilSubscribers(channel, 0);
       // The subscriber connections come back on their own: the next hand-off is quick.
       const next = holder.acquire(resource, { waitMs: 5000 });
       await untilSubscribers(channel, 1);

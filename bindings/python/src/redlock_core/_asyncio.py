@@ -25,7 +25,16 @@ from redis.backoff import NoBackoff
 
 from ._common import MasterSearch, Procedure, RedlockBase, connection_like, subscriber_like
 from ._lock import LockContextBase, LockState
-from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscription
+from ._protocol import (
+    CLOSE,
+    CONNECT,
+    WRITE,
+    Action,
+    NodeProtocol,
+    Running,
+    Subscription,
+    earliest,
+)
 from .core import Outcome, Resources, now_us
 
 if TYPE_CHECKING:
@@ -184,8 +193,8 @@ class _Listener:
         try:
             while not owner._closed:
                 self._poked.clear()
-                wanted = owner._engine.channels()
                 now = now_us()
+                wanted = owner._engine.channels(now)
                 if subscription.should_open(wanted, now):
                     await self._open()
                     continue
@@ -194,7 +203,7 @@ class _Listener:
                     out = subscription.commands(wanted)
                     if out:
                         writer.write(out)
-                wait = subscription.wait_us(wanted, now)
+                wait = earliest(subscription.wait_us(wanted, now), owner._engine.linger_us(now))
                 try:
                     await asyncio.wait_for(self._poked.wait(), None if wait is None else wait / 1e6)
                 except asyncio.TimeoutError:

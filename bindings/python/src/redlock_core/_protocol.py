@@ -242,6 +242,9 @@ class Engine:
         #: Called when the set of channels to subscribe to changed (:meth:`channels`).
         self.on_channels: Callable[[], None] = lambda: None
         self._listeners: dict[bytes, set[int]] = {}
+        #: Channels nobody listens on any more, and since when (us): still subscribed
+        #: for NOTICE_LINGER_US (see :meth:`channels`).
+        self._idle: dict[bytes, int] = {}
 
     def _deliver(self, link: Link, tag: int) -> None:
         running = self.running.get(tag)
@@ -285,28 +288,42 @@ class Engine:
         running.channels = running.operation.notice_channels()
         added = False
         for channel in running.channels:
-            tags = self._listeners.setdefault(channel, set())
-            added = added or not tags
-            tags.add(running.tag)
+            self._idle.pop(channel, None)
+            added = added or channel not in self._listeners
+            self._listeners.setdefault(channel, set()).add(running.tag)
         if added:
             self.on_channels()
 
     def _unlisten(self, running: Running) -> None:
-        removed = False
+        now = now_us()
         for channel in running.channels:
             tags = self._listeners.get(channel)
             if tags is not None:
                 tags.discard(running.tag)
                 if not tags:
-                    del self._listeners[channel]
-                    removed = True
+                    self._idle[channel] = now
         running.channels = []
-        if removed:
-            self.on_channels()
+        if self._idle:
+            self.on_channels()  # the subscriber looks again when the linger ends
 
-    def channels(self) -> set[bytes]:
-        """The channels some acquisition listens on now."""
+    def channels(self, now: int) -> set[bytes]:
+        """The channels to be subscribed to at ``now``: those some acquisition listens
+        on, and those the last one left less than NOTICE_LINGER_US ago. A process that
+        waits for the same resource again and again (release, then acquire at once)
+        stays subscribed: otherwise its next attempt, refused and queued, can be named
+        by a release before its SUBSCRIBE has landed, and it misses the notice that
+        gives it the turn."""
+        for channel, since in list(self._idle.items()):
+            if now - since >= NOTICE_LINGER_US:
+                del self._idle[channel]
+                del self._listeners[channel]
         return set(self._listeners)
+
+    def linger_us(self, now: int) -> int | None:
+        """How long until the next lingering channel is due to be unsubscribed."""
+        if not self._idle:
+            return None
+        return max(0, min(self._idle.values()) + NOTICE_LINGER_US - now)
 
     def notice(self, node: int, channel: bytes, message: bytes) -> None:
         """A release notice from ``node`` on ``channel`` carrying ``message`` (the id of
@@ -447,11 +464,21 @@ def wake_at(running: Running, engine: Engine) -> int | None:
 
 # ---- release notices --------------------------------------------------------------
 
+#: How long a channel stays subscribed after the last acquisition listening on it ended.
+NOTICE_LINGER_US = 500_000
+
 #: How long a subscriber connection that failed stays closed, at first and at most
 #: (doubling in between): notices only make waiting faster, so a node that refuses them
 #: costs a connection attempt now and then, never a stream of them.
 RESUBSCRIBE_FIRST_US = 100_000
 RESUBSCRIBE_MAX_US = 5_000_000
+
+
+def earliest(a: int | None, b: int | None) -> int | None:
+    """The sooner of two waits (us), ``None`` meaning no wait."""
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
 
 
 def encode(args: Sequence[bytes]) -> bytes:

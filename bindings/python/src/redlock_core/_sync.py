@@ -32,7 +32,16 @@ from ._common import MasterSearch, Procedure, RedlockBase, connection_like, subs
 from ._errors import UsedAfterCloseError
 from ._lock import KeepAlivePlan, LockContextBase, LockState
 from ._observe import Observation
-from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscription
+from ._protocol import (
+    CLOSE,
+    CONNECT,
+    WRITE,
+    Action,
+    NodeProtocol,
+    Running,
+    Subscription,
+    earliest,
+)
 from .core import Outcome, Resources, now_us
 
 if TYPE_CHECKING:
@@ -254,11 +263,11 @@ class _Listener:
                 with owner._cond:
                     if owner._stopped:
                         return
-                    wanted = owner._engine.channels()
                     now = now_us()
+                    wanted = owner._engine.channels(now)
                     opening = subscription.should_open(wanted, now)
                     out = subscription.commands(wanted) if subscription.open else b""
-                    wait = subscription.wait_us(wanted, now)
+                    wait = earliest(subscription.wait_us(wanted, now), owner._engine.linger_us(now))
                 if opening:
                     self._open()
                     continue
