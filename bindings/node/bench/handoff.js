@@ -133,6 +133,7 @@ async function run(ports, library, contenders) {
     p50: percentile(handOffs, 50),
     p99: percentile(handOffs, 99),
     fairness: Math.max(...all) / mean(all),
+    p99Fairness: percentile([...all].sort((a, b) => a - b), 99) / mean(all),
     clientFairness: Math.max(...clientMeans) / mean(clientMeans),
     starved: waits.filter((w) => w.length === 0).length,
     overlaps,
@@ -164,13 +165,13 @@ try {
   const alone = await uncontended(ports);
   console.log(`lock hand-off, ${ports.length} Redis nodes (ports ${ports.join(',')}), ${SECONDS} s per run, Node ${process.version}`);
   console.log(`one uncontended acquisition (redlock-core + ioredis): p50 ${(alone * 1000).toFixed(0)} us`);
-  console.log('contenders  library                     acquisitions/s  hand-offs/s  release->next p50 / p99 (ms)  longest/mean wait  worst client mean/mean  attempts per acquisition  CPU of this process');
+  console.log('contenders  library                     acquisitions/s  hand-offs/s  release->next p50 / p99 (ms)  longest/mean wait  p99/mean wait  worst client mean/mean  attempts per acquisition  CPU of this process');
   for (const contenders of CONTENDERS) {
     for (const library of Object.keys(LIBRARIES).filter((name) => !ONLY || name.startsWith(ONLY))) {
       const r = await run(ports, library, contenders);
       if (r.overlaps > 0) throw new Error(`${library}: two holders at once ${r.overlaps} times`);
       console.log(
-        `${String(contenders).padStart(11)}  ${library.padEnd(26)}  ${r.acquisitions.toFixed(0).padStart(14)}  ${r.rate.toFixed(0).padStart(11)}  ${r.p50.toFixed(2).padStart(13)} / ${r.p99.toFixed(2).padEnd(13)}  ${r.fairness.toFixed(1).padStart(17)}  ${r.clientFairness.toFixed(1).padStart(22)}  ${r.attempts.toFixed(1).padStart(24)}  ${`${Math.round(r.cpu * 100)} %`.padStart(18)}${r.starved ? `  (${r.starved} never got it)` : ''}`,
+        `${String(contenders).padStart(11)}  ${library.padEnd(26)}  ${r.acquisitions.toFixed(0).padStart(14)}  ${r.rate.toFixed(0).padStart(11)}  ${r.p50.toFixed(2).padStart(13)} / ${r.p99.toFixed(2).padEnd(13)}  ${r.fairness.toFixed(1).padStart(17)}  ${r.p99Fairness.toFixed(1).padStart(13)}  ${r.clientFairness.toFixed(1).padStart(22)}  ${r.attempts.toFixed(1).padStart(24)}  ${`${Math.round(r.cpu * 100)} %`.padStart(18)}${r.starved ? `  (${r.starved} never got it)` : ''}`,
       );
     }
   }
