@@ -128,7 +128,7 @@ pub use link::{
     Delivery, Link, LinkCause, LinkOutput, Write, WriteId, LATE_RELEASE_BUDGET, MAX_IN_FLIGHT,
     MAX_OWED, MAX_QUEUED, RECONNECT_MAX, RECONNECT_MIN, STALL_CLOSE,
 };
-pub use operation::{Operation, OperationKind, Output, HANDOFF_GRACE_MIN, HANDOFF_GRACE_ROUNDS};
+pub use operation::{Operation, OperationKind, Output};
 pub use outcome::{
     Acquired, Extended, FailureReason, Inspected, Lease, NodeResult, NotAcquired, NotExtended,
     NotInspected, NotReleased, Outcome, Released,

@@ -68,14 +68,6 @@ use crate::random::{OperationRandom, Token};
 use crate::reply::Reply;
 use crate::time::Time;
 
-/// The shortest hand-off grace: a release that waiters heard finishes no sooner than this
-/// after its decision (see [`Operation::poll_output`] and `docs/waiting.md`).
-pub const HANDOFF_GRACE_MIN: Duration = Duration::from_millis(2);
-
-/// The hand-off grace in multiples of the release round's own duration, when that is
-/// longer than [`HANDOFF_GRACE_MIN`]; never more than the node timeout.
-pub const HANDOFF_GRACE_ROUNDS: u64 = 4;
-
 /// What an operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -121,11 +113,6 @@ enum Phase {
     Extending,
     Releasing,
     Inspecting,
-    /// A release that waiters were listening for: its outcome waits until `until`, so
-    /// that a woken waiter's attempt lands before the releaser can take the lock again.
-    HandingOff {
-        until: Time,
-    },
     Done,
 }
 
@@ -254,10 +241,6 @@ pub struct Operation {
     waiter: Option<Token>,
     /// An abandoned acquisition's release: the waiter leaves the queue.
     leaving: bool,
-    /// Release: some node's release notice reached at least one subscriber (a waiter).
-    listened: bool,
-    /// Release, while handing off: the outcome, held until the grace ends.
-    held_outcome: Option<Outcome>,
     /// Inspect: per node, what it holds on the lock's keys, once it answered.
     held: Vec<Option<Held>>,
     /// When the operation started, for events' `elapsed`.
@@ -394,8 +377,6 @@ impl Operation {
             notice_delay: 0,
             waiter: None,
             leaving: false,
-            listened: false,
-            held_outcome: None,
             held: Vec::new(),
             started: now,
             events: VecDeque::new(),
@@ -435,14 +416,12 @@ impl Operation {
             other => other,
         };
         // The release script answers how many keys it deleted and how many subscribers
-        // its notices reached; a bare count (no notices) is read the same way.
+        // its notices reached (the turn it gave a waiter is the nodes' business); a bare
+        // count (no notices) is read the same way.
         let reply = match reply {
             Reply::Array(items) if self.round.kind == CommandKind::Release => {
                 match items.as_slice() {
-                    [Reply::Integer(released), Reply::Integer(listeners)] => {
-                        if *listeners > 0 && round == self.round.number {
-                            self.listened = true;
-                        }
+                    [Reply::Integer(released), Reply::Integer(_listeners)] => {
                         Reply::Integer(*released)
                     }
                     _ => Reply::Array(items),
@@ -512,13 +491,6 @@ impl Operation {
             Phase::Delaying { until } => {
                 if now >= until {
                     self.start_next_attempt(now);
-                }
-            }
-            Phase::HandingOff { until } => {
-                if now >= until {
-                    if let Some(outcome) = self.held_outcome.take() {
-                        self.finish(outcome);
-                    }
                 }
             }
             Phase::Acquiring
@@ -662,7 +634,7 @@ impl Operation {
     fn next_timeout(&self) -> Option<Time> {
         match self.phase {
             Phase::Done => None,
-            Phase::Delaying { until } | Phase::HandingOff { until } => Some(until),
+            Phase::Delaying { until } => Some(until),
             _ => Some(self.round.deadline),
         }
     }
@@ -986,9 +958,9 @@ impl Operation {
             Phase::WritingBack => self.decide_write_back(now),
             Phase::CleaningUp => self.decide_cleanup(now),
             Phase::Extending => self.decide_extend(now),
-            Phase::Releasing => self.decide_release(now),
+            Phase::Releasing => self.decide_release(),
             Phase::Inspecting => self.decide_inspect(),
-            Phase::Delaying { .. } | Phase::HandingOff { .. } | Phase::Done => {}
+            Phase::Delaying { .. } | Phase::Done => {}
         }
     }
 
@@ -1255,27 +1227,13 @@ impl Operation {
         self.finish(outcome);
     }
 
-    fn decide_release(&mut self, now: Time) {
+    fn decide_release(&mut self) {
         let confirmed = self.round.successes + self.round.conflicts;
         if confirmed >= self.config.quorum() {
             let outcome = Outcome::Released(Released {
                 released: self.round.successes,
                 nodes: self.node_results(),
             });
-            if self.listened {
-                // Waiters heard the release: give them the first try (docs/waiting.md,
-                // "Fairness"), a grace proportional to how long this round took.
-                let took = now.micros_since(self.round.start);
-                let grace = took
-                    .saturating_mul(HANDOFF_GRACE_ROUNDS)
-                    .max(crate::time::micros_floor(HANDOFF_GRACE_MIN))
-                    .min(self.config.node_timeout_us());
-                self.held_outcome = Some(outcome);
-                self.phase = Phase::HandingOff {
-                    until: now.plus_micros(grace),
-                };
-                return;
-            }
             self.finish(outcome);
         } else if self.round.settled() >= self.config.nodes() {
             // Fewer than a quorum confirmed the key is gone: it may still be held, by

@@ -2,7 +2,7 @@
 release notice wakes a waiter at once, waiters get the lock in the order they began to
 wait (the notice names the first in the queue), lost notices cost no more than the retry
 schedule, a cancelled wait leaves nothing behind, and waiters are not starved by a
-holder that re-acquires in a loop (the core's hand-off grace)."""
+holder that re-acquires in a loop (the turn a release gives the named waiter)."""
 
 from __future__ import annotations
 
@@ -396,8 +396,8 @@ def test_asyncio_waiters_get_the_lock_in_the_order_they_began_to_wait(
 
 
 #: Every waiter gets the lock within this long while a greedy holder re-acquires in a
-#: loop (measured: well under a second; without the hand-off grace the holder's own
-#: next attempt usually wins and a waiter can wait for the whole run).
+#: loop (measured: well under a second; without the turn the holder's own next attempt
+#: usually wins and a waiter can wait for the whole run).
 FAIRNESS_BOUND = 2.0
 
 
