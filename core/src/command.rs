@@ -225,6 +225,15 @@ return -redis.call('ZRANK', order, ARGV[3])
 /// timeout's cap. The script carries it as a literal; a test checks that they agree.
 pub const HANDOFF_TURN_MS: u64 = 50;
 
+/// How long a driver keeps a notice channel ([`notice_channel`]) subscribed after the
+/// last acquisition listening on it ended. A client that waits for the same resource
+/// again at once (release, then acquire) is then still listening: its next attempt is
+/// refused and queued at once (the turn keeps newcomers out), and a release can name it
+/// before a new SUBSCRIBE would land; a waiter that misses the notice naming it leaves
+/// the lock idle for the turn. Short enough that a client which stopped waiting stops
+/// counting as a listener soon.
+pub const NOTICE_CHANNEL_LINGER_MS: u64 = 500;
+
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].

@@ -1383,6 +1383,12 @@ const char *redlock_version(void);
 uint64_t redlock_max_ttl_ms(void);
 
 /**
+ * How long to keep a release-notice channel subscribed after the last acquisition
+ * listening on it ended, in milliseconds (the same for every driver).
+ */
+uint64_t redlock_notice_channel_linger_ms(void);
+
+/**
  * The Lua text of `script` (a `REDLOCK_SCRIPT_*` value), exactly as `EVAL` sends it,
  * or NULL for another value. Static, NUL-terminated; never freed.
  */

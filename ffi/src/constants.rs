@@ -89,6 +89,13 @@ pub extern "C" fn redlock_max_ttl_ms() -> u64 {
     redlock_core::MAX_TTL_MS
 }
 
+/// How long to keep a release-notice channel subscribed after the last acquisition
+/// listening on it ended, in milliseconds (the same for every driver).
+#[no_mangle]
+pub extern "C" fn redlock_notice_channel_linger_ms() -> u64 {
+    redlock_core::NOTICE_CHANNEL_LINGER_MS
+}
+
 fn script(script: u32) -> Option<(&'static CStr, &'static CStr)> {
     match script {
         REDLOCK_SCRIPT_ACQUIRE => Some((

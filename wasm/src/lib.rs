@@ -149,9 +149,11 @@ struct Defaults {
     retry_delay_us: u64,
     retry_jitter_us: u64,
     token_bytes: usize,
+    notice_channel_linger_ms: u64,
 }
 
-/// The default of every optional setting.
+/// The default of every optional setting, and how long a driver keeps a notice channel
+/// subscribed after its last waiter (`noticeChannelLingerMs`).
 #[wasm_bindgen]
 pub fn defaults() -> Result<DefaultsJs, JsValue> {
     let micros = |d: core::time::Duration| d.as_micros() as u64;
@@ -163,6 +165,7 @@ pub fn defaults() -> Result<DefaultsJs, JsValue> {
         retry_delay_us: micros(redlock_core::DEFAULT_RETRY_DELAY),
         retry_jitter_us: micros(redlock_core::DEFAULT_RETRY_JITTER),
         token_bytes: redlock_core::DEFAULT_TOKEN_BYTES,
+        notice_channel_linger_ms: redlock_core::NOTICE_CHANNEL_LINGER_MS,
     })
     .map(JsValue::unchecked_into)
 }

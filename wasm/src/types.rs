@@ -429,6 +429,8 @@ export interface Defaults {
   retryDelayUs: number;
   retryJitterUs: number;
   tokenBytes: number;
+  /** How long a driver keeps a notice channel subscribed after its last waiter (ms). */
+  noticeChannelLingerMs: number;
 }
 "#;
 

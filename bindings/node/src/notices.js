@@ -6,6 +6,7 @@
 // the resource's queue, or empty); the core decides what it changes. Notices never decide
 // anything: a lost one costs at most a retry delay, a forged one at most an attempt.
 
+import { defaults } from '../wasm/redlock_wasm.js';
 import { channelId } from './channels.js';
 
 // A subscriber connection nobody has used for this long is closed (so that a program
@@ -13,10 +14,12 @@ import { channelId } from './channels.js';
 const SUBSCRIBER_LINGER_MS = 1000;
 
 // A channel stays subscribed for this long after the last acquisition listening on it
-// ended: a program that waits for the same resource again and again (release, then
-// acquire at once) would otherwise subscribe anew each time, and its next attempt,
-// refused and queued, could be named by a release before its SUBSCRIBE landed.
-const CHANNEL_LINGER_MS = 500;
+// ended (the core's NOTICE_CHANNEL_LINGER_MS): a program that waits for the same
+// resource again and again (release, then acquire at once) would otherwise subscribe
+// anew each time, and its next attempt, refused and queued, could be named by a release
+// before its SUBSCRIBE landed. Read when the first Notices is made (the module is
+// initialised by then).
+let channelLingerMs;
 
 /** One node's subscriber connection, opened on first use. */
 class NodeSubscriber {
@@ -80,6 +83,7 @@ export class Notices {
    *   `node`, with the message's bytes
    */
   constructor(transports, deliver) {
+    channelLingerMs ??= defaults().noticeChannelLingerMs;
     this.#deliver = deliver;
     this.#subscribers = transports.map(
       (transport, node) =>
@@ -122,7 +126,7 @@ export class Notices {
           if (entry.waiters.size > 0 || this.#channels.get(id) !== entry) return;
           this.#channels.delete(id);
           for (const subscriber of this.#subscribers) subscriber.unsubscribe(entry.channel);
-        }, CHANNEL_LINGER_MS);
+        }, channelLingerMs);
       }
     }
   }

@@ -143,6 +143,7 @@ test('RESP codec, scripts, limits and version', () => {
   assert.match(scripts.extend.text, /PEXPIRE/);
   assert.equal(core.limits().maxNodes, 255);
   assert.equal(core.defaults().driftFixedUs, 2000);
+  assert.equal(core.defaults().noticeChannelLingerMs, 500);
   assert.match(core.version(), /^\d+\.\d+\.\d+/);
 });
 

@@ -92,6 +92,14 @@ def test_every_header_function_is_declared_with_its_types() -> None:
             assert declared is expected_ctype(c_type), f"{name}: {param}"
 
 
+def test_the_notice_channel_linger_comes_from_the_core() -> None:
+    from redlock_core import _protocol
+    from redlock_core._handle import notice_channel_linger_ms
+
+    assert notice_channel_linger_ms() == 500
+    assert _protocol.NOTICE_LINGER_US == 500_000
+
+
 def test_result_names_and_messages_come_from_the_core() -> None:
     assert ffi.result_name(ffi.OK) == "ok"
     assert ffi.result_name(9202) == "ttl_zero"

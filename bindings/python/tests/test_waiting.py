@@ -72,6 +72,34 @@ def test_a_waiter_takes_the_lock_as_soon_as_it_is_released(nodes: Nodes, resourc
         wait_for(lambda: subscribers(nodes, resource) == [0] * 5)
 
 
+def test_a_channel_stays_subscribed_for_the_linger_after_the_last_wait(
+    nodes: Nodes, resource: str
+) -> None:
+    holder_side = Redlock(nodes.clients())
+    waiter_side = Redlock(nodes.clients())
+    with holder_side, waiter_side:
+        holder = holder_side.acquire(resource)
+        got: dict[str, Any] = {}
+        waiter = threading.Thread(
+            target=lambda: got.setdefault("lock", waiter_side.acquire(resource, blocking_timeout=5))
+        )
+        waiter.start()
+        wait_for(lambda: subscribers(nodes, resource) == [1] * 5)
+        holder.release()
+        waiter.join(5)
+        ended = time.monotonic()
+        got["lock"].release()
+        # The wait is over; its channel stays subscribed for the core's linger (500 ms),
+        # ready for the next wait, long after an UNSUBSCRIBE would have landed.
+        time.sleep(0.2)
+        still = subscribers(nodes, resource)
+        if time.monotonic() - ended < 0.4:
+            assert still == [1] * 5, still
+        # And then it goes.
+        wait_for(lambda: subscribers(nodes, resource) == [0] * 5)
+        assert time.monotonic() - ended >= 0.5
+
+
 def test_asyncio_waiter_takes_the_lock_as_soon_as_it_is_released(
     nodes: Nodes, resource: str
 ) -> None:

@@ -12,7 +12,9 @@
 //! - A node's subscriber connection (`SUBSCRIBE` takes a connection over, so it is not
 //!   the node's command connection) is opened when the first waiter needs it and kept
 //!   for the next ones; its task subscribes to a channel when the first waiter of that
-//!   channel arrives and unsubscribes when the last one leaves.
+//!   channel arrives and unsubscribes [`redlock_core::NOTICE_CHANNEL_LINGER_MS`] after the
+//!   last one left, unless another came meanwhile: a client that waits for the same
+//!   resource again at once is then still listening when a release names it.
 //! - A subscriber connection that dies (the node restarted, `CLIENT KILL`) ends its task.
 //!   The waiters it served fall back to the core's retry schedule; the next waiter to
 //!   arrive opens a new connection, subscribed to every channel still wanted.
@@ -252,23 +254,54 @@ async fn serve(
         _ => return Ended::Failed,
     };
     let (mut sink, mut stream) = pubsub.split();
+    // Channels nobody waits on any more, still subscribed until their instant.
+    let mut lingering: HashMap<Vec<u8>, tokio::time::Instant> = HashMap::new();
+    let linger = Duration::from_millis(redlock_core::NOTICE_CHANNEL_LINGER_MS);
     loop {
+        let next_due = lingering.values().min().copied();
         tokio::select! {
             change = control.recv() => {
                 // A node that does not confirm (frozen) within the connect timeout counts
                 // as a dead subscriber, so that changes do not pile up behind it.
                 let result = match change {
                     Some(Control::Subscribe(channel)) => {
+                        if lingering.remove(&channel).is_some() {
+                            continue; // still subscribed
+                        }
                         tokio::time::timeout(shared.connect_timeout, sink.subscribe(channel)).await
                     }
                     Some(Control::Unsubscribe(channel)) => {
-                        tokio::time::timeout(shared.connect_timeout, sink.unsubscribe(channel))
-                            .await
+                        lingering.insert(channel, tokio::time::Instant::now() + linger);
+                        continue;
                     }
                     None => return Ended::Closed,
                 };
                 if !matches!(result, Ok(Ok(()))) {
                     return Ended::Failed;
+                }
+            }
+            () = async {
+                if let Some(at) = next_due {
+                    tokio::time::sleep_until(at).await;
+                }
+            }, if next_due.is_some() => {
+                let now = tokio::time::Instant::now();
+                let due: Vec<Vec<u8>> = lingering
+                    .iter()
+                    .filter(|(_, at)| **at <= now)
+                    .map(|(channel, _)| channel.clone())
+                    .collect();
+                for channel in due {
+                    lingering.remove(&channel);
+                    if shared.state().channels.contains_key(&channel) {
+                        continue; // a waiter came back: its Subscribe is on its way
+                    }
+                    let result =
+                        tokio::time::timeout(shared.connect_timeout, sink.unsubscribe(channel))
+                            .await;
+                    if !matches!(result, Ok(Ok(()))) {
+                        return Ended::Failed;
+                    }
                 }
             }
             message = stream.next() => {

@@ -444,6 +444,7 @@ static void config_errors(void) {
     CHECK(redlock_config_drift_factor(config) == 0.01);
     redlock_config_free(config);
     CHECK(redlock_max_ttl_ms() == 1000000000000ull);
+    CHECK(redlock_notice_channel_linger_ms() == 500);
 }
 
 static void usage_errors(void) {

@@ -103,6 +103,11 @@ export!(Java_io_github_redlockcore_internal_Native_scripts(env) -> jobjectArray 
     Ok(array.into_raw())
 });
 
+export!(Java_io_github_redlockcore_internal_Native_noticeChannelLingerMs(env) -> jlong = 0, {
+    let _ = env;
+    Ok(redlock_core::NOTICE_CHANNEL_LINGER_MS as jlong)
+});
+
 export!(Java_io_github_redlockcore_internal_Native_liveHandles(env) -> jlong = -1, {
     let _ = env;
     Ok(boundary::live_handles())

@@ -324,6 +324,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_config_fencing": (c_bool, [HANDLE]),
     "redlock_version": (c_char_p, []),
     "redlock_max_ttl_ms": (c_uint64, []),
+    "redlock_notice_channel_linger_ms": (c_uint64, []),
     "redlock_script_text": (c_char_p, [c_uint32]),
     "redlock_script_sha1": (c_char_p, [c_uint32]),
     "redlock_result_name": (c_char_p, [c_uint32]),

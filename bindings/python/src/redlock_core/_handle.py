@@ -103,6 +103,11 @@ def max_ttl_ms() -> int:
     return int(lib.redlock_max_ttl_ms())
 
 
+def notice_channel_linger_ms() -> int:
+    """How long a notice channel stays subscribed after its last waiter ended (ms)."""
+    return int(lib.redlock_notice_channel_linger_ms())
+
+
 def script_text(script: int) -> str:
     """The Lua text of ``SCRIPT_ACQUIRE``, ``SCRIPT_RELEASE`` or ``SCRIPT_EXTEND``."""
     text = lib.redlock_script_text(_u32(script, "script"))

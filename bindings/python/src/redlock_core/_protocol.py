@@ -35,6 +35,7 @@ from redis.exceptions import AuthenticationError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import _ffi
+from ._handle import notice_channel_linger_ms
 from .core import Client, Decoder, Link, Operation, OperationEvent, Outcome, now_us
 
 #: What :meth:`NodeProtocol.pump` asks the I/O to do.
@@ -464,8 +465,9 @@ def wake_at(running: Running, engine: Engine) -> int | None:
 
 # ---- release notices --------------------------------------------------------------
 
-#: How long a channel stays subscribed after the last acquisition listening on it ended.
-NOTICE_LINGER_US = 500_000
+#: How long a channel stays subscribed after the last acquisition listening on it ended
+#: (the core's NOTICE_CHANNEL_LINGER_MS).
+NOTICE_LINGER_US = notice_channel_linger_ms() * 1000
 
 #: How long a subscriber connection that failed stays closed, at first and at most
 #: (doubling in between): notices only make waiting faster, so a node that refuses them

@@ -106,6 +106,7 @@ class VectorsTest {
     assertEquals("bd76b1cd38ee44577c55312ceb9dd08a6e2a5a16", Scripts.RELEASE_SHA1);
     assertTrue(Scripts.RELEASE.contains("redis.call('DEL', key)"));
     assertEquals("8b18f0545fa49a38beba9969bf360a23b8dd98a8", Scripts.QUEUED_ACQUIRE_SHA1);
+    assertEquals(500, io.github.redlockcore.internal.Native.noticeChannelLingerMs());
     assertTrue(Scripts.QUEUED_ACQUIRE.contains("'ZADD', order, 'NX'"));
     assertEquals(3, Scripts.ALL.size());
   }

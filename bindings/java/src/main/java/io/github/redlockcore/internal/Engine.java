@@ -68,6 +68,13 @@ public final class Engine implements LoopContext, AutoCloseable {
   private NoticeSubscriber[] subscribers;
   /** Waiting acquisitions by the notice channel they listen on (ISO-8859-1 of its bytes). */
   private final Map<String, List<Op>> waiters = new HashMap<>();
+  /**
+   * Channels nobody listens on any more, still subscribed until their timer fires: the
+   * core's NOTICE_CHANNEL_LINGER_MS, so that a client waiting for the same resource again
+   * at once is already listening when a release names it.
+   */
+  private final Map<String, Timer> lingering = new HashMap<>();
+  private static final long CHANNEL_LINGER_US = Native.noticeChannelLingerMs() * 1000;
   /** The next instant the native half wants {@code timeout}, or -1. */
   private long linkWake = -1;
   private long nextTag = 1;
@@ -310,7 +317,11 @@ public final class Engine implements LoopContext, AutoCloseable {
         List<Op> list = waiters.get(channel);
         if (list != null && list.remove(op) && list.isEmpty()) {
           waiters.remove(channel);
-          forEachSubscriber(sub -> sub.unsubscribe(channel.getBytes(StandardCharsets.ISO_8859_1)));
+          lingering.put(channel, schedule(now() + CHANNEL_LINGER_US, () -> {
+            if (lingering.remove(channel) != null) {
+              forEachSubscriber(sub -> sub.unsubscribe(channel.getBytes(StandardCharsets.ISO_8859_1)));
+            }
+          }));
         }
       }
     }
@@ -339,6 +350,12 @@ public final class Engine implements LoopContext, AutoCloseable {
       List<Op> list = waiters.computeIfAbsent(channel, c -> new ArrayList<>(2));
       list.add(op);
       if (list.size() == 1) {
+        Timer linger = lingering.remove(channel);
+        if (linger != null) {
+          linger.cancel();
+        }
+        // Even a lingering channel: a subscriber whose connection died meanwhile opens a
+        // new one on this call, and SUBSCRIBE on a live one changes nothing.
         forEachSubscriber(sub -> sub.subscribe(channel.getBytes(StandardCharsets.ISO_8859_1)));
       }
     }

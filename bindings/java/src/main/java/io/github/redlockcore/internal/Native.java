@@ -36,6 +36,9 @@ public final class Native {
 
   public static native void panicForTest();
 
+  /** How long a notice channel stays subscribed after its last waiter ended (ms). */
+  public static native long noticeChannelLingerMs();
+
   /** Native objects made and not yet freed (every handle type together). */
   public static native long liveHandles();
 
