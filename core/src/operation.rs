@@ -1164,6 +1164,15 @@ impl Operation {
             .failure
             .take()
             .unwrap_or((FailureReason::NodesFailed, Vec::new()));
+        if self.waiter.is_some() {
+            // A waiter that gives up leaves the queue on every node, as an abandoned one
+            // does: otherwise its entry stays first until it expires, releases name it,
+            // and the waiters behind it keep their retry schedule. The round's key
+            // release matches nothing (its attempt was cleaned up); nothing waits for
+            // its replies.
+            self.leaving = true;
+            self.start_round(CommandKind::Release, now);
+        }
         self.finish(Outcome::NotAcquired(NotAcquired {
             reason,
             attempts: self.attempt,
