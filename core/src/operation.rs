@@ -530,8 +530,9 @@ impl Operation {
     /// possible: counting as held only the nodes that refused the failed attempt because
     /// of the key (conflict) and have not announced a release since, at least `quorum`
     /// nodes are left. When it tries depends on who the messages name: at once if one
-    /// names this acquisition; after a node timeout if one names another waiter (it goes
-    /// first; if it is gone, this one still tries); after a random share of a short
+    /// names this acquisition; not early at all if one names another waiter (it has the
+    /// turn, and its own release names the next; if it is gone, this one's retry
+    /// schedule still tries); after a random share of a short
     /// window if none names anybody, so that waiters woken by one release spread out.
     /// One whose attempt is still under way (or cleaning up) remembers the notice and,
     /// if that attempt fails, retries as soon as its cleanup ends (with the same rule).
@@ -562,8 +563,11 @@ impl Operation {
             }
             Phase::Delaying { until } => {
                 self.notice(node, named);
-                if self.notices_make_quorum_possible() {
-                    let early = now.plus_micros(self.notice_wait());
+                if let Some(wait) = self
+                    .notice_wait()
+                    .filter(|_| self.notices_make_quorum_possible())
+                {
+                    let early = now.plus_micros(wait);
                     if early <= now {
                         self.start_next_attempt(now);
                     } else if early < until {
@@ -731,17 +735,18 @@ impl Operation {
     }
 
     /// How long after the notices that make a quorum possible the next attempt starts:
-    /// at once for the waiter a notice named first in the queue; a node timeout for one
-    /// a notice told that another waiter is first (time for that one to take the lock;
-    /// if it is gone, this one still tries); otherwise (no queue: nobody named) the
-    /// random share of the window drawn after the failed attempt.
-    fn notice_wait(&self) -> u64 {
+    /// at once for the waiter a notice named first in the queue; not early at all for
+    /// one a notice told that another waiter is first (`None`: that one has the turn,
+    /// and its own release will name the next; if it is gone, this one keeps its retry
+    /// schedule); otherwise (no queue: nobody named) the random share of the window
+    /// drawn after the failed attempt.
+    fn notice_wait(&self) -> Option<u64> {
         if self.noticed.contains(&Some(Named::Us)) {
-            0
+            Some(0)
         } else if self.noticed.contains(&Some(Named::Other)) {
-            self.config.node_timeout_us()
+            None
         } else {
-            self.notice_delay
+            Some(self.notice_delay)
         }
     }
 
@@ -1138,8 +1143,11 @@ impl Operation {
                 delay = delay.max(floor);
             }
             let mut until = now.plus_micros(delay);
-            if self.notices_make_quorum_possible() {
-                until = until.min(now.plus_micros(self.notice_wait()));
+            if let Some(wait) = self
+                .notice_wait()
+                .filter(|_| self.notices_make_quorum_possible())
+            {
+                until = until.min(now.plus_micros(wait));
             }
             if let Some(last_start) = last_start {
                 // The last attempt starts at the latest instant it can still end by the

@@ -1920,7 +1920,7 @@ redlock_result redlock_operation_handle_notice(redlock_operation *operation,
  * As `redlock_operation_handle_notice`, with the notice's message (`message_len` bytes;
  * NULL with length 0 for none): the id of the waiter first in the resource's queue on
  * that node, or empty. The core decides from it when the next attempt starts: at once
- * for the waiter it names, a node timeout later for the others. Pass every message as
+ * for the waiter it names; the others keep their retry schedule. Pass every message as
  * the subscriber received it. `REDLOCK_UNKNOWN_NODE` for an index outside `0..N`,
  * `REDLOCK_NULL_PARAMETER` for a NULL message with a length. Poll afterwards.
  */

@@ -252,7 +252,7 @@ impl Operation {
     /// As `handleNotice`, with the notice's message (the bytes the subscriber received):
     /// the id of the waiter first in the resource's queue on that node, or empty. The
     /// core decides from it when the next attempt starts: at once for the waiter it
-    /// names, a node timeout later for the others. Throws `unknown_node` (and changes
+    /// names; the others keep their retry schedule. Throws `unknown_node` (and changes
     /// nothing) for an index outside `0..N`.
     #[wasm_bindgen(js_name = handleNoticeMessage)]
     pub fn handle_notice_message(

@@ -182,7 +182,7 @@ final class Operation
      * Hands in a release notice from node `$node` with its message, the bytes exactly as
      * the subscriber received them: the id of the waiter first in the resource's queue on
      * that node, or empty. The core reads it: the waiter it names tries at once, the
-     * others a node timeout later. Poll afterwards.
+     * others keep their retry schedule. Poll afterwards.
      */
     public function handleNoticeMessage(int $node, string $message, int $nowUs): void
     {

@@ -292,8 +292,8 @@ class Operation(_Handle):
         """As :meth:`handle_notice`, with the message the notice carried, exactly as the
         subscriber received it: the id of the waiter first in the resource's queue on
         that node, or empty when nobody waits there. The core decides from it when the
-        next attempt starts (at once for the waiter it names, a node timeout later for
-        the others). Poll afterwards."""
+        next attempt starts (at once for the waiter it names; the others keep their
+        retry schedule). Poll afterwards."""
         data = _bytes(message, "message")
         rc = lib.redlock_operation_handle_notice_message(
             self._p(), _size(node, "node"), data, len(data), _u64(now, "now")

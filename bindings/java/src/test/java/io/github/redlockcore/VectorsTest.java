@@ -74,7 +74,7 @@ class VectorsTest {
     files.addAll(files(vectorsDir().resolve("waiting")));
     assertTrue(files.size() >= 10, "expected the fencing and waiting vectors, found " + files.size());
     for (String named : List.of("notice_naming_this_waiter_goes_at_once.json",
-        "notice_naming_another_waiter_waits.json", "wait_limit_gives_up.json")) {
+        "notice_naming_another_waiter_keeps_the_schedule.json", "wait_limit_gives_up.json")) {
       assertTrue(files.stream().anyMatch(p -> p.getFileName().toString().equals(named)),
           "expected the waiting vector " + named);
     }
