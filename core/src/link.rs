@@ -158,6 +158,14 @@ impl Write {
         (0..self.argv.len()).map(|i| self.argv.get(i).unwrap_or(&[]))
     }
 
+    /// True when `other` carries this write's very arguments: the N writes of one round
+    /// share them. A driver that converts the arguments (to its language's strings) can
+    /// convert them once per round. (Two writes with equal arguments built apart are
+    /// not "shared"; compare [`Write::args`] for that.)
+    pub fn shares_args_with(&self, other: &Write) -> bool {
+        Arc::ptr_eq(&self.argv, &other.argv)
+    }
+
     /// Appends the command in RESP.
     pub fn encode_resp(&self, out: &mut Vec<u8>) {
         crate::resp::encode_command(self.args(), out);
@@ -485,6 +493,12 @@ impl Link {
     /// Commands queued, not yet written.
     pub fn queued(&self) -> usize {
         self.queue.len()
+    }
+
+    /// How many outputs [`Link::poll_output`] gives before `None`, until the next input:
+    /// a driver can poll exactly that many.
+    pub fn pending_outputs(&self) -> usize {
+        self.outputs.len()
     }
 
     /// Tokens whose release this link still owes.

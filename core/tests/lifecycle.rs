@@ -126,6 +126,45 @@ fn scripts_are_loaded_first_on_every_connection() {
 }
 
 #[test]
+fn the_writes_of_one_round_share_their_arguments() {
+    let mut redlock = client(3);
+    let mut links: Vec<Link> = (0..3).map(|_| open_link(0)).collect();
+    let mut first = redlock.acquire(&["r"], at(10)).unwrap();
+    for command in sends(&mut first) {
+        let node = command.node();
+        links[node].submit(1, command, at(10));
+    }
+    let writes: Vec<Write> = links
+        .iter_mut()
+        .map(|link| drain(link).writes.remove(0))
+        .collect();
+    assert!(writes[0].shares_args_with(&writes[1]));
+    assert!(writes[1].shares_args_with(&writes[2]));
+    // Another acquisition of the same resource: other arguments (its token).
+    let mut second = redlock.acquire(&["r"], at(20)).unwrap();
+    let command = sends(&mut second).remove(0);
+    let node = command.node();
+    links[node].submit(2, command, at(20));
+    let other = drain(&mut links[node]).writes.remove(0);
+    assert!(!other.shares_args_with(&writes[node]));
+    assert!(other.args().ne(writes[node].args()));
+}
+
+#[test]
+fn pending_outputs_counts_what_poll_output_gives() {
+    let mut link = Link::new();
+    assert_eq!(link.pending_outputs(), 0);
+    link.handle_connected(at(0));
+    assert_eq!(link.pending_outputs(), 3, "the three script loads");
+    let mut polled = 0;
+    while link.poll_output().is_some() {
+        polled += 1;
+        assert_eq!(link.pending_outputs(), 3 - polled);
+    }
+    assert_eq!(polled, 3);
+}
+
+#[test]
 fn commands_keep_their_order_and_the_in_flight_bound() {
     let mut link = open_link(0);
     let mut redlock = client(1);
