@@ -272,7 +272,7 @@ fn read_reply(reply: &JsValue, s: &Strings, depth: usize) -> Result<Reply, JsVal
 pub(crate) struct ReplyOut<'a>(pub &'a Reply);
 
 const MAX_SAFE_INTEGER_I64: i64 = (1 << 53) - 1;
-const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+pub(crate) const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
 struct Integer(i64);
 
@@ -333,6 +333,17 @@ impl Serialize for ReplyOut<'_> {
 
 /// A reply as a JS object in the shape `handleReply` takes back (`{ type, value }`),
 /// built from literals: deliveries are on every lock's path.
+/// A reply from a client library that gives status and bulk replies alike as strings,
+/// read as the bulk strings they were (an inspection's `GET` answers bulk strings only).
+pub(crate) fn as_bulk(reply: Reply) -> Reply {
+    match reply {
+        Reply::Ok => Reply::Bulk(b"OK".to_vec()),
+        Reply::Status(text) => Reply::Bulk(text.into_bytes()),
+        Reply::Array(items) => Reply::Array(items.into_iter().map(as_bulk).collect()),
+        other => other,
+    }
+}
+
 pub(crate) fn reply_to_js(reply: &Reply) -> JsValue {
     strings::with(|s| reply_to_js_with(s, reply))
 }

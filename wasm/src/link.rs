@@ -4,33 +4,41 @@
 
 use std::collections::VecDeque;
 
-use redlock_core::{resp, LinkOutput, WriteId};
+use redlock_core::{resp, Delivery, LinkOutput, Reply, WriteId};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
-use crate::convert::{link_cause, options_from_js, reply_from_js, reply_to_js, time, time_to_js};
+use crate::convert::{
+    as_bulk, link_cause, options_from_js, reply_from_js, reply_to_js, time, time_to_js,
+};
 use crate::error::{self, invalid_argument};
 use crate::operation::Operation;
 use crate::strings;
-use crate::types::{LinkCauseJs, LinkOptionsJs, LinkOutputJs, ReplyJs};
+use crate::types::{LinkCauseJs, LinkOptionsJs, OutputJs, ReplyJs};
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Options {
     resp: Option<bool>,
+    hold_replies: Option<bool>,
 }
 
 /// One node's link. Keep one per node for as long as the client lives.
 ///
-/// After every input (`submit`, `handle*`), call `pollOutput()` until `undefined`:
+/// After every input (`submit`, `handle*`), call `pollOutput()` until `undefined` (each
+/// input returns how many outputs wait: polling exactly that many is the same):
 /// - `connect`: open a connection (TLS, AUTH, SELECT included), then call
 ///   `handleConnected`, or `handleClosed(cause, text)` if it fails;
 /// - `write`: write it now on the current connection, in order: `args` (the command's
-///   name first), or, for a link made with `{ resp: true }`, the RESP `bytes`; hand its
-///   reply to `handleReply(id, reply)` (or feed the bytes received to `handleData`);
+///   name first; the writes of one round to N links share one array: never change it),
+///   or, for a link made with `{ resp: true }`, the RESP `bytes`; hand its reply to
+///   `handleReply(id, reply)` (or feed the bytes received to `handleData`);
 /// - `close`: close the current connection and report nothing more for it;
 /// - `deliver`: hand `reply` to the operation tagged `tag`:
-///   `operation.handleReply(request, reply, now)`.
+///   `operation.handleReply(request, reply, now)`; a link made with
+///   `{ holdReplies: true }` outputs the tag alone (a number) and keeps the reply:
+///   `deliverHeld(tag, operation, now)` hands it on (or `dropHeld(tag)` drops it), in
+///   the order the tags came.
 ///
 /// Call `handleTimeout` at `pollTimeout()`. A client library that manages its own
 /// connection reports its "ready" event as `handleConnected` and its "disconnected"
@@ -46,6 +54,11 @@ pub struct Link {
     decoder: Option<resp::Decoder>,
     written: VecDeque<WriteId>,
     scratch: Vec<u8>,
+    /// The arguments of a write joined, reused from write to write.
+    text: String,
+    /// `holdReplies`: deliveries output without their reply, oldest first.
+    hold: bool,
+    held: VecDeque<Delivery>,
 }
 
 fn id_from_js(id: f64) -> Result<WriteId, JsValue> {
@@ -56,10 +69,43 @@ fn id_from_js(id: f64) -> Result<WriteId, JsValue> {
     }
 }
 
+/// An integer reply from a JS number: whole, within ±(2^53 - 1).
+fn safe_integer(value: f64) -> Result<Reply, JsValue> {
+    if value.fract() == 0.0 && value.abs() <= crate::convert::MAX_SAFE_INTEGER {
+        Ok(Reply::Integer(value as i64))
+    } else {
+        Err(invalid_argument(
+            "an `integer` reply needs a whole number within ±(2^53 - 1)",
+        ))
+    }
+}
+
 impl Link {
     fn closed(&mut self) {
         self.decoder = None;
         self.written.clear();
+    }
+
+    /// How many outputs `pollOutput` gives before `undefined`, until the next input.
+    fn pending(&self) -> u32 {
+        u32::try_from(self.front.len() + self.inner.pending_outputs()).unwrap_or(u32::MAX)
+    }
+
+    /// The oldest held delivery, if it is for `tag`.
+    fn take_held(&mut self, tag: f64) -> Result<Delivery, JsValue> {
+        match self.held.front() {
+            Some(delivery) if delivery.tag as f64 == tag => {}
+            Some(_) => {
+                return Err(invalid_argument(
+                    "the oldest held reply is for another tag: hand them on in the order of the `deliver` outputs",
+                ))
+            }
+            None => return Err(invalid_argument("no reply is held")),
+        }
+        // `front()` just matched.
+        self.held
+            .pop_front()
+            .ok_or_else(|| invalid_argument("no reply is held"))
     }
 }
 
@@ -71,7 +117,7 @@ impl Link {
     pub fn new(options: Option<LinkOptionsJs>) -> Result<Link, JsValue> {
         let options: Options = match options {
             Some(options) if !options.is_undefined() && !options.is_null() => {
-                options_from_js(options.into(), &["resp"], "link options")?
+                options_from_js(options.into(), &["resp", "holdReplies"], "link options")?
             }
             _ => Options::default(),
         };
@@ -82,6 +128,9 @@ impl Link {
             decoder: None,
             written: VecDeque::new(),
             scratch: Vec::new(),
+            text: String::new(),
+            hold: options.hold_replies.unwrap_or(false),
+            held: VecDeque::new(),
         })
     }
 
@@ -93,7 +142,7 @@ impl Link {
         tag: f64,
         operation: &mut Operation,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
-    ) -> Result<(), JsValue> {
+    ) -> Result<u32, JsValue> {
         let now = time(now_us, "nowUs")?;
         if !(tag.is_finite() && tag >= 0.0 && tag.fract() == 0.0) {
             return Err(invalid_argument(
@@ -106,7 +155,7 @@ impl Link {
             ));
         };
         self.inner.submit(tag as u64, command, now);
-        Ok(())
+        Ok(self.pending())
     }
 
     /// The connection is open (after TLS, AUTH, SELECT).
@@ -114,14 +163,14 @@ impl Link {
     pub fn handle_connected(
         &mut self,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
-    ) -> Result<(), JsValue> {
+    ) -> Result<u32, JsValue> {
         let now = time(now_us, "nowUs")?;
         self.closed();
         if self.resp {
             self.decoder = Some(resp::Decoder::new());
         }
         self.inner.handle_connected(now);
-        Ok(())
+        Ok(self.pending())
     }
 
     /// The connection closed or could not be opened: `cause` is `refused`, `auth`,
@@ -132,7 +181,7 @@ impl Link {
         cause: LinkCauseJs,
         text: &str,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
-    ) -> Result<(), JsValue> {
+    ) -> Result<u32, JsValue> {
         let now = time(now_us, "nowUs")?;
         let Some(cause) = cause.as_string() else {
             return Err(invalid_argument("a link cause must be a string"));
@@ -140,7 +189,7 @@ impl Link {
         let cause = link_cause(&cause)?;
         self.closed();
         self.inner.handle_closed(cause, text, now);
-        Ok(())
+        Ok(self.pending())
     }
 
     /// The reply to write `id` (a client library's result, mapped to a reply).
@@ -150,12 +199,91 @@ impl Link {
         id: f64,
         reply: ReplyJs,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
-    ) -> Result<(), JsValue> {
+    ) -> Result<u32, JsValue> {
         let now = time(now_us, "nowUs")?;
         let id = id_from_js(id)?;
         let reply = reply_from_js(&reply)?;
         self.inner.handle_reply(id, reply, now);
-        Ok(())
+        Ok(self.pending())
+    }
+
+    /// `handleReply(id, { type: 'ok' })`, without making the object.
+    #[wasm_bindgen(js_name = handleReplyOk)]
+    pub fn handle_reply_ok(
+        &mut self,
+        id: f64,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<u32, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let id = id_from_js(id)?;
+        self.inner.handle_reply(id, Reply::Ok, now);
+        Ok(self.pending())
+    }
+
+    /// `handleReply(id, { type: 'integer', value })` for a whole `value` within
+    /// ±(2^53 - 1), without making the object.
+    #[wasm_bindgen(js_name = handleReplyInteger)]
+    pub fn handle_reply_integer(
+        &mut self,
+        id: f64,
+        value: f64,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<u32, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let id = id_from_js(id)?;
+        let reply = safe_integer(value)?;
+        self.inner.handle_reply(id, reply, now);
+        Ok(self.pending())
+    }
+
+    /// `handleReply(id, { type: 'array', value: [first, second] })` for two whole
+    /// integers within ±(2^53 - 1) (the release script's `{released, listeners}`),
+    /// without making the objects.
+    #[wasm_bindgen(js_name = handleReplyIntegerPair)]
+    pub fn handle_reply_integer_pair(
+        &mut self,
+        id: f64,
+        first: f64,
+        second: f64,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<u32, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let id = id_from_js(id)?;
+        let reply = Reply::Array(vec![safe_integer(first)?, safe_integer(second)?]);
+        self.inner.handle_reply(id, reply, now);
+        Ok(self.pending())
+    }
+
+    /// Links made with `{ holdReplies: true }`: hands the oldest held reply, which must
+    /// be for `tag`, to `operation` (as `operation.handleReply` would), and returns the
+    /// operation's first output after it (as `operation.pollOutputToLink()` would: go on
+    /// polling from there). With `bulk`, status replies count as the bulk strings they
+    /// were (a client library that gives both as strings, for an inspection's `GET`).
+    /// Throws what `handleReply` throws.
+    #[wasm_bindgen(js_name = deliverHeld)]
+    pub fn deliver_held(
+        &mut self,
+        tag: f64,
+        operation: &mut Operation,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+        bulk: Option<bool>,
+    ) -> Result<Option<OutputJs>, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let delivery = self.take_held(tag)?;
+        let reply = if bulk == Some(true) {
+            as_bulk(delivery.reply)
+        } else {
+            delivery.reply
+        };
+        operation.handle_core_reply(delivery.request, reply, now)?;
+        operation.poll_to_link()
+    }
+
+    /// Links made with `{ holdReplies: true }`: drops the oldest held reply, which must
+    /// be for `tag` (its operation is finished or abandoned).
+    #[wasm_bindgen(js_name = dropHeld)]
+    pub fn drop_held(&mut self, tag: f64) -> Result<(), JsValue> {
+        self.take_held(tag).map(drop)
     }
 
     /// RESP links: bytes received on the current connection. Each complete reply
@@ -166,7 +294,14 @@ impl Link {
         &mut self,
         bytes: &[u8],
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
-    ) -> Result<(), JsValue> {
+    ) -> Result<u32, JsValue> {
+        self.take_data(bytes, now_us)?;
+        Ok(self.pending())
+    }
+}
+
+impl Link {
+    fn take_data(&mut self, bytes: &[u8], now_us: f64) -> Result<(), JsValue> {
         let now = time(now_us, "nowUs")?;
         if !self.resp {
             return Err(invalid_argument(
@@ -200,26 +335,31 @@ impl Link {
             return Ok(());
         }
     }
+}
 
+#[wasm_bindgen]
+impl Link {
     /// Time has reached `nowUs`. Early is harmless.
     #[wasm_bindgen(js_name = handleTimeout)]
     pub fn handle_timeout(
         &mut self,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
-    ) -> Result<(), JsValue> {
+    ) -> Result<u32, JsValue> {
         let now = time(now_us, "nowUs")?;
         self.inner.handle_timeout(now);
-        Ok(())
+        Ok(self.pending())
     }
 
     /// The next output, or `undefined` when there is nothing to do until the next input.
-    #[wasm_bindgen(js_name = pollOutput)]
-    pub fn poll_output(&mut self) -> Result<Option<LinkOutputJs>, JsValue> {
+    /// For a link made with `{ holdReplies: true }`, a delivery is its tag (a number);
+    /// its reply is held for `deliverHeld`.
+    #[wasm_bindgen(js_name = pollOutput, unchecked_return_type = "LinkOutput | number | undefined")]
+    pub fn poll_output(&mut self) -> Result<JsValue, JsValue> {
         if let Some(value) = self.front.pop_front() {
-            return Ok(Some(value.unchecked_into()));
+            return Ok(value);
         }
         let value = match self.inner.poll_output() {
-            None => return Ok(None),
+            None => return Ok(JsValue::UNDEFINED),
             Some(LinkOutput::Connect) => strings::connect_output(),
             Some(LinkOutput::Close) => {
                 self.closed();
@@ -233,8 +373,13 @@ impl Link {
                     write.encode_resp(&mut self.scratch);
                     strings::write_bytes(id, &self.scratch)
                 } else {
-                    strings::write_args(id, &strings::args_array(&write.args().collect::<Vec<_>>()))
+                    strings::write_output(&write, &mut self.text)
                 }
+            }
+            Some(LinkOutput::Deliver(delivery)) if self.hold => {
+                let tag = JsValue::from_f64(delivery.tag as f64);
+                self.held.push_back(delivery);
+                tag
             }
             Some(LinkOutput::Deliver(delivery)) => strings::deliver_output(
                 delivery.tag as f64,
@@ -243,7 +388,7 @@ impl Link {
             ),
             Some(_) => return Err(error::error("unknown_output", "unknown link output")),
         };
-        Ok(Some(value.unchecked_into()))
+        Ok(value)
     }
 
     /// When `handleTimeout` is next due (us), or `undefined` if nothing waits on time.

@@ -185,6 +185,9 @@ export function closeOutput() {
 export function writeArgs(id, args) {
   return { type: 'write', id, args };
 }
+export function splitArgs(joined) {
+  return joined.split('\\0');
+}
 export function writeBytes(id, bytes) {
   return { type: 'write', id, bytes };
 }
@@ -280,6 +283,9 @@ extern "C" {
     #[wasm_bindgen(js_name = writeArgs)]
     pub(crate) fn write_args(id: f64, args: &JsValue) -> JsValue;
 
+    #[wasm_bindgen(js_name = splitArgs)]
+    fn split_args(joined: &str) -> JsValue;
+
     #[wasm_bindgen(js_name = writeBytes)]
     pub(crate) fn write_bytes(id: f64, bytes: &[u8]) -> JsValue;
 
@@ -321,7 +327,10 @@ const ARRAY_CACHE_SIZE: usize = 4;
 struct ArgCache {
     strings: std::collections::BTreeMap<Vec<u8>, JsValue>,
     tokens: std::collections::VecDeque<Vec<u8>>,
-    arrays: std::collections::VecDeque<(Vec<Vec<u8>>, JsValue)>,
+    /// Each array under its key: every argument's length (4 bytes) then its bytes.
+    arrays: std::collections::VecDeque<(Vec<u8>, JsValue)>,
+    /// The key being looked up, kept to reuse its allocation.
+    key: Vec<u8>,
 }
 
 thread_local! {
@@ -335,6 +344,7 @@ thread_local! {
             strings: std::collections::BTreeMap::new(),
             tokens: std::collections::VecDeque::new(),
             arrays: std::collections::VecDeque::new(),
+            key: Vec::new(),
         })
     };
 }
@@ -386,36 +396,102 @@ fn arg_to_js(cache: &mut ArgCache, arg: &[u8]) -> JsValue {
 
 /// A frozen JS array of `args` (strings where valid UTF-8, `Uint8Array`s otherwise),
 /// the same array as last time for the same arguments.
-pub(crate) fn args_array(args: &[&[u8]]) -> JsValue {
+///
+/// `args()` gives the arguments (called twice: for the key, then to build a new array).
+pub(crate) fn args_array<'a, I>(args: impl Fn() -> I) -> JsValue
+where
+    I: ExactSizeIterator<Item = &'a [u8]>,
+{
     ARGS.with(|cache| {
         let Ok(mut cache) = cache.try_borrow_mut() else {
             let array = js_sys::Array::new();
-            for arg in args {
+            for arg in args() {
                 array.push(&bytes_to_js(arg));
             }
             return array.into();
         };
-        let count = args.len();
-        if let Some((_, array)) = cache.arrays.iter().find(|(bytes, _)| {
-            bytes.len() == count
-                && args
-                    .iter()
-                    .zip(bytes.iter())
-                    .all(|(a, b)| *a == b.as_slice())
-        }) {
-            return array.clone();
+        // One flat key, in a buffer reused from call to call: a lookup allocates nothing.
+        let mut key = core::mem::take(&mut cache.key);
+        key.clear();
+        for arg in args() {
+            // An argument is far below 4 GiB (the core bounds keys and tokens).
+            key.extend_from_slice(&u32::try_from(arg.len()).unwrap_or(u32::MAX).to_le_bytes());
+            key.extend_from_slice(arg);
         }
-        let array = js_sys::Array::new_with_length(count as u32);
-        for (index, arg) in args.iter().enumerate() {
-            array.set(index as u32, arg_to_js(&mut cache, arg));
-        }
-        let array: JsValue = js_sys::Object::freeze(&array).into();
-        if cache.arrays.len() >= ARRAY_CACHE_SIZE {
-            cache.arrays.pop_front();
-        }
-        cache
+        let found = cache
             .arrays
-            .push_back((args.iter().map(|a| a.to_vec()).collect(), array.clone()));
+            .iter()
+            .find(|(cached, _)| *cached == key)
+            .map(|(_, array)| array.clone());
+        let array = match found {
+            Some(array) => array,
+            None => {
+                let args = args();
+                let array = js_sys::Array::new_with_length(args.len() as u32);
+                for (index, arg) in args.enumerate() {
+                    array.set(index as u32, arg_to_js(&mut cache, arg));
+                }
+                let array: JsValue = js_sys::Object::freeze(&array).into();
+                if cache.arrays.len() >= ARRAY_CACHE_SIZE {
+                    cache.arrays.pop_front();
+                }
+                cache.arrays.push_back((key.clone(), array.clone()));
+                array
+            }
+        };
+        cache.key = key;
         array
     })
+}
+
+thread_local! {
+    /// The last write's argument array: the N writes of a round share their arguments
+    /// (`Write::shares_args_with`), so they share one frozen array. The write is kept
+    /// (and with it its arguments), so a later write cannot be mistaken for it.
+    static LAST_WRITE: core::cell::RefCell<Option<(redlock_core::Write, JsValue)>> =
+        const { core::cell::RefCell::new(None) };
+}
+
+/// A link's `write` output with `args`: the array of the round's first write for the
+/// others; otherwise made in one crossing (the arguments joined with NUL, split in JS)
+/// when every argument is UTF-8 without NUL, as a lock's always are. The array is not
+/// frozen (a frozen array made each client's copy of it measurably slower): the link's
+/// documentation says not to change it.
+pub(crate) fn write_output(write: &redlock_core::Write, scratch: &mut String) -> JsValue {
+    let id = write.id().0 as f64;
+    let shared = LAST_WRITE.with(|last| {
+        let last = last.try_borrow().ok()?;
+        let (previous, array) = last.as_ref()?;
+        previous.shares_args_with(write).then(|| array.clone())
+    });
+    if let Some(array) = shared {
+        return write_args(id, &array);
+    }
+    scratch.clear();
+    let mut joinable = true;
+    for (index, arg) in write.args().enumerate() {
+        match core::str::from_utf8(arg) {
+            Ok(text) if !text.contains('\0') => {
+                if index > 0 {
+                    scratch.push('\0');
+                }
+                scratch.push_str(text);
+            }
+            _ => {
+                joinable = false;
+                break;
+            }
+        }
+    }
+    let array = if joinable {
+        split_args(scratch)
+    } else {
+        args_array(|| write.args())
+    };
+    LAST_WRITE.with(|last| {
+        if let Ok(mut last) = last.try_borrow_mut() {
+            *last = Some((write.clone(), array.clone()));
+        }
+    });
+    write_args(id, &array)
 }

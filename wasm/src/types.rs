@@ -172,6 +172,13 @@ export type LinkCause = "refused" | "auth" | "tls" | "timeout" | "closed";
 export interface LinkOptions {
   /** Writes as RESP bytes, and replies fed to `handleData` (raw sockets). Default false. */
   resp?: boolean;
+  /**
+   * Replies stay in the link: `pollOutput` gives a delivery as its tag alone (a number),
+   * and the driver hands each reply to its operation with `deliverHeld(tag, operation,
+   * nowUs)` (or drops it with `dropHeld(tag)`), oldest first. Saves making the reply a
+   * JS object and reading it back. Default false.
+   */
+  holdReplies?: boolean;
 }
 
 /** Open a connection to the node; then `handleConnected`, or `handleClosed` on failure. */
@@ -184,8 +191,11 @@ export type WriteOutput =
   | {
       type: "write";
       id: number;
-      /** The command's arguments, its name first (links without `resp`). */
-      args: Array<string | Uint8Array>;
+      /**
+       * The command's arguments, its name first (links without `resp`). The writes of
+       * one round to N links share this array: never change it.
+       */
+      readonly args: ReadonlyArray<string | Uint8Array>;
     }
   | {
       type: "write";
@@ -199,7 +209,11 @@ export interface CloseOutput {
   type: "close";
 }
 
-/** Hand `reply` to the operation tagged `tag`: `operation.handleReply(request, reply, now)`. */
+/**
+ * Hand `reply` to the operation tagged `tag`: `operation.handleReply(request, reply, now)`.
+ * (A link made with `{ holdReplies: true }` outputs the tag alone, a number, and keeps
+ * the reply for `link.deliverHeld(tag, operation, now)`.)
+ */
 export interface DeliverOutput {
   type: "deliver";
   tag: number;

@@ -249,7 +249,7 @@ class IoredisTransport extends LibraryTransport {
     const node = this.node;
     // One promise hop per command: this is on every lock's path.
     ioredisCall(this.client, args).then(
-      (value) => node.reply(id, replyFromValue(value)),
+      (value) => node.value(id, value),
       (error) => node.reply(id, ioredisFailure(error)),
     );
   }
@@ -301,7 +301,7 @@ class NodeRedisTransport extends LibraryTransport {
     const { args, id } = write;
     const node = this.node;
     nodeRedisCall(this.client, args, LINK_COMMAND_OPTIONS).then(
-      (value) => node.reply(id, replyFromValue(value)),
+      (value) => node.value(id, value),
       (error) => node.reply(id, nodeRedisFailure(error)),
     );
   }
@@ -369,7 +369,8 @@ class SendTransport {
     const node = this.node;
     let pending;
     try {
-      pending = Promise.resolve(this.connection.send(args));
+      // A copy: the caller's code may change it, and the round's writes share it.
+      pending = Promise.resolve(this.connection.send(args.slice()));
     } catch (error) {
       pending = Promise.reject(error);
     }
@@ -386,10 +387,32 @@ class SendTransport {
   }
 }
 
+/**
+ * Command names in lower case, as ioredis keeps them: it looks each name up in its
+ * tables several times per command, lower-casing it each time. Redis reads names in
+ * any case.
+ */
+const LOWER_NAMES = new Map();
+
+function lowerName(name) {
+  let lower = LOWER_NAMES.get(name);
+  if (lower === undefined) {
+    lower = name.toLowerCase();
+    if (LOWER_NAMES.size < 64) LOWER_NAMES.set(name, lower);
+  }
+  return lower;
+}
+
 /** Sends `args` through an ioredis client: its promise of the client's value. */
 function ioredisCall(client, args) {
   try {
-    return client.call(toClientArg(args[0]), ...args.slice(1).map(toClientArg));
+    // The core gives strings for every argument that is UTF-8 (all of a lock's): they
+    // go as they are; bytes go as Buffers.
+    for (let i = 1; i < args.length; i++) {
+      if (typeof args[i] !== 'string') return client.call(toClientArg(args[0]), ...args.slice(1).map(toClientArg));
+    }
+    const name = args[0];
+    return typeof name === 'string' ? client.call(lowerName(name), ...args.slice(1)) : client.call(toClientArg(name), ...args.slice(1));
   } catch (error) {
     return Promise.reject(error);
   }

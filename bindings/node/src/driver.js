@@ -6,6 +6,7 @@
 
 import { Link } from '../wasm/redlock_wasm.js';
 import { nowUs } from './clock.js';
+import { replyFromValue } from './clients.js';
 import { CancelledError, UsedAfterCloseError } from './errors.js';
 import { Notices } from './notices.js';
 import { endWithError, recordEvent, startSpan } from './tracing.js';
@@ -49,64 +50,135 @@ class Node {
   constructor(driver, transport) {
     this.driver = driver;
     this.transport = transport;
-    this.link = new Link({ resp: transport.resp === true });
-    this.alarm = new Alarm(() => this.#input(() => this.link.handleTimeout(nowUs())));
+    // Replies stay in the link until flush() hands them to their operations: they never
+    // become JS objects on the way.
+    this.link = new Link({ resp: transport.resp === true, holdReplies: true });
+    this.alarm = new Alarm(() => {
+      if (this.driver.closed) return;
+      try {
+        this.link.handleTimeout(nowUs());
+      } catch (error) {
+        this.#refused(error);
+      }
+      this.#after();
+    });
     transport.attach(this);
   }
 
-  /** Does what the link outputs, then arms its next wake-up. */
-  pump() {
+  /**
+   * Does what the link outputs (`count` of them: what the input returned, or until
+   * none is left), then arms its next wake-up. A reply (`arm` false) can only push the
+   * link's wake-up later, unless it makes the link write or connect.
+   */
+  pump(count = Infinity, arm = true) {
     const link = this.link;
-    for (let output = link.pollOutput(); output !== undefined; output = link.pollOutput()) {
+    for (let i = 0; i < count; i++) {
+      const output = link.pollOutput();
+      if (output === undefined) break;
+      // A delivery: its tag (the reply stays in the link until flush()).
+      if (typeof output === 'number') {
+        this.driver.deliveries.push(this, output);
+        continue;
+      }
       switch (output.type) {
         case 'write':
           this.transport.write(output);
-          break;
-        case 'deliver':
-          this.driver.deliveries.push(output);
+          arm = true;
           break;
         case 'connect':
           this.transport.connect();
+          arm = true;
           break;
         case 'close':
           this.transport.close();
+          arm = true;
           break;
       }
     }
-    this.alarm.arm(link.pollTimeout());
+    if (arm) this.alarm.arm(link.pollTimeout());
   }
 
-  #input(call) {
-    if (this.driver.closed) return;
-    try {
-      call();
-    } catch (error) {
-      // A value the core refused (a client gave something unexpected): the connection
-      // can no longer be trusted.
-      this.link.handleClosed('closed', String(error?.message ?? error), nowUs());
-      this.transport.close();
-    }
+  /**
+   * A value the core refused (a client gave something unexpected): the connection can
+   * no longer be trusted.
+   */
+  #refused(error) {
+    this.link.handleClosed('closed', String(error?.message ?? error), nowUs());
+    this.transport.close();
+  }
+
+  /** After every input: the link's outputs, then the replies it delivered. */
+  #after() {
     this.pump();
     this.driver.flush();
   }
 
-  // ---- events from the transport -------------------------------------------------
+  // ---- events from the transport (each an input, then #after) -------------------
 
   connected() {
-    this.#input(() => this.link.handleConnected(nowUs()));
+    if (this.driver.closed) return;
+    try {
+      this.link.handleConnected(nowUs());
+    } catch (error) {
+      this.#refused(error);
+    }
+    this.#after();
   }
 
   /** @param {'refused' | 'auth' | 'tls' | 'timeout' | 'closed'} cause */
   closed(cause, text) {
-    this.#input(() => this.link.handleClosed(cause, text, nowUs()));
+    if (this.driver.closed) return;
+    try {
+      this.link.handleClosed(cause, text, nowUs());
+    } catch (error) {
+      this.#refused(error);
+    }
+    this.#after();
   }
 
+  /** The reply to write `id`, as a core reply object. */
   reply(id, reply) {
-    this.#input(() => this.link.handleReply(id, reply, nowUs()));
+    if (this.driver.closed) return;
+    try {
+      this.link.handleReply(id, reply, nowUs());
+    } catch (error) {
+      this.#refused(error);
+    }
+    this.#after();
+  }
+
+  /**
+   * The reply to write `id` as a client library's value, mapped as replyFromValue
+   * (clients.js) says; the values of every lock cycle (`OK`, a safe integer, the
+   * release's pair of integers) go in without an object.
+   */
+  value(id, value) {
+    if (this.driver.closed) return;
+    let count;
+    try {
+      const link = this.link;
+      if (value === 'OK') count = link.handleReplyOk(id, nowUs());
+      else if (Number.isSafeInteger(value)) count = link.handleReplyInteger(id, value, nowUs());
+      else if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && Number.isSafeInteger(value[1])) {
+        count = link.handleReplyIntegerPair(id, value[0], value[1], nowUs());
+      } else count = link.handleReply(id, replyFromValue(value), nowUs());
+    } catch (error) {
+      this.#refused(error);
+      this.#after();
+      return;
+    }
+    this.pump(count, false);
+    this.driver.flush();
   }
 
   data(bytes) {
-    this.#input(() => this.link.handleData(bytes, nowUs()));
+    if (this.driver.closed) return;
+    try {
+      this.link.handleData(bytes, nowUs());
+    } catch (error) {
+      this.#refused(error);
+    }
+    this.#after();
   }
 }
 
@@ -129,27 +201,8 @@ class Task {
   }
 }
 
-const encoder = new TextEncoder();
-
-/**
- * A client's string reply as the bulk string it was: ioredis and node-redis give status
- * and bulk replies alike as strings, and an inspection's GET answers bulk strings only.
- */
-function asBulk(reply) {
-  switch (reply.type) {
-    case 'status':
-      return { type: 'bulk', value: encoder.encode(reply.value) };
-    case 'ok':
-      return { type: 'bulk', value: encoder.encode('OK') };
-    case 'array':
-      return { type: 'array', value: reply.value.map(asBulk) };
-    default:
-      return reply;
-  }
-}
-
 export class Driver {
-  /** Replies the links delivered, handed to their operations by flush(). */
+  /** The links' `deliver` outputs as pairs (node, tag), handed on by flush(). */
   deliveries = [];
   closed = false;
   #tasks = new Map();
@@ -205,42 +258,57 @@ export class Driver {
   /** Hands queued deliveries to their operations until none is left. */
   flush() {
     if (this.#flushing) return;
+    if (this.closed) {
+      this.deliveries.length = 0; // nobody waits for them, and the links may be freed
+      return;
+    }
     this.#flushing = true;
     try {
       const now = nowUs();
-      for (let d = this.deliveries.shift(); d !== undefined; d = this.deliveries.shift()) {
-        const task = this.#tasks.get(d.tag);
+      const deliveries = this.deliveries;
+      // Delivering may queue more (an operation's next command answered at once).
+      for (let i = 0; i < deliveries.length; i += 2) {
+        const link = deliveries[i].link;
+        const tag = deliveries[i + 1];
+        const task = this.#tasks.get(tag);
         // An operation already finished or abandoned: its late replies change nothing.
-        if (task === undefined) continue;
+        if (task === undefined) {
+          link.dropHeld(tag);
+          continue;
+        }
+        let first;
         try {
-          task.op.handleReply(d.request, task.bulk ? asBulk(d.reply) : d.reply, now);
+          // `bulk`: the client gave the GET's bulk strings as strings (see replyFromValue).
+          first = link.deliverHeld(tag, task.op, now, task.bulk);
         } catch (error) {
-          this.#finish(d.tag, task, 'error');
+          this.#finish(tag, task, 'error');
           task.reject(error);
           continue;
         }
-        this.#step(d.tag, task);
+        this.#step(tag, task, first);
       }
     } finally {
+      this.deliveries.length = 0;
       this.#flushing = false;
     }
     if (this.#idleWaiters.length > 0) this.#checkIdle();
   }
 
-  /** The one output rule: poll until a wait or the outcome. */
-  #step(tag, task) {
+  /**
+   * The one output rule: poll until a wait or the outcome. `first`: the output a link's
+   * deliverHeld already polled.
+   */
+  #step(tag, task, first) {
     const op = task.op;
     const now = nowUs();
-    for (;;) {
-      const output = op.pollOutputToLink();
+    for (let output = first ?? op.pollOutputToLink(); ; output = op.pollOutputToLink()) {
       if (output === undefined) {
         this.#drain(task);
         return;
       }
       if (output.type === 'send') {
         const node = this.nodes[output.node];
-        node.link.submit(tag, op, now);
-        node.pump();
+        node.pump(node.link.submit(tag, op, now));
         // An acquisition releasing its failed attempt is about to wait: listen for
         // releases from now on.
         if (output.kind === 'release') this.#watch(tag, task);

@@ -189,6 +189,62 @@ test('Link: connect, scripts first, writes in order, deliveries to the tagged op
   assert.throws(() => link.handleData(new Uint8Array(1), 1400), isCode('invalid_argument'));
 });
 
+test('Link with holdReplies: replies stay in the link until handed on, in order, to the right tag', () => {
+  const client = new core.Redlock(new core.Config({ nodes: 1, ttlMs: 10_000, attempts: 1 }), new Uint8Array(32));
+  const link = new core.Link({ holdReplies: true });
+  const a = client.acquire('a', 1000);
+  const b = client.acquire('b', 1000);
+  a.pollOutput();
+  link.submit(1, a, 1000);
+  b.pollOutput();
+  link.submit(2, b, 1000);
+  assert.deepEqual(drainLink(link), [{ type: 'connect' }]);
+  link.handleConnected(1000);
+  const writes = drainLink(link);
+  assert.deepEqual(writes.map((w) => w.args[0]), ['SCRIPT', 'SCRIPT', 'SCRIPT', 'SET', 'SET']);
+  for (const id of [1, 2, 3]) link.handleReply(id, { type: 'bulk', value: 'sha' }, 1100);
+  assert.throws(() => link.deliverHeld(1, a, 1100), isCode('invalid_argument'), 'nothing held yet');
+  // Each input says how many outputs wait: here one delivery each, given as its tag.
+  assert.equal(link.handleReplyOk(writes[3].id, 1200), 1);
+  assert.equal(link.handleReplyInteger(writes[4].id, 7, 1200), 2);
+  assert.throws(() => link.handleReplyInteger(writes[4].id, 0.5, 1200), isCode('invalid_argument'));
+  assert.throws(() => link.handleReplyInteger(writes[4].id, 2 ** 53, 1200), isCode('invalid_argument'));
+  assert.throws(() => link.handleReplyIntegerPair(writes[4].id, 1, NaN, 1200), isCode('invalid_argument'));
+  assert.deepEqual(drainLink(link), [1, 2]);
+  // The oldest first: b's reply cannot jump a's.
+  assert.throws(() => link.deliverHeld(2, b, 1200), isCode('invalid_argument'));
+  // deliverHeld returns the operation's next output, as pollOutputToLink would.
+  assert.equal(link.deliverHeld(1, a, 1200).outcome.kind, 'acquired');
+  assert.equal(a.pollOutputToLink(), undefined);
+  // `7` is no answer to SET: the operation refuses it as a node error, not the link.
+  link.dropHeld(2);
+  assert.throws(() => link.dropHeld(2), isCode('invalid_argument'), 'dropped once');
+  assert.throws(() => new core.Link({ holdReplies: 'yes' }), isCode('invalid_argument'));
+});
+
+test('Link with holdReplies: bulk hands status replies on as the bulk strings they were', () => {
+  const client = new core.Redlock(new core.Config({ nodes: 1, ttlMs: 10_000, attempts: 1 }), new Uint8Array(32));
+  const inspectWith = (bulk) => {
+    const inspect = client.inspect('r', 1000);
+    assert.equal(inspect.pollOutput().type, 'send');
+    const link = new core.Link({ holdReplies: true });
+    link.submit(3, inspect, 1000);
+    drainLink(link);
+    link.handleConnected(1000);
+    const writes = drainLink(link);
+    for (const w of writes.slice(0, 3)) link.handleReply(w.id, { type: 'bulk', value: 'sha' }, 1100);
+    // ioredis gives a GET's bulk string as a string, which reads as a status reply.
+    link.handleReply(writes[3].id, { type: 'status', value: 'holder-token' }, 1200);
+    const [tag] = drainLink(link);
+    assert.equal(tag, 3);
+    return link.deliverHeld(tag, inspect, 1200, bulk).outcome;
+  };
+  const outcome = inspectWith(true);
+  assert.equal(outcome.kind, 'inspected');
+  assert.equal(outcome.holder, 'holder-token');
+  assert.equal(inspectWith(false).kind, 'not_inspected', 'a GET answers bulk strings only');
+});
+
 test('Link over RESP: bytes out, bytes in, a protocol error closes; a refused node fails at once', () => {
   const client = new core.Redlock(new core.Config({ nodes: 1, ttlMs: 10_000, attempts: 1 }), new Uint8Array(32));
   const link = new core.Link({ resp: true });
