@@ -586,14 +586,10 @@ impl Link {
 
     /// Writes what may be written now; asks for a connection when needed.
     fn pump(&mut self, now: Time) {
-        // Queued commands past their deadline are not written (owed releases are).
-        let mut kept = VecDeque::with_capacity(self.queue.len());
-        for entry in core::mem::take(&mut self.queue) {
-            if entry.owed || now < entry.command.deadline() {
-                kept.push_back(entry);
-            }
-        }
-        self.queue = kept;
+        // Queued commands past their deadline are not written (owed releases are). In
+        // place: this runs after every input.
+        self.queue
+            .retain(|entry| entry.owed || now < entry.command.deadline());
         match self.state {
             State::Connecting => {}
             State::Closed => {

@@ -54,8 +54,6 @@ pub struct Link {
     decoder: Option<resp::Decoder>,
     written: VecDeque<WriteId>,
     scratch: Vec<u8>,
-    /// The arguments of a write joined, reused from write to write.
-    text: String,
     /// `holdReplies`: deliveries output without their reply, oldest first.
     hold: bool,
     held: VecDeque<Delivery>,
@@ -128,7 +126,6 @@ impl Link {
             decoder: None,
             written: VecDeque::new(),
             scratch: Vec::new(),
-            text: String::new(),
             hold: options.hold_replies.unwrap_or(false),
             held: VecDeque::new(),
         })
@@ -373,7 +370,7 @@ impl Link {
                     write.encode_resp(&mut self.scratch);
                     strings::write_bytes(id, &self.scratch)
                 } else {
-                    strings::write_output(&write, &mut self.text)
+                    strings::write_output(&write)
                 }
             }
             Some(LinkOutput::Deliver(delivery)) if self.hold => {

@@ -185,8 +185,17 @@ export function closeOutput() {
 export function writeArgs(id, args) {
   return { type: 'write', id, args };
 }
-export function splitArgs(joined) {
-  return joined.split('\\0');
+export function arrayOf(n, a0, a1, a2, a3, a4, a5, a6, a7) {
+  switch (n) {
+    case 1: return [a0];
+    case 2: return [a0, a1];
+    case 3: return [a0, a1, a2];
+    case 4: return [a0, a1, a2, a3];
+    case 5: return [a0, a1, a2, a3, a4];
+    case 6: return [a0, a1, a2, a3, a4, a5];
+    case 7: return [a0, a1, a2, a3, a4, a5, a6];
+    default: return [a0, a1, a2, a3, a4, a5, a6, a7];
+  }
 }
 export function writeBytes(id, bytes) {
   return { type: 'write', id, bytes };
@@ -283,8 +292,19 @@ extern "C" {
     #[wasm_bindgen(js_name = writeArgs)]
     pub(crate) fn write_args(id: f64, args: &JsValue) -> JsValue;
 
-    #[wasm_bindgen(js_name = splitArgs)]
-    fn split_args(joined: &str) -> JsValue;
+    #[wasm_bindgen(js_name = arrayOf)]
+    #[allow(clippy::too_many_arguments)]
+    fn array_of(
+        n: u32,
+        a0: &JsValue,
+        a1: &JsValue,
+        a2: &JsValue,
+        a3: &JsValue,
+        a4: &JsValue,
+        a5: &JsValue,
+        a6: &JsValue,
+        a7: &JsValue,
+    ) -> JsValue;
 
     #[wasm_bindgen(js_name = writeBytes)]
     pub(crate) fn write_bytes(id: f64, bytes: &[u8]) -> JsValue;
@@ -444,54 +464,95 @@ where
     })
 }
 
+/// The most arguments a write's array is made from in one crossing (`arrayOf`).
+const ARRAY_OF_MAX: usize = 8;
+/// How many command shapes (name and argument count) keep their last arguments.
+const SHAPES: usize = 8;
+
+/// The last arguments of one command shape, each with its JS value.
+struct Shape {
+    args: Vec<(Vec<u8>, JsValue)>,
+}
+
+struct WriteCache {
+    /// The last write and its array: the N writes of a round share their arguments
+    /// (`Write::shares_args_with`), so they share one array. The write is kept (and
+    /// with it its arguments), so a later write cannot be mistaken for it.
+    last: Option<(redlock_core::Write, JsValue)>,
+    /// Per shape, the arguments last written: from one lock of a resource to the next,
+    /// only the token changes, so only its string is made anew.
+    shapes: Vec<Shape>,
+}
+
 thread_local! {
-    /// The last write's argument array: the N writes of a round share their arguments
-    /// (`Write::shares_args_with`), so they share one frozen array. The write is kept
-    /// (and with it its arguments), so a later write cannot be mistaken for it.
-    static LAST_WRITE: core::cell::RefCell<Option<(redlock_core::Write, JsValue)>> =
-        const { core::cell::RefCell::new(None) };
+    static WRITES: core::cell::RefCell<WriteCache> = const {
+        core::cell::RefCell::new(WriteCache { last: None, shapes: Vec::new() })
+    };
 }
 
 /// A link's `write` output with `args`: the array of the round's first write for the
-/// others; otherwise made in one crossing (the arguments joined with NUL, split in JS)
-/// when every argument is UTF-8 without NUL, as a lock's always are. The array is not
-/// frozen (a frozen array made each client's copy of it measurably slower): the link's
-/// documentation says not to change it.
-pub(crate) fn write_output(write: &redlock_core::Write, scratch: &mut String) -> JsValue {
+/// others; otherwise made in one crossing from the arguments' JS values, reusing the
+/// strings of the same command's last write where the bytes are the same. The array is
+/// not frozen (a frozen array made each client's copy of it measurably slower): the
+/// link's documentation says not to change it.
+pub(crate) fn write_output(write: &redlock_core::Write) -> JsValue {
     let id = write.id().0 as f64;
-    let shared = LAST_WRITE.with(|last| {
-        let last = last.try_borrow().ok()?;
-        let (previous, array) = last.as_ref()?;
-        previous.shares_args_with(write).then(|| array.clone())
-    });
-    if let Some(array) = shared {
-        return write_args(id, &array);
-    }
-    scratch.clear();
-    let mut joinable = true;
-    for (index, arg) in write.args().enumerate() {
-        match core::str::from_utf8(arg) {
-            Ok(text) if !text.contains('\0') => {
-                if index > 0 {
-                    scratch.push('\0');
-                }
-                scratch.push_str(text);
-            }
-            _ => {
-                joinable = false;
-                break;
+    let array = WRITES.with(|cache| {
+        let Ok(mut cache) = cache.try_borrow_mut() else {
+            return args_array(|| write.args());
+        };
+        if let Some((previous, array)) = &cache.last {
+            if previous.shares_args_with(write) {
+                return array.clone();
             }
         }
-    }
-    let array = if joinable {
-        split_args(scratch)
-    } else {
-        args_array(|| write.args())
-    };
-    LAST_WRITE.with(|last| {
-        if let Ok(mut last) = last.try_borrow_mut() {
-            *last = Some((write.clone(), array.clone()));
-        }
+        let array = match shaped_array(&mut cache.shapes, write) {
+            Some(array) => array,
+            None => args_array(|| write.args()),
+        };
+        cache.last = Some((write.clone(), array.clone()));
+        array
     });
     write_args(id, &array)
+}
+
+/// The array of `write`'s arguments through its shape's last values, or None for a
+/// command of more than `ARRAY_OF_MAX` arguments.
+fn shaped_array(shapes: &mut Vec<Shape>, write: &redlock_core::Write) -> Option<JsValue> {
+    let count = write.arg_count();
+    if count == 0 || count > ARRAY_OF_MAX {
+        return None;
+    }
+    let name = write.arg(0)?;
+    let index = match shapes
+        .iter()
+        .position(|shape| shape.args.len() == count && shape.args[0].0 == name)
+    {
+        Some(index) => index,
+        None => {
+            if shapes.len() >= SHAPES {
+                shapes.remove(0);
+            }
+            shapes.push(Shape { args: Vec::new() });
+            shapes.len() - 1
+        }
+    };
+    let shape = &mut shapes[index];
+    let mut values: [JsValue; ARRAY_OF_MAX] = Default::default();
+    for (position, arg) in write.args().enumerate() {
+        match shape.args.get(position) {
+            Some((bytes, value)) if bytes.as_slice() == arg => values[position] = value.clone(),
+            _ => {
+                let value = bytes_to_js(arg);
+                let entry = (arg.to_vec(), value.clone());
+                match shape.args.get_mut(position) {
+                    Some(slot) => *slot = entry,
+                    None => shape.args.push(entry),
+                }
+                values[position] = value;
+            }
+        }
+    }
+    let [a0, a1, a2, a3, a4, a5, a6, a7] = &values;
+    Some(array_of(count as u32, a0, a1, a2, a3, a4, a5, a6, a7))
 }
