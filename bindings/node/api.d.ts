@@ -126,7 +126,7 @@ export interface ReleaseResult {
   /** Nodes that deleted the lock's keys. */
   released: number;
   /** How each node answered. */
-  nodes: NodeDetail[];
+  readonly nodes: NodeDetail[];
 }
 
 /** Options of one acquisition. */

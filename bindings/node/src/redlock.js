@@ -412,6 +412,9 @@ export class Lock {
   #redlock;
   #lease;
   #released = false;
+  /** The acquisition's per-node results, made into details when first read. */
+  #results;
+  #nodes = undefined;
   /** The KeepAlive of `using`, told about every extension. */
   _keepAlive = undefined;
 
@@ -422,10 +425,15 @@ export class Lock {
     this.resources = resources;
     /** Attempts the acquisition took (undefined for a lock rebuilt from a token). */
     this.attempts = acquired?.attempts;
-    /** How each node answered the acquisition. */
-    this.nodes = acquired ? redlock._details(acquired.nodes) : [];
+    this.#results = acquired?.nodes;
     /** @internal When the lock was acquired (or rebuilt), for the `lost` event. */
     this._heldSinceUs = nowUs();
+  }
+
+  /** How each node answered the acquisition (none for a lock rebuilt from a token). */
+  get nodes() {
+    this.#nodes ??= this.#results ? this.#redlock._details(this.#results) : [];
+    return this.#nodes;
   }
 
   /** The token stored under every key. */
@@ -520,12 +528,22 @@ export class Lock {
     this.#released = true;
     this._keepAlive?.stop();
     const lease = this.#lease;
-    const outcome = await this.#redlock._run((client, now) => client.release(lease, now), undefined, this.resources);
-    const nodes = this.#redlock._details(outcome.nodes);
-    if (outcome.kind === 'released') return { released: outcome.released, nodes };
+    const redlock = this.#redlock;
+    const outcome = await redlock._run((client, now) => client.release(lease, now), undefined, this.resources);
+    if (outcome.kind === 'released') {
+      let nodes;
+      // The details are made when read: most callers never look.
+      return {
+        released: outcome.released,
+        get nodes() {
+          nodes ??= redlock._details(outcome.nodes);
+          return nodes;
+        },
+      };
+    }
     throw outcomeError(outcome, `the lock on ${this.resources.join(', ')} was not released on a quorum`, {
       reason: outcome.kind,
-      nodes,
+      nodes: redlock._details(outcome.nodes),
       resources: this.resources,
     });
   }
