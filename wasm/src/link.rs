@@ -84,6 +84,20 @@ impl Link {
         self.written.clear();
     }
 
+    /// One reply in (every `handleReply*`): the arguments checked in the order the
+    /// caller gave them, then the outputs waiting.
+    fn take_reply(
+        &mut self,
+        id: f64,
+        reply: Result<Reply, JsValue>,
+        now_us: f64,
+    ) -> Result<u32, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let id = id_from_js(id)?;
+        self.inner.handle_reply(id, reply?, now);
+        Ok(self.pending())
+    }
+
     /// How many outputs `pollOutput` gives before `undefined`, until the next input.
     fn pending(&self) -> u32 {
         u32::try_from(self.front.len() + self.inner.pending_outputs()).unwrap_or(u32::MAX)
@@ -197,11 +211,7 @@ impl Link {
         reply: ReplyJs,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<u32, JsValue> {
-        let now = time(now_us, "nowUs")?;
-        let id = id_from_js(id)?;
-        let reply = reply_from_js(&reply)?;
-        self.inner.handle_reply(id, reply, now);
-        Ok(self.pending())
+        self.take_reply(id, reply_from_js(&reply), now_us)
     }
 
     /// `handleReply(id, { type: 'ok' })`, without making the object.
@@ -211,10 +221,7 @@ impl Link {
         id: f64,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<u32, JsValue> {
-        let now = time(now_us, "nowUs")?;
-        let id = id_from_js(id)?;
-        self.inner.handle_reply(id, Reply::Ok, now);
-        Ok(self.pending())
+        self.take_reply(id, Ok(Reply::Ok), now_us)
     }
 
     /// `handleReply(id, { type: 'integer', value })` for a whole `value` within
@@ -226,11 +233,7 @@ impl Link {
         value: f64,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<u32, JsValue> {
-        let now = time(now_us, "nowUs")?;
-        let id = id_from_js(id)?;
-        let reply = safe_integer(value)?;
-        self.inner.handle_reply(id, reply, now);
-        Ok(self.pending())
+        self.take_reply(id, safe_integer(value), now_us)
     }
 
     /// `handleReply(id, { type: 'array', value: [first, second] })` for two whole
@@ -244,11 +247,9 @@ impl Link {
         second: f64,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<u32, JsValue> {
-        let now = time(now_us, "nowUs")?;
-        let id = id_from_js(id)?;
-        let reply = Reply::Array(vec![safe_integer(first)?, safe_integer(second)?]);
-        self.inner.handle_reply(id, reply, now);
-        Ok(self.pending())
+        let pair = safe_integer(first)
+            .and_then(|first| Ok(Reply::Array(vec![first, safe_integer(second)?])));
+        self.take_reply(id, pair, now_us)
     }
 
     /// Links made with `{ holdReplies: true }`: hands the oldest held reply, which must

@@ -45,6 +45,13 @@ class Alarm {
   }
 }
 
+// The inputs of a transport's events, as #input calls them.
+const CONNECTED = (link, now) => link.handleConnected(now);
+const CLOSED = (link, now, cause, text) => link.handleClosed(cause, text, now);
+const REPLY = (link, now, id, reply) => link.handleReply(id, reply, now);
+const DATA = (link, now, bytes) => link.handleData(bytes, now);
+const TIMEOUT = (link, now) => link.handleTimeout(now);
+
 /** One node: its link and its transport. */
 class Node {
   constructor(driver, transport) {
@@ -53,15 +60,7 @@ class Node {
     // Replies stay in the link until flush() hands them to their operations: they never
     // become JS objects on the way.
     this.link = new Link({ resp: transport.resp === true, holdReplies: true });
-    this.alarm = new Alarm(() => {
-      if (this.driver.closed) return;
-      try {
-        this.link.handleTimeout(nowUs());
-      } catch (error) {
-        this.#refused(error);
-      }
-      this.#after();
-    });
+    this.alarm = new Alarm(() => this.#input(TIMEOUT));
     transport.attach(this);
   }
 
@@ -115,36 +114,29 @@ class Node {
 
   // ---- events from the transport (each an input, then #after) -------------------
 
-  connected() {
+  /** Hands `call(link, now, a, b)` to the link (a module-level function: no closure). */
+  #input(call, a, b) {
     if (this.driver.closed) return;
     try {
-      this.link.handleConnected(nowUs());
+      call(this.link, nowUs(), a, b);
     } catch (error) {
       this.#refused(error);
     }
     this.#after();
+  }
+
+  connected() {
+    this.#input(CONNECTED);
   }
 
   /** @param {'refused' | 'auth' | 'tls' | 'timeout' | 'closed'} cause */
   closed(cause, text) {
-    if (this.driver.closed) return;
-    try {
-      this.link.handleClosed(cause, text, nowUs());
-    } catch (error) {
-      this.#refused(error);
-    }
-    this.#after();
+    this.#input(CLOSED, cause, text);
   }
 
   /** The reply to write `id`, as a core reply object. */
   reply(id, reply) {
-    if (this.driver.closed) return;
-    try {
-      this.link.handleReply(id, reply, nowUs());
-    } catch (error) {
-      this.#refused(error);
-    }
-    this.#after();
+    this.#input(REPLY, id, reply);
   }
 
   /**
@@ -172,13 +164,7 @@ class Node {
   }
 
   data(bytes) {
-    if (this.driver.closed) return;
-    try {
-      this.link.handleData(bytes, nowUs());
-    } catch (error) {
-      this.#refused(error);
-    }
-    this.#after();
+    this.#input(DATA, bytes);
   }
 }
 
