@@ -43,6 +43,18 @@ class Alarm {
     this.#timer = undefined;
     this.#at = Infinity;
   }
+
+  /**
+   * Whether the armed timer keeps the process alive (Node.js timers; elsewhere a no-op):
+   * one left armed while nothing waits on it must not.
+   */
+  keepAlive(keep) {
+    const timer = this.#timer;
+    if (typeof timer === 'object' && timer !== null) {
+      if (keep) timer.ref?.();
+      else timer.unref?.();
+    }
+  }
 }
 
 // The inputs of a transport's events, as #input calls them.
@@ -174,7 +186,8 @@ class Task {
     this.op = op;
     this.resolve = resolve;
     this.reject = reject;
-    this.alarm = undefined;
+    /** When the operation's wait ends (us), while it waits. */
+    this.until = undefined;
     this.detach = undefined;
     /** `(op) => channels | undefined`: what to listen on once an attempt failed. */
     this.watch = undefined;
@@ -192,6 +205,11 @@ export class Driver {
   deliveries = [];
   closed = false;
   #tasks = new Map();
+  /**
+   * The operations' wake-up: one timer for all of them, armed for the soonest wait (a
+   * timer per operation was a visible part of a lock cycle's cost).
+   */
+  #waits = new Alarm(() => this.#wake());
   #nextTag = 1;
   #flushing = false;
   #idleWaiters = [];
@@ -299,13 +317,9 @@ export class Driver {
         // releases from now on.
         if (output.kind === 'release') this.#watch(tag, task);
       } else if (output.type === 'wait') {
-        task.alarm ??= new Alarm(() => {
-          if (!this.#tasks.has(tag)) return;
-          task.op.handleTimeout(nowUs());
-          this.#step(tag, task);
-          this.flush();
-        });
-        task.alarm.arm(output.until);
+        task.until = output.until;
+        this.#waits.arm(output.until);
+        this.#waits.keepAlive(true);
         this.#drain(task);
         return;
       } else {
@@ -315,6 +329,24 @@ export class Driver {
         return;
       }
     }
+  }
+
+  /** The operations whose wait ended get handleTimeout; the timer is armed for the rest. */
+  #wake() {
+    if (this.closed) return;
+    const now = nowUs();
+    for (const [tag, task] of this.#tasks) {
+      if (task.until === undefined || task.until > now) continue;
+      task.until = undefined;
+      task.op.handleTimeout(now);
+      this.#step(tag, task);
+    }
+    let next = Infinity;
+    for (const task of this.#tasks.values()) {
+      if (task.until !== undefined && task.until < next) next = task.until;
+    }
+    if (next !== Infinity) this.#waits.arm(next);
+    this.flush();
   }
 
   /** Hands the operation's unread events to `events` if anyone listens, and to its span. */
@@ -336,7 +368,10 @@ export class Driver {
       task.span = undefined;
     }
     this.#tasks.delete(tag);
-    task.alarm?.clear();
+    task.until = undefined;
+    // Left armed for the next operation (re-arming it for each was a visible cost),
+    // but not keeping the process alive with nothing waiting.
+    if (this.#tasks.size === 0) this.#waits.keepAlive(false);
     task.detach?.();
     if (task.watching !== undefined) this.notices.unwatch(tag, task.watching);
   }
@@ -418,6 +453,7 @@ export class Driver {
   /** Stops everything: timers, listeners on the clients, sockets this package opened. */
   close() {
     this.closed = true;
+    this.#waits.clear();
     for (const node of this.nodes) {
       node.alarm.clear();
       node.idleAlarm?.clear();
