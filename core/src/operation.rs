@@ -517,6 +517,11 @@ impl Operation {
     /// received at `now` (a message on [`crate::notice_channel`] of the lock's key),
     /// without its message: as [`Operation::handle_notice_message`] with one that names
     /// nobody.
+    ///
+    /// Drivers also call it when node `node` confirms their subscription to the
+    /// acquisition's channel: a release published there before the subscription took
+    /// effect reached nobody, so one may have happened unheard (`docs/bindings.md`, rule
+    /// 13).
     pub fn handle_notice(&mut self, node: usize, now: Time) -> Result<(), UsageError> {
         self.handle_notice_message(node, &[], now)
     }
