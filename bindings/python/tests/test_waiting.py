@@ -166,34 +166,109 @@ def test_asyncio_blocking_timeout(nodes: Nodes, resource: str) -> None:
     assert abs(asyncio.run(run()) - 0.5) <= 0.06
 
 
-def test_lost_notices_fall_back_to_the_retry_schedule(nodes: Nodes, resource: str) -> None:
+def kill_subscribers(nodes: Nodes) -> None:
+    """Cuts every subscriber connection on every node."""
+    for port in nodes.ports:
+        with redis.Redis(port=port) as client:
+            client.client_kill_filter(_type="pubsub")
+
+
+def test_lost_notices_are_caught_when_the_subscriber_is_back(nodes: Nodes, resource: str) -> None:
+    # The release goes out while the waiter's subscriber connections are cut: nobody
+    # hears it. Subscribing again (100 ms later) counts as a notice naming nobody, so the
+    # waiter tries then, not at its retry 3 s after its first attempt.
     holder_side = Redlock(nodes.clients())
-    waiter_side = Redlock(nodes.clients(), retry_delay=0.6, retry_jitter=0)
+    waiter_side = Redlock(nodes.clients(), retry_delay=3, retry_jitter=0)
     with holder_side, waiter_side:
         holder = holder_side.acquire(resource)
         got: dict[str, float] = {}
 
         def wait() -> None:
-            got["started"] = time.monotonic()
-            lock = waiter_side.acquire(resource, blocking_timeout=5)
+            lock = waiter_side.acquire(resource, blocking_timeout=10)
             got["at"] = time.monotonic()
             lock.release()
 
         waiter = threading.Thread(target=wait)
         waiter.start()
         wait_for(lambda: subscribers(nodes, resource) == [1] * 5)
-        for port in nodes.ports:  # every subscriber connection is cut
-            with redis.Redis(port=port) as client:
-                client.client_kill_filter(_type="pubsub")
+        kill_subscribers(nodes)
         released = time.monotonic()
         holder.release()  # nobody hears it
-        waiter.join(5)
-        # Woken by its retry (about 0.6 s after its first attempt), not by the release.
-        assert got["at"] - released > 0.2
-        assert got["at"] - got["started"] < 0.6 + 0.2
-        # The subscriber connections are opened again for the next wait.
+        waiter.join(10)
+        assert got["at"] - released < 1.5
+
+
+def test_asyncio_lost_notices_are_caught_when_the_subscriber_is_back(
+    nodes: Nodes, resource: str
+) -> None:
+    async def run() -> float:
+        holder_side = AsyncRedlock([redis.asyncio.Redis(port=port) for port in nodes.ports])
+        waiter_side = AsyncRedlock(
+            [redis.asyncio.Redis(port=port) for port in nodes.ports], retry_delay=3, retry_jitter=0
+        )
+        async with holder_side, waiter_side:
+            holder = await holder_side.acquire(resource)
+            waiter = asyncio.ensure_future(waiter_side.acquire(resource, blocking_timeout=10))
+            while subscribers(nodes, resource) != [1] * 5:
+                await asyncio.sleep(0.01)
+            kill_subscribers(nodes)
+            released = time.monotonic()
+            await holder.release()  # nobody hears it
+            lock = await waiter
+            took = time.monotonic() - released
+            await lock.release()
+            return took
+
+    assert asyncio.run(run()) < 1.5
+
+
+def test_notices_that_never_come_fall_back_to_the_retry_schedule(
+    nodes: Nodes, resource: str
+) -> None:
+    holder_side = Redlock(nodes.clients())
+    waiter_side = Redlock(nodes.clients(), retry_delay=0.6, retry_jitter=0)
+    admins = nodes.clients()
+    try:
+        with holder_side, waiter_side:
+            holder = holder_side.acquire(resource)
+            got: dict[str, float] = {}
+
+            def wait() -> None:
+                got["started"] = time.monotonic()
+                lock = waiter_side.acquire(resource, blocking_timeout=5)
+                got["at"] = time.monotonic()
+                lock.release()
+
+            waiter = threading.Thread(target=wait)
+            waiter.start()
+            wait_for(lambda: subscribers(nodes, resource) == [1] * 5)
+            # Subscribing again is refused (NOPERM): no notice and no confirmation come.
+            for admin in admins:
+                admin.acl_setuser("default", enabled=True, commands=["-subscribe"])
+            kill_subscribers(nodes)
+            released = time.monotonic()
+            holder.release()  # nobody hears it
+            waiter.join(5)
+            # Woken by its retry (about 0.6 s after its first attempt), not by the release.
+            assert got["at"] - released > 0.2
+            assert got["at"] - got["started"] < 0.6 + 0.2
+    finally:
+        for admin in admins:
+            admin.acl_setuser("default", enabled=True, commands=["+subscribe"])
+            admin.close()
+    # With subscriptions allowed again, the next wait is woken by the release's notice.
+    with (
+        Redlock(nodes.clients()) as holder_side,
+        Redlock(nodes.clients(), retry_delay=2, retry_jitter=0) as waiter_side,
+    ):
         holder = holder_side.acquire(resource)
-        waiter = threading.Thread(target=wait)
+
+        def wait_again() -> None:
+            lock = waiter_side.acquire(resource, blocking_timeout=5)
+            got["at"] = time.monotonic()
+            lock.release()
+
+        waiter = threading.Thread(target=wait_again)
         waiter.start()
         wait_for(lambda: subscribers(nodes, resource) == [1] * 5)
         released = time.monotonic()
@@ -274,7 +349,7 @@ def queued(nodes: Nodes, resource: str) -> list[int]:
 def test_the_subscriber_reads_each_notice_with_its_message() -> None:
     # Both drivers read their subscriber connections through this: each message's
     # payload comes out byte for byte (the waiter a release names, or empty), however
-    # the reads split the stream.
+    # the reads split the stream; a confirmed subscription is a notice naming nobody.
     named = b"\x00id \xff\r\n"
     stream = (
         b"*3\r\n$9\r\nsubscribe\r\n$4\r\nchan\r\n:1\r\n"
@@ -284,8 +359,10 @@ def test_the_subscriber_reads_each_notice_with_its_message() -> None:
     )
     subscription = Subscription(0)
     try:
-        assert subscription.received(stream[:40]) == []
+        # The confirmation counts as a notice naming nobody (rule 13 of docs/bindings.md).
+        assert subscription.received(stream[:40]) == [(b"chan", b"")]
         assert subscription.received(stream[40:]) == [(b"chan", named), (b"chan", b"")]
+        assert subscription.received(b"*3\r\n$11\r\nunsubscribe\r\n$4\r\nchan\r\n:0\r\n") == []
         with pytest.raises(ConnectionError):
             subscription.received(b"-ERR refused\r\n")
     finally:
@@ -318,11 +395,14 @@ def test_a_waiter_hands_each_notice_message_to_the_core(
         waiter.join(5)
         assert len(got) == 1
         got[0].release()
-    # The notices it heard before it won (one per node at most) each named it, and the
-    # core got that message as published.
-    nodes_heard = [node for node, _ in heard]
+    # Each node's confirmed subscription came first, as a notice naming nobody; then the
+    # releases it heard before it won (one per node at most) each named it, and the core
+    # got that message as published.
+    confirmed = sorted(node for node, message in heard[:5] if message == b"")
+    assert confirmed == [0, 1, 2, 3, 4], heard
+    nodes_heard = [node for node, _ in heard[5:]]
     assert len(set(nodes_heard)) == len(nodes_heard) >= 1, heard
-    assert {message for _, message in heard} == {waiter_id}
+    assert {message for _, message in heard[5:]} == {waiter_id}
 
 
 def check_queue_order(got: list[tuple[int, float]], released: list[float]) -> None:

@@ -546,10 +546,12 @@ class Subscription:
         return out
 
     def received(self, data: bytes) -> list[tuple[bytes, bytes]]:
-        """The messages in ``data``: each one's channel and payload (the payload exactly
-        as published: the waiter a release names, or empty). Raises on a malformed
-        stream or an error reply (a server that refuses ``SUBSCRIBE``): the connection
-        is then lost."""
+        """The notices in ``data``: each one's channel and payload (the payload exactly
+        as published: the waiter a release names, or empty). A confirmed subscription
+        is a notice naming nobody (empty payload): a release published on that node
+        before it took effect reached nobody (``docs/bindings.md``, rule 13). Raises on
+        a malformed stream or an error reply (a server that refuses ``SUBSCRIBE``): the
+        connection is then lost."""
         notices: list[tuple[bytes, bytes]] = []
         self._decoder.feed(data)
         while True:
@@ -565,7 +567,10 @@ class Subscription:
                     channel, message = items[1].bytes, items[2].bytes
                     if channel is not None:
                         notices.append((channel, b"" if message is None else message))
-                # The rest confirms a (un)subscription.
+                elif len(items) == 3 and items[0].bytes == b"subscribe":
+                    if items[1].bytes is not None:
+                        notices.append((items[1].bytes, b""))
+                # The rest confirms an unsubscription.
                 self._delay = RESUBSCRIBE_FIRST_US
             finally:
                 for item in items:
