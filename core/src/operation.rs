@@ -230,6 +230,12 @@ pub struct Operation {
     fence: Option<(u64, Time, Vec<NodeResult>)>,
     /// Acquire with a wait limit: no attempt starts unless it can end by then.
     wait_until: Option<Time>,
+    /// Per node: the current (or failed) attempt's queued acquire was refused there with
+    /// this waiter first in the resource's queue.
+    first_in_queue: Vec<bool>,
+    /// Per node: its confirmed subscription counts as a release unheard (see
+    /// [`Operation::handle_subscribed`]), since the current attempt started.
+    confirmed: Vec<bool>,
     /// Per node: a release notice arrived since the current attempt failed, and whom
     /// it named as the first waiter.
     noticed: Vec<Option<Named>>,
@@ -374,6 +380,8 @@ impl Operation {
             fence: None,
             wait_until: None,
             noticed: Vec::new(),
+            first_in_queue: Vec::new(),
+            confirmed: Vec::new(),
             notice_delay: 0,
             waiter: None,
             leaving: false,
@@ -448,6 +456,14 @@ impl Operation {
                 *slot = counter;
             }
         }
+        if let (CommandKind::QueuedAcquire, Reply::Integer(0)) = (self.round.kind, &reply) {
+            if self.first_in_queue.len() != self.config.nodes() {
+                self.first_in_queue = alloc::vec![false; self.config.nodes()];
+            }
+            if let Some(first) = self.first_in_queue.get_mut(node) {
+                *first = true;
+            }
+        }
         if self.round.kind == CommandKind::Inspect {
             if let (Some(held), Some(slot)) =
                 (read_held(&reply, self.keys.len()), self.held.get_mut(node))
@@ -517,13 +533,70 @@ impl Operation {
     /// received at `now` (a message on [`crate::notice_channel`] of the lock's key),
     /// without its message: as [`Operation::handle_notice_message`] with one that names
     /// nobody.
-    ///
-    /// Drivers also call it when node `node` confirms their subscription to the
-    /// acquisition's channel: a release published there before the subscription took
-    /// effect reached nobody, so one may have happened unheard (`docs/bindings.md`, rule
-    /// 13).
     pub fn handle_notice(&mut self, node: usize, now: Time) -> Result<(), UsageError> {
         self.handle_notice_message(node, &[], now)
+    }
+
+    /// Hands in, at `now`, that node `node` confirmed the driver's subscription to this
+    /// acquisition's notice channel (`docs/bindings.md`, rule 13). A release published
+    /// there before the subscription took effect reached nobody, so one may have gone
+    /// unheard since the node refused this acquisition's attempt.
+    ///
+    /// A confirmation counts when the node refused the attempt under way (or the failed
+    /// one) with this waiter first in the resource's queue there: a release since then
+    /// named it, and nobody else has the turn. Once the nodes whose confirmation counts,
+    /// with those that announced a release, make a quorum, they count as notices naming
+    /// this waiter, whose attempt may then start at once. Otherwise nothing changes:
+    ///
+    /// - the node has not answered yet: the subscription most likely took effect before
+    ///   the node refused, and every release after that is heard;
+    /// - another waiter was first there: a release named that one, which has the turn;
+    ///   trying early would only race it (the queue's order would not hold);
+    /// - the acquisition has no wait limit (it is not queued, and counts its attempts:
+    ///   an early one would spend one of them on a release that most often did not
+    ///   happen) or is fenced (not queued either).
+    ///
+    /// A quorum is asked of confirmations, where one notice may do, because a
+    /// subscription's confirmations come one per node: counted one at a time, each
+    /// could start another attempt. So they start one early attempt at most.
+    /// `UnknownNode` (nothing changes) for an index outside `0..N`.
+    pub fn handle_subscribed(&mut self, node: usize, now: Time) -> Result<(), UsageError> {
+        let nodes = self.config.nodes();
+        if node >= nodes {
+            return Err(UsageError::UnknownNode);
+        }
+        let now = self.observe(now);
+        let waiting = matches!(
+            self.phase,
+            Phase::Acquiring | Phase::WritingBack | Phase::CleaningUp | Phase::Delaying { .. }
+        );
+        if !waiting || !self.first_in_queue.get(node).copied().unwrap_or(false) {
+            return Ok(());
+        }
+        if self.confirmed.len() != nodes {
+            self.confirmed = alloc::vec![false; nodes];
+        }
+        if let Some(flag) = self.confirmed.get_mut(node) {
+            *flag = true;
+        }
+        let heard = (0..nodes)
+            .filter(|&i| {
+                self.confirmed.get(i).copied().unwrap_or(false)
+                    || self.noticed.get(i).is_some_and(Option::is_some)
+            })
+            .count();
+        if heard < self.config.quorum() {
+            return Ok(());
+        }
+        for i in 0..nodes {
+            if self.confirmed.get(i).copied().unwrap_or(false) {
+                self.notice(i, Named::Us);
+            }
+        }
+        if let Phase::Delaying { until } = self.phase {
+            self.retry_early(now, until);
+        }
+        Ok(())
     }
 
     /// Hands in a release notice for this acquisition's resource from node `node`,
@@ -568,21 +641,27 @@ impl Operation {
             }
             Phase::Delaying { until } => {
                 self.notice(node, named);
-                if let Some(wait) = self
-                    .notice_wait()
-                    .filter(|_| self.notices_make_quorum_possible())
-                {
-                    let early = now.plus_micros(wait);
-                    if early <= now {
-                        self.start_next_attempt(now);
-                    } else if early < until {
-                        self.phase = Phase::Delaying { until: early };
-                    }
-                }
+                self.retry_early(now, until);
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// While delaying until `until`: brings the next attempt forward if the notices
+    /// received make a quorum possible (when: [`Operation::handle_notice_message`]).
+    fn retry_early(&mut self, now: Time, until: Time) {
+        if let Some(wait) = self
+            .notice_wait()
+            .filter(|_| self.notices_make_quorum_possible())
+        {
+            let early = now.plus_micros(wait);
+            if early <= now {
+                self.start_next_attempt(now);
+            } else if early < until {
+                self.phase = Phase::Delaying { until: early };
+            }
+        }
     }
 
     /// Abandons the operation at `now` (the caller cancelled it: a dropped future, a
@@ -760,6 +839,8 @@ impl Operation {
         self.attempt = self.attempt.saturating_add(1);
         self.token = self.random.token(self.config.token_bytes());
         self.noticed.clear();
+        self.first_in_queue.clear();
+        self.confirmed.clear();
         self.start_round(self.acquire_kind(), now);
         self.phase = Phase::Acquiring;
     }

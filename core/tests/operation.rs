@@ -400,3 +400,127 @@ fn largest_configuration_runs() {
         "release round under way"
     );
 }
+
+/// An acquisition on 3 nodes whose first attempt every node refused (a waiting one at
+/// queue place `place`): returns it delaying after its cleanup, the time the cleanup
+/// ended and the retry's due time.
+fn refused_at_place(wait: Option<Duration>, place: i64) -> (Operation, u64, Time) {
+    let config = Config::builder(3, ms(10_000)).attempts(3).build().unwrap();
+    let mut client = Redlock::with_seed(config, [4; 32]);
+    let mut op = match wait {
+        Some(limit) => client
+            .acquire_with(
+                &["r"],
+                &redlock_core::AcquireOptions::new().wait(limit),
+                at(0),
+            )
+            .unwrap(),
+        None => client.acquire(&["r"], at(0)).unwrap(),
+    };
+    let (sends, _, _) = drain(&mut op);
+    assert_eq!(sends.len(), 3);
+    let refused = |_| match wait {
+        Some(_) => Reply::Integer(-place),
+        None => Reply::Nil,
+    };
+    let (cleanup, _) = answer(&mut op, &sends, 100, refused);
+    assert_eq!(cleanup.len(), 3, "the failed attempt is cleaned up");
+    let (retry_at, outcome) = answer_all_wait(&mut op, &cleanup, 200, |_| Reply::Integer(0));
+    assert!(outcome.is_none());
+    let retry_at = retry_at.expect("a retry is scheduled");
+    assert!(
+        retry_at >= at(100_000),
+        "the retry delay is 200 ms +- 100 ms"
+    );
+    (op, 200, retry_at)
+}
+
+/// Asserts that `op`'s retry stays at `retry_at` after the confirmations from `nodes`.
+fn keeps_its_retry(op: &mut Operation, nodes: &[usize], now: u64, retry_at: Time) {
+    let attempt = op.attempt();
+    for &node in nodes {
+        op.handle_subscribed(node, at(now)).unwrap();
+        let (sends, wait, _) = drain(op);
+        assert!(sends.is_empty(), "no early attempt");
+        assert!(
+            wait.is_none_or(|w| w == retry_at),
+            "the retry keeps its time"
+        );
+    }
+    assert_eq!(op.attempt(), attempt);
+}
+
+#[test]
+fn a_subscription_confirmed_after_refusals_as_first_waiter_tries_at_once() {
+    // Rule 13 of docs/bindings.md: a release published before the subscription took
+    // effect reached nobody, and it named this waiter, first in the queue there. One
+    // node's confirmation is not enough (each node confirms, one by one: counted alone,
+    // each could start an attempt); a quorum's is.
+    let (mut op, now, retry_at) = refused_at_place(Some(ms(5_000)), 0);
+    keeps_its_retry(&mut op, &[0], now + 10, retry_at);
+    op.handle_subscribed(1, at(now + 20)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    assert_eq!(sends.len(), 3, "attempt 2 starts at once");
+    assert_eq!(op.attempt(), 2);
+    // Refused again, as first waiter: node 2's late confirmation alone starts nothing.
+    let (cleanup, _) = answer(&mut op, &sends, now + 100, |_| Reply::Integer(0));
+    let (retry_at, _) = answer_all_wait(&mut op, &cleanup, now + 200, |_| Reply::Integer(0));
+    let retry_at = retry_at.unwrap();
+    op.handle_subscribed(2, at(now + 300)).unwrap();
+    let (sends, wait, _) = drain(&mut op);
+    assert!(sends.is_empty() && wait.is_none_or(|w| w == retry_at));
+    assert_eq!(op.attempt(), 2);
+}
+
+#[test]
+fn a_subscription_confirmed_behind_another_waiter_keeps_the_retry_schedule() {
+    // A release named the waiter before this one, which has the turn: trying early
+    // would only race it.
+    let (mut op, now, retry_at) = refused_at_place(Some(ms(5_000)), 1);
+    keeps_its_retry(&mut op, &[0, 1, 2], now + 10, retry_at);
+}
+
+#[test]
+fn a_subscription_confirmed_without_a_wait_limit_keeps_the_retry_schedule() {
+    // Not queued, and counting its attempts: an early one would spend one of them on a
+    // release that most often did not happen.
+    let (mut op, now, retry_at) = refused_at_place(None, 0);
+    keeps_its_retry(&mut op, &[0, 1, 2], now + 10, retry_at);
+    // A release's notice still brings it forward.
+    op.handle_notice(0, at(now + 30)).unwrap();
+    op.handle_notice(1, at(now + 30)).unwrap();
+    let (sends, wait, _) = drain(&mut op);
+    assert!(!sends.is_empty() || wait.is_some_and(|w| w < retry_at));
+}
+
+#[test]
+fn a_subscription_confirmed_before_the_node_answered_is_not_a_notice() {
+    let config = Config::builder(3, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [5; 32]);
+    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
+    let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    // Every node confirms the subscription before answering: it most likely took
+    // effect before they refused, and any later release is heard.
+    for node in 0..3 {
+        op.handle_subscribed(node, at(10)).unwrap();
+    }
+    let (cleanup, _) = answer(&mut op, &sends, 100, |_| Reply::Integer(0));
+    let (retry_at, _) = answer_all_wait(&mut op, &cleanup, 200, |_| Reply::Integer(0));
+    let retry_at = retry_at.unwrap();
+    assert!(retry_at >= at(100_000), "the normal retry: {retry_at:?}");
+    // Node 2's answer came after the attempt was decided and counts for nothing, so its
+    // confirmation now is no notice either.
+    keeps_its_retry(&mut op, &[2], 300, retry_at);
+}
+
+#[test]
+fn a_subscription_confirmation_names_its_node() {
+    let (mut op, now, _) = refused_at_place(Some(ms(5_000)), 0);
+    assert_eq!(
+        op.handle_subscribed(3, at(now)),
+        Err(UsageError::UnknownNode)
+    );
+    assert!(drain(&mut op).0.is_empty());
+    assert_eq!(op.attempt(), 1);
+}

@@ -466,6 +466,24 @@ pub unsafe extern "C" fn redlock_operation_handle_notice(
     })
 }
 
+/// Hands in, at `now_us`, that node `node` confirmed the driver's subscription to one of
+/// this acquisition's notice channels (the `subscribe` reply naming it). A release
+/// published there before the subscription took effect reached nobody, so the core may
+/// count it as a notice naming nobody: for an acquisition with a wait limit, once that
+/// node has answered the attempt (see the core's `Operation::handle_subscribed`).
+/// `REDLOCK_UNKNOWN_NODE` for an index outside `0..N`. Poll afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_operation_handle_subscribed(
+    operation: *mut redlock_operation,
+    node: usize,
+    now_us: u64,
+) -> redlock_result {
+    guard(|| {
+        let op = arg_mut!(operation);
+        code_of(op.inner.handle_subscribed(node, Time::from_micros(now_us)))
+    })
+}
+
 /// As `redlock_operation_handle_notice`, with the notice's message (`message_len` bytes;
 /// NULL with length 0 for none): the id of the waiter first in the resource's queue on
 /// that node, or empty. The core decides from it when the next attempt starts: at once

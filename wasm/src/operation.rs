@@ -261,6 +261,26 @@ impl Operation {
         self.inner.handle_notice(node, now).map_err(error::usage)
     }
 
+    /// Hands in, at `nowUs`, that node `node` confirmed the subscriber connection's
+    /// subscription to one of this acquisition's notice channels. A release published
+    /// there before the subscription took effect reached nobody; the core counts the
+    /// confirmation as a notice naming nobody for an acquisition with a wait limit whose
+    /// attempt that node has answered, and otherwise changes nothing. Throws
+    /// `unknown_node` (and changes nothing) for an index outside `0..N`.
+    #[wasm_bindgen(js_name = handleSubscribed)]
+    pub fn handle_subscribed(
+        &mut self,
+        node: f64,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<(), JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let node = whole(node, "node")?;
+        let node = usize::try_from(node).unwrap_or(usize::MAX);
+        self.inner
+            .handle_subscribed(node, now)
+            .map_err(error::usage)
+    }
+
     /// As `handleNotice`, with the notice's message (the bytes the subscriber received):
     /// the id of the waiter first in the resource's queue on that node, or empty. The
     /// core decides from it when the next attempt starts: at once for the waiter it

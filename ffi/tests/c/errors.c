@@ -1190,6 +1190,9 @@ static void fencing_and_waiting(void) {
     EXPECT(redlock_operation_handle_notice(op, 5, 2000), REDLOCK_UNKNOWN_NODE);
     EXPECT(redlock_operation_handle_notice(NULL, 0, 2000), REDLOCK_NULL_PARAMETER);
     OK(redlock_operation_handle_notice(op, 4, 2000));
+    EXPECT(redlock_operation_handle_subscribed(op, 5, 2000), REDLOCK_UNKNOWN_NODE);
+    EXPECT(redlock_operation_handle_subscribed(NULL, 0, 2000), REDLOCK_NULL_PARAMETER);
+    OK(redlock_operation_handle_subscribed(op, 4, 2000));
     EXPECT(redlock_operation_handle_notice_message(op, 5, (const uint8_t *)"w", 1, 2000),
            REDLOCK_UNKNOWN_NODE);
     EXPECT(redlock_operation_handle_notice_message(NULL, 0, (const uint8_t *)"w", 1, 2000),
