@@ -175,7 +175,8 @@ def kill_subscribers(nodes: Nodes) -> None:
 
 def test_lost_notices_are_caught_when_the_subscriber_is_back(nodes: Nodes, resource: str) -> None:
     # The release goes out while the waiter's subscriber connections are cut: nobody
-    # hears it. Subscribing again (100 ms later) counts as a notice naming nobody, so the
+    # hears it. Subscribing again (100 ms later) stands for it (the waiter is first in
+    # the queue, and a quorum of nodes confirm after its refusals), so the
     # waiter tries then, not at its retry 3 s after its first attempt.
     holder_side = Redlock(nodes.clients())
     waiter_side = Redlock(nodes.clients(), retry_delay=3, retry_jitter=0)
@@ -349,7 +350,7 @@ def queued(nodes: Nodes, resource: str) -> list[int]:
 def test_the_subscriber_reads_each_notice_with_its_message() -> None:
     # Both drivers read their subscriber connections through this: each message's
     # payload comes out byte for byte (the waiter a release names, or empty), however
-    # the reads split the stream; a confirmed subscription is a notice naming nobody.
+    # the reads split the stream; a confirmed subscription is reported too.
     named = b"\x00id \xff\r\n"
     stream = (
         b"*3\r\n$9\r\nsubscribe\r\n$4\r\nchan\r\n:1\r\n"
@@ -359,8 +360,8 @@ def test_the_subscriber_reads_each_notice_with_its_message() -> None:
     )
     subscription = Subscription(0)
     try:
-        # The confirmation counts as a notice naming nobody (rule 13 of docs/bindings.md).
-        assert subscription.received(stream[:40]) == [(b"chan", b"")]
+        # The confirmation is reported, for the core (rule 13 of docs/bindings.md).
+        assert subscription.received(stream[:40]) == [(b"chan", None)]
         assert subscription.received(stream[40:]) == [(b"chan", named), (b"chan", b"")]
         assert subscription.received(b"*3\r\n$11\r\nunsubscribe\r\n$4\r\nchan\r\n:0\r\n") == []
         with pytest.raises(ConnectionError):
@@ -380,6 +381,14 @@ def test_a_waiter_hands_each_notice_message_to_the_core(
         original(op, node, message, now)
 
     monkeypatch.setattr(Operation, "handle_notice_message", spy)
+    subscribed: list[int] = []
+    original_subscribed = Operation.handle_subscribed
+
+    def spy_subscribed(op: Operation, node: int, now: int) -> None:
+        subscribed.append(node)
+        original_subscribed(op, node, now)
+
+    monkeypatch.setattr(Operation, "handle_subscribed", spy_subscribed)
     with Redlock(nodes.clients()) as holder_side, Redlock(nodes.clients()) as waiter_side:
         holder = holder_side.acquire(resource)
         got: list[Any] = []
@@ -395,14 +404,13 @@ def test_a_waiter_hands_each_notice_message_to_the_core(
         waiter.join(5)
         assert len(got) == 1
         got[0].release()
-    # Each node's confirmed subscription came first, as a notice naming nobody; then the
-    # releases it heard before it won (one per node at most) each named it, and the core
-    # got that message as published.
-    confirmed = sorted(node for node, message in heard[:5] if message == b"")
-    assert confirmed == [0, 1, 2, 3, 4], heard
-    nodes_heard = [node for node, _ in heard[5:]]
+    # The notices it heard before it won (one per node at most) each named it, and the
+    # core got that message as published; each node's confirmed subscription went to
+    # the core too.
+    nodes_heard = [node for node, _ in heard]
     assert len(set(nodes_heard)) == len(nodes_heard) >= 1, heard
-    assert {message for _, message in heard[5:]} == {waiter_id}
+    assert {message for _, message in heard} == {waiter_id}
+    assert sorted(subscribed) == [0, 1, 2, 3, 4]
 
 
 def check_queue_order(got: list[tuple[int, float]], released: list[float]) -> None:

@@ -357,6 +357,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_operation_abandon": (RESULT, [HANDLE, c_uint64]),
     "redlock_operation_handle_delivery": (RESULT, [HANDLE, HANDLE, c_uint64]),
     "redlock_operation_handle_notice": (RESULT, [HANDLE, c_size_t, c_uint64]),
+    "redlock_operation_handle_subscribed": (RESULT, [HANDLE, c_size_t, c_uint64]),
     "redlock_operation_handle_notice_message": (
         RESULT,
         [HANDLE, c_size_t, BYTES, c_size_t, c_uint64],

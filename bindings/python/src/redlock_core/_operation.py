@@ -288,6 +288,18 @@ class Operation(_Handle):
         if rc != _ffi.OK:
             _ffi.fail(rc, "handle_notice")
 
+    def handle_subscribed(self, node: int, now: int) -> None:
+        """Node ``node`` confirmed, at ``now``, the subscription to one of
+        :meth:`notice_channels`: a release published there before it took effect
+        reached nobody, and the core may count it as a release naming this waiter (one
+        first in the queue on nodes that refused it, once a quorum of them confirmed).
+        Poll afterwards."""
+        rc = lib.redlock_operation_handle_subscribed(
+            self._p(), _size(node, "node"), _u64(now, "now")
+        )
+        if rc != _ffi.OK:
+            _ffi.fail(rc, "handle_subscribed")
+
     def handle_notice_message(self, node: int, message: bytes, now: int) -> None:
         """As :meth:`handle_notice`, with the message the notice carried, exactly as the
         subscriber received it: the id of the waiter first in the resource's queue on

@@ -326,16 +326,21 @@ class Engine:
             return None
         return max(0, min(self._idle.values()) + NOTICE_LINGER_US - now)
 
-    def notice(self, node: int, channel: bytes, message: bytes) -> None:
+    def notice(self, node: int, channel: bytes, message: bytes | None) -> None:
         """A release notice from ``node`` on ``channel`` carrying ``message`` (the id of
-        the waiter first in that node's queue, or empty): each acquisition listening
-        there gets it as received, and is polled (its waiter is woken to look)."""
+        the waiter first in that node's queue, or empty), or with ``None`` the
+        confirmation of the subscription to ``channel`` there: each acquisition
+        listening there gets it as received, and is polled (its waiter is woken to
+        look)."""
         for tag in list(self._listeners.get(channel, ())):
             running = self.running.get(tag)
             if running is None or running.outcome is not None:
                 continue
             try:
-                running.operation.handle_notice_message(node, message, now_us())
+                if message is None:
+                    running.operation.handle_subscribed(node, now_us())
+                else:
+                    running.operation.handle_notice_message(node, message, now_us())
             except Exception:  # the core refused it: a notice never matters for safety
                 continue
             # Polled here, so that an attempt it starts goes out at once, not after the
@@ -545,14 +550,14 @@ class Subscription:
             out += encode([b"UNSUBSCRIBE", *removed])
         return out
 
-    def received(self, data: bytes) -> list[tuple[bytes, bytes]]:
+    def received(self, data: bytes) -> list[tuple[bytes, bytes | None]]:
         """The notices in ``data``: each one's channel and payload (the payload exactly
-        as published: the waiter a release names, or empty). A confirmed subscription
-        is a notice naming nobody (empty payload): a release published on that node
-        before it took effect reached nobody (``docs/bindings.md``, rule 13). Raises on
-        a malformed stream or an error reply (a server that refuses ``SUBSCRIBE``): the
+        as published: the waiter a release names, or empty), and each confirmed
+        subscription's channel with ``None``: a release published on that node before
+        it took effect reached nobody (``docs/bindings.md``, rule 13). Raises on a
+        malformed stream or an error reply (a server that refuses ``SUBSCRIBE``): the
         connection is then lost."""
-        notices: list[tuple[bytes, bytes]] = []
+        notices: list[tuple[bytes, bytes | None]] = []
         self._decoder.feed(data)
         while True:
             reply = self._decoder.next_reply()
@@ -569,7 +574,7 @@ class Subscription:
                         notices.append((channel, b"" if message is None else message))
                 elif len(items) == 3 and items[0].bytes == b"subscribe":
                     if items[1].bytes is not None:
-                        notices.append((items[1].bytes, b""))
+                        notices.append((items[1].bytes, None))
                 # The rest confirms an unsubscription.
                 self._delay = RESUBSCRIBE_FIRST_US
             finally:
