@@ -12,7 +12,7 @@ use redlock_core::{
 use crate::error::{Error, NodeReport, NotAcquired, NotExtended, NotInspected, NotReleased};
 use crate::lock::{Lock, LockShared};
 use crate::node::{redact, Clock, LinkStats, Node, Routes, Source, UNROUTED};
-use crate::notice::{Listening, Notices};
+use crate::notice::{Listening, Notice, Notices};
 use crate::trace::{Hooks, OpSpan};
 
 /// The TTL of a client built without one: 30 seconds.
@@ -955,14 +955,21 @@ impl Inner {
                     // nothing, as the core documents.
                     let _ = op.handle_reply(request, reply, self.now());
                 }
-                Some((node, message)) = async {
+                Some(notice) = async {
                     match listening.as_mut() {
                         Some(listening) => listening.recv().await,
                         None => std::future::pending().await,
                     }
                 } => {
                     // Only nodes 0..N subscribe, so the index is always known.
-                    let _ = op.handle_notice_message(node, &message, self.now());
+                    let _ = match notice {
+                        Notice::Message(node, message) => {
+                            op.handle_notice_message(node, &message, self.now())
+                        }
+                        // A release before the subscription took effect went unheard
+                        // (`docs/bindings.md`, rule 13): the core decides if one may have.
+                        Notice::Subscribed(node) => op.handle_subscribed(node, self.now()),
+                    };
                 }
                 () = tokio::time::sleep_until(tokio::time::Instant::from_std(self.instant(at))) => {
                     op.handle_timeout(self.now());

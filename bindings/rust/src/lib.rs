@@ -69,8 +69,9 @@
 //! its key held, subscribes on every node (one
 //! subscriber connection per node, opened on first need, shared by the client's waiters)
 //! and hands each notice to [`redlock_core::Operation::handle_notice`], so it tries again
-//! as soon as the core says, not after its retry delay. A lost notice costs at most that
-//! delay; [`ClientBuilder::release_notices`] turns notices off.
+//! as soon as the core says, not after its retry delay; each confirmed subscription goes
+//! to [`redlock_core::Operation::handle_subscribed`]. A lost notice costs at most that delay;
+//! [`ClientBuilder::release_notices`] turns notices off.
 //!
 //! ## Fencing
 //!
