@@ -6,7 +6,9 @@ import type * as core from './wasm/redlock_wasm.js';
  * The core itself (WebAssembly). A driver of one's own hands each release notice to
  * `core.Operation.handleNoticeMessage(node, message, nowUs)` with the message's bytes as
  * received (the waiter the release named first in the resource's queue, or empty);
- * `handleNotice(node, nowUs)` is the same notice naming nobody.
+ * `handleNotice(node, nowUs)` is the same notice naming nobody, and
+ * `handleSubscribed(node, nowUs)` takes each confirmed subscription to one of the
+ * operation's channels (docs/bindings.md, rule 13).
  */
 export * as core from './wasm/redlock_wasm.js';
 

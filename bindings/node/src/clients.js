@@ -6,6 +6,8 @@
 // the library's ready event is reported as connected and its close/error/reconnecting
 // events as closed; `connect` and `close` from the link are hints.
 
+import { channelId } from './channels.js';
+
 /** @param {string | Uint8Array} arg */
 function toClientArg(arg) {
   return typeof arg === 'string' ? arg : Buffer.from(arg.buffer, arg.byteOffset, arg.byteLength);
@@ -256,15 +258,39 @@ class IoredisTransport extends LibraryTransport {
 
   /**
    * A subscriber connection for release notices: `duplicate()` of the client (same
-   * options), which ioredis resubscribes after a reconnect on its own.
+   * options). `onSubscribed(channel)` when the node confirms a subscription (the
+   * promise of `subscribe`). Subscribed again here after a reconnect, not by ioredis
+   * (`autoResubscribe: false`): its own resubscription settles no promise, and that
+   * confirmation is what tells the waiters that notices lost meanwhile may have been
+   * missed.
    */
-  subscriber(onMessage) {
-    const sub = this.client.duplicate();
+  subscriber(onMessage, onSubscribed) {
+    const sub = this.client.duplicate({ autoResubscribe: false });
     sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
     sub.on('messageBuffer', (channel, message) => onMessage(channel, message));
+    /** The channels subscribed, by channelId. */
+    const channels = new Map();
+    const subscribe = (channel) =>
+      sub.subscribe(toClientArg(channel)).then(
+        () => onSubscribed?.(channel),
+        () => {},
+      );
+    // The first ready sends the SUBSCRIBEs queued while connecting; each later one is a
+    // new connection that has none.
+    let readyBefore = false;
+    sub.on('ready', () => {
+      if (readyBefore) for (const channel of channels.values()) subscribe(channel);
+      readyBefore = true;
+    });
     return {
-      subscribe: (channel) => sub.subscribe(toClientArg(channel)).catch(() => {}),
-      unsubscribe: (channel) => sub.unsubscribe(toClientArg(channel)).catch(() => {}),
+      subscribe: (channel) => {
+        channels.set(channelId(channel), channel);
+        subscribe(channel);
+      },
+      unsubscribe: (channel) => {
+        channels.delete(channelId(channel));
+        sub.unsubscribe(toClientArg(channel)).catch(() => {});
+      },
       close: () => sub.disconnect(),
     };
   }
@@ -308,20 +334,37 @@ class NodeRedisTransport extends LibraryTransport {
 
   /**
    * A subscriber connection for release notices: `duplicate()` of the client (same
-   * options), connected here; node-redis resubscribes after a reconnect on its own.
+   * options), connected here. `onSubscribed(channel)` when the node confirms a
+   * subscription: the promise of `subscribe`, and after a reconnect the ready event,
+   * which node-redis emits once it has subscribed again to every channel it had.
    */
-  subscriber(onMessage) {
+  subscriber(onMessage, onSubscribed) {
     const sub = this.client.duplicate();
     sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
     const connected = sub.connect().catch(() => {});
     // Buffer mode: (message, channel) as Buffers, whatever bytes the channel holds.
     const listener = (message, channel) => onMessage(channel, message);
     let closed = false;
+    /** The channels whose subscription was confirmed (node-redis resubscribes those), by channelId. */
+    const channels = new Map();
+    sub.on('ready', () => {
+      for (const channel of channels.values()) onSubscribed?.(channel);
+    });
     const call = (method, channel) =>
-      connected.then(() => !closed && sub.isOpen && sub[method](toClientArg(channel), listener, true)).catch(() => {});
+      connected.then(() => !closed && sub.isOpen && sub[method](toClientArg(channel), listener, true));
     return {
-      subscribe: (channel) => call('subscribe', channel),
-      unsubscribe: (channel) => call('unsubscribe', channel),
+      subscribe: (channel) =>
+        call('subscribe', channel)
+          .then((sent) => {
+            if (sent === false || closed) return;
+            channels.set(channelId(channel), channel);
+            onSubscribed?.(channel);
+          })
+          .catch(() => {}),
+      unsubscribe: (channel) => {
+        channels.delete(channelId(channel));
+        return call('unsubscribe', channel).catch(() => {});
+      },
       // At once, connected or not: a node that never answers would otherwise keep a
       // connection attempt (and the process) alive.
       close: () => {

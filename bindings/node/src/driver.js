@@ -388,12 +388,17 @@ export class Driver {
     task.watching = channels === undefined ? [] : this.notices.watch(tag, channels);
   }
 
-  /** A release notice from `node` for the operation tagged `tag`, with its message's bytes. */
+  /**
+   * A release notice from `node` for the operation tagged `tag`, with its message's
+   * bytes; without (undefined), a confirmed subscription there (the core decides whether
+   * a release may have gone unheard).
+   */
   #notice(tag, node, message) {
     const task = this.#tasks.get(tag);
     if (task === undefined || this.closed) return;
     try {
-      task.op.handleNoticeMessage(node, message, nowUs());
+      if (message === undefined) task.op.handleSubscribed(node, nowUs());
+      else task.op.handleNoticeMessage(node, message, nowUs());
     } catch (error) {
       this.#finish(tag, task, 'error');
       task.reject(error);

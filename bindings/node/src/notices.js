@@ -3,8 +3,12 @@
 // acquisition first waits and subscribed to the core's notice channels of the resources
 // someone is waiting for. Each message is handed to the waiting operations as
 // `handleNoticeMessage(node, message, now)`, its bytes as received (the waiter first in
-// the resource's queue, or empty); the core decides what it changes. Notices never decide
-// anything: a lost one costs at most a retry delay, a forged one at most an attempt.
+// the resource's queue, or empty); the core decides what it changes. A confirmed
+// subscription is handed to them as `handleSubscribed(node, now)`: a release the node
+// published before the subscription took effect reached nobody, and the core decides
+// whether one may have gone unheard (docs/bindings.md, rule 13).
+// Notices never decide anything: a lost one costs at most a retry delay (or the time to
+// subscribe again), a forged one at most an attempt.
 
 import { defaults } from '../wasm/redlock_wasm.js';
 import { channelId } from './channels.js';
@@ -25,13 +29,15 @@ let channelLingerMs;
 class NodeSubscriber {
   #transport;
   #onMessage;
+  #onSubscribed;
   #connection = undefined;
   #timer = undefined;
   #channels = 0;
 
-  constructor(transport, onMessage) {
+  constructor(transport, onMessage, onSubscribed) {
     this.#transport = transport;
     this.#onMessage = onMessage;
+    this.#onSubscribed = onSubscribed;
   }
 
   subscribe(channel) {
@@ -40,7 +46,7 @@ class NodeSubscriber {
     if (this.#connection === undefined) {
       try {
         // Transports without `subscriber` (a `send(args)` connection) get no notices.
-        this.#connection = this.#transport.subscriber?.(this.#onMessage) ?? null;
+        this.#connection = this.#transport.subscriber?.(this.#onMessage, this.#onSubscribed) ?? null;
       } catch {
         this.#connection = null; // this client cannot subscribe: no notices from it
       }
@@ -80,14 +86,18 @@ export class Notices {
   /**
    * @param transports one per node
    * @param deliver `(tag, node, message)`: a notice for the operation tagged `tag` from
-   *   `node`, with the message's bytes
+   *   `node`, with the message's bytes, or undefined for a confirmed subscription
    */
   constructor(transports, deliver) {
     channelLingerMs ??= defaults().noticeChannelLingerMs;
     this.#deliver = deliver;
     this.#subscribers = transports.map(
       (transport, node) =>
-        new NodeSubscriber(transport, (channel, message) => this.#message(node, channel, message)),
+        new NodeSubscriber(
+          transport,
+          (channel, message) => this.#message(node, channel, message),
+          (channel) => this.#subscribed(node, channel),
+        ),
     );
   }
 
@@ -143,5 +153,12 @@ export class Notices {
     if (entry === undefined) return;
     const bytes = message instanceof Uint8Array ? message : new TextEncoder().encode(String(message ?? ''));
     for (const tag of [...entry.waiters]) this.#deliver(tag, node, bytes);
+  }
+
+  /** `node` confirmed the subscription to `channel`: its waiters are told. */
+  #subscribed(node, channel) {
+    const entry = this.#channels.get(channelId(channel));
+    if (entry === undefined) return; // nobody listens any more
+    for (const tag of [...entry.waiters]) this.#deliver(tag, node, undefined);
   }
 }

@@ -93,9 +93,13 @@ export class StreamTransport {
     }
   }
 
-  /** A subscriber connection for release notices: a socket of its own to the node. */
-  subscriber(onMessage) {
-    return new StreamSubscriber(this.#open, onMessage);
+  /**
+   * A subscriber connection for release notices: a socket of its own to the node.
+   * `onMessage(channel, message)` for each message, `onSubscribed(channel)` for each
+   * subscription the node confirms.
+   */
+  subscriber(onMessage, onSubscribed) {
+    return new StreamSubscriber(this.#open, onMessage, onSubscribed);
   }
 
   close() {
@@ -116,12 +120,14 @@ export class StreamTransport {
 
 /**
  * A subscriber connection over a byte stream: SUBSCRIBE / UNSUBSCRIBE through the core's
- * RESP encoder, pushed messages through its decoder. Reconnects (and subscribes again)
- * after the connection drops; messages in between are lost, which only slows a waiter.
+ * RESP encoder, pushed messages and confirmations through its decoder. Reconnects (and
+ * subscribes again) after the connection drops; messages in between are lost, which the
+ * confirmations of the new subscriptions make up for.
  */
 class StreamSubscriber {
   #open;
   #onMessage;
+  #onSubscribed;
   /** Channels subscribed, by channelId. */
   #channels = new Map();
   #stream = null;
@@ -130,9 +136,10 @@ class StreamSubscriber {
   #timer = undefined;
   #closed = false;
 
-  constructor(open, onMessage) {
+  constructor(open, onMessage, onSubscribed) {
     this.#open = open;
     this.#onMessage = onMessage;
+    this.#onSubscribed = onSubscribed;
     this.#connect();
   }
 
@@ -215,12 +222,21 @@ class StreamSubscriber {
     this.#retryMs = Math.min(this.#retryMs * 2, SUBSCRIBER_RETRY_MAX_MS);
   }
 
-  /** `message <channel> <payload>` (RESP2) or a RESP3 push of the same. */
+  /**
+   * `message <channel> <payload>` or `subscribe <channel> <count>` (RESP2: this
+   * connection never asks for RESP3, whose pushes the decoder skips); anything else
+   * (`unsubscribe`, a refused SUBSCRIBE) changes nothing.
+   */
   #reply(reply) {
     if (reply.type !== 'array' || reply.value.length !== 3) return;
     const [kind, channel, message] = reply.value;
-    if (kind.type !== 'bulk' || channel.type !== 'bulk' || lossy.decode(kind.value) !== 'message') return;
-    this.#onMessage(channel.value, message.type === 'bulk' ? message.value : new Uint8Array());
+    if (kind.type !== 'bulk' || channel.type !== 'bulk') return;
+    const name = lossy.decode(kind.value);
+    if (name === 'message') {
+      this.#onMessage(channel.value, message.type === 'bulk' ? message.value : new Uint8Array());
+    } else if (name === 'subscribe') {
+      this.#onSubscribed?.(channel.value);
+    }
   }
 }
 
