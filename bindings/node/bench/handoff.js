@@ -20,6 +20,9 @@
 //   node bench/handoff.js                              (5 nodes on ports 7290..7294, started here)
 //   REDLOCK_BENCH_PORTS=7000,7001,7002,7003,7004 node bench/handoff.js   (nodes already running)
 //   REDLOCK_BENCH_SECONDS=5 REDLOCK_BENCH_CONTENDERS=4,16 node bench/handoff.js
+//
+// Each run first warms up for REDLOCK_BENCH_WARMUP_SECONDS (0.5 s; 0 counts from the
+// start): the same loop, nothing counted.
 
 import { Redis } from 'ioredis';
 import NodeRedlock5 from 'redlock';
@@ -28,6 +31,7 @@ import { Redlock } from '../index.js';
 import { RedisNodes } from '../test/helpers.js';
 
 const SECONDS = Number(process.env.REDLOCK_BENCH_SECONDS ?? 3);
+const WARMUP_SECONDS = Number(process.env.REDLOCK_BENCH_WARMUP_SECONDS ?? 0.5);
 const CONTENDERS = (process.env.REDLOCK_BENCH_CONTENDERS ?? '4,16').split(',').map(Number);
 // REDLOCK_BENCH_ONLY=node-redlock (or redlock-core): only the libraries whose name starts so.
 const ONLY = process.env.REDLOCK_BENCH_ONLY;
@@ -98,20 +102,28 @@ async function run(ports, library, contenders) {
   let lastReleaseStart;
   let holders = 0;
   let overlaps = 0;
-  const cpuBefore = process.cpuUsage();
-  const end = performance.now() + SECONDS * 1000;
+  // The warm-up runs the same loop and counts nothing: the first waits of a cold process
+  // measure its JIT compiling the code paths and its first connections, not the waiting.
+  const measureFrom = performance.now() + WARMUP_SECONDS * 1000;
+  const end = measureFrom + SECONDS * 1000;
+  let cpuBefore;
+  const warm = new Promise((resolve) => setTimeout(resolve, WARMUP_SECONDS * 1000)).then(() => {
+    cpuBefore = process.cpuUsage();
+  });
   await Promise.all(
     lockers.map(async (locker, index) => {
       while (performance.now() < end) {
         const asked = performance.now();
         const { unlock, attempts: tries } = await locker.lock(resource);
-        attempts += tries;
         const got = performance.now();
         holders += 1;
         if (holders > 1) overlaps += 1;
-        waits[index].push(got - asked);
-        acquisitions += 1;
-        if (lastHolder !== undefined && lastHolder !== index) handOffs.push(got - lastReleaseStart);
+        if (asked >= measureFrom) {
+          attempts += tries;
+          waits[index].push(got - asked);
+          acquisitions += 1;
+          if (lastHolder !== undefined && lastHolder !== index) handOffs.push(got - lastReleaseStart);
+        }
         lastHolder = index;
         holders -= 1;
         lastReleaseStart = performance.now();
@@ -119,6 +131,7 @@ async function run(ports, library, contenders) {
       }
     }),
   );
+  await warm;
   const cpu = process.cpuUsage(cpuBefore);
   lockers.forEach((locker) => locker.close());
   clientSets.flat().forEach((client) => client.disconnect());
@@ -163,7 +176,7 @@ const ports = given ? given.split(',').map(Number) : nodes.ports;
 nodes?.start();
 try {
   const alone = await uncontended(ports);
-  console.log(`lock hand-off, ${ports.length} Redis nodes (ports ${ports.join(',')}), ${SECONDS} s per run, Node ${process.version}`);
+  console.log(`lock hand-off, ${ports.length} Redis nodes (ports ${ports.join(',')}), ${SECONDS} s per run after ${WARMUP_SECONDS} s of warm-up, Node ${process.version}`);
   console.log(`one uncontended acquisition (redlock-core + ioredis): p50 ${(alone * 1000).toFixed(0)} us`);
   console.log('contenders  library                     acquisitions/s  hand-offs/s  release->next p50 / p99 (ms)  longest/mean wait  p99/mean wait  worst client mean/mean  attempts per acquisition  CPU of this process');
   for (const contenders of CONTENDERS) {
