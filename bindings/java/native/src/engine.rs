@@ -761,6 +761,27 @@ export_input!(Java_io_github_redlockcore_internal_Native_loopNotice(
     Ok(())
 });
 
+// Node `node` confirmed the subscription to one of the operation `tag`'s notice channels
+// (docs/bindings.md, rule 13): the core decides whether a release may have gone unheard.
+// Nothing for an unknown tag: it may have ended.
+export_input!(Java_io_github_redlockcore_internal_Native_loopSubscribed(
+    env, engine, now,
+    tag: jlong,
+    node: jint
+) {
+    let tag = tag_of(tag)?;
+    let node = usize::try_from(node)
+        .map_err(|_| Failure::argument("unknown_node", "a node index is not negative"))?;
+    if let Some(running) = engine.ops.get_mut(&tag) {
+        running
+            .operation
+            .handle_subscribed(node, now)
+            .map_err(usage_failure)?;
+        engine.touch(tag);
+    }
+    Ok(())
+});
+
 // Time has reached `now`: operations and links that are due handle their timeouts.
 export_input!(Java_io_github_redlockcore_internal_Native_loopTimeout(env, engine, now) {
     let due: Vec<u64> = engine

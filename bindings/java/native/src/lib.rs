@@ -697,6 +697,18 @@ export!(Java_io_github_redlockcore_internal_Native_operationHandleNotice(env, op
         .map_err(usage_failure)
 });
 
+// Node `node` confirmed the subscription to the operation's notice channel (rule 13 of
+// docs/bindings.md): the core decides whether a release may have gone unheard.
+export!(Java_io_github_redlockcore_internal_Native_operationHandleSubscribed(env, operation: jlong, node: jint, now: jlong) -> () = (), {
+    let _ = env;
+    let operation: &mut OperationBox = handle(operation, "operation")?;
+    let node = usize::try_from(node).unwrap_or(usize::MAX);
+    operation
+        .operation
+        .handle_subscribed(node, time(now)?)
+        .map_err(usage_failure)
+});
+
 // The same with the notice's message (the pub/sub payload: the id of the waiter first in
 // the node's queue, or empty): the waiter it names tries at once, the others give it time.
 export!(Java_io_github_redlockcore_internal_Native_operationHandleNoticeMessage(env, operation: jlong, node: jint, message: JByteArray<'local>, now: jlong) -> () = (), {

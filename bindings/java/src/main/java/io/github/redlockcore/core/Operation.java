@@ -142,6 +142,16 @@ public final class Operation extends NativeHandle {
   }
 
   /**
+   * Node {@code node} confirmed the subscription to this acquisition's notice channel: a
+   * release published there before it took effect reached nobody, and the core decides
+   * whether one may have gone unheard (docs/bindings.md, rule 13). {@code unknown_node}
+   * for an index outside the nodes.
+   */
+  public synchronized void handleSubscribed(int node, long now) {
+    Native.operationHandleSubscribed(handle(), node, now);
+  }
+
+  /**
    * As {@link #handleNotice}, with the message the notice carried (the pub/sub payload,
    * exactly as received): the id of the waiter first in the resource's queue on that node,
    * or empty. The waiter it names tries at once; the others give it time. {@code

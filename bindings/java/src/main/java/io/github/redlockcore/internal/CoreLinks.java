@@ -132,6 +132,12 @@ public final class CoreLinks extends NativeHandle {
         records, bytes, records.length, bytes.length));
   }
 
+  /** Node {@code node} confirmed the subscription to one of the operation's channels. */
+  public int subscribed(long tag, int node, long now) {
+    return events(Native.loopSubscribed(handle(), tag, node, now,
+        records, bytes, records.length, bytes.length));
+  }
+
   public int timeout(long now) {
     return events(Native.loopTimeout(handle(), now, records, bytes, records.length, bytes.length));
   }

@@ -12,6 +12,7 @@ import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
 import io.github.redlockcore.spi.NodeConnection;
 import io.github.redlockcore.spi.NodeEvents;
+import io.github.redlockcore.spi.NoticeListener;
 import io.github.redlockcore.spi.NoticeSubscriber;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -111,7 +112,7 @@ public final class Engine implements LoopContext, AutoCloseable {
   }
 
   /** A task due at a time on the loop's clock. */
-  public static final class Timer implements Comparable<Timer> {
+  public static final class Timer implements Comparable<Timer>, LoopContext.Scheduled {
     final long at;
     final long seq;
     final Runnable task;
@@ -124,6 +125,7 @@ public final class Engine implements LoopContext, AutoCloseable {
     }
 
     /** Cancels it (loop thread). */
+    @Override
     public void cancel() {
       cancelled = true;
     }
@@ -338,8 +340,17 @@ public final class Engine implements LoopContext, AutoCloseable {
       for (int i = 0; i < subscribers.length; i++) {
         int node = i;
         try {
-          subscribers[i] = driver.openSubscriber(i, this,
-              (channel, message) -> execute(() -> heard(node, channel, message)));
+          subscribers[i] = driver.openSubscriber(i, this, new NoticeListener() {
+            @Override
+            public void notice(byte[] channel, byte[] message) {
+              execute(() -> heard(node, channel, message, false));
+            }
+
+            @Override
+            public void subscribed(byte[] channel) {
+              execute(() -> heard(node, channel, null, true));
+            }
+          });
         } catch (RuntimeException e) {
           // No notices from this node: its waiters keep the retry schedule.
           subscribers[i] = null;
@@ -354,8 +365,9 @@ public final class Engine implements LoopContext, AutoCloseable {
         if (linger != null) {
           linger.cancel();
         }
-        // Even a lingering channel: a subscriber whose connection died meanwhile opens a
-        // new one on this call, and SUBSCRIBE on a live one changes nothing.
+        // Even a lingering channel: a subscriber sends SUBSCRIBE only for a channel it
+        // is not subscribed to, and one without a connection opens one (at once, or
+        // after its delay if the last one failed).
         forEachSubscriber(sub -> sub.subscribe(channel.getBytes(StandardCharsets.ISO_8859_1)));
       }
     }
@@ -379,10 +391,12 @@ public final class Engine implements LoopContext, AutoCloseable {
   }
 
   /**
-   * A release notice from {@code node} with its message: every acquisition waiting on the
-   * channel hears it (the core tells from the message whether it names that one).
+   * A release notice from {@code node} with its message, or with {@code subscribed} the
+   * confirmation of the subscription to {@code channel} there: every acquisition waiting
+   * on the channel hears it (the core tells from the message whether it names that one,
+   * and from a confirmation whether a release may have gone unheard).
    */
-  private void heard(int node, byte[] channel, byte[] message) {
+  private void heard(int node, byte[] channel, byte[] message, boolean subscribed) {
     if (!running) {
       return;
     }
@@ -393,7 +407,11 @@ public final class Engine implements LoopContext, AutoCloseable {
     for (Op op : new ArrayList<>(list)) {
       if (ops.containsKey(op.tag)) {
         try {
-          links.notice(op.tag, node, message, now());
+          if (subscribed) {
+            links.subscribed(op.tag, node, now());
+          } else {
+            links.notice(op.tag, node, message, now());
+          }
         } catch (RedlockArgumentException e) {
           // A notice the core refuses changes nothing: dropped.
           continue;
@@ -404,6 +422,7 @@ public final class Engine implements LoopContext, AutoCloseable {
   }
 
   /** Runs {@code task} on the loop thread at {@code at} (loop clock). Loop thread only. */
+  @Override
   public Timer schedule(long at, Runnable task) {
     Timer t = new Timer(at, timerSeq++, task);
     timers.add(t);

@@ -129,6 +129,8 @@ public final class Native {
 
   public static native void operationHandleNotice(long operation, int node, long now);
 
+  public static native void operationHandleSubscribed(long operation, int node, long now);
+
   /** A release notice with its message (the waiter first in the node's queue, or empty). */
   public static native void operationHandleNoticeMessage(long operation, int node,
       byte[] message, long now);
@@ -201,6 +203,9 @@ public final class Native {
       byte[] bytes, int recordsRoom, int bytesRoom);
 
   public static native int loopNotice(long loop, long tag, int node, byte[] message, long now,
+      long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
+
+  public static native int loopSubscribed(long loop, long tag, int node, long now,
       long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
 
   public static native int loopTimeout(long loop, long now, long[] records, byte[] bytes,

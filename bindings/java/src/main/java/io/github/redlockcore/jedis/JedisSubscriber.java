@@ -5,6 +5,7 @@ import io.github.redlockcore.spi.NoticeSubscriber;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -17,8 +18,11 @@ import redis.clients.jedis.Jedis;
  * from the node's pool or factory and kept while it works) and a thread blocked in {@code
  * SUBSCRIBE}, as Jedis's pub/sub API requires. It also listens on a channel of its own, so
  * the subscription lives while no waiter waits; channels are added and removed on the
- * running subscription. A connection that drops ends the thread and is not reopened until
- * a channel is wanted again: waiters already waiting keep the core's retry schedule.
+ * running subscription. A connection that drops, or whose subscription the node refuses,
+ * is opened again after a delay while channels are wanted (otherwise the thread ends until
+ * one is); each confirmed subscription is reported (the core decides whether a release
+ * may have been missed meanwhile), so one costs the time to subscribe again rather than
+ * a retry delay.
  */
 final class JedisSubscriber implements NoticeSubscriber {
   private static final SecureRandom RANDOM = new SecureRandom();
@@ -48,7 +52,7 @@ final class JedisSubscriber implements NoticeSubscriber {
 
     @Override
     public void onSubscribe(byte[] channel, int count) {
-      if (java.util.Arrays.equals(channel, own)) {
+      if (Arrays.equals(channel, own)) {
         List<byte[]> missing;
         synchronized (JedisSubscriber.this) {
           ready = true;
@@ -57,6 +61,10 @@ final class JedisSubscriber implements NoticeSubscriber {
         if (!missing.isEmpty()) {
           subscribe(missing.toArray(new byte[0][]));
         }
+      } else {
+        // A release published before this took effect reached nobody (rule 13 of
+        // docs/bindings.md): the core decides whether one may have been missed.
+        listener.subscribed(channel);
       }
     }
 
@@ -71,14 +79,16 @@ final class JedisSubscriber implements NoticeSubscriber {
     if (closed) {
       return;
     }
-    wanted.put(new String(channel, StandardCharsets.ISO_8859_1), channel);
+    boolean known = wanted.put(new String(channel, StandardCharsets.ISO_8859_1), channel) != null;
     if (thread == null) {
       start();
-    } else if (pubsub.ready) {
+    } else if (pubsub.ready && !known) {
+      // Not again for a channel already subscribed (a lingering one): its confirmation
+      // would be a notice, and an attempt, for nothing.
       try {
         pubsub.subscribe(channel);
       } catch (RuntimeException e) {
-        // The connection is going: this waiter keeps the retry schedule.
+        // The connection is going: the next one subscribes to every channel wanted.
       }
     }
   }
@@ -103,7 +113,47 @@ final class JedisSubscriber implements NoticeSubscriber {
     thread.start();
   }
 
-  private void run(PubSub mine) {
+  private void run(PubSub first) {
+    PubSub mine = first;
+    long delay = REOPEN_FIRST_MS;
+    try {
+      while (true) {
+        listen(mine);
+        synchronized (this) {
+          if (closed || wanted.isEmpty()) {
+            return;
+          }
+          // Dropped or refused with channels wanted: opened again after a delay (doubling
+          // while the node refuses), so notices come back to the waiters still waiting.
+          delay = mine.ready ? REOPEN_FIRST_MS : delay;
+          mine = new PubSub();
+          pubsub = mine;
+          long end = System.nanoTime() + delay * 1_000_000;
+          long left;
+          while (!closed && (left = end - System.nanoTime()) > 0) {
+            wait(Math.max(1, left / 1_000_000));
+          }
+          if (closed || wanted.isEmpty()) {
+            return;
+          }
+          delay = Math.min(2 * delay, REOPEN_MAX_MS);
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      synchronized (this) {
+        if (pubsub == mine) {
+          thread = null;
+          pubsub = null;
+          jedis = null;
+        }
+      }
+    }
+  }
+
+  /** One connection's subscription, until it drops, is refused or is closed. */
+  private void listen(PubSub mine) {
     Jedis connection = null;
     try {
       connection = factory.get();
@@ -115,12 +165,10 @@ final class JedisSubscriber implements NoticeSubscriber {
       }
       connection.subscribe(mine, own);
     } catch (RuntimeException e) {
-      // Dropped or refused: no notices from this node until a channel is wanted again.
+      // Dropped or refused: no notices from this node until it is opened again.
     } finally {
       synchronized (this) {
-        if (pubsub == mine) {
-          thread = null;
-          pubsub = null;
+        if (jedis == connection) {
           jedis = null;
         }
       }
@@ -143,6 +191,8 @@ final class JedisSubscriber implements NoticeSubscriber {
       wanted.clear();
       connection = jedis;
       running = pubsub;
+      // Wakes a thread waiting to open a connection again.
+      notifyAll();
     }
     if (running != null && running.ready) {
       try {

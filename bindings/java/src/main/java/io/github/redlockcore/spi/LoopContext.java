@@ -19,4 +19,16 @@ public interface LoopContext {
 
   /** Now, in microseconds on the loop's monotonic clock (the core's {@code Time}). */
   long now();
+
+  /**
+   * Runs {@code task} on the loop thread once {@link #now} reaches {@code at}, unless
+   * cancelled first. Loop thread only.
+   */
+  Scheduled schedule(long at, Runnable task);
+
+  /** A task {@link #schedule}d on the loop. */
+  interface Scheduled {
+    /** It will not run (loop thread only). */
+    void cancel();
+  }
 }

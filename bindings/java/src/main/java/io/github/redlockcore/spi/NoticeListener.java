@@ -15,4 +15,13 @@ public interface NoticeListener {
   default void notice(byte[] channel) {
     notice(channel, new byte[0]);
   }
+
+  /**
+   * The node confirmed the subscription to {@code channel} (its {@code subscribe} reply,
+   * not an {@code unsubscribe}'s). A release the node published before the subscription
+   * took effect reached nobody; the engine hands the confirmation to the core, which
+   * decides whether one may have gone unheard (docs/bindings.md, rule 13). Ignored by
+   * default.
+   */
+  default void subscribed(byte[] channel) {}
 }

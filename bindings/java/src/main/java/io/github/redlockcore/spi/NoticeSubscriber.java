@@ -7,8 +7,18 @@ package io.github.redlockcore.spi;
  * #unsubscribe} when the last one ends. Messages go to the {@link NoticeListener}. A
  * notice only ever makes a waiting acquisition try sooner, so a subscriber that cannot
  * connect or drops costs speed, never safety: the waiters keep the core's retry schedule.
+ * A connection that drops, or whose subscription the node refuses, is opened again while
+ * channels are wanted, after {@link #REOPEN_FIRST_MS} at first, doubling up to {@link
+ * #REOPEN_MAX_MS}. Each confirmed subscription goes to {@link
+ * NoticeListener#subscribed}: a release the node published before it reached nobody.
  */
 public interface NoticeSubscriber {
+  /** How long a failed subscriber connection stays closed at first (ms). */
+  long REOPEN_FIRST_MS = 100;
+
+  /** How long a failed subscriber connection stays closed at most (ms). */
+  long REOPEN_MAX_MS = 5000;
+
   /** Starts listening on {@code channel} (opening the connection if needed). */
   void subscribe(byte[] channel);
 
