@@ -250,8 +250,8 @@ final class Engine
             $progress = false;
             while (($event = $this->events->shift()) !== null) {
                 $progress = true;
-                if ($event[0] === Events::NOTICE) {
-                    $delivered = $this->notice($event[1], $event[3]) || $delivered;
+                if ($event[0] === Events::NOTICE || $event[0] === Events::SUBSCRIBED) {
+                    $delivered = $this->notice($event[1], $event[3], $event[0] === Events::SUBSCRIBED) || $delivered;
                     continue;
                 }
                 $this->apply($event);
@@ -293,16 +293,19 @@ final class Engine
     }
 
     /**
-     * A release notice from node `$node`, with its message (the waiter it names): to the
-     * running operation (the core decides whether it starts an attempt now). Notices
-     * heard after it ended are dropped.
+     * A release notice from node `$node`, with its message (the waiter it names), or
+     * with `$subscribed` the confirmation of a subscription there: to the running
+     * operation (the core decides whether it starts an attempt now). Notices heard after
+     * it ended are dropped.
      */
-    private function notice(int $node, ?string $message): bool
+    private function notice(int $node, ?string $message, bool $subscribed = false): bool
     {
         if ($this->op === null || $this->state instanceof Outcome) {
             return false;
         }
-        if ($message === null) {
+        if ($subscribed) {
+            $this->op->handleSubscribed($node, Clock::nowUs());
+        } elseif ($message === null) {
             $this->op->handleNotice($node, Clock::nowUs());
         } else {
             $this->op->handleNoticeMessage($node, $message, Clock::nowUs());

@@ -9,7 +9,8 @@ use Redlock\Ffi\Reply;
 /**
  * What the transports saw, in order, for the loop (Redlock\Engine) to hand to each
  * node's link: a connection ready, a connection closed or not opened (with its cause),
- * the reply to a write; and release notices, for the waiting acquisition. A queue, so a
+ * the reply to a write; and release notices and confirmed subscriptions, for the waiting
+ * acquisition. A queue, so a
  * transport that learns something at once (a refused port) never calls back into the
  * loop.
  */
@@ -19,6 +20,7 @@ final class Events
     public const CLOSED = 2;
     public const REPLY = 3;
     public const NOTICE = 4;
+    public const SUBSCRIBED = 5;
 
     /** @var list<array{int, int, int, mixed, string}> kind, node, write id or cause, value, text */
     private array $queue = [];
@@ -52,6 +54,15 @@ final class Events
     public function notice(int $node, ?string $message): void
     {
         $this->queue[] = [self::NOTICE, $node, 0, $message, ''];
+    }
+
+    /**
+     * Node `$node`'s subscriber connection confirmed the subscription to one of the
+     * waiting acquisition's channels (docs/bindings.md, rule 13).
+     */
+    public function subscribed(int $node): void
+    {
+        $this->queue[] = [self::SUBSCRIBED, $node, 0, null, ''];
     }
 
     public function isEmpty(): bool

@@ -45,8 +45,10 @@ final class NoticeSubscriber implements ConnectionListener
      */
     public function closed(string $cause, string $text): void
     {
-        // Notices from this node stop; the retry schedule covers them. Reopened by the
-        // next waiting acquisition.
+        // Notices from this node stop; the retry schedule covers them until the listener
+        // opens the connection again (after a pause while an acquisition waits, else for
+        // the next waiting acquisition).
+        $this->listener->lost($this->node);
     }
 
     public function reply(Reply $reply): void

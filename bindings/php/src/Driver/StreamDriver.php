@@ -151,6 +151,8 @@ final class StreamDriver implements Driver
                 $write[$id] = $w;
             }
         }
+        // A subscriber connection lost while an acquisition waits is opened again at its time.
+        $reopen = $this->notices?->reopenDue(Clock::nowUs());
         foreach ($this->notices?->streams() ?? [] as $id => [$r, $w, $subscriber]) {
             $byId[$id] = $subscriber->connection;
             $read[$id] = $r;
@@ -161,6 +163,9 @@ final class StreamDriver implements Driver
         if ($deadline !== null) {
             // A Sentinel query gives up at its own deadline.
             $timeoutUs = max(0, min($timeoutUs, $deadline - Clock::nowUs()));
+        }
+        if ($reopen !== null) {
+            $timeoutUs = max(0, min($timeoutUs, $reopen - Clock::nowUs()));
         }
         if ($read === []) {
             if ($timeoutUs > 0) {

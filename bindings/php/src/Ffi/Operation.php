@@ -179,6 +179,20 @@ final class Operation
     }
 
     /**
+     * Hands in that node `$node` confirmed the subscription to one of noticeChannels()
+     * (docs/bindings.md, rule 13): a release published there before it took effect
+     * reached nobody. The core decides whether that counts as a notice (for a waiter
+     * first in the queue there, once a quorum of nodes confirmed). Poll afterwards.
+     */
+    public function handleSubscribed(int $node, int $nowUs): void
+    {
+        if ($node < 0) {
+            throw new \Redlock\Exception\InvalidArgumentException("no node $node", 'unknown_node');
+        }
+        $this->native->check($this->ffi->redlock_operation_handle_subscribed($this->handle, $node, $nowUs), 'subscribed');
+    }
+
+    /**
      * Hands in a release notice from node `$node` with its message, the bytes exactly as
      * the subscriber received them: the id of the waiter first in the resource's queue on
      * that node, or empty. The core reads it: the waiter it names tries at once, the
