@@ -350,6 +350,19 @@ impl Replay {
                 None => op.handle_notice(node, now),
             }
             .map_err(|e| e.code().to_string());
+        } else if let Some(args) = step.get("subscribed") {
+            target = op_name
+                .or_else(|| self.last.clone())
+                .ok_or("subscribed before any operation")?;
+            let op = self
+                .ops
+                .get_mut(&target)
+                .ok_or_else(|| format!("no operation {target}"))?;
+            let node = args["node"].as_u64().ok_or("subscribed needs node")?;
+            let node = usize::try_from(node).unwrap_or(usize::MAX);
+            result = op
+                .handle_subscribed(node, now)
+                .map_err(|e| e.code().to_string());
         } else if step.get("abandon").is_some() {
             target = op_name
                 .or_else(|| self.last.clone())

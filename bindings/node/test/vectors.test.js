@@ -221,6 +221,9 @@ class Replay {
         target = step.op ?? this.last;
         if (step.notice.message === undefined) this.ops.get(target).handleNotice(step.notice.node, now);
         else this.ops.get(target).handleNoticeMessage(step.notice.node, new TextEncoder().encode(step.notice.message), now);
+      } else if (step.subscribed) {
+        target = step.op ?? this.last;
+        this.ops.get(target).handleSubscribed(step.subscribed.node, now);
       } else if (step.abandon) {
         target = step.op ?? this.last;
         this.ops.get(target).abandon(now);

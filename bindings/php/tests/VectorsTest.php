@@ -119,6 +119,9 @@ final class VectorsTest extends TestCase
                     } else {
                         $op->handleNotice($step['notice']['node'], $step['now']);
                     }
+                } elseif (isset($step['subscribed'])) {
+                    $op = $ops[$name];
+                    $op->handleSubscribed($step['subscribed']['node'], $step['now']);
                 } elseif (isset($step['abandon'])) {
                     $op = $ops[$name];
                     $op->abandon($step['now']);

@@ -293,6 +293,13 @@ class Replay:
                     op.handle_notice(notice["node"], now)
             except CoreError as error:
                 return error.code, []
+        elif "subscribed" in step:
+            name = name or self.last
+            assert name is not None
+            try:
+                self.ops[name].handle_subscribed(step["subscribed"]["node"], now)
+            except CoreError as error:
+                return error.code, []
         elif "abandon" in step:
             name = name or self.last
             assert name is not None

@@ -756,6 +756,14 @@ static bool step(replay *r, const json *s, const char **error, json **outputs) {
         rc = message ? redlock_operation_handle_notice_message(
                            op, (size_t)node, (const uint8_t *)message, strlen(message), now)
                      : redlock_operation_handle_notice(op, (size_t)node, now);
+    } else if ((args = json_get(s, "subscribed"))) {
+        target = op_name ? op_name : r->last;
+        if (!target) return fail("subscribed before any operation");
+        op = find_op(r, target);
+        if (!op) return fail("no operation %s", target);
+        uint64_t node;
+        if (!json_u64(json_get(args, "node"), &node)) return fail("subscribed needs node");
+        rc = redlock_operation_handle_subscribed(op, (size_t)node, now);
     } else if (json_get(s, "abandon")) {
         target = op_name ? op_name : r->last;
         if (!target) return fail("abandon before any operation");

@@ -432,6 +432,9 @@ class VectorsTest {
           } else {
             ops.get(target).handleNotice(n.get("node").asInt(), now);
           }
+        } else if (step.has("subscribed")) {
+          target = opName != null ? opName : last;
+          ops.get(target).handleSubscribed(step.get("subscribed").get("node").asInt(), now);
         } else if (step.has("abandon")) {
           target = opName != null ? opName : last;
           ops.get(target).abandon(now);
