@@ -17,6 +17,9 @@ use redlock_client::{Client, LockOptions};
 const CYCLES: usize = 3000;
 const FROZEN_CYCLES: usize = 300;
 const CONTENTION_SECONDS: u64 = 5;
+/// The start of a contention run left out of the "after warm-up" fairness column: the
+/// clients' first waits also open their subscriber connections, in a herd.
+const WARM_UP: Duration = Duration::from_millis(500);
 /// Long enough that no contender gives up during a run.
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -128,6 +131,8 @@ struct Contention {
     release_to_next: Stats,
     /// Per client, how long each of its acquisitions waited.
     waits: Vec<Vec<Duration>>,
+    /// Every wait asked after the run's first [`WARM_UP`].
+    warm_waits: Vec<Duration>,
     failures: usize,
     /// Attempts summed over every acquisition.
     attempts: u64,
@@ -155,6 +160,7 @@ async fn contention(urls: &[String], contenders: usize, notices: bool) -> Conten
     let stop = Arc::new(AtomicBool::new(false));
     let shared = Arc::new(Mutex::new(Shared::default()));
     let mut tasks = Vec::new();
+    let warm_from = Instant::now() + WARM_UP;
     for id in 0..contenders {
         let client = Client::builder(urls.to_vec())
             .release_notices(notices)
@@ -163,6 +169,7 @@ async fn contention(urls: &[String], contenders: usize, notices: bool) -> Conten
         let (stop, shared) = (stop.clone(), shared.clone());
         tasks.push(tokio::spawn(async move {
             let mut waits = Vec::new();
+            let mut warm_waits = Vec::new();
             // A short TTL, so that a key an unconfirmed release left (a round that missed
             // its node timeout on a loaded machine) does not stop the run for long.
             let options = LockOptions::new().wait(WAIT).ttl(Duration::from_secs(1));
@@ -177,6 +184,9 @@ async fn contention(urls: &[String], contenders: usize, notices: bool) -> Conten
                 };
                 let acquired = Instant::now();
                 waits.push(acquired - started);
+                if started >= warm_from {
+                    warm_waits.push(acquired - started);
+                }
                 {
                     let mut shared = shared.lock().unwrap();
                     assert!(!shared.inside, "two holders at once");
@@ -200,14 +210,17 @@ async fn contention(urls: &[String], contenders: usize, notices: bool) -> Conten
                     shared.lock().unwrap().failures += 1;
                 }
             }
-            waits
+            (waits, warm_waits)
         }));
     }
     tokio::time::sleep(Duration::from_secs(CONTENTION_SECONDS)).await;
     stop.store(true, Ordering::Relaxed);
     let mut waits = Vec::new();
+    let mut warm_waits = Vec::new();
     for task in tasks {
-        waits.push(task.await.unwrap());
+        let (client_waits, client_warm) = task.await.unwrap();
+        waits.push(client_waits);
+        warm_waits.extend(client_warm);
     }
     let shared = Arc::try_unwrap(shared)
         .ok()
@@ -219,6 +232,7 @@ async fn contention(urls: &[String], contenders: usize, notices: bool) -> Conten
         handoffs: shared.handoffs,
         release_to_next: Stats(shared.release_to_next),
         waits,
+        warm_waits,
         failures: shared.failures,
         attempts: shared.attempts,
     }
@@ -330,13 +344,14 @@ fn main() {
         WAIT.as_secs()
     );
     println!(
-        "{:<28} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "{:<28} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
         "",
         "acquired/s",
         "hand-offs/s",
         "r->n p50 us",
         "r->n p99 us",
         "max/mean",
+        "warm max/m",
         "p99/mean",
         "over 3x",
         "client/mean",
@@ -348,6 +363,7 @@ fn main() {
             let all: Vec<Duration> = run.waits.iter().flatten().copied().collect();
             let overall = mean(&all);
             let longest = all.iter().max().copied().unwrap_or_default();
+            let warm_longest = run.warm_waits.iter().max().copied().unwrap_or_default();
             let p99_wait = Stats(all.clone()).percentile(99.0);
             let over_3x = all.iter().filter(|wait| **wait > overall * 3).count() as f64
                 / all.len().max(1) as f64
@@ -379,7 +395,7 @@ fn main() {
                 String::new()
             };
             println!(
-                "{:<28} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.1} {:>11.1} {:>10.2}% {:>11.1} {:>11.1}{}",
+                "{:<28} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.1} {:>11.1} {:>11.1} {:>10.2}% {:>11.1} {:>11.1}{}",
                 format!(
                     "{contenders} clients, {}",
                     if notices { "notices" } else { "no notices" }
@@ -389,6 +405,7 @@ fn main() {
                 p50,
                 p99,
                 ratio(longest),
+                warm_longest.as_secs_f64() / mean(&run.warm_waits).as_secs_f64().max(1e-9),
                 ratio(p99_wait),
                 over_3x,
                 ratio(worst_client),
@@ -403,7 +420,8 @@ fn main() {
     }
     println!(
         "r->n: a release started to another client's acquisition; max/mean: the longest \
-         single wait over the mean wait; p99/mean: the 99th percentile single wait over the \
+         single wait over the mean wait; warm max/m: the same for the waits asked after the \
+         run's first 0.5 s; p99/mean: the 99th percentile single wait over the \
          mean wait; over 3x: the share of waits longer than 3x the mean; client/mean: the \
          worst client's mean wait over the mean wait; attempts: per acquisition"
     );
