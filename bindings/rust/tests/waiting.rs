@@ -40,6 +40,20 @@ fn client(nodes: &Nodes, delay: Duration) -> Client {
         .unwrap()
 }
 
+/// `waiter` waiting up to 10 s for `resource` on a task of its own: the outcome and when
+/// it came.
+fn spawn_waiter(
+    waiter: &Client,
+    resource: &str,
+) -> tokio::task::JoinHandle<(Result<redlock_client::Lock, redlock_client::Error>, Instant)> {
+    let (waiter, resource) = (waiter.clone(), resource.to_string());
+    tokio::spawn(async move {
+        let options = LockOptions::new().wait(Duration::from_secs(10));
+        let lock = waiter.lock_with(&[resource], options).await;
+        (lock, Instant::now())
+    })
+}
+
 /// Subscribers of `resource`'s notice channel on each node.
 fn listeners(nodes: &Nodes, resource: &str) -> Vec<i64> {
     let channel = notice_channel(resource.as_bytes());
@@ -80,14 +94,7 @@ fn a_waiter_acquires_within_a_few_round_trips_of_the_release() {
             .lock("wait:fast", Duration::from_secs(10))
             .await
             .unwrap();
-        let waiting = tokio::spawn({
-            let waiter = waiter.clone();
-            async move {
-                let options = LockOptions::new().wait(Duration::from_secs(10));
-                let lock = waiter.lock_with(&["wait:fast"], options).await;
-                (lock, Instant::now())
-            }
-        });
+        let waiting = spawn_waiter(&waiter, "wait:fast");
         // The waiter tried once, found the lock held and subscribed on every node.
         assert!(eventually(|| listeners(&nodes, "wait:fast") == vec![1; 5]));
         assert_eq!(waiter.notice_subscribers(), 5);
@@ -236,14 +243,7 @@ fn lost_notices_are_caught_when_the_subscriber_is_back() {
             .lock("wait:lost", Duration::from_secs(10))
             .await
             .unwrap();
-        let waiting = tokio::spawn({
-            let waiter = waiter.clone();
-            async move {
-                let options = LockOptions::new().wait(Duration::from_secs(10));
-                let lock = waiter.lock_with(&["wait:lost"], options).await;
-                (lock, Instant::now())
-            }
-        });
+        let waiting = spawn_waiter(&waiter, "wait:lost");
         assert!(eventually(|| listeners(&nodes, "wait:lost") == vec![1; 5]));
         // The attempts its subscriptions started are over: it sleeps out its retry delay.
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -253,15 +253,18 @@ fn lost_notices_are_caught_when_the_subscriber_is_back() {
         lock.release().await.unwrap();
         let (lock, acquired) = waiting.await.unwrap();
         let lock = lock.expect("the waiter got the lock");
-        // The subscribers came back, and their confirmed subscriptions counted as notices:
-        // the waiter tried again long before its retry delay.
+        // The subscribers came back, and a quorum of confirmed subscriptions stood for the
+        // release (the waiter is first in the queue): it tried again long before its retry
+        // delay.
         let after_release = acquired.duration_since(released);
         println!("notices lost: acquired {after_release:?} after the release");
         assert!(
             after_release < Duration::from_millis(1500),
             "{after_release:?}"
         );
-        assert!(eventually(|| waiter.notice_subscribers() == 5));
+        // Those subscribers are open; the others may have found nobody waiting any more
+        // when their pause ended, and the next waiter opens them.
+        assert!(waiter.notice_subscribers() >= 3);
         lock.release().await.unwrap();
     });
 }
@@ -281,14 +284,7 @@ fn notices_that_never_come_fall_back_to_the_retry_schedule() {
             .await
             .unwrap();
         let started = Instant::now();
-        let waiting = tokio::spawn({
-            let waiter = waiter.clone();
-            async move {
-                let options = LockOptions::new().wait(Duration::from_secs(10));
-                let lock = waiter.lock_with(&["wait:refused"], options).await;
-                (lock, Instant::now())
-            }
-        });
+        let waiting = spawn_waiter(&waiter, "wait:refused");
         assert!(eventually(
             || listeners(&nodes, "wait:refused") == vec![1; 5]
         ));
@@ -322,14 +318,7 @@ fn notices_that_never_come_fall_back_to_the_retry_schedule() {
             .lock("wait:refused", Duration::from_secs(10))
             .await
             .unwrap();
-        let waiting = tokio::spawn({
-            let waiter = waiter.clone();
-            async move {
-                let options = LockOptions::new().wait(Duration::from_secs(10));
-                let lock = waiter.lock_with(&["wait:refused"], options).await;
-                (lock, Instant::now())
-            }
-        });
+        let waiting = spawn_waiter(&waiter, "wait:refused");
         assert!(eventually(
             || listeners(&nodes, "wait:refused") == vec![1; 5]
         ));
@@ -421,14 +410,7 @@ fn a_newcomer_does_not_take_the_lock_from_the_waiter_a_release_names() {
         assert_eq!(set.as_deref(), Some("OK"));
     }
     rt.block_on(async {
-        let waiting = tokio::spawn({
-            let waiter = waiter.clone();
-            async move {
-                let options = LockOptions::new().wait(Duration::from_secs(10));
-                let lock = waiter.lock_with(&[key], options).await;
-                (lock, Instant::now())
-            }
-        });
+        let waiting = spawn_waiter(&waiter, key);
         // The waiter was refused everywhere: queued and listening on every node.
         assert!(eventually(|| listeners(&nodes, key) == vec![1; 5]));
         // On each node, the holder's release and, straight behind it in the same
@@ -498,14 +480,7 @@ async fn handoff_through_notices(holder: &Client, waiter: &Client, nodes: usize)
         .lock("wait:secured", Duration::from_secs(10))
         .await
         .unwrap();
-    let waiting = tokio::spawn({
-        let waiter = waiter.clone();
-        async move {
-            let options = LockOptions::new().wait(Duration::from_secs(10));
-            let lock = waiter.lock_with(&["wait:secured"], options).await;
-            (lock, Instant::now())
-        }
-    });
+    let waiting = spawn_waiter(waiter, "wait:secured");
     let subscribed = Instant::now() + Duration::from_secs(5);
     while waiter.notice_subscribers() < nodes && Instant::now() < subscribed {
         tokio::time::sleep(Duration::from_millis(10)).await;
