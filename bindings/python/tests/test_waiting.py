@@ -186,18 +186,22 @@ def kill_subscribers(nodes: Nodes) -> None:
             client.client_kill_filter(_type="pubsub")
 
 
-def test_lost_notices_are_caught_when_the_subscriber_is_back(nodes: Nodes, resource: str) -> None:
-    # The release goes out while the waiter's subscriber connections are cut: nobody
-    # hears it. Subscribing again (100 ms later) stands for it (the waiter is first in
-    # the queue, and a quorum of nodes confirm after its refusals), so the
-    # waiter tries then, not at its retry 3 s after its first attempt.
-    holder_side = Redlock(nodes.clients())
-    waiter_side = Redlock(nodes.clients(), retry_delay=3, retry_jitter=0)
-    with holder_side, waiter_side:
+def sync_handoff(
+    nodes: Nodes, resource: str, retry_delay: float, before_release: Any = None
+) -> tuple[float, float, float]:
+    """When a sync waiter (retry delay ``retry_delay``, no jitter, a 10 s limit) began to
+    wait behind a holder, when the holder released and when the waiter got the lock;
+    ``before_release`` runs once the waiter listens on every node, just before the
+    release."""
+    got: dict[str, float] = {}
+    with (
+        Redlock(nodes.clients()) as holder_side,
+        Redlock(nodes.clients(), retry_delay=retry_delay, retry_jitter=0) as waiter_side,
+    ):
         holder = holder_side.acquire(resource)
-        got: dict[str, float] = {}
 
         def wait() -> None:
+            got["started"] = time.monotonic()
             lock = waiter_side.acquire(resource, blocking_timeout=10)
             got["at"] = time.monotonic()
             lock.release()
@@ -205,11 +209,21 @@ def test_lost_notices_are_caught_when_the_subscriber_is_back(nodes: Nodes, resou
         waiter = threading.Thread(target=wait)
         waiter.start()
         wait_for(lambda: subscribers(nodes, resource) == [1] * 5)
-        kill_subscribers(nodes)
+        if before_release is not None:
+            before_release()
         released = time.monotonic()
-        holder.release()  # nobody hears it
+        holder.release()
         waiter.join(10)
-        assert got["at"] - released < 1.5
+    return got["started"], released, got["at"]
+
+
+def test_lost_notices_are_caught_when_the_subscriber_is_back(nodes: Nodes, resource: str) -> None:
+    # The release goes out while the waiter's subscriber connections are cut: nobody
+    # hears it. Subscribing again (100 ms later) stands for it (the waiter is first in
+    # the queue, and a quorum of nodes confirm after its refusals), so the waiter tries
+    # then, not at its retry 3 s after its first attempt.
+    _, released, at = sync_handoff(nodes, resource, 3, lambda: kill_subscribers(nodes))
+    assert at - released < 1.5
 
 
 def test_asyncio_lost_notices_are_caught_when_the_subscriber_is_back(
@@ -225,56 +239,26 @@ def test_asyncio_lost_notices_are_caught_when_the_subscriber_is_back(
 def test_notices_that_never_come_fall_back_to_the_retry_schedule(
     nodes: Nodes, resource: str
 ) -> None:
-    holder_side = Redlock(nodes.clients())
-    waiter_side = Redlock(nodes.clients(), retry_delay=0.6, retry_jitter=0)
     admins = nodes.clients()
+
+    def refuse_subscriptions() -> None:
+        # Subscribing again is refused (NOPERM): no notice and no confirmation come.
+        for admin in admins:
+            admin.acl_setuser("default", enabled=True, commands=["-subscribe"])
+        kill_subscribers(nodes)
+
     try:
-        with holder_side, waiter_side:
-            holder = holder_side.acquire(resource)
-            got: dict[str, float] = {}
-
-            def wait() -> None:
-                got["started"] = time.monotonic()
-                lock = waiter_side.acquire(resource, blocking_timeout=5)
-                got["at"] = time.monotonic()
-                lock.release()
-
-            waiter = threading.Thread(target=wait)
-            waiter.start()
-            wait_for(lambda: subscribers(nodes, resource) == [1] * 5)
-            # Subscribing again is refused (NOPERM): no notice and no confirmation come.
-            for admin in admins:
-                admin.acl_setuser("default", enabled=True, commands=["-subscribe"])
-            kill_subscribers(nodes)
-            released = time.monotonic()
-            holder.release()  # nobody hears it
-            waiter.join(5)
-            # Woken by its retry (about 0.6 s after its first attempt), not by the release.
-            assert got["at"] - released > 0.2
-            assert got["at"] - got["started"] < 0.6 + 0.2
+        started, released, at = sync_handoff(nodes, resource, 0.6, refuse_subscriptions)
+        # Woken by its retry (about 0.6 s after its first attempt), not by the release.
+        assert at - released > 0.2
+        assert at - started < 0.6 + 0.2
     finally:
         for admin in admins:
             admin.acl_setuser("default", enabled=True, commands=["+subscribe"])
             admin.close()
     # With subscriptions allowed again, the next wait is woken by the release's notice.
-    with (
-        Redlock(nodes.clients()) as holder_side,
-        Redlock(nodes.clients(), retry_delay=2, retry_jitter=0) as waiter_side,
-    ):
-        holder = holder_side.acquire(resource)
-
-        def wait_again() -> None:
-            lock = waiter_side.acquire(resource, blocking_timeout=5)
-            got["at"] = time.monotonic()
-            lock.release()
-
-        waiter = threading.Thread(target=wait_again)
-        waiter.start()
-        wait_for(lambda: subscribers(nodes, resource) == [1] * 5)
-        released = time.monotonic()
-        holder.release()
-        waiter.join(5)
-        assert got["at"] - released < NOTICE_BOUND
+    _, released, at = sync_handoff(nodes, resource, 2)
+    assert at - released < NOTICE_BOUND
 
 
 def test_a_cancelled_wait_leaves_nothing_behind(nodes: Nodes, resource: str) -> None:
