@@ -468,9 +468,10 @@ pub unsafe extern "C" fn redlock_operation_handle_notice(
 
 /// Hands in, at `now_us`, that node `node` confirmed the driver's subscription to one of
 /// this acquisition's notice channels (the `subscribe` reply naming it). A release
-/// published there before the subscription took effect reached nobody, so the core may
-/// count it as a notice naming nobody: for an acquisition with a wait limit, once that
-/// node has answered the attempt (see the core's `Operation::handle_subscribed`).
+/// published there before the subscription took effect reached nobody; the core decides
+/// whether one may have gone unheard: for a waiter that node refused while it was first
+/// in the queue there, once a quorum of such nodes confirmed, they stand for releases
+/// naming it (see the core's `Operation::handle_subscribed`).
 /// `REDLOCK_UNKNOWN_NODE` for an index outside `0..N`. Poll afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn redlock_operation_handle_subscribed(

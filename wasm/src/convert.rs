@@ -72,6 +72,12 @@ pub(crate) fn whole(value: f64, what: &str) -> Result<u64, JsValue> {
     }
 }
 
+/// A node index from JS: a non-negative whole number (`usize::MAX` when it does not fit,
+/// which the core refuses as an unknown node).
+pub(crate) fn node_index(value: f64) -> Result<usize, JsValue> {
+    Ok(usize::try_from(whole(value, "node")?).unwrap_or(usize::MAX))
+}
+
 /// Bytes that JS gives as a string (UTF-8) or a `Uint8Array`, and gets back as a string
 /// when they are valid UTF-8, a `Uint8Array` otherwise.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

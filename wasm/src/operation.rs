@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::client::Lease;
-use crate::convert::{reply_from_js, time, time_to_js, to_js, whole, NodeResults};
+use crate::convert::{node_index, reply_from_js, time, time_to_js, to_js, NodeResults};
 use crate::error::{self, invalid_argument};
 use crate::strings::{self, Plain, Strings};
 use crate::types::{EventJs, NodeResultsJs, OutputJs, ReplyJs};
@@ -256,17 +256,17 @@ impl Operation {
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<(), JsValue> {
         let now = time(now_us, "nowUs")?;
-        let node = whole(node, "node")?;
-        let node = usize::try_from(node).unwrap_or(usize::MAX);
+        let node = node_index(node)?;
         self.inner.handle_notice(node, now).map_err(error::usage)
     }
 
     /// Hands in, at `nowUs`, that node `node` confirmed the subscriber connection's
     /// subscription to one of this acquisition's notice channels. A release published
-    /// there before the subscription took effect reached nobody; the core counts the
-    /// confirmation as a notice naming nobody for an acquisition with a wait limit whose
-    /// attempt that node has answered, and otherwise changes nothing. Throws
-    /// `unknown_node` (and changes nothing) for an index outside `0..N`.
+    /// there before the subscription took effect reached nobody; the core decides whether
+    /// one may have gone unheard: for a waiter that node refused while it was first in
+    /// the queue there, once a quorum of such nodes confirmed, they stand for releases
+    /// naming it (docs/bindings.md, rule 13). Throws `unknown_node` (and changes nothing)
+    /// for an index outside `0..N`.
     #[wasm_bindgen(js_name = handleSubscribed)]
     pub fn handle_subscribed(
         &mut self,
@@ -274,8 +274,7 @@ impl Operation {
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<(), JsValue> {
         let now = time(now_us, "nowUs")?;
-        let node = whole(node, "node")?;
-        let node = usize::try_from(node).unwrap_or(usize::MAX);
+        let node = node_index(node)?;
         self.inner
             .handle_subscribed(node, now)
             .map_err(error::usage)
@@ -299,8 +298,7 @@ impl Operation {
             ));
         };
         let now = time(now_us, "nowUs")?;
-        let node = whole(node, "node")?;
-        let node = usize::try_from(node).unwrap_or(usize::MAX);
+        let node = node_index(node)?;
         self.inner
             .handle_notice_message(node, &message.to_vec(), now)
             .map_err(error::usage)
