@@ -234,6 +234,20 @@ pub const HANDOFF_TURN_MS: u64 = 50;
 /// counting as a listener soon.
 pub const NOTICE_CHANNEL_LINGER_MS: u64 = 500;
 
+/// How long a driver keeps a notice subscriber connection that failed (it dropped, could
+/// not be opened, or the node refused `SUBSCRIBE`) closed before opening it again while
+/// acquisitions wait: this long at first, doubling up to [`SUBSCRIBER_REOPEN_MAX_MS`]
+/// while it keeps failing, and back to this once a subscription is confirmed. A notice
+/// lost meanwhile is caught when the subscription is confirmed again
+/// ([`crate::Operation::handle_subscribed`]), so the first pause is short; notices only
+/// make waiting faster, so a node that refuses them costs a connection attempt now and
+/// then, never a stream of them.
+pub const SUBSCRIBER_REOPEN_FIRST_MS: u64 = 100;
+
+/// The longest pause between two openings of a failing notice subscriber connection
+/// (see [`SUBSCRIBER_REOPEN_FIRST_MS`]).
+pub const SUBSCRIBER_REOPEN_MAX_MS: u64 = 5_000;
+
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].

@@ -1389,6 +1389,19 @@ uint64_t redlock_max_ttl_ms(void);
 uint64_t redlock_notice_channel_linger_ms(void);
 
 /**
+ * How long a notice subscriber connection that failed stays closed before it is opened
+ * again while acquisitions wait, at first (milliseconds; doubling while it keeps
+ * failing, back to this once a subscription is confirmed).
+ */
+uint64_t redlock_subscriber_reopen_first_ms(void);
+
+/**
+ * The longest pause between two openings of a failing notice subscriber connection
+ * (milliseconds).
+ */
+uint64_t redlock_subscriber_reopen_max_ms(void);
+
+/**
  * The Lua text of `script` (a `REDLOCK_SCRIPT_*` value), exactly as `EVAL` sends it,
  * or NULL for another value. Static, NUL-terminated; never freed.
  */

@@ -96,6 +96,21 @@ pub extern "C" fn redlock_notice_channel_linger_ms() -> u64 {
     redlock_core::NOTICE_CHANNEL_LINGER_MS
 }
 
+/// How long a notice subscriber connection that failed stays closed before it is opened
+/// again while acquisitions wait, at first (milliseconds; doubling while it keeps
+/// failing, back to this once a subscription is confirmed).
+#[no_mangle]
+pub extern "C" fn redlock_subscriber_reopen_first_ms() -> u64 {
+    redlock_core::SUBSCRIBER_REOPEN_FIRST_MS
+}
+
+/// The longest pause between two openings of a failing notice subscriber connection
+/// (milliseconds).
+#[no_mangle]
+pub extern "C" fn redlock_subscriber_reopen_max_ms() -> u64 {
+    redlock_core::SUBSCRIBER_REOPEN_MAX_MS
+}
+
 fn script(script: u32) -> Option<(&'static CStr, &'static CStr)> {
     match script {
         REDLOCK_SCRIPT_ACQUIRE => Some((

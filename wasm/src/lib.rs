@@ -150,10 +150,14 @@ struct Defaults {
     retry_jitter_us: u64,
     token_bytes: usize,
     notice_channel_linger_ms: u64,
+    subscriber_reopen_first_ms: u64,
+    subscriber_reopen_max_ms: u64,
 }
 
-/// The default of every optional setting, and how long a driver keeps a notice channel
-/// subscribed after its last waiter (`noticeChannelLingerMs`).
+/// The default of every optional setting, how long a driver keeps a notice channel
+/// subscribed after its last waiter (`noticeChannelLingerMs`), and how long it keeps a
+/// failed subscriber connection closed before opening it again
+/// (`subscriberReopenFirstMs`, doubling up to `subscriberReopenMaxMs`).
 #[wasm_bindgen]
 pub fn defaults() -> Result<DefaultsJs, JsValue> {
     let micros = |d: core::time::Duration| d.as_micros() as u64;
@@ -166,6 +170,8 @@ pub fn defaults() -> Result<DefaultsJs, JsValue> {
         retry_jitter_us: micros(redlock_core::DEFAULT_RETRY_JITTER),
         token_bytes: redlock_core::DEFAULT_TOKEN_BYTES,
         notice_channel_linger_ms: redlock_core::NOTICE_CHANNEL_LINGER_MS,
+        subscriber_reopen_first_ms: redlock_core::SUBSCRIBER_REOPEN_FIRST_MS,
+        subscriber_reopen_max_ms: redlock_core::SUBSCRIBER_REOPEN_MAX_MS,
     })
     .map(JsValue::unchecked_into)
 }

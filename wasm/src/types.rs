@@ -445,6 +445,13 @@ export interface Defaults {
   tokenBytes: number;
   /** How long a driver keeps a notice channel subscribed after its last waiter (ms). */
   noticeChannelLingerMs: number;
+  /**
+   * How long a failed notice subscriber connection stays closed before it is opened again
+   * while someone waits, at first (ms); doubling while it keeps failing.
+   */
+  subscriberReopenFirstMs: number;
+  /** The longest such pause (ms). */
+  subscriberReopenMaxMs: number;
 }
 "#;
 

@@ -2,14 +2,14 @@
 // received go back to the link, whose core decoder pairs each reply with its write.
 // For runtimes without a Redis client (edge runtimes) and for Node.js sockets.
 
-import { Decoder, encodeCommand } from '../wasm/redlock_wasm.js';
+import { Decoder, defaults, encodeCommand } from '../wasm/redlock_wasm.js';
 import { channelId } from './channels.js';
 import { linkCause } from './clients.js';
 
-// Reconnecting a subscriber connection: notices only make waiting faster (a lost one
-// costs at most a retry delay), so a plain doubling backoff is enough.
-const SUBSCRIBER_RETRY_MIN_MS = 50;
-const SUBSCRIBER_RETRY_MAX_MS = 2000;
+// Reconnecting a subscriber connection: the core's pauses (SUBSCRIBER_REOPEN_FIRST_MS,
+// doubling up to _MAX_MS), read once the module is loaded.
+let reopenFirstMs;
+let reopenMaxMs;
 const lossy = new TextDecoder();
 
 /**
@@ -132,11 +132,17 @@ class StreamSubscriber {
   #channels = new Map();
   #stream = null;
   #generation = 0;
-  #retryMs = SUBSCRIBER_RETRY_MIN_MS;
+  #retryMs;
   #timer = undefined;
   #closed = false;
 
   constructor(open, onMessage, onSubscribed) {
+    if (reopenFirstMs === undefined) {
+      const core = defaults();
+      reopenFirstMs = core.subscriberReopenFirstMs;
+      reopenMaxMs = core.subscriberReopenMaxMs;
+    }
+    this.#retryMs = reopenFirstMs;
     this.#open = open;
     this.#onMessage = onMessage;
     this.#onSubscribed = onSubscribed;
@@ -199,7 +205,7 @@ class StreamSubscriber {
           return;
         }
         this.#stream = stream;
-        this.#retryMs = SUBSCRIBER_RETRY_MIN_MS;
+        this.#retryMs = reopenFirstMs;
         for (const channel of this.#channels.values()) this.#write(['SUBSCRIBE', channel]);
       },
       () => this.#drop(generation),
@@ -219,7 +225,7 @@ class StreamSubscriber {
     }
     if (this.#closed) return;
     this.#timer = setTimeout(() => this.#connect(), this.#retryMs);
-    this.#retryMs = Math.min(this.#retryMs * 2, SUBSCRIBER_RETRY_MAX_MS);
+    this.#retryMs = Math.min(this.#retryMs * 2, reopenMaxMs);
   }
 
   /**

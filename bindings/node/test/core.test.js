@@ -144,6 +144,8 @@ test('RESP codec, scripts, limits and version', () => {
   assert.equal(core.limits().maxNodes, 255);
   assert.equal(core.defaults().driftFixedUs, 2000);
   assert.equal(core.defaults().noticeChannelLingerMs, 500);
+  assert.equal(core.defaults().subscriberReopenFirstMs, 100);
+  assert.equal(core.defaults().subscriberReopenMaxMs, 5000);
   assert.match(core.version(), /^\d+\.\d+\.\d+/);
 });
 

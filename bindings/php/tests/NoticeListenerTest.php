@@ -63,9 +63,9 @@ final class NoticeListenerTest extends TestCase
             fclose($peer);
             $lostAt = Clock::nowUs();
             $this->selectUntil($listener, fn (): bool => $listener->reopenDue(Clock::nowUs()) !== null);
-            $this->assertEqualsWithDelta($lostAt + NoticeListener::REOPEN_FIRST_US, (int) $listener->reopenDue(Clock::nowUs()), 50_000);
+            $this->assertEqualsWithDelta($lostAt + $listener->reopenFirstUs, (int) $listener->reopenDue(Clock::nowUs()), 50_000);
             $peer = $this->accept($server, $listener);
-            $this->assertGreaterThanOrEqual(NoticeListener::REOPEN_FIRST_US - 10_000, Clock::nowUs() - $lostAt, 'after the pause');
+            $this->assertGreaterThanOrEqual($listener->reopenFirstUs - 10_000, Clock::nowUs() - $lostAt, 'after the pause');
             $this->assertSame(self::resp(['SUBSCRIBE', self::CHANNEL]), $this->readFrom($peer, $listener));
 
             // Refused (NOPERM): lost as well, this time for twice as long.
@@ -73,7 +73,7 @@ final class NoticeListenerTest extends TestCase
             $refusedAt = Clock::nowUs();
             $this->selectUntil($listener, fn (): bool => $listener->reopenDue(Clock::nowUs()) !== null);
             $this->assertSame([], self::notices($events), 'a refusal is no notice');
-            $this->assertEqualsWithDelta($refusedAt + 2 * NoticeListener::REOPEN_FIRST_US, (int) $listener->reopenDue(Clock::nowUs()), 50_000);
+            $this->assertEqualsWithDelta($refusedAt + 2 * $listener->reopenFirstUs, (int) $listener->reopenDue(Clock::nowUs()), 50_000);
             $peer = $this->accept($server, $listener);
             $this->assertSame(self::resp(['SUBSCRIBE', self::CHANNEL]), $this->readFrom($peer, $listener));
             fwrite($peer, self::resp(['subscribe', self::CHANNEL, 1]));

@@ -98,6 +98,8 @@ def test_the_notice_channel_linger_comes_from_the_core() -> None:
 
     assert notice_channel_linger_ms() == 500
     assert _protocol.NOTICE_LINGER_US == 500_000
+    # So do the subscriber's pauses before it is opened again.
+    assert (_protocol.RESUBSCRIBE_FIRST_US, _protocol.RESUBSCRIBE_MAX_US) == (100_000, 5_000_000)
 
 
 def test_result_names_and_messages_come_from_the_core() -> None:

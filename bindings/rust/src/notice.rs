@@ -37,11 +37,10 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 /// How long a node's subscriber connection that failed stays closed, at first and at
-/// most (doubling in between, back to the first after a confirmed subscription): notices
-/// only make waiting faster, so a node that refuses them costs a connection attempt now
-/// and then, never a stream of them.
-const REOPEN_FIRST: Duration = Duration::from_millis(100);
-const REOPEN_MAX: Duration = Duration::from_secs(5);
+/// most (doubling in between, back to the first after a confirmed subscription): the
+/// core's [`redlock_core::SUBSCRIBER_REOPEN_FIRST_MS`] and `_MAX_MS`.
+const REOPEN_FIRST: Duration = Duration::from_millis(redlock_core::SUBSCRIBER_REOPEN_FIRST_MS);
+const REOPEN_MAX: Duration = Duration::from_millis(redlock_core::SUBSCRIBER_REOPEN_MAX_MS);
 
 /// A change of one node's subscriptions, in the order the waiters came and went.
 enum Control {

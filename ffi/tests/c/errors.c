@@ -445,6 +445,8 @@ static void config_errors(void) {
     redlock_config_free(config);
     CHECK(redlock_max_ttl_ms() == 1000000000000ull);
     CHECK(redlock_notice_channel_linger_ms() == 500);
+    CHECK(redlock_subscriber_reopen_first_ms() == 100);
+    CHECK(redlock_subscriber_reopen_max_ms() == 5000);
 }
 
 static void usage_errors(void) {

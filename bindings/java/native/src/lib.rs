@@ -108,6 +108,16 @@ export!(Java_io_github_redlockcore_internal_Native_noticeChannelLingerMs(env) ->
     Ok(redlock_core::NOTICE_CHANNEL_LINGER_MS as jlong)
 });
 
+export!(Java_io_github_redlockcore_internal_Native_subscriberReopenFirstMs(env) -> jlong = 0, {
+    let _ = env;
+    Ok(redlock_core::SUBSCRIBER_REOPEN_FIRST_MS as jlong)
+});
+
+export!(Java_io_github_redlockcore_internal_Native_subscriberReopenMaxMs(env) -> jlong = 0, {
+    let _ = env;
+    Ok(redlock_core::SUBSCRIBER_REOPEN_MAX_MS as jlong)
+});
+
 export!(Java_io_github_redlockcore_internal_Native_liveHandles(env) -> jlong = -1, {
     let _ = env;
     Ok(boundary::live_handles())

@@ -22,18 +22,17 @@ use Redlock\Ffi\Reply;
  * A notice only ever makes an attempt start sooner: a subscriber connection that fails,
  * is killed or is refused SUBSCRIBE is not heard from meanwhile (the core's retry
  * schedule goes on). While an acquisition waits it is opened again after a pause
- * (REOPEN_FIRST_US, doubling up to REOPEN_MAX_US), and its confirmation then stands for
+ * (the core's SUBSCRIBER_REOPEN_FIRST_MS, doubling up to _MAX_MS), and its confirmation then stands for
  * the notices lost; otherwise the next waiting acquisition opens it.
  */
 final class NoticeListener
 {
     /**
-     * How long a lost subscriber connection stays closed, at first and at most: notices
-     * only make waiting faster, so a node that refuses them costs a connection attempt
-     * now and then, never a stream of them.
+     * How long a lost subscriber connection stays closed, at first and at most (us): the
+     * core's SUBSCRIBER_REOPEN_FIRST_MS and _MAX_MS.
      */
-    public const REOPEN_FIRST_US = 100_000;
-    public const REOPEN_MAX_US = 5_000_000;
+    public readonly int $reopenFirstUs;
+    public readonly int $reopenMaxUs;
 
     /** @var array<int, NoticeSubscriber> node => its subscriber (nodes without an address have none) */
     private array $subscribers = [];
@@ -48,6 +47,8 @@ final class NoticeListener
     /** @param array<int, ?NodeAddress> $addresses node => where to subscribe (null: nowhere) */
     public function __construct(Native $native, array $addresses)
     {
+        $this->reopenFirstUs = 1000 * $native->ffi->redlock_subscriber_reopen_first_ms();
+        $this->reopenMaxUs = 1000 * $native->ffi->redlock_subscriber_reopen_max_ms();
         foreach ($addresses as $node => $address) {
             if ($address !== null) {
                 $this->subscribers[$node] = new NoticeSubscriber($native, $address, $node, $this);
@@ -183,9 +184,9 @@ final class NoticeListener
         if ($this->channels === [] || isset($this->reopenAt[$node])) {
             return;
         }
-        $pause = $this->pauses[$node] ?? self::REOPEN_FIRST_US;
+        $pause = $this->pauses[$node] ?? $this->reopenFirstUs;
         $this->reopenAt[$node] = Clock::nowUs() + $pause;
-        $this->pauses[$node] = min(2 * $pause, self::REOPEN_MAX_US);
+        $this->pauses[$node] = min(2 * $pause, $this->reopenMaxUs);
     }
 
     /** @internal a message from node `$node`'s subscriber connection */

@@ -108,6 +108,14 @@ def notice_channel_linger_ms() -> int:
     return int(lib.redlock_notice_channel_linger_ms())
 
 
+def subscriber_reopen_ms() -> tuple[int, int]:
+    """How long a failed subscriber connection stays closed before it is opened again,
+    at first and at most (ms)."""
+    return int(lib.redlock_subscriber_reopen_first_ms()), int(
+        lib.redlock_subscriber_reopen_max_ms()
+    )
+
+
 def script_text(script: int) -> str:
     """The Lua text of ``SCRIPT_ACQUIRE``, ``SCRIPT_RELEASE`` or ``SCRIPT_EXTEND``."""
     text = lib.redlock_script_text(_u32(script, "script"))

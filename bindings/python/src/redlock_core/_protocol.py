@@ -35,7 +35,7 @@ from redis.exceptions import AuthenticationError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import _ffi
-from ._handle import notice_channel_linger_ms
+from ._handle import notice_channel_linger_ms, subscriber_reopen_ms
 from .core import Client, Decoder, Link, Operation, OperationEvent, Outcome, now_us
 
 #: What :meth:`NodeProtocol.pump` asks the I/O to do.
@@ -475,10 +475,8 @@ def wake_at(running: Running, engine: Engine) -> int | None:
 NOTICE_LINGER_US = notice_channel_linger_ms() * 1000
 
 #: How long a subscriber connection that failed stays closed, at first and at most
-#: (doubling in between): notices only make waiting faster, so a node that refuses them
-#: costs a connection attempt now and then, never a stream of them.
-RESUBSCRIBE_FIRST_US = 100_000
-RESUBSCRIBE_MAX_US = 5_000_000
+#: (doubling in between; the core's SUBSCRIBER_REOPEN_FIRST_MS and _MAX_MS).
+RESUBSCRIBE_FIRST_US, RESUBSCRIBE_MAX_US = (ms * 1000 for ms in subscriber_reopen_ms())
 
 
 def earliest(a: int | None, b: int | None) -> int | None:

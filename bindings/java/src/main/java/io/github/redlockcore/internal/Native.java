@@ -39,6 +39,10 @@ public final class Native {
   /** How long a notice channel stays subscribed after its last waiter ended (ms). */
   public static native long noticeChannelLingerMs();
 
+  public static native long subscriberReopenFirstMs();
+
+  public static native long subscriberReopenMaxMs();
+
   /** Native objects made and not yet freed (every handle type together). */
   public static native long liveHandles();
 

@@ -13,11 +13,14 @@ package io.github.redlockcore.spi;
  * NoticeListener#subscribed}: a release the node published before it reached nobody.
  */
 public interface NoticeSubscriber {
-  /** How long a failed subscriber connection stays closed at first (ms). */
-  long REOPEN_FIRST_MS = 100;
+  /**
+   * How long a failed subscriber connection stays closed at first (ms): the core's
+   * SUBSCRIBER_REOPEN_FIRST_MS.
+   */
+  long REOPEN_FIRST_MS = io.github.redlockcore.internal.Native.subscriberReopenFirstMs();
 
-  /** How long a failed subscriber connection stays closed at most (ms). */
-  long REOPEN_MAX_MS = 5000;
+  /** How long a failed subscriber connection stays closed at most (ms): the core's. */
+  long REOPEN_MAX_MS = io.github.redlockcore.internal.Native.subscriberReopenMaxMs();
 
   /** Starts listening on {@code channel} (opening the connection if needed). */
   void subscribe(byte[] channel);
