@@ -246,6 +246,11 @@ async fn a_node_restarted_empty_forgets_and_aof_remembers() {
     let first = client(&nodes.urls);
     let second = client(&nodes.urls);
     let ttl = Duration::from_secs(30);
+    // Connected first: on a loaded machine, opening five connections to nodes just
+    // started can take longer than this client's 150 ms node timeout, and its one attempt
+    // would fail on them (seen in CI: four nodes timed out).
+    let connected = first.connect(Duration::from_secs(5)).await;
+    assert!(connected.iter().all(Result::is_ok), "{connected:?}");
     let lock = first.lock("restart", ttl).await.unwrap();
     assert!(Nodes::eventually(Duration::from_secs(1), || nodes
         .values("restart")
@@ -254,6 +259,8 @@ async fn a_node_restarted_empty_forgets_and_aof_remembers() {
 
     nodes.restart(0);
     assert_eq!(nodes.get(0, "restart"), None, "restarted empty");
+    let connected = second.connect(Duration::from_secs(5)).await;
+    assert!(connected.iter().all(Result::is_ok), "{connected:?}");
     let error = second.lock("restart", ttl).await.unwrap_err();
     assert!(error.is_held_elsewhere(), "{error}");
     // The failed attempt took node 0 and released it again; the holder's keys stay.
@@ -325,6 +332,9 @@ async fn a_node_restarted_empty_forgets_and_aof_remembers() {
     let durable = Nodes::start_with(7125, &["--aof"]);
     let first = client(&durable.urls);
     let second = client(&durable.urls);
+    // Connected first, as above.
+    let connected = first.connect(Duration::from_secs(5)).await;
+    assert!(connected.iter().all(Result::is_ok), "{connected:?}");
     let lock = first.lock("restart", ttl).await.unwrap();
     assert!(Nodes::eventually(Duration::from_secs(1), || durable
         .values("restart")
@@ -334,6 +344,9 @@ async fn a_node_restarted_empty_forgets_and_aof_remembers() {
         durable.restart(i);
         assert_eq!(durable.get(i, "restart").as_deref(), Some(lock.token()));
     }
+    // Connected after the restarts, for the same reason as the first client.
+    let connected = second.connect(Duration::from_secs(5)).await;
+    assert!(connected.iter().all(Result::is_ok), "{connected:?}");
     let error = second.lock("restart", ttl).await.unwrap_err();
     assert!(error.is_held_elsewhere(), "{error}");
     // The holder's connections broke with the restarts: its first extension may fail
