@@ -328,11 +328,20 @@ async fn a_node_restarted_empty_forgets_and_aof_remembers() {
     }
     usurper.release().await.unwrap();
 
-    // With AOF (fsync always) the keys survive the same restarts.
+    // With AOF (fsync always) the keys survive the same restarts. Every write waits for
+    // an fsync, which right after a large build (CI) can take longer than the 150 ms node
+    // timeout of the clients above (every node timed out there twice): these clients give
+    // the nodes 2 s.
     let durable = Nodes::start_with(7125, &["--aof"]);
-    let first = client(&durable.urls);
-    let second = client(&durable.urls);
-    // Connected first, as above.
+    let patient = |urls: &[String]| {
+        Client::builder(urls.to_vec())
+            .attempts(1)
+            .node_timeout(Duration::from_secs(2))
+            .build()
+            .expect("client")
+    };
+    let first = patient(&durable.urls);
+    let second = patient(&durable.urls);
     let connected = first.connect(Duration::from_secs(5)).await;
     assert!(connected.iter().all(Result::is_ok), "{connected:?}");
     let lock = first.lock("restart", ttl).await.unwrap();
@@ -344,7 +353,7 @@ async fn a_node_restarted_empty_forgets_and_aof_remembers() {
         durable.restart(i);
         assert_eq!(durable.get(i, "restart").as_deref(), Some(lock.token()));
     }
-    // Connected after the restarts, for the same reason as the first client.
+    // Connected after the restarts it must see.
     let connected = second.connect(Duration::from_secs(5)).await;
     assert!(connected.iter().all(Result::is_ok), "{connected:?}");
     let error = second.lock("restart", ttl).await.unwrap_err();
