@@ -65,9 +65,12 @@ def test_a_waiter_takes_the_lock_as_soon_as_it_is_released(nodes: Nodes, resourc
             holder.release()
             waiter.join(5)
             assert got["at"] - released < NOTICE_BOUND, got["at"] - released
-            # One failed attempt before; a notice still on its way from the waiter's own
-            # last release may cost one more (a notice only ever starts an attempt).
-            assert got["attempts"] in (2, 3)
+            # One failed attempt before, and the one the release started. Each may add one
+            # (a notice only ever starts an attempt): the one a quorum of confirmed
+            # subscriptions starts (the first wait, or a subscriber opened again on a
+            # loaded machine), and one a notice still on its way from the waiter's own
+            # last release starts.
+            assert 2 <= got["attempts"] <= 4, got["attempts"]
         # Nobody waits: nothing listens any more.
         wait_for(lambda: subscribers(nodes, resource) == [0] * 5)
 
