@@ -102,6 +102,7 @@ mod outcome;
 mod random;
 mod reply;
 pub mod resp;
+mod subscriptions;
 mod time;
 
 pub use class::{ErrorClass, NodeCause};
@@ -136,6 +137,7 @@ pub use outcome::{
 };
 pub use random::{Token, MAX_TOKEN_TEXT};
 pub use reply::Reply;
+pub use subscriptions::{SubscriberOutput, Subscriptions};
 pub use time::Time;
 
 /// This crate's version.

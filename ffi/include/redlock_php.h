@@ -603,6 +603,36 @@ enum { REDLOCK_REPLY_TIMEOUT = 8 };
 enum { REDLOCK_REPLY_CONNECTION_FAILED = 9 };
 
 /**
+ * Nothing to do until the next input (`redlock_subscriptions_poll_output`).
+ */
+enum { REDLOCK_SUBSCRIBER_OUTPUT_NONE = 0 };
+
+/**
+ * Open the node's subscriber connection, then call
+ * `redlock_subscriptions_handle_opened`, or `redlock_subscriptions_handle_lost` if it
+ * fails.
+ */
+enum { REDLOCK_SUBSCRIBER_OUTPUT_OPEN = 1 };
+
+/**
+ * Subscribe the current channel (`redlock_subscriptions_channel`) on the node's
+ * subscriber connection; hand its confirmation to
+ * `redlock_subscriptions_handle_confirmed`, a refusal to
+ * `redlock_subscriptions_handle_refused`.
+ */
+enum { REDLOCK_SUBSCRIBER_OUTPUT_SUBSCRIBE = 2 };
+
+/**
+ * Unsubscribe the current channel there; its confirmation needs no input.
+ */
+enum { REDLOCK_SUBSCRIBER_OUTPUT_UNSUBSCRIBE = 3 };
+
+/**
+ * Close the node's subscriber connection; report nothing more for it.
+ */
+enum { REDLOCK_SUBSCRIBER_OUTPUT_CLOSE = 4 };
+
+/**
  * What a call did. `REDLOCK_OK` is success; every other value is an error whose
  * snake_case name `redlock_result_name` gives and whose sentence
  * `redlock_result_message` writes.
@@ -849,6 +879,11 @@ typedef struct redlock_outcome redlock_outcome;
  * `redlock_reply_free`.
  */
 typedef struct redlock_reply redlock_reply;
+
+/**
+ * A client's notice subscriptions. Freed by `redlock_subscriptions_free`.
+ */
+typedef struct redlock_subscriptions redlock_subscriptions;
 
 /**
  * The stable name of a `REDLOCK_ERROR_CLASS_*` value (`"held_elsewhere"`,
@@ -2257,3 +2292,114 @@ redlock_result redlock_decoder_next_reply(redlock_decoder *decoder, redlock_repl
  * Bytes fed but not yet consumed by a complete reply (0 for NULL).
  */
 size_t redlock_decoder_buffered(const redlock_decoder *decoder);
+
+/**
+ * Subscriptions over `nodes` nodes. A subscriber connection that neither opens nor
+ * confirms a subscription within `timeout_ms` (the driver's connect timeout; 0 is
+ * taken as 1) counts as lost. `REDLOCK_CONFIG_NO_NODES` / `_TOO_MANY_NODES` for a bad
+ * node count. Free it with `redlock_subscriptions_free`.
+ */
+redlock_result redlock_subscriptions_new(size_t nodes,
+                                         uint64_t timeout_ms,
+                                         redlock_subscriptions **out_subscriptions);
+
+/**
+ * Frees subscriptions. NULL is ignored.
+ */
+void redlock_subscriptions_free(redlock_subscriptions *subscriptions);
+
+/**
+ * One more listener on `channel` (an acquisition started listening), at `now_us`.
+ */
+redlock_result redlock_subscriptions_want(redlock_subscriptions *subscriptions,
+                                          const uint8_t *channel,
+                                          size_t channel_len,
+                                          uint64_t now_us);
+
+/**
+ * One listener fewer on `channel`: once none is left it lingers, then is
+ * unsubscribed. `REDLOCK_NO_VALUE` (nothing changes) for a channel nobody listens on.
+ */
+redlock_result redlock_subscriptions_unwant(redlock_subscriptions *subscriptions,
+                                            const uint8_t *channel,
+                                            size_t channel_len,
+                                            uint64_t now_us);
+
+/**
+ * Node `node`'s subscriber connection opened. `REDLOCK_UNKNOWN_NODE` for a node
+ * outside `0..nodes`.
+ */
+redlock_result redlock_subscriptions_handle_opened(redlock_subscriptions *subscriptions,
+                                                   size_t node,
+                                                   uint64_t now_us);
+
+/**
+ * Node `node`'s subscriber connection could not be opened, or dropped.
+ */
+redlock_result redlock_subscriptions_handle_lost(redlock_subscriptions *subscriptions,
+                                                 size_t node,
+                                                 uint64_t now_us);
+
+/**
+ * Node `node` refused a `SUBSCRIBE`: the connection is to be closed and counts as lost.
+ */
+redlock_result redlock_subscriptions_handle_refused(redlock_subscriptions *subscriptions,
+                                                    size_t node,
+                                                    uint64_t now_us);
+
+/**
+ * Node `node` confirmed the subscription to `channel`. `*out_counts` is true when it
+ * confirms one asked for on the current connection: hand it to the channel's waiting
+ * operations then (`redlock_operation_handle_subscribed`); false for a stale one.
+ */
+redlock_result redlock_subscriptions_handle_confirmed(redlock_subscriptions *subscriptions,
+                                                      size_t node,
+                                                      const uint8_t *channel,
+                                                      size_t channel_len,
+                                                      uint64_t now_us,
+                                                      bool *out_counts);
+
+/**
+ * Time has reached `now_us`: lingering channels come due, connections that did not
+ * open or confirm in time count as lost, paused ones open again. Calling it early is
+ * harmless.
+ */
+redlock_result redlock_subscriptions_handle_timeout(redlock_subscriptions *subscriptions,
+                                                    uint64_t now_us);
+
+/**
+ * The next output: writes a `REDLOCK_SUBSCRIBER_OUTPUT_*` value to `*out_kind` and
+ * the node it is for to `*out_node` (0 with `REDLOCK_SUBSCRIBER_OUTPUT_NONE`). Call it
+ * after every input until it gives `REDLOCK_SUBSCRIBER_OUTPUT_NONE`. Each poll
+ * replaces the previous output: a channel borrowed from it becomes invalid.
+ */
+redlock_result redlock_subscriptions_poll_output(redlock_subscriptions *subscriptions,
+                                                 uint32_t *out_kind,
+                                                 size_t *out_node);
+
+/**
+ * The channel of the current `SUBSCRIBE` or `UNSUBSCRIBE` output, borrowed until the
+ * next poll. `REDLOCK_NO_VALUE` for other outputs.
+ */
+redlock_result redlock_subscriptions_channel(const redlock_subscriptions *subscriptions,
+                                             const uint8_t **out_ptr,
+                                             size_t *out_len);
+
+/**
+ * When `redlock_subscriptions_handle_timeout` is next due: `*out_due` true and
+ * `*out_at_us` the instant, or `*out_due` false (and `*out_at_us` 0).
+ */
+redlock_result redlock_subscriptions_poll_timeout(const redlock_subscriptions *subscriptions,
+                                                  bool *out_due,
+                                                  uint64_t *out_at_us);
+
+/**
+ * Whether node `node`'s subscriber connection is open (false for NULL or an unknown
+ * node).
+ */
+bool redlock_subscriptions_is_open(const redlock_subscriptions *subscriptions, size_t node);
+
+/**
+ * The number of channels wanted or lingering (0 for NULL).
+ */
+size_t redlock_subscriptions_channel_count(const redlock_subscriptions *subscriptions);

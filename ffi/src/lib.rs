@@ -86,6 +86,7 @@ mod link;
 mod operation;
 mod outcome;
 mod reply;
+mod subscriptions;
 
 pub use class::*;
 pub use client::*;

@@ -1406,6 +1406,72 @@ static void events(void) {
     redlock_config_free(config);
 }
 
+/* Notice subscriptions: bad handles, nodes and channels get codes; a short drive. */
+static void subscriptions(void) {
+    redlock_subscriptions *subs = NULL;
+    EXPECT(redlock_subscriptions_new(0, 150, &subs), REDLOCK_CONFIG_NO_NODES);
+    EXPECT(redlock_subscriptions_new(256, 150, &subs), REDLOCK_CONFIG_TOO_MANY_NODES);
+    EXPECT(redlock_subscriptions_new(2, 150, NULL), REDLOCK_NULL_PARAMETER);
+    CHECK(subs == NULL);
+    OK(redlock_subscriptions_new(2, 150, &subs));
+    const uint8_t *ch = (const uint8_t *)"redlock:notice:a";
+    EXPECT(redlock_subscriptions_want(NULL, ch, 16, 0), REDLOCK_NULL_PARAMETER);
+    EXPECT(redlock_subscriptions_want(subs, NULL, 16, 0), REDLOCK_NULL_PARAMETER);
+    EXPECT(redlock_subscriptions_unwant(subs, ch, 16, 0), REDLOCK_NO_VALUE);
+    OK(redlock_subscriptions_want(subs, ch, 16, 0));
+    uint32_t kind = 99;
+    size_t node = 99;
+    const uint8_t *ptr = NULL;
+    size_t len = 0;
+    OK(redlock_subscriptions_poll_output(subs, &kind, &node));
+    CHECK(kind == REDLOCK_SUBSCRIBER_OUTPUT_OPEN && node == 0);
+    EXPECT(redlock_subscriptions_channel(subs, &ptr, &len), REDLOCK_NO_VALUE);
+    OK(redlock_subscriptions_poll_output(subs, &kind, &node));
+    CHECK(kind == REDLOCK_SUBSCRIBER_OUTPUT_OPEN && node == 1);
+    OK(redlock_subscriptions_poll_output(subs, &kind, &node));
+    CHECK(kind == REDLOCK_SUBSCRIBER_OUTPUT_NONE);
+    EXPECT(redlock_subscriptions_poll_output(subs, NULL, &node), REDLOCK_NULL_PARAMETER);
+    EXPECT(redlock_subscriptions_handle_opened(subs, 2, 1000), REDLOCK_UNKNOWN_NODE);
+    EXPECT(redlock_subscriptions_handle_lost(subs, 7, 1000), REDLOCK_UNKNOWN_NODE);
+    EXPECT(redlock_subscriptions_handle_refused(NULL, 0, 1000), REDLOCK_NULL_PARAMETER);
+    OK(redlock_subscriptions_handle_opened(subs, 0, 1000));
+    CHECK(redlock_subscriptions_is_open(subs, 0) && !redlock_subscriptions_is_open(subs, 1));
+    CHECK(!redlock_subscriptions_is_open(NULL, 0) && !redlock_subscriptions_is_open(subs, 9));
+    OK(redlock_subscriptions_poll_output(subs, &kind, &node));
+    CHECK(kind == REDLOCK_SUBSCRIBER_OUTPUT_SUBSCRIBE && node == 0);
+    OK(redlock_subscriptions_channel(subs, &ptr, &len));
+    CHECK(len == 16 && memcmp(ptr, ch, 16) == 0);
+    bool counts = false;
+    EXPECT(redlock_subscriptions_handle_confirmed(subs, 0, ch, 16, 1500, NULL), REDLOCK_NULL_PARAMETER);
+    EXPECT(redlock_subscriptions_handle_confirmed(subs, 5, ch, 16, 1500, &counts), REDLOCK_UNKNOWN_NODE);
+    OK(redlock_subscriptions_handle_confirmed(subs, 0, ch, 16, 1500, &counts));
+    CHECK(counts);
+    OK(redlock_subscriptions_handle_confirmed(subs, 0, ch, 16, 1500, &counts));
+    CHECK(!counts);
+    /* Node 1 never opens: at 150 ms it is given up (closed, paused). */
+    bool due = false;
+    uint64_t at = 0;
+    OK(redlock_subscriptions_poll_timeout(subs, &due, &at));
+    CHECK(due && at == 150000);
+    OK(redlock_subscriptions_handle_timeout(subs, 150000));
+    OK(redlock_subscriptions_poll_output(subs, &kind, &node));
+    CHECK(kind == REDLOCK_SUBSCRIBER_OUTPUT_CLOSE && node == 1);
+    OK(redlock_subscriptions_poll_timeout(subs, &due, &at));
+    CHECK(due && at == 150000 + 1000 * redlock_subscriber_reopen_first_ms());
+    OK(redlock_subscriptions_unwant(subs, ch, 16, 200000));
+    CHECK(redlock_subscriptions_channel_count(subs) == 1 && redlock_subscriptions_channel_count(NULL) == 0);
+    OK(redlock_subscriptions_handle_timeout(subs, 200000 + 1000 * redlock_notice_channel_linger_ms()));
+    OK(redlock_subscriptions_poll_output(subs, &kind, &node));
+    CHECK(kind == REDLOCK_SUBSCRIBER_OUTPUT_UNSUBSCRIBE && node == 0);
+    OK(redlock_subscriptions_poll_output(subs, &kind, &node));
+    CHECK(kind == REDLOCK_SUBSCRIBER_OUTPUT_CLOSE && node == 0);
+    CHECK(redlock_subscriptions_channel_count(subs) == 0);
+    OK(redlock_subscriptions_poll_timeout(subs, &due, &at));
+    CHECK(!due && at == 0);
+    redlock_subscriptions_free(subs);
+    redlock_subscriptions_free(NULL);
+}
+
 int main(void) {
     frees_accept_null();
     links_and_keepalive();
@@ -1417,6 +1483,7 @@ int main(void) {
     buffers_and_texts();
     fencing_and_waiting();
     events();
+    subscriptions();
     printf("errors: %d checks of the C ABI's error paths\n", checks);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
