@@ -3,60 +3,46 @@
 //!
 //! The release script publishes each key it deletes on the key's notice channel
 //! ([`redlock_core::notice_channel`]). An acquisition with a wait limit (from its start)
-//! or one that may retry and found its key held ([`Notices::listen`]) subscribes to its keys' channels on every node, and the driver
-//! hands each message to [`redlock_core::Operation::handle_notice`] with the node it came
-//! from; the core decides whether to try again at once. Nothing here decides anything
-//! about the lock: a notice that is lost costs at most the retry delay the core would
-//! have waited anyway, and a forged one at most one early attempt.
+//! or one that may retry and found its key held ([`Notices::listen`]) listens on its
+//! keys' channels on every node, and the driver hands each message to
+//! [`redlock_core::Operation::handle_notice_message`] with the node it came from; the core
+//! decides whether to try again at once. A notice that is lost costs at most the retry
+//! delay the core would have waited anyway, and a forged one at most one early attempt.
 //!
-//! - A node's subscriber connection (`SUBSCRIBE` takes a connection over, so it is not
-//!   the node's command connection) is opened when the first waiter needs it and kept
-//!   for the next ones; its task subscribes to a channel when the first waiter of that
-//!   channel arrives and unsubscribes [`redlock_core::NOTICE_CHANNEL_LINGER_MS`] after the
-//!   last one left, unless another came meanwhile: a client that waits for the same
-//!   resource again at once is then still listening when a release names it.
-//! - A confirmed subscription is handed to the channel's waiters (`docs/bindings.md`,
-//!   rule 13): a release the node published before the subscription took effect reached
-//!   nobody, and the core decides whether one may have gone unheard.
-//! - A subscriber connection that dies (the node restarted, `CLIENT KILL`) is opened again
-//!   while some waiter still wants a channel, after [`REOPEN_FIRST`] (doubling up to
-//!   [`REOPEN_MAX`] while it keeps failing), subscribed to every channel still wanted: a
-//!   notice lost meanwhile costs the time to subscribe again (for the waiter first in
-//!   the queue, the confirmations stand for it), or the core's retry schedule if that
-//!   comes first. A waiter that arrives
-//!   meanwhile opens it at once.
-//! - A waiter that goes away (its acquisition finished, or its future was dropped)
-//!   leaves nothing behind: dropping its [`Listening`] unsubscribes what nobody else
-//!   wants.
+//! The connections follow the core's [`Subscriptions`] (its docs give the policy: when a
+//! node's subscriber connection opens and closes, which channels it subscribes, how long
+//! a channel lingers after its last waiter, how long a failed connection stays closed).
+//! This module only carries it out: a task per connection reports what happened to it
+//! (opened, lost, refused, a subscription confirmed), a timer task calls the core when it
+//! is due, and the waiters of each channel get its notices and its counted confirmations
+//! (`docs/bindings.md`, rule 13). A waiter that goes away (its acquisition finished, or
+//! its future was dropped) tells the core when its [`Listening`] is dropped.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use tokio::sync::mpsc;
+use redlock_core::{SubscriberOutput, Subscriptions, Time};
+use tokio::sync::{mpsc, Notify};
 
-/// How long a node's subscriber connection that failed stays closed, at first and at
-/// most (doubling in between, back to the first after a confirmed subscription): the
-/// core's [`redlock_core::SUBSCRIBER_REOPEN_FIRST_MS`] and `_MAX_MS`.
-const REOPEN_FIRST: Duration = Duration::from_millis(redlock_core::SUBSCRIBER_REOPEN_FIRST_MS);
-const REOPEN_MAX: Duration = Duration::from_millis(redlock_core::SUBSCRIBER_REOPEN_MAX_MS);
-
-/// A change of one node's subscriptions, in the order the waiters came and went.
+/// A change of one node's subscriptions, in the order the core asked for them.
 enum Control {
     Subscribe(Vec<u8>),
     Unsubscribe(Vec<u8>),
 }
 
-/// One node's live subscriber task.
+/// One node's live subscriber task (one connection).
 struct Subscriber {
     control: mpsc::UnboundedSender<Control>,
-    /// Tells this task's end from a newer task's.
+    /// Tells this connection's reports from an older one's.
     generation: u64,
 }
 
-#[derive(Default)]
 struct State {
+    /// The core's policy for the subscriber connections; `None` without nodes to
+    /// subscribe on (a client over given connections, or notices off).
+    core: Option<Subscriptions>,
     next_waiter: u64,
     next_generation: u64,
     /// Per channel, its waiters: each gets the index of the node a notice came from
@@ -64,6 +50,8 @@ struct State {
     channels: HashMap<Vec<u8>, HashMap<u64, mpsc::UnboundedSender<Notice>>>,
     /// Per node, its subscriber task, if one runs.
     subscribers: Vec<Option<Subscriber>>,
+    /// The runtime the tasks run on: the first waiter's.
+    runtime: Option<tokio::runtime::Handle>,
     /// The client is gone: no new subscriber starts.
     closed: bool,
 }
@@ -71,7 +59,10 @@ struct State {
 struct Shared {
     clients: Vec<redis::Client>,
     connect_timeout: Duration,
+    origin: Instant,
     state: Mutex<State>,
+    /// Wakes the timer task: the core's next instant may have changed.
+    rearm: Notify,
 }
 
 impl Shared {
@@ -81,74 +72,94 @@ impl Shared {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+
+    fn now(&self) -> Time {
+        Time::from_micros(u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    fn instant(&self, time: Time) -> tokio::time::Instant {
+        let far = self.origin + Duration::from_secs(100 * 365 * 24 * 3600);
+        let at = self
+            .origin
+            .checked_add(Duration::from_micros(time.as_micros()))
+            .map_or(far, |instant| instant.min(far));
+        tokio::time::Instant::from_std(at)
+    }
 }
 
-/// The client's release notices: a subscriber per node, started lazily.
+/// The client's release notices: a subscriber per node, opened and closed as the core's
+/// [`Subscriptions`] says.
 pub(crate) struct Notices {
     shared: Arc<Shared>,
 }
 
-/// How a subscriber task ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ended {
-    /// The connection could not be opened, broke, or refused a subscription.
-    Failed,
-    /// The client was dropped.
-    Closed,
+/// What a subscriber connection reports to the core.
+enum Report {
+    Opened,
+    Lost,
+    Refused,
+    Confirmed(Vec<u8>),
 }
 
 impl Notices {
     pub(crate) fn new(clients: Vec<redis::Client>, connect_timeout: Duration) -> Notices {
         let nodes = clients.len();
-        let mut state = State::default();
-        state.subscribers.resize_with(nodes, || None);
+        // No nodes: nothing to subscribe on (the core refuses zero nodes).
+        let core = Subscriptions::new(nodes, connect_timeout).ok();
+        let mut subscribers = Vec::new();
+        subscribers.resize_with(nodes, || None);
         Notices {
             shared: Arc::new(Shared {
                 clients,
                 connect_timeout,
-                state: Mutex::new(state),
+                origin: Instant::now(),
+                state: Mutex::new(State {
+                    core,
+                    next_waiter: 0,
+                    next_generation: 0,
+                    channels: HashMap::new(),
+                    subscribers,
+                    runtime: None,
+                    closed: false,
+                }),
+                rearm: Notify::new(),
             }),
         }
     }
 
     /// Starts listening for releases of `keys` on every node. The notices come out of
     /// the returned [`Listening`] as node indexes; dropping it stops listening.
-    /// Must run inside a Tokio runtime (a subscriber task may start).
+    /// Must run inside a Tokio runtime (subscriber tasks may start).
     pub(crate) fn listen(&self, keys: &[Vec<u8>]) -> Listening {
         let (sender, receiver) = mpsc::unbounded_channel();
         let channels: Vec<Vec<u8>> = keys
             .iter()
             .map(|key| redlock_core::notice_channel(key))
             .collect();
+        let now = self.shared.now();
         let mut state = self.shared.state();
         let id = state.next_waiter;
         state.next_waiter += 1;
         for channel in &channels {
-            let waiters = state.channels.entry(channel.clone()).or_default();
-            let first = waiters.is_empty();
-            waiters.insert(id, sender.clone());
-            if first {
-                for subscriber in state.subscribers.iter().flatten() {
-                    // A task that ended drops its receiver; the next `start` replaces it.
-                    let _ = subscriber.control.send(Control::Subscribe(channel.clone()));
-                }
-            }
+            state
+                .channels
+                .entry(channel.clone())
+                .or_default()
+                .insert(id, sender.clone());
         }
-        if !state.closed {
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                for node in 0..state.subscribers.len() {
-                    // A task whose runtime ended was dropped without freeing its slot.
-                    if state.subscribers[node]
-                        .as_ref()
-                        .is_some_and(|s| s.control.is_closed())
-                    {
-                        state.subscribers[node] = None;
-                    }
-                    if state.subscribers[node].is_none() {
-                        self.start(&mut state, node, &runtime);
-                    }
+        if !state.closed && state.core.is_some() {
+            if state.runtime.is_none() {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(timer(Arc::clone(&self.shared)));
+                    state.runtime = Some(runtime);
                 }
             }
+            if let Some(core) = state.core.as_mut() {
+                for channel in &channels {
+                    core.want(channel, now);
+                }
+            }
+            pump_and_rearm(&self.shared, &mut state);
         }
         Listening {
             shared: Arc::clone(&self.shared),
@@ -156,17 +167,6 @@ impl Notices {
             channels,
             receiver,
         }
-    }
-
-    /// Starts node `node`'s subscriber task, subscribed to every channel wanted now.
-    fn start(&self, state: &mut State, node: usize, runtime: &tokio::runtime::Handle) {
-        let (generation, receiver) = install(state, node);
-        runtime.spawn(subscriber(
-            Arc::clone(&self.shared),
-            node,
-            generation,
-            receiver,
-        ));
     }
 
     /// How many nodes have a live subscriber connection (or one being opened).
@@ -182,6 +182,129 @@ impl Notices {
             // Dropping the sender ends the task's control stream.
             *slot = None;
         }
+        drop(state);
+        self.shared.rearm.notify_one();
+    }
+}
+
+/// Carries out what the core asks of the subscriber connections after an input, and
+/// wakes the timer task to look at the core's next instant again.
+fn pump_and_rearm(shared: &Arc<Shared>, state: &mut State) {
+    pump(shared, state);
+    shared.rearm.notify_one();
+}
+
+/// Carries out what the core asks of the subscriber connections.
+fn pump(shared: &Arc<Shared>, state: &mut State) {
+    while let Some(output) = state.core.as_mut().and_then(Subscriptions::poll_output) {
+        match output {
+            SubscriberOutput::Open { node } => {
+                let Some(runtime) = state.runtime.clone() else {
+                    continue; // no runtime yet: the first waiter brings one
+                };
+                if state.closed {
+                    continue;
+                }
+                let (control, receiver) = mpsc::unbounded_channel();
+                let generation = state.next_generation;
+                state.next_generation += 1;
+                state.subscribers[node] = Some(Subscriber {
+                    control,
+                    generation,
+                });
+                runtime.spawn(subscriber(Arc::clone(shared), node, generation, receiver));
+            }
+            SubscriberOutput::Subscribe { node, channel } => {
+                send(state, node, Control::Subscribe(channel))
+            }
+            SubscriberOutput::Unsubscribe { node, channel } => {
+                send(state, node, Control::Unsubscribe(channel));
+            }
+            // Dropping the sender ends the task, which closes its connection.
+            SubscriberOutput::Close { node } => state.subscribers[node] = None,
+        }
+    }
+}
+
+fn send(state: &State, node: usize, control: Control) {
+    if let Some(subscriber) = &state.subscribers[node] {
+        // A task that ended drops its receiver; its loss is reported separately.
+        let _ = subscriber.control.send(control);
+    }
+}
+
+/// Hands a connection's report to the core (ignored from a connection the core no
+/// longer counts), and a counted confirmation to the channel's waiters.
+fn report(shared: &Arc<Shared>, node: usize, generation: u64, report: Report) {
+    let now = shared.now();
+    let mut state = shared.state();
+    if state.subscribers[node]
+        .as_ref()
+        .is_none_or(|s| s.generation != generation)
+    {
+        return;
+    }
+    let Some(core) = state.core.as_mut() else {
+        return;
+    };
+    // `node` is below the node count: the core named it.
+    let _ = match report {
+        Report::Opened => core.handle_opened(node, now),
+        Report::Lost => {
+            let result = core.handle_lost(node, now);
+            state.subscribers[node] = None;
+            result
+        }
+        Report::Refused => core.handle_refused(node, now),
+        Report::Confirmed(channel) => {
+            if core.handle_confirmed(node, &channel, now) == Ok(true) {
+                // Confirmed: a release published here before it took effect reached
+                // nobody, so one may have gone unheard (`docs/bindings.md`, rule 13).
+                deliver(&state, &channel, Notice::Subscribed(node));
+            }
+            Ok(())
+        }
+    };
+    pump_and_rearm(shared, &mut state);
+}
+
+/// Hands `notice` to every waiter of `channel` (none if nobody listens to it any more).
+fn deliver(state: &State, channel: &[u8], notice: Notice) {
+    if let Some(waiters) = state.channels.get(channel) {
+        for waiter in waiters.values() {
+            // A waiter that finished drops its receiver just before leaving.
+            let _ = waiter.send(notice.clone());
+        }
+    }
+}
+
+/// Calls the core's `handle_timeout` when it is due, until the client is closed
+/// ([`Notices::close`], which wakes it).
+async fn timer(shared: Arc<Shared>) {
+    loop {
+        let due = {
+            let state = shared.state();
+            if state.closed {
+                return;
+            }
+            state.core.as_ref().and_then(Subscriptions::poll_timeout)
+        };
+        let sleep = due.map(|at| shared.instant(at));
+        tokio::select! {
+            () = shared.rearm.notified() => {}
+            () = async {
+                match sleep {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => {}
+        }
+        let now = shared.now();
+        let mut state = shared.state();
+        if let Some(core) = state.core.as_mut() {
+            core.handle_timeout(now);
+        }
+        pump(&shared, &mut state);
     }
 }
 
@@ -197,7 +320,7 @@ pub(crate) enum Notice {
 }
 
 /// One waiter's subscription: notices come out of [`Listening::recv`]; dropped, it
-/// unsubscribes the channels no other waiter wants.
+/// tells the core it listens no more.
 pub(crate) struct Listening {
     shared: Arc<Shared>,
     id: u64,
@@ -215,170 +338,76 @@ impl Listening {
 
 impl Drop for Listening {
     fn drop(&mut self) {
+        let now = self.shared.now();
         let mut state = self.shared.state();
         for channel in &self.channels {
-            let Some(waiters) = state.channels.get_mut(channel) else {
-                continue;
-            };
-            waiters.remove(&self.id);
-            if waiters.is_empty() {
-                state.channels.remove(channel);
-                for subscriber in state.subscribers.iter().flatten() {
-                    let _ = subscriber
-                        .control
-                        .send(Control::Unsubscribe(channel.clone()));
+            if let Some(waiters) = state.channels.get_mut(channel) {
+                waiters.remove(&self.id);
+                if waiters.is_empty() {
+                    state.channels.remove(channel);
                 }
             }
+            if let Some(core) = state.core.as_mut() {
+                core.unwant(channel, now);
+            }
         }
+        pump_and_rearm(&self.shared, &mut state);
     }
 }
 
-/// Takes node `node`'s slot for a new subscriber generation, its control stream seeded
-/// with every channel wanted now.
-fn install(state: &mut State, node: usize) -> (u64, mpsc::UnboundedReceiver<Control>) {
-    let (control, receiver) = mpsc::unbounded_channel();
-    for channel in state.channels.keys() {
-        let _ = control.send(Control::Subscribe(channel.clone()));
-    }
-    let generation = state.next_generation;
-    state.next_generation += 1;
-    state.subscribers[node] = Some(Subscriber {
-        control,
-        generation,
-    });
-    (generation, receiver)
-}
-
-/// Hands `notice` to every waiter of `channel` (none if nobody listens to it any more).
-fn deliver(shared: &Shared, channel: &[u8], notice: Notice) {
-    let state = shared.state();
-    if let Some(waiters) = state.channels.get(channel) {
-        for waiter in waiters.values() {
-            // A waiter that finished drops its receiver just before leaving.
-            let _ = waiter.send(notice.clone());
-        }
-    }
-}
-
-/// One node's subscriber: opens the connection, applies subscription changes in order,
-/// and hands each message to the channel's waiters. When the connection fails it frees
-/// its slot (the next waiter may start anew at once) and, after a delay, opens it again
-/// if some channel is still wanted and no other task took the slot meanwhile. Ends when
-/// the client is dropped or nobody wants a channel any more.
+/// One node's subscriber connection: opens it, reports it to the core, applies the
+/// subscription changes the core asks for in order, and hands each message to the
+/// channel's waiters. Ends when the connection fails (reported as lost or refused) or
+/// the core closes it (its control stream ends).
 async fn subscriber(
     shared: Arc<Shared>,
     node: usize,
-    mut generation: u64,
+    generation: u64,
     mut control: mpsc::UnboundedReceiver<Control>,
-) -> Ended {
-    let mut delay = REOPEN_FIRST;
-    loop {
-        let ended = serve(&shared, node, &mut control, &mut delay).await;
-        {
-            let mut state = shared.state();
-            if state.subscribers[node]
-                .as_ref()
-                .is_none_or(|s| s.generation != generation)
-            {
-                return ended; // closed, or replaced
-            }
-            state.subscribers[node] = None;
-        }
-        if ended == Ended::Closed {
-            return ended;
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(REOPEN_MAX);
-        let mut state = shared.state();
-        if state.closed || state.channels.is_empty() || state.subscribers[node].is_some() {
-            return ended;
-        }
-        (generation, control) = install(&mut state, node);
-    }
-}
-
-/// Serves one connection until it fails or the client is dropped. `delay` goes back to
-/// [`REOPEN_FIRST`] once the node confirms a subscription.
-async fn serve(
-    shared: &Shared,
-    node: usize,
-    control: &mut mpsc::UnboundedReceiver<Control>,
-    delay: &mut Duration,
-) -> Ended {
+) {
     let client = &shared.clients[node];
     let pubsub = match tokio::time::timeout(shared.connect_timeout, client.get_async_pubsub()).await
     {
         Ok(Ok(pubsub)) => pubsub,
-        _ => return Ended::Failed,
+        _ => return report(&shared, node, generation, Report::Lost),
     };
+    report(&shared, node, generation, Report::Opened);
     let (mut sink, mut stream) = pubsub.split();
-    // Channels nobody waits on any more, still subscribed until their instant.
-    let mut lingering: HashMap<Vec<u8>, tokio::time::Instant> = HashMap::new();
-    let linger = Duration::from_millis(redlock_core::NOTICE_CHANNEL_LINGER_MS);
     loop {
-        let next_due = lingering.values().min().copied();
         tokio::select! {
             change = control.recv() => {
-                // A node that does not confirm (frozen) within the connect timeout counts
-                // as a dead subscriber, so that changes do not pile up behind it.
+                // A node that does not answer within the connect timeout fails the
+                // connection here; the core gives it up at the same time.
                 match change {
                     Some(Control::Subscribe(channel)) => {
-                        if lingering.remove(&channel).is_some() {
-                            continue; // still subscribed
+                        match tokio::time::timeout(shared.connect_timeout, sink.subscribe(&channel)).await {
+                            Ok(Ok(())) => report(&shared, node, generation, Report::Confirmed(channel)),
+                            Ok(Err(error)) if !error.is_io_error() => {
+                                return report(&shared, node, generation, Report::Refused);
+                            }
+                            _ => return report(&shared, node, generation, Report::Lost),
                         }
-                        let result = tokio::time::timeout(
-                            shared.connect_timeout,
-                            sink.subscribe(&channel),
-                        )
-                        .await;
-                        if !matches!(result, Ok(Ok(()))) {
-                            return Ended::Failed;
-                        }
-                        *delay = REOPEN_FIRST;
-                        // Confirmed: a release published here before it took effect
-                        // reached nobody, so one may have gone unheard.
-                        deliver(shared, &channel, Notice::Subscribed(node));
                     }
                     Some(Control::Unsubscribe(channel)) => {
-                        lingering.insert(channel, tokio::time::Instant::now() + linger);
+                        let result =
+                            tokio::time::timeout(shared.connect_timeout, sink.unsubscribe(channel)).await;
+                        if !matches!(result, Ok(Ok(()))) {
+                            return report(&shared, node, generation, Report::Lost);
+                        }
                     }
-                    None => return Ended::Closed,
-                }
-            }
-            () = async {
-                if let Some(at) = next_due {
-                    tokio::time::sleep_until(at).await;
-                }
-            }, if next_due.is_some() => {
-                let now = tokio::time::Instant::now();
-                let due: Vec<Vec<u8>> = lingering
-                    .iter()
-                    .filter(|(_, at)| **at <= now)
-                    .map(|(channel, _)| channel.clone())
-                    .collect();
-                for channel in due {
-                    lingering.remove(&channel);
-                    if shared.state().channels.contains_key(&channel) {
-                        continue; // a waiter came back: its Subscribe is on its way
-                    }
-                    let result =
-                        tokio::time::timeout(shared.connect_timeout, sink.unsubscribe(channel))
-                            .await;
-                    if !matches!(result, Ok(Ok(()))) {
-                        return Ended::Failed;
-                    }
+                    None => return, // closed by the core, or the client is gone
                 }
             }
             message = stream.next() => {
                 let Some(message) = message else {
-                    return Ended::Failed;
+                    return report(&shared, node, generation, Report::Lost);
                 };
                 let Ok(channel) = message.get_channel::<Vec<u8>>() else {
                     continue;
                 };
                 // A message that is not a byte string names nobody.
                 let text = message.get_payload::<Vec<u8>>().unwrap_or_default();
-                deliver(shared, &channel, Notice::Message(node, text));
+                deliver(&shared.state(), &channel, Notice::Message(node, text));
             }
         }
     }

@@ -106,14 +106,16 @@ fn a_waiter_acquires_within_a_few_round_trips_of_the_release() {
         println!("release to next holder: {handoff:?} (uncontended acquisition {uncontended:?})");
         // Its retry delay is 2 s: only the notices explain a hand-off this fast.
         assert!(handoff < Duration::from_millis(50), "{handoff:?}");
-        // Its first attempt, perhaps one its confirmed subscriptions started (a quorum of
-        // them came after the refusals: a release may have come before they took
-        // effect), and the one the release started.
-        assert!((2..=3).contains(&lock.attempts()), "{}", lock.attempts());
-        // Nobody waits any more: the channel is unsubscribed everywhere, the connections
-        // stay for the next waiter.
+        // Its first attempt and the one the release started. Two more are legitimate: one
+        // its confirmed subscriptions may start (a quorum of them came after the
+        // refusals: a release may have come before they took effect), and one a notice of
+        // its own earlier release may start, still on its way. Each is one attempt the
+        // nodes decide.
+        assert!((2..=4).contains(&lock.attempts()), "{}", lock.attempts());
+        // Nobody waits any more: once the channel's linger ends it is unsubscribed
+        // everywhere, and the core closes the connections nothing needs.
         assert!(eventually(|| listeners(&nodes, "wait:fast") == vec![0; 5]));
-        assert_eq!(waiter.notice_subscribers(), 5);
+        assert!(eventually(|| waiter.notice_subscribers() == 0));
         lock.release().await.unwrap();
     });
 }
@@ -311,8 +313,8 @@ fn notices_that_never_come_fall_back_to_the_retry_schedule() {
         );
         lock.release().await.unwrap();
 
-        // SUBSCRIBE allowed again: the next waiter opens new subscriber connections, and
-        // notices work again.
+        // SUBSCRIBE allowed again: the next waiter gets new subscriber connections once
+        // the core's pause after the refusals ends, and notices work again.
         acl_default(&nodes, "+subscribe").unwrap();
         let lock = holder
             .lock("wait:refused", Duration::from_secs(10))
@@ -330,6 +332,58 @@ fn notices_that_never_come_fall_back_to_the_retry_schedule() {
         let handoff = acquired.duration_since(released);
         assert!(handoff < Duration::from_millis(50), "{handoff:?}");
         lock.unwrap().release().await.unwrap();
+    });
+    drop(restored);
+}
+
+/// Connections node `i` of `nodes` accepted so far (`INFO stats`); reading it opens one.
+fn connections_received(nodes: &Nodes, i: usize) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("stats")
+        .query(&mut nodes.conn(i))
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("total_connections_received:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("INFO stats names total_connections_received")
+}
+
+#[test]
+fn a_refused_subscription_is_opened_again_at_the_core_pace_not_in_a_loop() {
+    let _serial = serial();
+    let nodes = Nodes::start(7723);
+    let rt = runtime();
+    let holder = client(&nodes, Duration::from_millis(200));
+    let waiter = client(&nodes, Duration::from_secs(3));
+    let restored = SubscribeRestored(&nodes);
+    rt.block_on(async {
+        let lock = holder
+            .lock("wait:paced", Duration::from_secs(10))
+            .await
+            .unwrap();
+        // The waiter's command connections first, so that what follows counts only
+        // subscriber connections.
+        assert!(waiter
+            .connect(Duration::from_secs(2))
+            .await
+            .iter()
+            .all(Result::is_ok));
+        acl_default(&nodes, "-subscribe").unwrap();
+        let before = connections_received(&nodes, 0);
+        let waiting = spawn_waiter(&waiter, "wait:paced");
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        // Opened at once, refused, then again after 100, 200 and 400 ms (the core's
+        // pauses, doubling): four subscriber connections in the second, and one more
+        // for each INFO read. A driver that reopened at once would open hundreds.
+        let opened = connections_received(&nodes, 0) - before - 1;
+        println!("subscriber connections opened in 1 s with SUBSCRIBE refused: {opened}");
+        assert!((3..=5).contains(&opened), "{opened}");
+        lock.release().await.unwrap();
+        let (lock, _) = waiting.await.unwrap();
+        lock.expect("the waiter got the lock at its retry")
+            .release()
+            .await
+            .unwrap();
     });
     drop(restored);
 }
