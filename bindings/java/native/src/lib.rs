@@ -70,6 +70,7 @@ macro_rules! export {
 // The loop's engine and keep-alive use `export!` too (declared after it to see it).
 pub mod engine;
 mod keepalive;
+mod subscriptions;
 
 // ---- library ------------------------------------------------------------------------
 

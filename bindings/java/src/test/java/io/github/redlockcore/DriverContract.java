@@ -1063,4 +1063,122 @@ abstract class DriverContract {
       assertTrue(ms < HANDOFF_BOUND_MS, "subscribed again, the waiter took " + ms + " ms");
     }
   }
+
+  /** Connections node {@code i} accepted so far (INFO stats), through {@code j}. */
+  static long connectionsReceived(Jedis j) {
+    for (String line : j.info("stats").split("\r?\n")) {
+      if (line.startsWith("total_connections_received:")) {
+        return Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
+      }
+    }
+    throw new AssertionError("no total_connections_received in INFO stats");
+  }
+
+  /** Subscriber connections open on the node ({@code CLIENT LIST TYPE pubsub}). */
+  static long pubsubClients(Jedis j) {
+    return j.clientList(ClientType.PUBSUB).lines().filter(l -> !l.isBlank()).count();
+  }
+
+  /**
+   * The nodes refuse SUBSCRIBE (ACL) from before a waiter starts: each refusal closes its
+   * subscriber connection, and the core opens it again after a pause (100 ms, doubling
+   * while it keeps failing; a waiter arriving meanwhile does not cut it short), never in a
+   * loop. Over the waiter's first second that is about 4 connection attempts per node
+   * (at 0, 100, 300 and 700 ms), plus its command connection; a reopening loop would be
+   * hundreds.
+   */
+  @Test
+  void aRefusedSubscribeIsOpenedAgainPacedNotInALoop() throws Exception {
+    try (RedlockClient waiter = RedlockClient.builder(driver(nodes.urls()))
+            .retryDelay(Duration.ofMillis(300)).retryJitter(Duration.ZERO).build()) {
+      RedLock held = redlock.acquire(resource);
+      String other = resource + ":other";
+      RedLock heldOther = redlock.acquire(other);
+      List<Jedis> connections = everyNode();
+      try {
+        subscribePermission("-subscribe");
+        long[] before = new long[5];
+        for (int i = 0; i < 5; i++) {
+          before[i] = connectionsReceived(connections.get(i));
+        }
+        CompletableFuture<Optional<RedLock>> waiting = waitFor(waiter, Duration.ofSeconds(10));
+        Thread.sleep(500);
+        // Another acquisition of the client starts waiting during a pause: still paced.
+        CompletableFuture<Optional<RedLock>> waitingOther = CompletableFuture.supplyAsync(
+            () -> waiter.tryAcquire(other, null, Duration.ofMillis(400)));
+        Thread.sleep(500);
+        long[] attempts = new long[5];
+        for (int i = 0; i < 5; i++) {
+          attempts[i] = connectionsReceived(connections.get(i)) - before[i];
+        }
+        System.out.println(getClass().getSimpleName() + ": connections in 1 s with SUBSCRIBE"
+            + " refused " + java.util.Arrays.toString(attempts));
+        for (int i = 0; i < 5; i++) {
+          // At least the first attempt and one reopening; at most the paced ones (4), the
+          // command connection and some slack for a loaded machine.
+          assertTrue(attempts[i] >= 2 && attempts[i] <= 8,
+              "node " + i + " received " + attempts[i] + " connections in 1 s");
+          assertEquals(0, pubsubClients(connections.get(i)), "nothing stays subscribed");
+        }
+        assertFalse(waiting.isDone(), "the waiter waits");
+        assertTrue(waitingOther.get(10, TimeUnit.SECONDS).isEmpty(), "the other was held");
+        heldOther.release();
+        held.release();
+        // No notices: the lock comes with a retry (every 300 ms).
+        Optional<RedLock> got = waiting.get(10, TimeUnit.SECONDS);
+        assertTrue(got.isPresent(), "the waiter got the lock at a retry");
+        got.get().close();
+      } finally {
+        subscribePermission("+subscribe");
+        connections.forEach(Jedis::close);
+      }
+    }
+  }
+
+  /**
+   * Once nobody waits, the subscriber connections stay for the core's linger (500 ms
+   * after the last waiter ended: a client that waits again at once still listens), then
+   * close on every node.
+   */
+  @Test
+  void theSubscriberConnectionsCloseAfterTheLingerOnceNobodyWaits() throws Exception {
+    try (RedlockClient waiter = RedlockClient.builder(driver(nodes.urls()))
+            .retryDelay(Duration.ofSeconds(3)).retryJitter(Duration.ZERO).build()) {
+      List<Jedis> connections = everyNode();
+      try {
+        RedLock held = redlock.acquire(resource);
+        CompletableFuture<Optional<RedLock>> waiting = waitFor(waiter, Duration.ofSeconds(10));
+        waitUntil(this::subscribedEverywhere);
+        for (Jedis j : connections) {
+          assertEquals(1, pubsubClients(j), "one subscriber connection per node");
+        }
+        handOff(held, waiting, 0);
+        long ended = System.nanoTime();
+        // Lingering: still subscribed right after the wait ended.
+        boolean early = true;
+        for (Jedis j : connections) {
+          early &= pubsubClients(j) == 1;
+        }
+        long checkedMs = (System.nanoTime() - ended) / 1_000_000;
+        if (checkedMs < 300) {
+          assertTrue(early, "the subscriber connections linger after the wait");
+        }
+        waitUntil(() -> {
+          for (Jedis j : connections) {
+            if (pubsubClients(j) != 0) {
+              return false;
+            }
+          }
+          return true;
+        });
+        long closedMs = (System.nanoTime() - ended) / 1_000_000;
+        System.out.println(getClass().getSimpleName() + ": subscriber connections closed "
+            + closedMs + " ms after the wait ended");
+        assertTrue(closedMs >= 400, "closed after " + closedMs + " ms, before the linger ended");
+        assertEquals(0L, connections.get(0).pubsubNumSub(noticeChannel()).get(noticeChannel()));
+      } finally {
+        connections.forEach(Jedis::close);
+      }
+    }
+  }
 }

@@ -10,6 +10,7 @@ import io.github.redlockcore.core.Outcome;
 import io.github.redlockcore.core.Output;
 import io.github.redlockcore.core.Reply;
 import io.github.redlockcore.core.RespDecoder;
+import io.github.redlockcore.core.Subscriptions;
 import io.github.redlockcore.internal.Native;
 import java.time.Duration;
 import java.util.List;
@@ -39,7 +40,10 @@ class HandleLifetimeTest {
   void closeFreesEveryNativeObject() throws InterruptedException {
     long before = settled();
     try (Config config = Config.builder(3, Duration.ofSeconds(10)).build();
-        Client client = new Client(config, new byte[32])) {
+        Client client = new Client(config, new byte[32]);
+        Subscriptions subscriptions = new Subscriptions(3, Duration.ofSeconds(10))) {
+      subscriptions.want(new byte[] {'c'}, 1000);
+      assertEquals(Subscriptions.Output.Kind.OPEN, subscriptions.poll().kind());
       for (int i = 0; i < 100; i++) {
         try (Operation op = client.acquire(List.of("r"), 1000)) {
           List<Output> outputs = op.drain(true);
@@ -59,7 +63,7 @@ class HandleLifetimeTest {
           d.next().close();
         }
       }
-      assertEquals(before + 2, Native.liveHandles());
+      assertEquals(before + 3, Native.liveHandles());
     }
     assertEquals(before, Native.liveHandles());
   }

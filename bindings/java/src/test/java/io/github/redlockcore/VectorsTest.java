@@ -107,8 +107,8 @@ class VectorsTest {
     assertTrue(Scripts.RELEASE.contains("redis.call('DEL', key)"));
     assertEquals("8b18f0545fa49a38beba9969bf360a23b8dd98a8", Scripts.QUEUED_ACQUIRE_SHA1);
     assertEquals(500, io.github.redlockcore.internal.Native.noticeChannelLingerMs());
-    assertEquals(100, io.github.redlockcore.spi.NoticeSubscriber.REOPEN_FIRST_MS);
-    assertEquals(5000, io.github.redlockcore.spi.NoticeSubscriber.REOPEN_MAX_MS);
+    assertEquals(100, io.github.redlockcore.internal.Native.subscriberReopenFirstMs());
+    assertEquals(5000, io.github.redlockcore.internal.Native.subscriberReopenMaxMs());
     assertTrue(Scripts.QUEUED_ACQUIRE.contains("'ZADD', order, 'NX'"));
     assertEquals(3, Scripts.ALL.size());
   }

@@ -7,6 +7,7 @@ import io.github.redlockcore.core.KeepAliveMachine;
 import io.github.redlockcore.core.Outcome;
 import io.github.redlockcore.core.Reply;
 import io.github.redlockcore.core.RespDecoder;
+import io.github.redlockcore.core.Subscriptions;
 import io.github.redlockcore.spi.CloseCause;
 import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
@@ -41,6 +42,13 @@ import java.util.function.Consumer;
  * commands handed to links, replies delivered); the loop never resends, queues or
  * decides that a node is dead.
  *
+ * <p>Release notices work the same way: the core's {@link Subscriptions} (one per client)
+ * decides when each node's subscriber connection opens, which channels it subscribes,
+ * when it closes and how long a failed one stays closed; the loop tells it which channels
+ * waiting acquisitions listen on and what happened to each connection, opens, subscribes,
+ * unsubscribes and closes through the driver's {@link NoticeSubscriber}s as it says, and
+ * hands each notice, and each confirmation it counts, to the channel's waiters.
+ *
  * <p>The thread sleeps in a {@link Selector}, so raw-socket drivers register their
  * channels with it and are served on this same thread; other drivers report from their own
  * threads and the loop takes their events over through {@link #execute}.
@@ -65,17 +73,14 @@ public final class Engine implements LoopContext, AutoCloseable {
   private final PriorityQueue<Timer> timers = new PriorityQueue<>();
   /** Operations that ended in the events being processed, completed after them. */
   private final ArrayList<Object> finished = new ArrayList<>();
-  /** Per node, the subscriber for release notices, opened when a waiter first needs it. */
-  private NoticeSubscriber[] subscribers;
+  /** The core's policy for the subscriber connections (see the class documentation). */
+  private final Subscriptions subscriptions;
+  /** Per node, its current subscriber connection (the core asked for it), or null. */
+  private final SubscriberConnection[] subscribers;
+  /** When {@link #subscriptions} wants its timeout handled, or -1. */
+  private long subscriptionsWake = -1;
   /** Waiting acquisitions by the notice channel they listen on (ISO-8859-1 of its bytes). */
   private final Map<String, List<Op>> waiters = new HashMap<>();
-  /**
-   * Channels nobody listens on any more, still subscribed until their timer fires: the
-   * core's NOTICE_CHANNEL_LINGER_MS, so that a client waiting for the same resource again
-   * at once is already listening when a release names it.
-   */
-  private final Map<String, Timer> lingering = new HashMap<>();
-  private static final long CHANNEL_LINGER_US = Native.noticeChannelLingerMs() * 1000;
   /** The next instant the native half wants {@code timeout}, or -1. */
   private long linkWake = -1;
   private long nextTag = 1;
@@ -142,12 +147,15 @@ public final class Engine implements LoopContext, AutoCloseable {
     this.epochOffset = wall.getEpochSecond() * 1_000_000 + wall.getNano() / 1000 - now();
     this.wantsArgs = driver instanceof ArgsDriver;
     this.raw = driver instanceof RawDriver;
+    int n = driver.nodes();
+    this.subscriptions = new Subscriptions(n, driver.connectTimeout());
+    this.subscribers = new SubscriberConnection[n];
     try {
       this.selector = Selector.open();
     } catch (IOException e) {
+      subscriptions.close();
       throw new UncheckedIOException(e);
     }
-    int n = driver.nodes();
     links = new CoreLinks(n, raw);
     linksHandle = links.raw();
     connections = new NodeConnection[n];
@@ -315,86 +323,185 @@ public final class Engine implements LoopContext, AutoCloseable {
   private Op take(long tag) {
     Op op = ops.remove(tag);
     if (op != null && op.channels != null) {
+      long now = now();
       for (String channel : op.channels) {
         List<Op> list = waiters.get(channel);
-        if (list != null && list.remove(op) && list.isEmpty()) {
-          waiters.remove(channel);
-          lingering.put(channel, schedule(now() + CHANNEL_LINGER_US, () -> {
-            if (lingering.remove(channel) != null) {
-              forEachSubscriber(sub -> sub.unsubscribe(channel.getBytes(StandardCharsets.ISO_8859_1)));
-            }
-          }));
+        if (list != null && list.remove(op)) {
+          if (list.isEmpty()) {
+            waiters.remove(channel);
+          }
+          subscriptions.unwant(channel.getBytes(StandardCharsets.ISO_8859_1), now);
         }
       }
+      pumpSubscriptions();
     }
     return op;
   }
 
-  /** The first waiter of a channel subscribes to it on every node. */
+  /** The acquisition listens on its channels: the core's subscriptions hear of each. */
   private void listen(Op op) {
     if (op.channels == null) {
       return;
     }
-    if (subscribers == null) {
-      subscribers = new NoticeSubscriber[links.nodes()];
-      for (int i = 0; i < subscribers.length; i++) {
-        int node = i;
-        try {
-          subscribers[i] = driver.openSubscriber(i, this, new NoticeListener() {
-            @Override
-            public void notice(byte[] channel, byte[] message) {
-              execute(() -> heard(node, channel, message, false));
-            }
+    long now = now();
+    for (String channel : op.channels) {
+      waiters.computeIfAbsent(channel, c -> new ArrayList<>(2)).add(op);
+      subscriptions.want(channel.getBytes(StandardCharsets.ISO_8859_1), now);
+    }
+    pumpSubscriptions();
+  }
 
-            @Override
-            public void subscribed(byte[] channel) {
-              execute(() -> heard(node, channel, null, true));
+  /**
+   * Does what the core's subscriptions say (open, subscribe, unsubscribe, close a node's
+   * subscriber connection) until they say nothing more, then notes when they want their
+   * timeout. Loop thread.
+   */
+  private void pumpSubscriptions() {
+    Subscriptions.Output out;
+    while ((out = subscriptions.poll()) != null) {
+      int node = out.node();
+      SubscriberConnection current = subscribers[node];
+      switch (out.kind()) {
+        case OPEN:
+          openSubscriber(node);
+          break;
+        case SUBSCRIBE:
+        case UNSUBSCRIBE:
+          if (current != null && current.subscriber != null) {
+            try {
+              if (out.kind() == Subscriptions.Output.Kind.SUBSCRIBE) {
+                current.subscriber.subscribe(out.channel());
+              } else {
+                current.subscriber.unsubscribe(out.channel());
+              }
+            } catch (RuntimeException e) {
+              // A connection that cannot take the command is of no use: lost.
+              uncaught(e);
+              drop(node);
+              subscriptions.handleLost(node, now());
             }
-          });
-        } catch (RuntimeException e) {
-          // No notices from this node: its waiters keep the retry schedule.
-          subscribers[i] = null;
-        }
+          }
+          break;
+        case CLOSE:
+          drop(node);
+          break;
+        default:
+          break;
       }
     }
-    for (String channel : op.channels) {
-      List<Op> list = waiters.computeIfAbsent(channel, c -> new ArrayList<>(2));
-      list.add(op);
-      if (list.size() == 1) {
-        Timer linger = lingering.remove(channel);
-        if (linger != null) {
-          linger.cancel();
-        }
-        // Even a lingering channel: a subscriber sends SUBSCRIBE only for a channel it
-        // is not subscribed to, and one without a connection opens one (at once, or
-        // after its delay if the last one failed).
-        forEachSubscriber(sub -> sub.subscribe(channel.getBytes(StandardCharsets.ISO_8859_1)));
+    subscriptionsWake = subscriptions.pollTimeout();
+  }
+
+  /**
+   * Opens node {@code node}'s subscriber connection through the driver; one it cannot
+   * open (null, or it throws) is lost at once, and the core says when to try again.
+   */
+  private void openSubscriber(int node) {
+    drop(node);
+    SubscriberConnection connection = new SubscriberConnection(node);
+    NoticeSubscriber subscriber = null;
+    if (running && !closing) {
+      try {
+        subscriber = driver.openSubscriber(node, this, connection);
+      } catch (RuntimeException e) {
+        uncaught(e);
+      }
+    }
+    if (subscriber == null) {
+      subscriptions.handleLost(node, now());
+      return;
+    }
+    connection.subscriber = subscriber;
+    subscribers[node] = connection;
+  }
+
+  /** Closes node {@code node}'s subscriber connection, if any; it reports nothing more. */
+  private void drop(int node) {
+    SubscriberConnection connection = subscribers[node];
+    subscribers[node] = null;
+    if (connection != null && connection.subscriber != null) {
+      try {
+        connection.subscriber.close();
+      } catch (RuntimeException e) {
+        uncaught(e);
       }
     }
   }
 
-  private void forEachSubscriber(Consumer<NoticeSubscriber> action) {
-    if (subscribers == null) {
-      return;
+  private static void uncaught(RuntimeException e) {
+    Thread t = Thread.currentThread();
+    t.getUncaughtExceptionHandler().uncaughtException(t, e);
+  }
+
+  /**
+   * One subscriber connection's reports, taken over by the loop thread (always queued:
+   * never re-entrant). Those of a connection that is no longer its node's current one
+   * (closed, or lost) are ignored.
+   */
+  private final class SubscriberConnection implements NoticeListener {
+    final int node;
+    NoticeSubscriber subscriber;
+
+    SubscriberConnection(int node) {
+      this.node = node;
     }
-    for (NoticeSubscriber sub : subscribers) {
-      if (sub != null) {
-        try {
-          action.accept(sub);
-        } catch (RuntimeException e) {
-          // A subscriber that fails costs its node's notices, nothing else.
-          Thread t = Thread.currentThread();
-          t.getUncaughtExceptionHandler().uncaughtException(t, e);
+
+    private void later(Runnable task) {
+      tasks.add(() -> {
+        if (running && subscribers[node] == this) {
+          task.run();
         }
-      }
+      });
+      selector.wakeup();
+    }
+
+    @Override
+    public void opened() {
+      later(() -> {
+        subscriptions.handleOpened(node, now());
+        pumpSubscriptions();
+      });
+    }
+
+    @Override
+    public void lost() {
+      later(() -> {
+        drop(node);
+        subscriptions.handleLost(node, now());
+        pumpSubscriptions();
+      });
+    }
+
+    @Override
+    public void refused() {
+      later(() -> {
+        subscriptions.handleRefused(node, now());
+        pumpSubscriptions();
+      });
+    }
+
+    @Override
+    public void subscribed(byte[] channel) {
+      later(() -> {
+        if (subscriptions.handleConfirmed(node, channel, now())) {
+          heard(node, channel, null, true);
+        }
+        pumpSubscriptions();
+      });
+    }
+
+    @Override
+    public void notice(byte[] channel, byte[] message) {
+      later(() -> heard(node, channel, message, false));
     }
   }
 
   /**
    * A release notice from {@code node} with its message, or with {@code subscribed} the
-   * confirmation of the subscription to {@code channel} there: every acquisition waiting
-   * on the channel hears it (the core tells from the message whether it names that one,
-   * and from a confirmation whether a release may have gone unheard).
+   * confirmation of the subscription to {@code channel} there (one the core counts):
+   * every acquisition waiting on the channel hears it (the core tells from the message
+   * whether it names that one, and from a confirmation whether a release may have gone
+   * unheard).
    */
   private void heard(int node, byte[] channel, byte[] message, boolean subscribed) {
     if (!running) {
@@ -728,7 +835,7 @@ public final class Engine implements LoopContext, AutoCloseable {
     if (t != null) {
       wake = min(wake, t.at);
     }
-    return wake;
+    return min(wake, subscriptionsWake);
   }
 
   private static long min(long a, long b) {
@@ -742,6 +849,10 @@ public final class Engine implements LoopContext, AutoCloseable {
     if (linkWake >= 0 && linkWake <= now) {
       links.timeout(now);
       process();
+    }
+    if (subscriptionsWake >= 0 && subscriptionsWake <= now && running) {
+      subscriptions.handleTimeout(now);
+      pumpSubscriptions();
     }
     List<Timer> due = new ArrayList<>();
     Timer t;
@@ -793,7 +904,10 @@ public final class Engine implements LoopContext, AutoCloseable {
         take(op.tag);
         op.future.complete(null);
       }
-      forEachSubscriber(NoticeSubscriber::close);
+      for (int i = 0; i < subscribers.length; i++) {
+        drop(i);
+      }
+      subscriptionsWake = -1;
       running = false;
       closed.complete(null);
     });
@@ -811,6 +925,7 @@ public final class Engine implements LoopContext, AutoCloseable {
     if (!thread.isAlive()) {
       // Only once the loop is gone: it holds the links' raw handle.
       links.close();
+      subscriptions.close();
     }
   }
 

@@ -39,8 +39,10 @@ public final class Native {
   /** How long a notice channel stays subscribed after its last waiter ended (ms). */
   public static native long noticeChannelLingerMs();
 
+  /** How long a failed subscriber connection stays closed at first (ms; the core's). */
   public static native long subscriberReopenFirstMs();
 
+  /** How long a failed subscriber connection stays closed at most (ms; the core's). */
   public static native long subscriberReopenMaxMs();
 
   /** Native objects made and not yet freed (every handle type together). */
@@ -241,6 +243,49 @@ public final class Native {
 
   /** The first two indexes naming one server, or null. */
   public static native int[] duplicateNode(String[] addresses);
+
+  // ---- the core's notice subscriptions (see core.Subscriptions) ----
+
+  /** no_nodes / too_many_nodes for a bad node count. */
+  public static native long subscriptionsNew(int nodes, long timeoutMs);
+
+  public static native void subscriptionsFree(long subscriptions);
+
+  public static native void subscriptionsWant(long subscriptions, byte[] channel, long now);
+
+  /** False (nothing changes) for a channel nobody listens on. */
+  public static native boolean subscriptionsUnwant(long subscriptions, byte[] channel,
+      long now);
+
+  /** unknown_node for a node outside the count (as the three below). */
+  public static native void subscriptionsHandleOpened(long subscriptions, int node, long now);
+
+  public static native void subscriptionsHandleLost(long subscriptions, int node, long now);
+
+  public static native void subscriptionsHandleRefused(long subscriptions, int node, long now);
+
+  /** True when the confirmation counts (hand it to the channel's waiting operations). */
+  public static native boolean subscriptionsHandleConfirmed(long subscriptions, int node,
+      byte[] channel, long now);
+
+  public static native void subscriptionsHandleTimeout(long subscriptions, long now);
+
+  /**
+   * The next output: out[0] its kind (0 none, 1 open, 2 subscribe, 3 unsubscribe, 4 close),
+   * out[1] its node; returns the channel of a subscribe or unsubscribe, else null.
+   */
+  public static native byte[] subscriptionsPollOutput(long subscriptions, long[] out);
+
+  /** When subscriptionsHandleTimeout is next due, or -1. */
+  public static native long subscriptionsPollTimeout(long subscriptions);
+
+  public static native boolean subscriptionsIsOpen(long subscriptions, int node);
+
+  public static native boolean subscriptionsIsSubscribed(long subscriptions, int node,
+      byte[] channel);
+
+  /** Channels wanted or lingering. */
+  public static native int subscriptionsChannelCount(long subscriptions);
 
   // ---- the core's keep-alive ----
 

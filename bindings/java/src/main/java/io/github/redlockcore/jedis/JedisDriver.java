@@ -126,8 +126,8 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
   }
 
   /**
-   * A connection of its own per node (from the node's pool or factory, kept while it
-   * works) and a thread blocked in {@code SUBSCRIBE}, for release notices.
+   * A connection of its own (from the node's pool or factory) and a thread blocked in
+   * {@code SUBSCRIBE}, for release notices; null for a Sentinel's master (no notices).
    */
   @Override
   public synchronized NoticeSubscriber openSubscriber(int index, LoopContext loop,
@@ -136,7 +136,10 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
       return null;
     }
     JedisSubscriber s = new JedisSubscriber(index, nodes.get(index), listener);
+    // The closed ones go: a client opens one now and then for as long as it lives.
+    subscribers.removeIf(JedisSubscriber::isClosed);
     subscribers.add(s);
+    s.start();
     return s;
   }
 

@@ -4,25 +4,22 @@ import io.github.redlockcore.spi.NoticeListener;
 import io.github.redlockcore.spi.NoticeSubscriber;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.function.Supplier;
 import redis.clients.jedis.BinaryJedisPubSub;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.exceptions.JedisDataException;
 
 /**
- * One node's subscriber for release notices over Jedis: a connection of its own (taken
- * from the node's pool or factory and kept while it works) and a thread blocked in {@code
- * SUBSCRIBE}, as Jedis's pub/sub API requires. It also listens on a channel of its own, so
- * the subscription lives while no waiter waits; channels are added and removed on the
- * running subscription. A connection that drops, or whose subscription the node refuses,
- * is opened again after a delay while channels are wanted (otherwise the thread ends until
- * one is); each confirmed subscription is reported (the core decides whether a release
- * may have been missed meanwhile), so one costs the time to subscribe again rather than
- * a retry delay.
+ * One subscriber connection to one node for release notices over Jedis: a connection of
+ * its own (taken from the node's pool or factory, never given back for reuse) and a
+ * thread blocked in {@code SUBSCRIBE}, as Jedis's pub/sub API requires. It first
+ * subscribes to a channel of its own, so that the subscription lives while it listens on
+ * nothing else, and reports the connection opened once that is confirmed; the loop's
+ * channels are then added and removed on the running subscription. It reports messages
+ * and confirmed subscriptions; an error reply (a refused {@code SUBSCRIBE}) ends it as
+ * refused, anything else that ends it as lost. It never reconnects: the core decides when
+ * a new one is opened.
  */
 final class JedisSubscriber implements NoticeSubscriber {
   private static final SecureRandom RANDOM = new SecureRandom();
@@ -31,12 +28,13 @@ final class JedisSubscriber implements NoticeSubscriber {
   private final Supplier<Jedis> factory;
   private final NoticeListener listener;
   private final byte[] own;
-  /** Wanted channels, by their ISO-8859-1 text. */
-  private final Map<String, byte[]> wanted = new HashMap<>();
-  private Thread thread;
-  private PubSub pubsub;
+  private final PubSub pubsub = new PubSub();
+  /** The connection while the thread holds one. */
   private Jedis jedis;
+  /** Closed by the loop, or ended: nothing more is reported. */
   private boolean closed;
+  /** Redis confirmed the subscriber's own channel: channels can be added and removed. */
+  private boolean ready;
 
   JedisSubscriber(int index, Supplier<Jedis> factory, NoticeListener listener) {
     this.index = index;
@@ -47,23 +45,21 @@ final class JedisSubscriber implements NoticeSubscriber {
   }
 
   private final class PubSub extends BinaryJedisPubSub {
-    /** Set once Redis confirmed the subscriber's own channel: more can be added then. */
-    boolean ready;
-
     @Override
     public void onSubscribe(byte[] channel, int count) {
       if (Arrays.equals(channel, own)) {
-        List<byte[]> missing;
+        boolean gone;
         synchronized (JedisSubscriber.this) {
           ready = true;
-          missing = new ArrayList<>(wanted.values());
+          gone = closed;
         }
-        if (!missing.isEmpty()) {
-          subscribe(missing.toArray(new byte[0][]));
+        if (gone) {
+          // Closed while it connected (Jedis reconnects a socket closed before use).
+          unsubscribe();
+          return;
         }
+        listener.opened();
       } else {
-        // A release published before this took effect reached nobody (rule 13 of
-        // docs/bindings.md): the core decides whether one may have been missed.
         listener.subscribed(channel);
       }
     }
@@ -74,87 +70,63 @@ final class JedisSubscriber implements NoticeSubscriber {
     }
   }
 
-  @Override
-  public synchronized void subscribe(byte[] channel) {
-    if (closed) {
-      return;
-    }
-    boolean known = wanted.put(new String(channel, StandardCharsets.ISO_8859_1), channel) != null;
-    if (thread == null) {
-      start();
-    } else if (pubsub.ready && !known) {
-      // Not again for a channel already subscribed (a lingering one): its confirmation
-      // would be a notice, and an attempt, for nothing.
-      try {
-        pubsub.subscribe(channel);
-      } catch (RuntimeException e) {
-        // The connection is going: the next one subscribes to every channel wanted.
-      }
-    }
-  }
-
-  @Override
-  public synchronized void unsubscribe(byte[] channel) {
-    if (wanted.remove(new String(channel, StandardCharsets.ISO_8859_1)) != null
-        && thread != null && pubsub.ready) {
-      try {
-        pubsub.unsubscribe(channel);
-      } catch (RuntimeException e) {
-        // The connection is going; nothing to undo.
-      }
-    }
-  }
-
-  private void start() {
-    PubSub mine = new PubSub();
-    pubsub = mine;
-    thread = new Thread(() -> run(mine), "redlock-jedis-notices-" + index);
+  /** Starts the connection's thread; the outcome is reported (opened, or lost). */
+  void start() {
+    Thread thread = new Thread(this::run, "redlock-jedis-notices-" + index);
     thread.setDaemon(true);
     thread.start();
   }
 
-  private void run(PubSub first) {
-    PubSub mine = first;
-    long delay = REOPEN_FIRST_MS;
-    try {
-      while (true) {
-        listen(mine);
-        synchronized (this) {
-          if (closed || wanted.isEmpty()) {
-            return;
-          }
-          // Dropped or refused with channels wanted: opened again after a delay (doubling
-          // while the node refuses), so notices come back to the waiters still waiting.
-          delay = mine.ready ? REOPEN_FIRST_MS : delay;
-          mine = new PubSub();
-          pubsub = mine;
-          long end = System.nanoTime() + delay * 1_000_000;
-          long left;
-          while (!closed && (left = end - System.nanoTime()) > 0) {
-            wait(Math.max(1, left / 1_000_000));
-          }
-          if (closed || wanted.isEmpty()) {
-            return;
-          }
-          delay = Math.min(2 * delay, REOPEN_MAX_MS);
-        }
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } finally {
-      synchronized (this) {
-        if (pubsub == mine) {
-          thread = null;
-          pubsub = null;
-          jedis = null;
-        }
+  @Override
+  public void subscribe(byte[] channel) {
+    if (isReady()) {
+      try {
+        pubsub.subscribe(channel);
+      } catch (RuntimeException e) {
+        broken();
       }
     }
   }
 
-  /** One connection's subscription, until it drops, is refused or is closed. */
-  private void listen(PubSub mine) {
+  @Override
+  public void unsubscribe(byte[] channel) {
+    if (isReady()) {
+      try {
+        pubsub.unsubscribe(channel);
+      } catch (RuntimeException e) {
+        broken();
+      }
+    }
+  }
+
+  /** A write failed: the socket is closed, and the thread reports the connection lost. */
+  private void broken() {
+    Jedis connection;
+    synchronized (this) {
+      connection = jedis;
+    }
+    if (connection != null) {
+      try {
+        connection.disconnect();
+      } catch (RuntimeException e) {
+        // Ending anyway.
+      }
+    }
+  }
+
+  /** Closed, or ended. */
+  synchronized boolean isClosed() {
+    return closed;
+  }
+
+  private synchronized boolean isReady() {
+    return ready && !closed;
+  }
+
+  /** The connection's life: opened, subscribed until it ends, then reported. */
+  private void run() {
     Jedis connection = null;
+    boolean refused = false;
     try {
       connection = factory.get();
       synchronized (this) {
@@ -163,20 +135,33 @@ final class JedisSubscriber implements NoticeSubscriber {
         }
         jedis = connection;
       }
-      connection.subscribe(mine, own);
+      connection.subscribe(pubsub, own);
+    } catch (JedisDataException e) {
+      // An error reply once subscribing: the node refused a SUBSCRIBE (an ACL, say).
+      refused = connection != null;
     } catch (RuntimeException e) {
-      // Dropped or refused: no notices from this node until it is opened again.
+      // Could not be opened, or dropped.
     } finally {
+      boolean report;
       synchronized (this) {
-        if (jedis == connection) {
-          jedis = null;
-        }
+        report = !closed;
+        closed = true;
+        jedis = null;
       }
       if (connection != null) {
         try {
+          // Never back to a pool: it may still be subscribed.
+          connection.getConnection().setBroken();
           connection.close();
         } catch (RuntimeException e) {
           // Closing anyway.
+        }
+      }
+      if (report) {
+        if (refused) {
+          listener.refused();
+        } else {
+          listener.lost();
         }
       }
     }
@@ -185,25 +170,16 @@ final class JedisSubscriber implements NoticeSubscriber {
   @Override
   public void close() {
     Jedis connection;
-    PubSub running;
     synchronized (this) {
-      closed = true;
-      wanted.clear();
-      connection = jedis;
-      running = pubsub;
-      // Wakes a thread waiting to open a connection again.
-      notifyAll();
-    }
-    if (running != null && running.ready) {
-      try {
-        running.unsubscribe();
-      } catch (RuntimeException e) {
-        // Closing the socket below ends it anyway.
+      if (closed) {
+        return;
       }
+      closed = true;
+      connection = jedis;
     }
     if (connection != null) {
       try {
-        // Frees the thread if it is still blocked reading.
+        // Frees the thread blocked reading; it closes the connection.
         connection.disconnect();
       } catch (RuntimeException e) {
         // Closing anyway.

@@ -148,13 +148,18 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
     return new NioConnection(nodes.get(index), loop, events);
   }
 
-  /** A socket of its own per node on the loop's selector, for release notices. */
+  /**
+   * A socket of its own on the loop's selector, for release notices; null for a
+   * Sentinel's master (no notices).
+   */
   @Override
   public NoticeSubscriber openSubscriber(int index, LoopContext loop, NoticeListener listener) {
     if (nodes.get(index).address == null) {
       return null;
     }
-    return new NioSubscriber(nodes.get(index), loop, listener);
+    NioSubscriber subscriber = new NioSubscriber(nodes.get(index), loop, listener);
+    subscriber.open();
+    return subscriber;
   }
 
   @Override

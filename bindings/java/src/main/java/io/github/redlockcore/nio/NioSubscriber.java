@@ -4,23 +4,19 @@ import io.github.redlockcore.core.Reply;
 import io.github.redlockcore.core.RespDecoder;
 import io.github.redlockcore.internal.Native;
 import io.github.redlockcore.spi.LoopContext;
-import io.github.redlockcore.spi.LoopContext.Scheduled;
 import io.github.redlockcore.spi.NoticeListener;
 import io.github.redlockcore.spi.NoticeSubscriber;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
-import java.util.Map;
 
 /**
- * One node's subscriber connection for release notices, a socket of its own on the loop's
- * selector (every method runs on the loop thread). It connects when a channel is first
- * wanted and subscribes to every wanted channel. A connection that drops, or whose
- * subscription the node refuses, is opened again after a delay while channels are
- * wanted; each confirmed subscription is reported (the core decides whether a release
- * may have been missed meanwhile), so one costs the time to subscribe again rather than
- * a retry delay.
+ * One subscriber connection to one node for release notices, a socket of its own on the
+ * loop's selector (every method runs on the loop thread). It connects (and authenticates)
+ * when opened, then sends the {@code SUBSCRIBE} and {@code UNSUBSCRIBE} commands the
+ * loop gives it and reports what it reads: messages, confirmed subscriptions, a refused
+ * {@code SUBSCRIBE}. When the socket fails it reports the connection lost and stops; the
+ * core decides when a new one is opened.
  */
 final class NioSubscriber implements NoticeSubscriber, NioSocket.Handler {
   private static final byte[] MESSAGE = "message".getBytes(StandardCharsets.US_ASCII);
@@ -30,15 +26,9 @@ final class NioSubscriber implements NoticeSubscriber, NioSocket.Handler {
   private final LoopContext loop;
   private final NoticeListener listener;
   private final NioSocket socket = new NioSocket(16 * 1024);
-  /** Wanted channels, by their ISO-8859-1 text. */
-  private final Map<String, byte[]> wanted = new LinkedHashMap<>();
   private boolean authenticating;
-  private boolean ready;
-  private boolean closed;
-  /** The pending reopening of a failed connection, or null. */
-  private Scheduled reopen;
-  /** How long the next failed connection stays closed (us). */
-  private long reopenDelay = REOPEN_FIRST_MS * 1000;
+  /** Closed or lost: nothing more is sent or reported. */
+  private boolean done;
 
   NioSubscriber(NioDriver.Node node, LoopContext loop, NoticeListener listener) {
     this.node = node;
@@ -46,42 +36,8 @@ final class NioSubscriber implements NoticeSubscriber, NioSocket.Handler {
     this.listener = listener;
   }
 
-  @Override
-  public void subscribe(byte[] name) {
-    if (closed) {
-      return;
-    }
-    boolean known = wanted.put(new String(name, StandardCharsets.ISO_8859_1), name) != null;
-    if (!socket.isOpen()) {
-      if (reopen == null) {
-        open();
-      }
-    } else if (ready && !known) {
-      // Not again for a channel already subscribed (a lingering one): its confirmation
-      // would be a notice, and an attempt, for nothing.
-      send("SUBSCRIBE", name);
-    }
-  }
-
-  @Override
-  public void unsubscribe(byte[] name) {
-    if (wanted.remove(new String(name, StandardCharsets.ISO_8859_1)) != null && ready) {
-      send("UNSUBSCRIBE", name);
-    }
-  }
-
-  @Override
-  public void close() {
-    closed = true;
-    wanted.clear();
-    if (reopen != null) {
-      reopen.cancel();
-      reopen = null;
-    }
-    shut();
-  }
-
-  private void open() {
+  /** Starts connecting; the outcome is reported (opened, or lost). */
+  void open() {
     try {
       socket.open(loop, node.address, this);
     } catch (IOException e) {
@@ -89,23 +45,29 @@ final class NioSubscriber implements NoticeSubscriber, NioSocket.Handler {
     }
   }
 
-  /**
-   * The connection failed, could not be opened, or was refused: closed, and opened again
-   * after a delay (doubling up to a limit) if channels are still wanted. Notices only make
-   * waiting faster, so a node that refuses them costs a connection now and then.
-   */
+  @Override
+  public void subscribe(byte[] name) {
+    send("SUBSCRIBE", name);
+  }
+
+  @Override
+  public void unsubscribe(byte[] name) {
+    send("UNSUBSCRIBE", name);
+  }
+
+  @Override
+  public void close() {
+    done = true;
+    shut();
+  }
+
+  /** The connection failed or could not be opened: closed, and reported once. */
   private void lost() {
     shut();
-    if (closed || wanted.isEmpty() || reopen != null) {
-      return;
+    if (!done) {
+      done = true;
+      listener.lost();
     }
-    reopen = loop.schedule(loop.now() + reopenDelay, () -> {
-      reopen = null;
-      if (!closed && !wanted.isEmpty() && !socket.isOpen()) {
-        open();
-      }
-    });
-    reopenDelay = Math.min(2 * reopenDelay, REOPEN_MAX_MS * 1000);
   }
 
   @Override
@@ -114,20 +76,12 @@ final class NioSubscriber implements NoticeSubscriber, NioSocket.Handler {
       authenticating = true;
       send("AUTH", node.password.getBytes(StandardCharsets.UTF_8));
     } else {
-      subscribeAll();
-    }
-  }
-
-  private void subscribeAll() {
-    ready = true;
-    for (byte[] name : wanted.values()) {
-      send("SUBSCRIBE", name);
+      listener.opened();
     }
   }
 
   private void send(String command, byte[] argument) {
-    if (!socket.isOpen()) {
-      // Lost by an earlier send: the next connection subscribes to what is wanted then.
+    if (done || !socket.isOpen()) {
       return;
     }
     try {
@@ -153,20 +107,17 @@ final class NioSubscriber implements NoticeSubscriber, NioSocket.Handler {
     RespDecoder decoder = socket.decoder();
     decoder.feed(data, 0, length);
     Reply reply;
-    while (socket.isOpen() && (reply = decoder.nextReply()) != null) {
+    while (!done && socket.isOpen() && (reply = decoder.nextReply()) != null) {
       if (authenticating) {
         authenticating = false;
         if (reply.type() == Reply.Type.ERROR) {
           lost();
           return;
         }
-        subscribeAll();
+        listener.opened();
       } else if (!heard(reply, listener)) {
-        // The node refused to subscribe (a NOPERM, say): try again later.
-        lost();
-        return;
-      } else {
-        reopenDelay = REOPEN_FIRST_MS * 1000;
+        // The node refused to subscribe (a NOPERM, say): the loop closes the connection.
+        listener.refused();
       }
     }
   }
@@ -200,7 +151,6 @@ final class NioSubscriber implements NoticeSubscriber, NioSocket.Handler {
 
   private void shut() {
     socket.close();
-    ready = false;
     authenticating = false;
   }
 }

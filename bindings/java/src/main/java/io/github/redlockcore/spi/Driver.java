@@ -13,12 +13,24 @@ public interface Driver extends AutoCloseable {
   NodeConnection open(int index, LoopContext loop, NodeEvents events);
 
   /**
-   * Node {@code index}'s subscriber for release notices (waiting acquisitions), opened
-   * when first needed, or null when the driver cannot subscribe (waiters then keep the
-   * core's retry schedule).
+   * Opens a subscriber connection to node {@code index} for release notices (waiting
+   * acquisitions), reporting to {@code listener}: {@link NoticeListener#opened()} once it
+   * can subscribe, or {@link NoticeListener#lost()} if it cannot be opened. Called on the
+   * loop thread whenever the core's subscriptions ask for one (a connection per node at a
+   * time); returns at once. Null when the driver cannot subscribe to that node: the core
+   * counts it lost, and the waiters keep the core's retry schedule.
    */
   default NoticeSubscriber openSubscriber(int index, LoopContext loop, NoticeListener listener) {
     return null;
+  }
+
+  /**
+   * How long a subscriber connection may take to open, or to confirm a subscription, before
+   * the core counts it lost (and closes it, to open it again after its pause). 10 s by
+   * default.
+   */
+  default java.time.Duration connectTimeout() {
+    return java.time.Duration.ofSeconds(10);
   }
 
   /** A short name for messages ("nio", "jedis"). */

@@ -1,33 +1,34 @@
 package io.github.redlockcore.spi;
 
 /**
- * One node's subscriber connection for release notices (a connection of its own: {@code
- * SUBSCRIBE} takes a connection over). The loop calls these on its own thread while
- * acquisitions wait: {@link #subscribe} when the first waiter of a channel starts, {@link
- * #unsubscribe} when the last one ends. Messages go to the {@link NoticeListener}. A
- * notice only ever makes a waiting acquisition try sooner, so a subscriber that cannot
- * connect or drops costs speed, never safety: the waiters keep the core's retry schedule.
- * A connection that drops, or whose subscription the node refuses, is opened again while
- * channels are wanted, after {@link #REOPEN_FIRST_MS} at first, doubling up to {@link
- * #REOPEN_MAX_MS}. Each confirmed subscription goes to {@link
- * NoticeListener#subscribed}: a release the node published before it reached nobody.
+ * One subscriber connection to one node, for release notices (a connection of its own:
+ * {@code SUBSCRIBE} takes a connection over), as {@link Driver#openSubscriber} opened it.
+ * It decides nothing: the core's subscriptions ({@link
+ * io.github.redlockcore.core.Subscriptions}, one per client) decide when a node's
+ * subscriber connection opens and closes, which channels it subscribes and unsubscribes,
+ * and how long one that failed stays closed, and the client's loop carries that out
+ * through these methods, on its own thread, once the connection reported {@link
+ * NoticeListener#opened()}. Every call returns at once.
+ *
+ * <p>What happens on the connection goes to the {@link NoticeListener} it was opened
+ * with, from any thread: opened, each message, each confirmed subscription, a refused
+ * {@code SUBSCRIBE}, the connection lost. It never reconnects or subscribes again on its
+ * own: once lost (or closed) it reports nothing more, and the loop opens a new one when
+ * the core says so. A notice only ever makes a waiting acquisition try sooner, so a
+ * subscriber that cannot connect or drops costs speed, never safety: the waiters keep the
+ * core's retry schedule.
  */
 public interface NoticeSubscriber {
   /**
-   * How long a failed subscriber connection stays closed at first (ms): the core's
-   * SUBSCRIBER_REOPEN_FIRST_MS.
+   * Subscribes to {@code channel}; the node's confirmation goes to {@link
+   * NoticeListener#subscribed}, a refusal (an error reply) to {@link
+   * NoticeListener#refused()}.
    */
-  long REOPEN_FIRST_MS = io.github.redlockcore.internal.Native.subscriberReopenFirstMs();
-
-  /** How long a failed subscriber connection stays closed at most (ms): the core's. */
-  long REOPEN_MAX_MS = io.github.redlockcore.internal.Native.subscriberReopenMaxMs();
-
-  /** Starts listening on {@code channel} (opening the connection if needed). */
   void subscribe(byte[] channel);
 
-  /** Stops listening on {@code channel}. */
+  /** Unsubscribes from {@code channel}; its confirmation is reported as nothing. */
   void unsubscribe(byte[] channel);
 
-  /** Closes the connection; nothing more is reported. */
+  /** Closes the connection (whatever its state; again is harmless); nothing more is reported. */
   void close();
 }
