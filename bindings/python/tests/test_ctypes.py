@@ -92,14 +92,13 @@ def test_every_header_function_is_declared_with_its_types() -> None:
             assert declared is expected_ctype(c_type), f"{name}: {param}"
 
 
-def test_the_notice_channel_linger_comes_from_the_core() -> None:
-    from redlock_core import _protocol
-    from redlock_core._handle import notice_channel_linger_ms
+def test_the_notice_subscription_constants_come_from_the_core() -> None:
+    from redlock_core._handle import notice_channel_linger_ms, subscriber_reopen_ms
 
+    # The linger and the subscriber's pauses before it is opened again: the core's
+    # Subscriptions apply them (tests/test_subscriptions.py), the drivers keep no copy.
     assert notice_channel_linger_ms() == 500
-    assert _protocol.NOTICE_LINGER_US == 500_000
-    # So do the subscriber's pauses before it is opened again.
-    assert (_protocol.RESUBSCRIBE_FIRST_US, _protocol.RESUBSCRIBE_MAX_US) == (100_000, 5_000_000)
+    assert subscriber_reopen_ms() == (100, 5000)
 
 
 def test_result_names_and_messages_come_from_the_core() -> None:

@@ -16,9 +16,9 @@ import pytest
 import redis
 import redis.asyncio
 
-from redlock_core import AsyncRedlock, LockHeldError, Redlock
+from redlock_core import AsyncRedlock, LockHeldError, ProtocolError, Redlock
 from redlock_core._operation import Operation
-from redlock_core._protocol import Subscription
+from redlock_core._protocol import MESSAGE, REFUSED, SUBSCRIBED, Subscriber
 
 from .conftest import Nodes
 
@@ -336,7 +336,8 @@ def queued(nodes: Nodes, resource: str) -> list[int]:
 def test_the_subscriber_reads_each_notice_with_its_message() -> None:
     # Both drivers read their subscriber connections through this: each message's
     # payload comes out byte for byte (the waiter a release names, or empty), however
-    # the reads split the stream; a confirmed subscription is reported too.
+    # the reads split the stream; a confirmed subscription is reported too, and an
+    # error reply (a refused SUBSCRIBE) ends what is read.
     named = b"\x00id \xff\r\n"
     stream = (
         b"*3\r\n$9\r\nsubscribe\r\n$4\r\nchan\r\n:1\r\n"
@@ -344,16 +345,24 @@ def test_the_subscriber_reads_each_notice_with_its_message() -> None:
         % (len(named), named)
         + b"*3\r\n$7\r\nmessage\r\n$4\r\nchan\r\n$0\r\n\r\n"
     )
-    subscription = Subscription(0)
+    subscriber = Subscriber(0)
     try:
         # The confirmation is reported, for the core (rule 13 of docs/bindings.md).
-        assert subscription.received(stream[:40]) == [(b"chan", None)]
-        assert subscription.received(stream[40:]) == [(b"chan", named), (b"chan", b"")]
-        assert subscription.received(b"*3\r\n$11\r\nunsubscribe\r\n$4\r\nchan\r\n:0\r\n") == []
-        with pytest.raises(ConnectionError):
-            subscription.received(b"-ERR refused\r\n")
+        assert subscriber.received(stream[:40]) == [(SUBSCRIBED, b"chan", b"")]
+        assert subscriber.received(stream[40:]) == [
+            (MESSAGE, b"chan", named),
+            (MESSAGE, b"chan", b""),
+        ]
+        assert subscriber.received(b"*3\r\n$11\r\nunsubscribe\r\n$4\r\nchan\r\n:0\r\n") == []
+        assert subscriber.received(b"-NOPERM refused\r\n*3\r\n$7\r\nmessage\r\n") == [
+            (REFUSED, b"", b"NOPERM refused")
+        ]
+        # A new connection reads from scratch; a malformed stream raises.
+        subscriber.reset()
+        with pytest.raises(ProtocolError):
+            subscriber.received(b"?garbage\r\n")
     finally:
-        subscription.close()
+        subscriber.close()
 
 
 def test_a_waiter_hands_each_notice_message_to_the_core(

@@ -32,7 +32,7 @@ from ._protocol import (
     Action,
     NodeProtocol,
     Running,
-    Subscription,
+    Subscriber,
     earliest,
 )
 from .core import Outcome, Resources, now_us
@@ -168,93 +168,88 @@ class _StreamIO:
         return self._writer is not None
 
 
-class _Listener:
+class _SubscriberIO:
     """One node's subscriber connection for release notices (made like the client's
-    own, speaking RESP2) and the task that keeps it subscribed to the channels waiting
-    acquisitions listen on; a second task reads its messages into the engine. Made on
-    the first wait."""
+    own, speaking RESP2), as the core's subscriptions say: ``CONNECT`` starts a task
+    that opens it and reads it into the engine, ``WRITE`` puts their bytes on it at
+    once, ``CLOSE`` ends it."""
 
-    def __init__(self, owner: AsyncRedlock, index: int, client: Any) -> None:
+    def __init__(self, owner: AsyncRedlock, subscriber: Subscriber, client: Any) -> None:
         self._owner = owner
+        self._subscriber = subscriber
         self._client = client
-        self._subscription = Subscription(index)
-        self._poked = asyncio.Event()
         self._writer: asyncio.StreamWriter | None = None
-        self._connection: Any = None
-        self._reader: asyncio.Task[None] | None = None
-        self.task = _spawn(self._run())
+        self._task: asyncio.Task[None] | None = None
 
-    def poke(self) -> None:
-        """The channels changed, or the Redlock closes: look again."""
-        self._poked.set()
-
-    async def _run(self) -> None:
-        owner, subscription = self._owner, self._subscription
-        try:
-            while not owner._closed:
-                self._poked.clear()
-                now = now_us()
-                wanted = owner._engine.channels(now)
-                if subscription.should_open(wanted, now):
-                    await self._open()
-                    continue
+    def act(self, actions: list[Action]) -> None:
+        subscriber = self._subscriber
+        for action in actions:
+            if action[0] == CONNECT:
+                self._forget()
+                if not self._owner._closed:
+                    self._task = _spawn(self._serve(subscriber.generation))
+            elif action[0] == WRITE:
                 writer = self._writer
-                if subscription.open and writer is not None:
-                    out = subscription.commands(wanted)
-                    if out:
-                        writer.write(out)
-                wait = earliest(subscription.wait_us(wanted, now), owner._engine.linger_us(now))
-                try:
-                    await asyncio.wait_for(self._poked.wait(), None if wait is None else wait / 1e6)
-                except asyncio.TimeoutError:
-                    pass
-        finally:
-            await self._drop()
+                if writer is None or writer.is_closing():
+                    self._forget()
+                    self._owner._engine.subscriber_failed(subscriber, subscriber.generation)
+                    return
+                writer.write(action[1])  # type: ignore[misc]
+            elif action[0] == CLOSE:
+                self._forget()
 
-    async def _open(self) -> None:
-        connection: Any = None
+    def _forget(self) -> None:
+        """Drops the current connection (the subscriptions count it closed)."""
+        task, self._task = self._task, None
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    async def _serve(self, generation: int) -> None:
+        engine, subscriber = self._owner._engine, self._subscriber
+        connection = subscriber_like(self._client, AsyncRetry(NoBackoff(), 0))
         try:
-            connection = subscriber_like(self._client, AsyncRetry(NoBackoff(), 0))
             await connection.connect()
             reader, writer = connection._reader, connection._writer
             if reader is None or writer is None:
                 raise ConnectionError("the client's connection has no streams")
+        except asyncio.CancelledError:
+            await _quietly(connection.disconnect())
+            raise
         except Exception:  # no notices from this node for a while; waits go on
-            if connection is not None:
-                await _quietly(connection.disconnect())
-            self._subscription.lost(now_us())
+            await _quietly(connection.disconnect())
+            engine.subscriber_failed(subscriber, generation)
             return
-        self._connection, self._writer = connection, writer
-        self._subscription.opened()
-        self._reader = _spawn(self._read(reader, writer))
-
-    async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        subscription, engine = self._subscription, self._owner._engine
         try:
+            if generation != subscriber.generation or self._owner._closed:
+                return
+            # Current before the engine hears of it: the subscriptions it writes at once
+            # go on this connection.
+            self._writer = writer
+            if not engine.subscriber_opened(subscriber, generation):
+                return
             while True:
                 data = await reader.read(65536)
                 if not data:
                     raise ConnectionError("the node closed the connection")
-                for channel, message in subscription.received(data):
-                    engine.notice(subscription.index, channel, message)
+                if not engine.subscriber_received(subscriber, generation, data):
+                    return  # refused, out of step, or closed by the subscriptions already
         except asyncio.CancelledError:
             raise
-        except Exception:  # the connection (or its stream) is lost
+        except Exception:  # the connection is lost
+            engine.subscriber_failed(subscriber, generation)
+        finally:
             if self._writer is writer:
                 self._writer = None
-                subscription.lost(now_us())
-                writer.close()
-                self.poke()
-
-    async def _drop(self) -> None:
-        reader, self._reader = self._reader, None
-        self._writer = None
-        if reader is not None:
-            reader.cancel()
-            await asyncio.gather(reader, return_exceptions=True)
-        connection, self._connection = self._connection, None
-        if connection is not None:
             await _quietly(connection.disconnect())
+
+    async def aclose(self) -> None:
+        task = self._task
+        self._forget()
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:
@@ -300,8 +295,8 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
         ]
         self._wakers: dict[int, asyncio.Future[None]] = {}
         self._engine.on_change = self._changed
-        self._listeners: list[_Listener | None] = [None] * len(node_clients)
-        self._engine.on_channels = self._channels_changed
+        self._subscribers: list[_SubscriberIO | None] = [None] * len(node_clients)
+        self._engine.on_subscriber_timer = self._poke_timer
         self._timer: asyncio.Task[None] | None = None
         self._timer_poke: asyncio.Event | None = None
         self._warmed = False
@@ -336,14 +331,12 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
         self._streams[node.index].act(actions)
 
-    def _channels_changed(self) -> None:
-        """The channels to listen on changed; the listeners (made on the first wait)
-        catch up."""
-        for index, listener in enumerate(self._listeners):
-            if listener is None:
-                self._listeners[index] = _Listener(self, index, self._node_clients[index])
-            else:
-                listener.poke()
+    def _act_subscriber(self, subscriber: Subscriber, actions: list[Action]) -> None:
+        io = self._subscribers[subscriber.index]
+        if io is None:
+            io = _SubscriberIO(self, subscriber, self._node_clients[subscriber.index])
+            self._subscribers[subscriber.index] = io
+        io.act(actions)
 
     def _pump(self, node: NodeProtocol) -> None:
         self._engine.pump(node)
@@ -363,12 +356,16 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
             self._timer_poke.set()
 
     async def _tick(self) -> None:
-        """Hands the links their time, at the instants they name."""
+        """Hands the links and the subscriptions their time, at the instants they
+        name."""
         poke = self._timer_poke
         assert poke is not None
-        while not self._closed or not self._engine.idle():
-            due = self._engine.timers()
-            if due is None and self._engine.idle():
+        engine = self._engine
+        while not self._closed or not engine.idle():
+            due = engine.timers()
+            if not self._closed:
+                due = earliest(due, engine.subscriber_timers())
+            if due is None and engine.idle():
                 return
             delay = 1.0 if due is None else min(1.0, max(0.0, (due - now_us()) / 1e6))
             poke.clear()
@@ -461,10 +458,9 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
             return
         self._closed = True
         await self.flush()
-        listeners = [listener for listener in self._listeners if listener is not None]
-        for listener in listeners:
-            listener.poke()
-        await asyncio.gather(*(listener.task for listener in listeners), return_exceptions=True)
+        for subscriber in self._subscribers:
+            if subscriber is not None:
+                await subscriber.aclose()
         for stream in self._streams:
             await stream.aclose()
         if self._timer is not None:

@@ -50,7 +50,7 @@ from ._errors import (
     UsedAfterCloseError,
 )
 from ._observe import Hook, Hooks, Observation, lost_event
-from ._protocol import Action, Engine, NodeProtocol
+from ._protocol import Action, Engine, NodeProtocol, Subscriber
 from .core import (
     Client,
     Config,
@@ -611,7 +611,13 @@ class RedlockBase(Generic[LockT, ContextT]):
         # asks for it (same settings otherwise).
         self._other: Client | None = None
         self._labels = tuple(label_of(client, i) for i, client in enumerate(clients))
-        self._engine = Engine(self._client, self._labels, self._act)
+        self._engine = Engine(
+            self._client,
+            self._labels,
+            self._act,
+            self._act_subscriber,
+            subscriber_timeout_ms=round(OPEN_TIMEOUT * 1000),
+        )
         self._engine.notices = notices
 
     @classmethod
@@ -659,6 +665,9 @@ class RedlockBase(Generic[LockT, ContextT]):
         return redlock
 
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
+        raise NotImplementedError
+
+    def _act_subscriber(self, subscriber: Subscriber, actions: list[Action]) -> None:
         raise NotImplementedError
 
     @property

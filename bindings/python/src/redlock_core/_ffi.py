@@ -158,6 +158,12 @@ LINK_CAUSE_CLOSED = 5
 LINK_MAX_IN_FLIGHT = 64
 LINK_MAX_QUEUED = 1024
 
+SUBSCRIBER_OUTPUT_NONE = 0
+SUBSCRIBER_OUTPUT_OPEN = 1
+SUBSCRIBER_OUTPUT_SUBSCRIBE = 2
+SUBSCRIBER_OUTPUT_UNSUBSCRIBE = 3
+SUBSCRIBER_OUTPUT_CLOSE = 4
+
 KEEPALIVE_EXTEND = 1
 KEEPALIVE_WAIT = 2
 KEEPALIVE_LOST = 3
@@ -421,6 +427,23 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_decoder_feed": (RESULT, [HANDLE, BYTES, c_size_t]),
     "redlock_decoder_next_reply": (RESULT, [HANDLE, OUT_HANDLE]),
     "redlock_decoder_buffered": (c_size_t, [HANDLE]),
+    "redlock_subscriptions_new": (RESULT, [c_size_t, c_uint64, OUT_HANDLE]),
+    "redlock_subscriptions_free": (None, [HANDLE]),
+    "redlock_subscriptions_want": (RESULT, [HANDLE, BYTES, c_size_t, c_uint64]),
+    "redlock_subscriptions_unwant": (RESULT, [HANDLE, BYTES, c_size_t, c_uint64]),
+    "redlock_subscriptions_handle_opened": (RESULT, [HANDLE, c_size_t, c_uint64]),
+    "redlock_subscriptions_handle_lost": (RESULT, [HANDLE, c_size_t, c_uint64]),
+    "redlock_subscriptions_handle_refused": (RESULT, [HANDLE, c_size_t, c_uint64]),
+    "redlock_subscriptions_handle_confirmed": (
+        RESULT,
+        [HANDLE, c_size_t, BYTES, c_size_t, c_uint64, OUT_BOOL],
+    ),
+    "redlock_subscriptions_handle_timeout": (RESULT, [HANDLE, c_uint64]),
+    "redlock_subscriptions_poll_output": (RESULT, [HANDLE, OUT_U32, OUT_SIZE]),
+    "redlock_subscriptions_channel": (RESULT, [HANDLE, OUT_PTR, OUT_SIZE]),
+    "redlock_subscriptions_poll_timeout": (RESULT, [HANDLE, OUT_BOOL, OUT_U64]),
+    "redlock_subscriptions_is_open": (c_bool, [HANDLE, c_size_t]),
+    "redlock_subscriptions_channel_count": (c_size_t, [HANDLE]),
     "redlock_error_class_name": (c_char_p, [c_uint32]),
     "redlock_node_cause_name": (c_char_p, [c_uint32]),
     "redlock_result_error_class": (c_uint32, [c_uint32]),

@@ -10,15 +10,19 @@ events and bytes and say what to do, with no I/O of their own.
 - :class:`Engine` is every node plus the operations under way, tagged: it starts
   operations, hands their commands to the links, delivers the links' replies to the
   operation they belong to, cancels (``abandon``), and says when each wants waking. It
-  also keeps which release-notice channels waiting acquisitions listen on, and hands
-  each notice, with its message, to the acquisitions that listen
-  (``Operation.handle_notice_message``).
-- :class:`Subscription` is one node's subscriber connection for release notices: what
-  to write to subscribe to the channels wanted now, the messages read back, and when a
-  lost connection may be opened again.
+  also owns the core's :class:`~redlock_core.core.Subscriptions`, which decides the
+  subscriber connections for release notices (which channels each node's connection
+  subscribes to, when it opens, closes, and opens again after a failure): it tells it
+  when acquisitions start and stop listening and what the connections report, turns
+  its outputs into each node's subscriber I/O (``CONNECT``, ``WRITE``, ``CLOSE``, as
+  for the links), and hands each notice, and each confirmation the core says counts,
+  to the acquisitions that listen on its channel (``Operation.handle_notice_message``,
+  ``Operation.handle_subscribed``).
+- :class:`Subscriber` is one node's subscriber connection as its I/O sees it: which
+  connection is current, and the notices and confirmations in what it reads.
 
 The synchronous driver runs this on threads and sockets, the asyncio driver on asyncio
-streams; neither decides anything about the lock.
+streams; neither decides anything about the lock or the subscriptions.
 """
 
 from __future__ import annotations
@@ -35,8 +39,16 @@ from redis.exceptions import AuthenticationError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import _ffi
-from ._handle import notice_channel_linger_ms, subscriber_reopen_ms
-from .core import Client, Decoder, Link, Operation, OperationEvent, Outcome, now_us
+from .core import (
+    Client,
+    Decoder,
+    Link,
+    Operation,
+    OperationEvent,
+    Outcome,
+    Subscriptions,
+    now_us,
+)
 
 #: What :meth:`NodeProtocol.pump` asks the I/O to do.
 CONNECT = "connect"
@@ -222,7 +234,10 @@ class Engine:
     """Every node of one Redlock and the operations under way. Not thread-safe: the
     synchronous driver calls it under one lock, the asyncio driver from its loop.
 
-    ``io`` is called with each node's actions as they arise: the driver's I/O adapter.
+    ``io`` is called with each node's actions as they arise, ``subscriber_io`` with each
+    node's subscriber actions: the driver's I/O adapters. A subscriber connection that
+    neither opens nor confirms a subscription within ``subscriber_timeout_ms`` (the
+    driver's connect timeout) counts as lost.
     """
 
     def __init__(
@@ -230,6 +245,9 @@ class Engine:
         client: Client,
         labels: Sequence[str],
         io: Callable[[NodeProtocol, list[Action]], None],
+        subscriber_io: Callable[[Subscriber, list[Action]], None],
+        *,
+        subscriber_timeout_ms: int,
     ) -> None:
         self.client = client
         self.nodes = [NodeProtocol(i, label, self._deliver) for i, label in enumerate(labels)]
@@ -240,12 +258,17 @@ class Engine:
         self.on_change: Callable[[Running], None] = lambda running: None
         #: Whether acquisitions listen for release notices once an attempt failed.
         self.notices = False
-        #: Called when the set of channels to subscribe to changed (:meth:`channels`).
-        self.on_channels: Callable[[], None] = lambda: None
-        self._listeners: dict[bytes, set[int]] = {}
-        #: Channels nobody listens on any more, and since when (us): still subscribed
-        #: for NOTICE_LINGER_US (see :meth:`channels`).
-        self._idle: dict[bytes, int] = {}
+        #: The core's policy for the subscriber connections, and each node's connection.
+        self.subscriptions = Subscriptions(len(labels), subscriber_timeout_ms)
+        self.subscribers = [Subscriber(i) for i in range(len(labels))]
+        self._subscriber_io = subscriber_io
+        #: Called when :meth:`subscriber_timers` is due sooner than the driver was told.
+        self.on_subscriber_timer: Callable[[], None] = lambda: None
+        self._subscriber_due: int | None = None
+        self._draining = False
+        self._closed = False
+        #: The acquisitions listening on each channel (tags), to hand its notices to.
+        self._waiters: dict[bytes, set[int]] = {}
 
     def _deliver(self, link: Link, tag: int) -> None:
         running = self.running.get(tag)
@@ -284,55 +307,136 @@ class Engine:
     def _listen(self, running: Running) -> None:
         """``running`` listens on its notice channels from now until it finishes: from
         its start when it has a wait limit, else once an attempt failed (its release
-        round goes out), which keeps a plain acquisition that wins at once free of it."""
+        round goes out), which keeps a plain acquisition that wins at once free of it.
+        The core's subscriptions say what that takes of the subscriber connections."""
         running.may_listen = False
         running.channels = running.operation.notice_channels()
-        added = False
-        for channel in running.channels:
-            self._idle.pop(channel, None)
-            added = added or channel not in self._listeners
-            self._listeners.setdefault(channel, set()).add(running.tag)
-        if added:
-            self.on_channels()
-
-    def _unlisten(self, running: Running) -> None:
         now = now_us()
         for channel in running.channels:
-            tags = self._listeners.get(channel)
+            self._waiters.setdefault(channel, set()).add(running.tag)
+            self.subscriptions.want(channel, now)
+        self._subscriptions_changed()
+
+    def _unlisten(self, running: Running) -> None:
+        channels, running.channels = running.channels, []
+        if self._closed:
+            return
+        now = now_us()
+        for channel in channels:
+            tags = self._waiters.get(channel)
             if tags is not None:
                 tags.discard(running.tag)
                 if not tags:
-                    self._idle[channel] = now
-        running.channels = []
-        if self._idle:
-            self.on_channels()  # the subscriber looks again when the linger ends
+                    del self._waiters[channel]
+            self.subscriptions.unwant(channel, now)
+        self._subscriptions_changed()  # a channel lingers: the timer looks again
 
-    def channels(self, now: int) -> set[bytes]:
-        """The channels to be subscribed to at ``now``: those some acquisition listens
-        on, and those the last one left less than NOTICE_LINGER_US ago. A process that
-        waits for the same resource again and again (release, then acquire at once)
-        stays subscribed: otherwise its next attempt, refused and queued, can be named
-        by a release before its SUBSCRIBE has landed, and it misses the notice that
-        gives it the turn."""
-        for channel, since in list(self._idle.items()):
-            if now - since >= NOTICE_LINGER_US:
-                del self._idle[channel]
-                del self._listeners[channel]
-        return set(self._listeners)
+    # ---- the subscriber connections (inputs from the driver's I/O) ------------------
 
-    def linger_us(self, now: int) -> int | None:
-        """How long until the next lingering channel is due to be unsubscribed."""
-        if not self._idle:
+    def subscriber_opened(self, subscriber: Subscriber, generation: int) -> bool:
+        """Connection ``generation`` of the node's subscriber opened. False when it is
+        not wanted any more (the core closed it, or gave up on it, meanwhile): close it
+        and report nothing more for it."""
+        if generation != subscriber.generation or self._closed:
+            return False
+        self.subscriptions.handle_opened(subscriber.index, now_us())
+        self._subscriptions_changed()
+        return True
+
+    def subscriber_failed(self, subscriber: Subscriber, generation: int) -> None:
+        """Connection ``generation`` could not be opened, or dropped (ignored for one the
+        core already closed)."""
+        if generation != subscriber.generation or self._closed:
+            return
+        subscriber.reset()
+        self.subscriptions.handle_lost(subscriber.index, now_us())
+        self._subscriptions_changed()
+
+    def subscriber_received(self, subscriber: Subscriber, generation: int, data: bytes) -> bool:
+        """Bytes connection ``generation`` read: each confirmation goes to the core,
+        and, when it counts, to the acquisitions listening on its channel; each notice
+        to them. False when the connection is done with (refused, its stream out of
+        step, or closed already): stop reading it and close it."""
+        if generation != subscriber.generation or self._closed:
+            return False
+        try:
+            replies = subscriber.received(data)
+        except Exception:  # a malformed stream: never read it again
+            self.subscriber_failed(subscriber, generation)
+            return False
+        node = subscriber.index
+        for kind, channel, message in replies:
+            if generation != subscriber.generation:
+                return False
+            if kind == REFUSED:
+                # The core closes it (a CLOSE follows) and opens it again after a pause.
+                subscriber.reset()
+                self.subscriptions.handle_refused(node, now_us())
+                self._subscriptions_changed()
+                return False
+            if kind == SUBSCRIBED:
+                if self.subscriptions.handle_confirmed(node, channel, now_us()):
+                    self._hand_notice(node, channel, None)
+            else:
+                self._hand_notice(node, channel, message)
+        return True
+
+    def subscriber_timers(self) -> int | None:
+        """Hands the subscriptions the time when they are due; returns their next
+        instant (when to call this again), or ``None``."""
+        if self._closed:
             return None
-        return max(0, min(self._idle.values()) + NOTICE_LINGER_US - now)
+        subscriptions = self.subscriptions
+        due = subscriptions.poll_timeout()
+        if due is not None and due <= now_us():
+            subscriptions.handle_timeout(now_us())
+            self._subscriptions_changed()
+            due = subscriptions.poll_timeout()
+        self._subscriber_due = due
+        return due
 
-    def notice(self, node: int, channel: bytes, message: bytes | None) -> None:
+    def _subscriptions_changed(self) -> None:
+        """After every input to the subscriptions: does what they output (each node's
+        subscriber I/O), and tells the driver when they are due sooner than it knew."""
+        if self._draining:
+            return  # an input the I/O reported while outputs are handed out: same loop
+        self._draining = True
+        try:
+            subscriptions = self.subscriptions
+            while True:
+                output = subscriptions.poll_output()
+                if output is None:
+                    break
+                subscriber = self.subscribers[output.node]
+                action: Action
+                if output.kind == _ffi.SUBSCRIBER_OUTPUT_OPEN:
+                    subscriber.reset()
+                    action = (CONNECT,)
+                elif output.kind == _ffi.SUBSCRIBER_OUTPUT_CLOSE:
+                    subscriber.reset()
+                    action = (CLOSE,)
+                else:
+                    verb = (
+                        b"SUBSCRIBE"
+                        if output.kind == _ffi.SUBSCRIBER_OUTPUT_SUBSCRIBE
+                        else b"UNSUBSCRIBE"
+                    )
+                    action = (WRITE, encode([verb, output.channel or b""]))
+                self._subscriber_io(subscriber, [action])
+        finally:
+            self._draining = False
+        due, known = self.subscriptions.poll_timeout(), self._subscriber_due
+        if due is not None and (known is None or due < known):
+            self._subscriber_due = due
+            self.on_subscriber_timer()
+
+    def _hand_notice(self, node: int, channel: bytes, message: bytes | None) -> None:
         """A release notice from ``node`` on ``channel`` carrying ``message`` (the id of
-        the waiter first in that node's queue, or empty), or with ``None`` the
-        confirmation of the subscription to ``channel`` there: each acquisition
-        listening there gets it as received, and is polled (its waiter is woken to
-        look)."""
-        for tag in list(self._listeners.get(channel, ())):
+        the waiter first in that node's queue, or empty), or with ``None`` a
+        confirmation of the subscription to ``channel`` there that the core says counts:
+        each acquisition listening there gets it as received, and is polled (its waiter
+        is woken to look)."""
+        for tag in list(self._waiters.get(channel, ())):
             running = self.running.get(tag)
             if running is None or running.outcome is not None:
                 continue
@@ -455,10 +559,14 @@ class Engine:
         return [node.link.in_flight for node in self.nodes]
 
     def close(self) -> None:
+        self._closed = True
         for running in list(self.running.values()):
             self.finish(running)
         for node in self.nodes:
             node.close()
+        for subscriber in self.subscribers:
+            subscriber.close()
+        self.subscriptions.close()
 
 
 def wake_at(running: Running, engine: Engine) -> int | None:
@@ -470,17 +578,15 @@ def wake_at(running: Running, engine: Engine) -> int | None:
 
 # ---- release notices --------------------------------------------------------------
 
-#: How long a channel stays subscribed after the last acquisition listening on it ended
-#: (the core's NOTICE_CHANNEL_LINGER_MS).
-NOTICE_LINGER_US = notice_channel_linger_ms() * 1000
-
-#: How long a subscriber connection that failed stays closed, at first and at most
-#: (doubling in between; the core's SUBSCRIBER_REOPEN_FIRST_MS and _MAX_MS).
-RESUBSCRIBE_FIRST_US, RESUBSCRIBE_MAX_US = (ms * 1000 for ms in subscriber_reopen_ms())
+#: What :meth:`Subscriber.received` finds: a message, a confirmed subscription, or an
+#: error reply (a node that refuses ``SUBSCRIBE``).
+MESSAGE = "message"
+SUBSCRIBED = "subscribed"
+REFUSED = "refused"
 
 
 def earliest(a: int | None, b: int | None) -> int | None:
-    """The sooner of two waits (us), ``None`` meaning no wait."""
+    """The sooner of two instants (us), ``None`` meaning none."""
     if a is None:
         return b
     return a if b is None else min(a, b)
@@ -494,87 +600,55 @@ def encode(args: Sequence[bytes]) -> bytes:
     return b"".join(out)
 
 
-class Subscription:
-    """One node's subscriber connection for release notices, with no I/O: what to
-    write so that the connection listens on the channels wanted now, the notices in
-    what it reads, and when a lost connection may be opened again.
+class Subscriber:
+    """One node's subscriber connection for release notices as its I/O sees it, with
+    no I/O and no policy (the core's :class:`~redlock_core.core.Subscriptions` decides):
+    ``generation`` numbers its connections, as :class:`NodeProtocol`'s do (what an I/O
+    adapter reports for an older one is ignored), and :meth:`received` reads what the
+    current one sends.
 
-    The connection speaks RESP2 (messages are then ordinary arrays the core's decoder
-    returns; RESP3 pushes are out-of-band for it). A notice changes only how soon an
-    acquisition tries again, so a lost connection is not urgent: it is opened again
-    after a delay, and notices sent meanwhile are lost (the retry schedule covers them).
+    The connection speaks RESP2: messages are then ordinary arrays the core's decoder
+    returns (RESP3 pushes are out-of-band for it).
     """
 
     def __init__(self, index: int) -> None:
         self.index = index
-        self.open = False
-        self._sent: set[bytes] = set()
+        self.generation = 0
         self._decoder = Decoder()
-        self._retry_at = 0
-        self._delay = RESUBSCRIBE_FIRST_US
 
-    def should_open(self, wanted: set[bytes], now: int) -> bool:
-        return not self.open and bool(wanted) and now >= self._retry_at
-
-    def wait_us(self, wanted: set[bytes], now: int) -> int | None:
-        """How long the I/O may sleep before it must look again (``None``: until woken
-        or the connection has data)."""
-        if not self.open and wanted:
-            return max(0, self._retry_at - now)
-        return None
-
-    def opened(self) -> None:
-        self.open = True
-        self._sent = set()
+    def reset(self) -> None:
+        """A new connection starts (or the last one ended): nothing read on the old one
+        counts."""
+        self.generation += 1
         self._decoder.close()
         self._decoder = Decoder()
 
-    def lost(self, now: int) -> None:
-        """The connection failed, could not be opened, or refused to subscribe."""
-        self.open = False
-        self._sent = set()
-        self._retry_at = now + self._delay
-        self._delay = min(2 * self._delay, RESUBSCRIBE_MAX_US)
-
-    def commands(self, wanted: set[bytes]) -> bytes:
-        """What to write now so that the connection listens on ``wanted`` only."""
-        added = sorted(wanted - self._sent)
-        removed = sorted(self._sent - wanted)
-        self._sent = set(wanted)
-        out = b""
-        if added:
-            out += encode([b"SUBSCRIBE", *added])
-        if removed:
-            out += encode([b"UNSUBSCRIBE", *removed])
-        return out
-
-    def received(self, data: bytes) -> list[tuple[bytes, bytes | None]]:
-        """The notices in ``data``: each one's channel and payload (the payload exactly
-        as published: the waiter a release names, or empty), and each confirmed
-        subscription's channel with ``None``: a release published on that node before
-        it took effect reached nobody (``docs/bindings.md``, rule 13). Raises on a
-        malformed stream or an error reply (a server that refuses ``SUBSCRIBE``): the
-        connection is then lost."""
-        notices: list[tuple[bytes, bytes | None]] = []
+    def received(self, data: bytes) -> list[tuple[str, bytes, bytes]]:
+        """What ``data`` completes, in order, as ``(kind, channel, payload)``:
+        ``MESSAGE`` for a notice (its payload exactly as published: the waiter a
+        release names, or empty), ``SUBSCRIBED`` for a confirmed subscription (a
+        release published on that node before it took effect reached nobody:
+        ``docs/bindings.md``, rule 13), and ``REFUSED`` (with the error's text) for an
+        error reply, after which nothing more is read. Raises on a malformed stream."""
+        events: list[tuple[str, bytes, bytes]] = []
         self._decoder.feed(data)
         while True:
             reply = self._decoder.next_reply()
             if reply is None:
-                return notices
+                return events
             with reply:
                 if reply.kind == _ffi.REPLY_ERROR:
-                    raise ConnectionError(f"the node refused to subscribe: {reply.bytes!r}")
+                    events.append((REFUSED, b"", reply.bytes or b""))
+                    return events
                 items = reply.items()
             try:
-                if len(items) == 3 and items[0].bytes == b"message":
-                    channel, message = items[1].bytes, items[2].bytes
-                    if channel is not None:
-                        notices.append((channel, b"" if message is None else message))
-                elif len(items) == 3 and items[0].bytes == b"subscribe":
-                    if items[1].bytes is not None:
-                        notices.append((items[1].bytes, None))
+                if len(items) == 3 and items[1].bytes is not None:
+                    kind, channel = items[0].bytes, items[1].bytes
+                    if kind == b"message":
+                        events.append((MESSAGE, channel, items[2].bytes or b""))
+                    elif kind == b"subscribe":
+                        events.append((SUBSCRIBED, channel, b""))
                 # The rest confirms an unsubscription.
-                self._delay = RESUBSCRIBE_FIRST_US
             finally:
                 for item in items:
                     item.close()

@@ -20,6 +20,7 @@ import socket
 import ssl
 import threading
 import weakref
+from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,16 +33,7 @@ from ._common import MasterSearch, Procedure, RedlockBase, connection_like, subs
 from ._errors import UsedAfterCloseError
 from ._lock import KeepAlivePlan, LockContextBase, LockState
 from ._observe import Observation
-from ._protocol import (
-    CLOSE,
-    CONNECT,
-    WRITE,
-    Action,
-    NodeProtocol,
-    Running,
-    Subscription,
-    earliest,
-)
+from ._protocol import CLOSE, CONNECT, WRITE, Action, NodeProtocol, Running, Subscriber
 from .core import Outcome, Resources, now_us
 
 if TYPE_CHECKING:
@@ -226,29 +218,44 @@ class _SocketIO:
             owner._engine.pump(node)
 
 
-class _Listener:
+class _SubscriberIO:
     """One node's subscriber connection for release notices (made like the client's
-    own, speaking RESP2), and the daemon thread that owns it: it subscribes to the
-    channels waiting acquisitions listen on, reads the messages, and hands each to the
-    engine. Made on the first wait; woken through a pipe when the channels change."""
+    own, speaking RESP2), and the daemon thread that does its I/O: it opens, writes and
+    closes the connection as the core's subscriptions say (:meth:`act`, under the
+    Redlock's lock, queues their actions and wakes it through a pipe), hands what it
+    reads to the engine, and hands the subscriptions their time. Made on the node's
+    first ``CONNECT``."""
 
-    def __init__(self, owner: Redlock, index: int, client: redis.Redis) -> None:
+    def __init__(self, owner: Redlock, subscriber: Subscriber, client: redis.Redis) -> None:
         self._owner = owner
+        self._subscriber = subscriber
         self._client = client
-        self._subscription = Subscription(index)
+        # Under the owner's lock: the actions to do, each with the generation it is for.
+        self._todo: deque[tuple[Action, int]] = deque()
+        # The thread's own: its connection, and the generation it belongs to.
         self._connection: Any = None
         self._sock: socket.socket | None = None
+        self._generation = -1
         self._wake_read, self._wake_write = os.pipe()
         self._pipe_open = True  # changed under the owner's lock
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
         self.thread = threading.Thread(
-            target=self._run, name=f"redlock-{owner.serial}-notices-{index}", daemon=True
+            target=self._run,
+            name=f"redlock-{owner.serial}-notices-{subscriber.index}",
+            daemon=True,
         )
         self.thread.start()
 
+    def act(self, actions: list[Action]) -> None:
+        """Under the owner's lock: the subscriptions' actions for this node."""
+        generation = self._subscriber.generation
+        self._todo.extend((action, generation) for action in actions)
+        self.poke()
+
     def poke(self) -> None:
-        """Under the owner's lock: the channels changed, or the Redlock closes."""
+        """Under the owner's lock: something to do, the timer moved, or the Redlock
+        closes."""
         if not self._pipe_open:
             return
         try:
@@ -257,28 +264,19 @@ class _Listener:
             pass
 
     def _run(self) -> None:
-        owner, subscription = self._owner, self._subscription
+        owner = self._owner
         try:
             while True:
                 with owner._cond:
                     if owner._stopped:
                         return
-                    now = now_us()
-                    wanted = owner._engine.channels(now)
-                    opening = subscription.should_open(wanted, now)
-                    out = subscription.commands(wanted) if subscription.open else b""
-                    wait = earliest(subscription.wait_us(wanted, now), owner._engine.linger_us(now))
-                if opening:
-                    self._open()
-                    continue
-                if out:
-                    try:
-                        assert self._sock is not None
-                        self._sock.sendall(out)
-                    except OSError:
-                        self._lost()
-                        continue
-                self._wait(None if wait is None else wait / 1e6)
+                    todo = list(self._todo)
+                    self._todo.clear()
+                    due = None if todo else owner._engine.subscriber_timers()
+                if not todo:
+                    self._wait(_seconds_until(due))
+                for action, generation in todo:
+                    self._do(action, generation)
         finally:
             self._drop()
             with owner._cond:
@@ -286,7 +284,23 @@ class _Listener:
                 os.close(self._wake_read)
                 os.close(self._wake_write)
 
-    def _open(self) -> None:
+    def _do(self, action: Action, generation: int) -> None:
+        if action[0] == CONNECT:
+            self._drop()
+            self._open(generation)
+        elif action[0] == WRITE:
+            sock = self._sock
+            if sock is None or generation != self._generation:
+                return  # for a connection already gone
+            try:
+                sock.sendall(action[1])  # type: ignore[misc]
+            except OSError:
+                self._failed(generation)
+        elif action[0] == CLOSE:
+            self._drop()
+
+    def _open(self, generation: int) -> None:
+        owner = self._owner
         connection: Any = None
         try:
             connection = subscriber_like(self._client, Retry(NoBackoff(), 0))
@@ -296,16 +310,21 @@ class _Listener:
         except Exception:  # no notices from this node for a while; waits go on
             if connection is not None:
                 connection.disconnect()
-            self._lost()
+            self._failed(generation)
             return
-        self._connection, self._sock = connection, connection._sock
-        with self._owner._cond:
-            self._subscription.opened()
+        with owner._cond:
+            # Current before the engine hears of it: the subscriptions it writes at once
+            # are for this connection.
+            self._connection, self._sock = connection, connection._sock
+            self._generation = generation
+            if owner._stopped or not owner._engine.subscriber_opened(self._subscriber, generation):
+                self._drop()
 
-    def _lost(self) -> None:
+    def _failed(self, generation: int) -> None:
         self._drop()
         with self._owner._cond:
-            self._subscription.lost(now_us())
+            if not self._owner._stopped:
+                self._owner._engine.subscriber_failed(self._subscriber, generation)
 
     def _drop(self) -> None:
         connection, self._connection, self._sock = self._connection, None, None
@@ -315,14 +334,14 @@ class _Listener:
             except Exception:  # closing a connection that failed anyway
                 pass
 
-    def _wait(self, timeout: float | None) -> None:
+    def _wait(self, timeout: float) -> None:
         sock = self._sock
         ready: list[Any] = []
         if isinstance(sock, ssl.SSLSocket) and sock.pending():
             ready = [sock]
         else:
             readable = [self._wake_read] + ([sock] if sock is not None else [])
-            ready, _, _ = select.select(readable, [], [], IDLE_POLL if timeout is None else timeout)
+            ready, _, _ = select.select(readable, [], [], timeout)
         if self._wake_read in ready:
             try:
                 while os.read(self._wake_read, 4096):
@@ -331,18 +350,20 @@ class _Listener:
                 pass
         if sock is None or sock not in ready:
             return
+        generation = self._generation
         try:
             data = sock.recv(65536)
             if not data:
                 raise ConnectionError("the node closed the connection")
-            notices = self._subscription.received(data)
-        except Exception:  # the connection (or its stream) is lost
-            self._lost()
+        except Exception:  # the connection is lost
+            self._failed(generation)
             return
-        if notices:
-            with self._owner._cond:
-                for channel, message in notices:
-                    self._owner._engine.notice(self._subscription.index, channel, message)
+        with self._owner._cond:
+            if self._owner._stopped:
+                return
+            if self._owner._engine.subscriber_received(self._subscriber, generation, data):
+                return
+        self._drop()  # refused, out of step, or closed by the subscriptions already
 
     def join(self, timeout: float) -> None:
         with self._owner._cond:
@@ -403,8 +424,8 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
             _SocketIO(self, node, client) for node, client in zip(self._engine.nodes, node_clients)
         ]
         self._engine.on_change = lambda running: self._cond.notify_all()
-        self._listeners: list[_Listener | None] = [None] * len(node_clients)
-        self._engine.on_channels = self._channels_changed
+        self._subscribers: list[_SubscriberIO | None] = [None] * len(node_clients)
+        self._engine.on_subscriber_timer = self._subscriber_timer
         with self._cond:
             for io in self._io:
                 io._start()  # opens a spare connection ahead of the first command
@@ -413,14 +434,22 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
         self._io[node.index].act(actions)
 
-    def _channels_changed(self) -> None:
-        """Under the lock: the channels to listen on changed; the listeners (made on
-        the first wait) catch up."""
-        for index, listener in enumerate(self._listeners):
-            if listener is None:
-                self._listeners[index] = _Listener(self, index, self._node_clients[index])
-            else:
-                listener.poke()
+    def _act_subscriber(self, subscriber: Subscriber, actions: list[Action]) -> None:
+        """Under the lock: the subscriptions' actions for a node's subscriber connection
+        go to its thread (made on the first)."""
+        io = self._subscribers[subscriber.index]
+        if io is None:
+            if self._stopped:
+                return
+            io = _SubscriberIO(self, subscriber, self._node_clients[subscriber.index])
+            self._subscribers[subscriber.index] = io
+        io.act(actions)
+
+    def _subscriber_timer(self) -> None:
+        """Under the lock: the subscriptions are due sooner; their threads look again."""
+        for io in self._subscribers:
+            if io is not None:
+                io.poke()
 
     @classmethod
     def from_urls(cls, urls: Sequence[str], **settings: Any) -> Redlock:
@@ -542,11 +571,11 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
             for io in self._io:
                 io._drop()
             self._cond.notify_all()
-            listeners = [listener for listener in self._listeners if listener is not None]
+            subscribers = [io for io in self._subscribers if io is not None]
         # A thread still opening a connection to a frozen node ends within
         # OPEN_TIMEOUT; close does not wait that long for it.
-        for listener in listeners:
-            listener.join(0.5)
+        for subscriber in subscribers:
+            subscriber.join(0.5)
         for io in self._io:
             if io.thread is not None:
                 io.thread.join(0.5)

@@ -12,8 +12,8 @@ are built on; use it directly to drive the core with another transport. Times ar
 microseconds on the caller's monotonic clock (see :func:`now_us`). The classes live in
 modules by what they wrap: configuration (``_config``), client (``_client``),
 operations, outcomes and leases (``_operation``), replies and the decoder
-(``_reply``), node links (``_link``), keep-alive (``_keepalive``), the resource-side fencing check
-(``_guard``).
+(``_reply``), node links (``_link``), notice subscriptions (``_subscriptions``), keep-alive
+(``_keepalive``), the resource-side fencing check (``_guard``).
 
 The library is loaded with ``ctypes.PyDLL``, which keeps the GIL during every call, so
 no two threads are ever inside the library at once; objects that several threads share
@@ -45,6 +45,7 @@ from ._keepalive import KeepAlive, KeepAliveAction
 from ._link import Delivery, Link
 from ._operation import Command, Lease, Operation, OperationEvent, Outcome, PackedCommand
 from ._reply import Decoder, Reply
+from ._subscriptions import SubscriberOutput, Subscriptions
 
 __all__ = [
     "Client",
@@ -64,6 +65,8 @@ __all__ = [
     "Reply",
     "Resource",
     "Resources",
+    "SubscriberOutput",
+    "Subscriptions",
     "duplicate_node",
     "error_class_name",
     "lost_reason_name",
