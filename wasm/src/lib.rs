@@ -8,7 +8,8 @@
 //!
 //! - Names are camelCase; classes mirror the core: [`Config`], [`Redlock`],
 //!   [`Operation`], [`Lease`], [`Link`] (one node's command policy), [`KeepAlive`],
-//!   [`Decoder`], and [`FencedSet`] (the resource-side fencing check).
+//!   [`Subscriptions`] (the notice subscriber connections' policy), [`Decoder`], and
+//!   [`FencedSet`] (the resource-side fencing check).
 //! - **Time is a JS number of microseconds** on the caller's monotonic clock (for
 //!   example `Math.floor(performance.now() * 1000)`), from any fixed origin. A fraction
 //!   is dropped. Every instant the core hands back (deadlines, `validUntil`, `retryAt`)
@@ -34,6 +35,7 @@ mod link;
 mod operation;
 mod resp;
 mod strings;
+mod subscriptions;
 mod types;
 
 pub use client::{Lease, Redlock};
@@ -43,6 +45,7 @@ pub use keepalive::KeepAlive;
 pub use link::Link;
 pub use operation::Operation;
 pub use resp::Decoder;
+pub use subscriptions::{SubscriberOutputKind, Subscriptions};
 
 use serde::Serialize;
 use wasm_bindgen::prelude::*;

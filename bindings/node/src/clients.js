@@ -6,8 +6,6 @@
 // the library's ready event is reported as connected and its close/error/reconnecting
 // events as closed; `connect` and `close` from the link are hints.
 
-import { channelId } from './channels.js';
-
 /** @param {string | Uint8Array} arg */
 function toClientArg(arg) {
   return typeof arg === 'string' ? arg : Buffer.from(arg.buffer, arg.byteOffset, arg.byteLength);
@@ -256,43 +254,14 @@ class IoredisTransport extends LibraryTransport {
     );
   }
 
-  /**
-   * A subscriber connection for release notices: `duplicate()` of the client (same
-   * options). `onSubscribed(channel)` when the node confirms a subscription (the
-   * promise of `subscribe`). Subscribed again here after a reconnect, not by ioredis
-   * (`autoResubscribe: false`): its own resubscription settles no promise, and that
-   * confirmation is what tells the waiters that notices lost meanwhile may have been
-   * missed.
-   */
-  subscriber(onMessage, onSubscribed) {
-    const sub = this.client.duplicate({ autoResubscribe: false });
-    sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
-    sub.on('messageBuffer', (channel, message) => onMessage(channel, message));
-    /** The channels subscribed, by channelId. */
-    const channels = new Map();
-    const subscribe = (channel) =>
-      sub.subscribe(toClientArg(channel)).then(
-        () => onSubscribed?.(channel),
-        () => {},
-      );
-    // The first ready sends the SUBSCRIBEs queued while connecting; each later one is a
-    // new connection that has none.
-    let readyBefore = false;
-    sub.on('ready', () => {
-      if (readyBefore) for (const channel of channels.values()) subscribe(channel);
-      readyBefore = true;
-    });
-    return {
-      subscribe: (channel) => {
-        channels.set(channelId(channel), channel);
-        subscribe(channel);
-      },
-      unsubscribe: (channel) => {
-        channels.delete(channelId(channel));
-        sub.unsubscribe(toClientArg(channel)).catch(() => {});
-      },
-      close: () => sub.disconnect(),
-    };
+  /** How long a subscriber connection may take to open: the client's `connectTimeout`. */
+  get connectTimeoutMs() {
+    return this.client.options?.connectTimeout || undefined;
+  }
+
+  /** The node's subscriber connection for release notices (see IoredisSubscriber). */
+  subscriber(events) {
+    return new IoredisSubscriber(this.client, events);
   }
 
   /** The link found the connection stuck: drop it; ioredis reconnects on its own. */
@@ -333,49 +302,16 @@ class NodeRedisTransport extends LibraryTransport {
   }
 
   /**
-   * A subscriber connection for release notices: `duplicate()` of the client (same
-   * options), connected here. `onSubscribed(channel)` when the node confirms a
-   * subscription: the promise of `subscribe`, and after a reconnect the ready event,
-   * which node-redis emits once it has subscribed again to every channel it had.
+   * How long a subscriber connection may take to open: the client's
+   * `socket.connectTimeout` (node-redis's default 5 s).
    */
-  subscriber(onMessage, onSubscribed) {
-    const sub = this.client.duplicate();
-    sub.on('error', () => {}); // a node that is down: notices are lost, waiting goes on
-    const connected = sub.connect().catch(() => {});
-    // Buffer mode: (message, channel) as Buffers, whatever bytes the channel holds.
-    const listener = (message, channel) => onMessage(channel, message);
-    let closed = false;
-    /** The channels whose subscription was confirmed (node-redis resubscribes those), by channelId. */
-    const channels = new Map();
-    sub.on('ready', () => {
-      for (const channel of channels.values()) onSubscribed?.(channel);
-    });
-    const call = (method, channel) =>
-      connected.then(() => !closed && sub.isOpen && sub[method](toClientArg(channel), listener, true));
-    return {
-      subscribe: (channel) =>
-        call('subscribe', channel)
-          .then((sent) => {
-            if (sent === false || closed) return;
-            channels.set(channelId(channel), channel);
-            onSubscribed?.(channel);
-          })
-          .catch(() => {}),
-      unsubscribe: (channel) => {
-        channels.delete(channelId(channel));
-        return call('unsubscribe', channel).catch(() => {});
-      },
-      // At once, connected or not: a node that never answers would otherwise keep a
-      // connection attempt (and the process) alive.
-      close: () => {
-        closed = true;
-        try {
-          Promise.resolve(typeof sub.destroy === 'function' ? sub.destroy() : sub.disconnect()).catch(() => {});
-        } catch {
-          // Not open.
-        }
-      },
-    };
+  get connectTimeoutMs() {
+    return this.client.options?.socket?.connectTimeout || 5000;
+  }
+
+  /** The node's subscriber connection for release notices (see NodeRedisSubscriber). */
+  subscriber(events) {
+    return new NodeRedisSubscriber(this.client, events);
   }
 
   /**
@@ -384,6 +320,159 @@ class NodeRedisTransport extends LibraryTransport {
    */
   close() {
     this.reported = false;
+  }
+}
+
+/**
+ * Release-notice subscriber connections over a client library: each opening is a new
+ * `duplicate()` of the user's client (same options) whose own reconnection is switched
+ * off, so that a connection opens only when the core's Subscriptions say `Open` and
+ * subscribes only what they say: a lost one stays lost until the core opens it again,
+ * after its pause. Events are reported for the current connection only (see notices.js):
+ * `opened()` when it is ready, `lost()` when it could not be made or dropped,
+ * `refused()` for a SUBSCRIBE answered with an error, `confirmed(channel)` when the
+ * node confirms one (the promise of `subscribe`), `message(channel, bytes)`.
+ */
+class LibrarySubscriber {
+  #client;
+  events;
+  /** The current connection (a duplicate of the client), or null. */
+  sub = null;
+  /** Counts connections: events of an older one are ignored. */
+  generation = 0;
+
+  constructor(client, events) {
+    this.#client = client;
+    this.events = events;
+  }
+
+  open() {
+    this.close();
+    const generation = this.generation;
+    const sub = this.duplicate(this.#client);
+    this.sub = sub;
+    this.start(sub, () => generation === this.generation);
+  }
+
+  /** Reports the current connection `generation` lost, once. */
+  lost(generation) {
+    if (generation !== this.generation) return;
+    this.close();
+    this.events.lost();
+  }
+
+  subscribe(channel) {
+    const sub = this.sub;
+    if (sub === null) return;
+    const generation = this.generation;
+    this.send(sub, 'subscribe', channel).then(
+      () => {
+        if (generation === this.generation) this.events.confirmed(channel);
+      },
+      (error) => {
+        if (generation !== this.generation) return;
+        // An error reply (NOPERM from an ACL without pub/sub): refused. A connection
+        // failure is reported by the connection's events, a silence by the core's timeout.
+        if (this.isReplyError(error)) this.events.refused();
+      },
+    );
+  }
+
+  unsubscribe(channel) {
+    if (this.sub !== null) this.send(this.sub, 'unsubscribe', channel).catch(() => {});
+  }
+
+  /** Forgets the current connection (nothing more is reported for it) and closes it. */
+  close() {
+    this.generation += 1;
+    const sub = this.sub;
+    this.sub = null;
+    if (sub === null) return;
+    try {
+      Promise.resolve(this.end(sub)).catch(() => {});
+    } catch {
+      // Not open.
+    }
+  }
+}
+
+/** An ioredis subscriber connection: `retryStrategy` returning null, so no reconnection. */
+class IoredisSubscriber extends LibrarySubscriber {
+  duplicate(client) {
+    return client.duplicate({ lazyConnect: true, autoResubscribe: false, retryStrategy: () => null });
+  }
+
+  start(sub, current) {
+    const generation = this.generation;
+    sub.on('error', () => {}); // its end (below) reports the loss
+    sub.on('messageBuffer', (channel, message) => {
+      if (current()) this.events.message(channel, message);
+    });
+    sub.once('ready', () => {
+      if (current()) this.events.opened();
+    });
+    // Without reconnection, a connection that could not be made or dropped ends.
+    sub.once('end', () => this.lost(generation));
+    sub.connect().catch(() => {});
+  }
+
+  send(sub, method, channel) {
+    return sub[method](toClientArg(channel));
+  }
+
+  isReplyError(error) {
+    return error?.name === 'ReplyError';
+  }
+
+  end(sub) {
+    sub.disconnect();
+  }
+}
+
+/** A node-redis subscriber connection: `socket.reconnectStrategy: false`, so no reconnection. */
+class NodeRedisSubscriber extends LibrarySubscriber {
+  /** The current connection's listener (subscribe and unsubscribe name the same one). */
+  #listener = undefined;
+
+  duplicate(client) {
+    // The socket options merged (node-redis's duplicate() replaces `socket` as a whole).
+    return client.duplicate({ socket: { ...client.options?.socket, reconnectStrategy: false } });
+  }
+
+  start(sub, current) {
+    const generation = this.generation;
+    // Buffer mode: (message, channel) as Buffers, whatever bytes the channel holds.
+    this.#listener = (message, channel) => {
+      if (current()) this.events.message(channel, message);
+    };
+    // Without reconnection, an error on a connection not ready (or no longer) is its end.
+    sub.on('error', () => {
+      if (!sub.isReady) this.lost(generation);
+    });
+    sub.connect().then(
+      () => {
+        if (current()) this.events.opened();
+      },
+      () => this.lost(generation),
+    );
+  }
+
+  send(sub, method, channel) {
+    try {
+      return Promise.resolve(sub[method](toClientArg(channel), this.#listener, true));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  isReplyError(error) {
+    return error instanceof Error && hasConstructorNamed(error, 'ErrorReply');
+  }
+
+  // At once, connected or not: a node that never answers would otherwise keep a
+  // connection attempt (and the process) alive.
+  end(sub) {
+    return typeof sub.destroy === 'function' ? sub.destroy() : sub.disconnect();
   }
 }
 

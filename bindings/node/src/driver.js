@@ -8,7 +8,7 @@ import { Link } from '../wasm/redlock_wasm.js';
 import { nowUs } from './clock.js';
 import { replyFromValue } from './clients.js';
 import { CancelledError, UsedAfterCloseError } from './errors.js';
-import { Notices } from './notices.js';
+import { Notices, canSubscribe } from './notices.js';
 import { endWithError, recordEvent, startSpan } from './tracing.js';
 
 // Timers run before the event loop reads sockets: a timer that fires late (a busy
@@ -224,13 +224,15 @@ export class Driver {
 
   /**
    * @param transports one per node (see clients.js and resp.js)
-   * @param {{ notices?: boolean }} [options] `notices: false`: never subscribe
+   * @param {{ notices?: boolean }} [options] `notices: false`: never subscribe (nor
+   *   when no transport can)
    */
   constructor(transports, { notices = true } = {}) {
     this.nodes = transports.map((transport) => new Node(this, transport));
-    this.notices = notices
-      ? new Notices(transports, (tag, node, message) => this.#notice(tag, node, message))
-      : undefined;
+    this.notices =
+      notices && transports.some(canSubscribe)
+        ? new Notices(transports, (tag, node, message) => this.#notice(tag, node, message))
+        : undefined;
   }
 
   /**

@@ -1,87 +1,70 @@
-// Release notices: per node, one subscriber connection made from the node's transport
-// (a duplicate of the user's client, or a socket of its own), opened when an
-// acquisition first waits and subscribed to the core's notice channels of the resources
-// someone is waiting for. Each message is handed to the waiting operations as
-// `handleNoticeMessage(node, message, now)`, its bytes as received (the waiter first in
-// the resource's queue, or empty); the core decides what it changes. A confirmed
-// subscription is handed to them as `handleSubscribed(node, now)`: a release the node
-// published before the subscription took effect reached nobody, and the core decides
-// whether one may have gone unheard (docs/bindings.md, rule 13).
-// Notices never decide anything: a lost one costs at most a retry delay (or the time to
-// subscribe again), a forged one at most an attempt.
+// Release notices: one core Subscriptions per Redlock decides the subscriber connections
+// (one per node, made from the node's transport: a duplicate of the user's client, or a
+// socket of its own): which channels each subscribes, when it opens, closes, and how
+// long a failed one stays closed. This file does what it outputs through each node's
+// subscriber (the transport's `subscriber(events)`), reports what happens to them, and
+// arms one timer at its pollTimeout.
+//
+// Dispatch stays here: each message is handed to the operations listening on its
+// channel as `handleNoticeMessage(node, message, now)`, its bytes as received (the waiter
+// first in the resource's queue, or empty); a confirmed subscription, when the core says
+// it counts, as `handleSubscribed(node, now)`: a release the node published before the
+// subscription took effect reached nobody, and the core decides whether one may have
+// gone unheard (docs/bindings.md, rule 13). Notices never decide anything: a lost one
+// costs at most a retry delay (or the time to subscribe again), a forged one at most an
+// attempt.
 
-import { defaults } from '../wasm/redlock_wasm.js';
+import { SubscriberOutputKind, Subscriptions } from '../wasm/redlock_wasm.js';
 import { channelId } from './channels.js';
+import { nowUs } from './clock.js';
 
-// A subscriber connection nobody has used for this long is closed (so that a program
-// which no longer waits can exit); the next wait opens it again.
-const SUBSCRIBER_LINGER_MS = 1000;
+const { Open, Subscribe, Unsubscribe, Close } = SubscriberOutputKind;
 
-// A channel stays subscribed for this long after the last acquisition listening on it
-// ended (the core's NOTICE_CHANNEL_LINGER_MS): a program that waits for the same
-// resource again and again (release, then acquire at once) would otherwise subscribe
-// anew each time, and its next attempt, refused and queued, could be named by a release
-// before its SUBSCRIBE landed. Read when the first Notices is made (the module is
-// initialised by then).
-let channelLingerMs;
+// How long a subscriber connection may take to open, or to confirm a subscription,
+// before the core counts it as lost, for a transport that names no connect timeout of
+// its own (`connectTimeoutMs`).
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
-/** One node's subscriber connection, opened on first use. */
-class NodeSubscriber {
-  #transport;
-  #onMessage;
-  #onSubscribed;
-  #connection = undefined;
-  #timer = undefined;
-  #channels = 0;
+/**
+ * The subscriber of a node whose transport cannot subscribe (a `send(args)` connection,
+ * or one whose `subscriber()` threw): every opening fails, so the core keeps it closed
+ * and only tries again after its pauses, at no cost but a timer.
+ */
+class NoSubscriber {
+  #events;
 
-  constructor(transport, onMessage, onSubscribed) {
-    this.#transport = transport;
-    this.#onMessage = onMessage;
-    this.#onSubscribed = onSubscribed;
+  constructor(events) {
+    this.#events = events;
   }
 
-  subscribe(channel) {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    if (this.#connection === undefined) {
-      try {
-        // Transports without `subscriber` (a `send(args)` connection) get no notices.
-        this.#connection = this.#transport.subscriber?.(this.#onMessage, this.#onSubscribed) ?? null;
-      } catch {
-        this.#connection = null; // this client cannot subscribe: no notices from it
-      }
-    }
-    this.#channels += 1;
-    this.#connection?.subscribe(channel);
+  open() {
+    queueMicrotask(() => this.#events.lost());
   }
 
-  unsubscribe(channel) {
-    this.#channels -= 1;
-    this.#connection?.unsubscribe(channel);
-    if (this.#channels === 0 && this.#connection) {
-      clearTimeout(this.#timer);
-      this.#timer = setTimeout(() => this.close(), SUBSCRIBER_LINGER_MS);
-    }
-  }
+  subscribe() {}
 
-  close() {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    const connection = this.#connection;
-    this.#connection = undefined;
-    try {
-      connection?.close();
-    } catch {
-      // Already closed.
-    }
-  }
+  unsubscribe() {}
+
+  close() {}
+}
+
+/** Whether `transport` can make subscriber connections. */
+export function canSubscribe(transport) {
+  return typeof transport?.subscriber === 'function';
 }
 
 export class Notices {
+  /** The core's Subscriptions: every decision about the subscriber connections. */
+  #core;
+  /** One per node: `{ open(), subscribe(channel), unsubscribe(channel), close() }`. */
   #subscribers;
-  /** channelId -> { channel, waiters: Set of tags } */
+  /** channelId -> { channel, waiters: Set of tags }, while anyone listens. */
   #channels = new Map();
   #deliver;
+  #timer = undefined;
+  #timerAt = Infinity;
+  #pumping = false;
+  #closed = false;
 
   /**
    * @param transports one per node
@@ -89,76 +72,165 @@ export class Notices {
    *   `node`, with the message's bytes, or undefined for a confirmed subscription
    */
   constructor(transports, deliver) {
-    channelLingerMs ??= defaults().noticeChannelLingerMs;
     this.#deliver = deliver;
-    this.#subscribers = transports.map(
-      (transport, node) =>
-        new NodeSubscriber(
-          transport,
-          (channel, message) => this.#message(node, channel, message),
-          (channel) => this.#subscribed(node, channel),
-        ),
-    );
+    const timeoutMs = Math.max(...transports.map((t) => t.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS));
+    this.#core = new Subscriptions(transports.length, timeoutMs);
+    this.#subscribers = transports.map((transport, node) => {
+      const events = {
+        opened: () => this.#input(node, OPENED),
+        lost: () => this.#input(node, LOST),
+        refused: () => this.#input(node, REFUSED),
+        confirmed: (channel) => this.#confirmed(node, channel),
+        message: (channel, message) => this.#message(node, channel, message),
+      };
+      if (!canSubscribe(transport)) return new NoSubscriber(events);
+      try {
+        return transport.subscriber(events);
+      } catch {
+        return new NoSubscriber(events); // this client cannot subscribe: no notices from it
+      }
+    });
   }
 
   /** Starts listening for `channels` on behalf of the operation tagged `tag`. */
   watch(tag, channels) {
     const ids = [];
+    if (this.#closed) return ids;
+    const now = nowUs();
     for (const channel of channels) {
       const id = channelId(channel);
-      ids.push(id);
       let entry = this.#channels.get(id);
-      if (entry !== undefined && entry.linger !== undefined) {
-        clearTimeout(entry.linger);
-        entry.linger = undefined;
-      }
       if (entry === undefined) {
-        entry = { channel, waiters: new Set(), linger: undefined };
+        entry = { channel, waiters: new Set() };
         this.#channels.set(id, entry);
-        for (const subscriber of this.#subscribers) subscriber.subscribe(channel);
       }
+      if (entry.waiters.has(tag)) continue;
       entry.waiters.add(tag);
+      ids.push(id);
+      this.#core.want(channel, now);
     }
+    this.#pump();
     return ids;
   }
 
-  /**
-   * Stops listening on behalf of `tag` (`ids` from watch); unsubscribes what nobody
-   * waits for once CHANNEL_LINGER_MS passed without a new waiter.
-   */
+  /** Stops listening on behalf of `tag` (`ids` from watch); the core decides the rest. */
   unwatch(tag, ids) {
+    if (this.#closed) return;
+    const now = nowUs();
     for (const id of ids) {
       const entry = this.#channels.get(id);
       if (entry === undefined || !entry.waiters.delete(tag)) continue;
-      if (entry.waiters.size === 0 && entry.linger === undefined) {
-        entry.linger = setTimeout(() => {
-          entry.linger = undefined;
-          if (entry.waiters.size > 0 || this.#channels.get(id) !== entry) return;
-          this.#channels.delete(id);
-          for (const subscriber of this.#subscribers) subscriber.unsubscribe(entry.channel);
-        }, channelLingerMs);
-      }
+      this.#core.unwant(entry.channel, now);
+      if (entry.waiters.size === 0) this.#channels.delete(id);
     }
+    this.#pump();
   }
 
   /** Closes every subscriber connection. */
   close() {
-    for (const entry of this.#channels.values()) clearTimeout(entry.linger);
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#channels.clear();
-    for (const subscriber of this.#subscribers) subscriber.close();
+    for (const subscriber of this.#subscribers) {
+      try {
+        subscriber.close();
+      } catch {
+        // Already closed.
+      }
+    }
+    this.#core.free();
+  }
+
+  /** One event of node `node`'s subscriber connection: `call(core, node, now)`. */
+  #input(node, call) {
+    if (this.#closed) return;
+    call(this.#core, node, nowUs());
+    this.#pump();
+  }
+
+  /** Does what the core outputs, then arms the timer for its next wake-up. */
+  #pump() {
+    // An event reported while outputs are carried out: the loop below polls its
+    // outputs too.
+    if (this.#pumping || this.#closed) return;
+    this.#pumping = true;
+    const core = this.#core;
+    try {
+      while (!this.#closed) {
+        const kind = core.pollOutput();
+        if (kind === undefined) break;
+        const node = core.outputNode;
+        const subscriber = this.#subscribers[node];
+        try {
+          if (kind === Open) subscriber.open();
+          else if (kind === Subscribe) subscriber.subscribe(core.outputChannel);
+          else if (kind === Unsubscribe) subscriber.unsubscribe(core.outputChannel);
+          else if (kind === Close) subscriber.close();
+        } catch {
+          // A subscriber that cannot do it: its connection is dropped and counts as lost
+          // (a close needs nothing more).
+          if (kind !== Close) {
+            try {
+              subscriber.close();
+            } catch {
+              // Already closed.
+            }
+            queueMicrotask(() => this.#input(node, LOST));
+          }
+        }
+      }
+    } finally {
+      this.#pumping = false;
+    }
+    if (!this.#closed) this.#arm();
+  }
+
+  /**
+   * Arms the one timer for the core's next wake-up. Unref'd: an idle Redlock (a channel
+   * lingering, a paused reopening) never keeps the process alive; while a connection is
+   * open its socket does, and while an acquisition waits its own timer does.
+   */
+  #arm() {
+    const at = this.#core.pollTimeout();
+    // One already armed sooner stays (waking early is harmless: the core re-arms).
+    if (at === undefined || at >= this.#timerAt) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
+      this.#input(0, TIMEOUT);
+    }, Math.max(0, Math.ceil((at - nowUs()) / 1000)));
+    this.#timer?.unref?.();
   }
 
   #message(node, channel, message) {
+    if (this.#closed) return;
     const entry = this.#channels.get(channelId(channel));
-    if (entry === undefined) return;
+    if (entry === undefined) return; // nobody listens (a lingering channel)
     const bytes = message instanceof Uint8Array ? message : new TextEncoder().encode(String(message ?? ''));
     for (const tag of [...entry.waiters]) this.#deliver(tag, node, bytes);
   }
 
-  /** `node` confirmed the subscription to `channel`: its waiters are told. */
-  #subscribed(node, channel) {
-    const entry = this.#channels.get(channelId(channel));
-    if (entry === undefined) return; // nobody listens any more
-    for (const tag of [...entry.waiters]) this.#deliver(tag, node, undefined);
+  /**
+   * `node` confirmed the subscription to `channel`: its waiters are told, when the core
+   * says the confirmation counts.
+   */
+  #confirmed(node, channel) {
+    if (this.#closed) return;
+    const counts = this.#core.handleConfirmed(node, channel, nowUs());
+    if (counts) {
+      const entry = this.#channels.get(channelId(channel));
+      if (entry !== undefined) for (const tag of [...entry.waiters]) this.#deliver(tag, node, undefined);
+    }
+    this.#pump();
   }
 }
+
+// The core's inputs for a subscriber connection's events, as #input calls them.
+const OPENED = (core, node, now) => core.handleOpened(node, now);
+const LOST = (core, node, now) => core.handleLost(node, now);
+const REFUSED = (core, node, now) => core.handleRefused(node, now);
+const TIMEOUT = (core, node, now) => core.handleTimeout(now);

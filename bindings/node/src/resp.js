@@ -2,15 +2,14 @@
 // received go back to the link, whose core decoder pairs each reply with its write.
 // For runtimes without a Redis client (edge runtimes) and for Node.js sockets.
 
-import { Decoder, defaults, encodeCommand } from '../wasm/redlock_wasm.js';
-import { channelId } from './channels.js';
+import { Decoder, encodeCommand } from '../wasm/redlock_wasm.js';
 import { linkCause } from './clients.js';
 
-// Reconnecting a subscriber connection: the core's pauses (SUBSCRIBER_REOPEN_FIRST_MS,
-// doubling up to _MAX_MS), read once the module is loaded.
-let reopenFirstMs;
-let reopenMaxMs;
 const lossy = new TextDecoder();
+
+// How long a raw-socket subscriber connection may take to open (or to confirm a
+// subscription) before it counts as lost: the opener sets no limit of its own.
+const STREAM_CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * Opens byte streams. Called with handlers `{ onData(bytes), onClose(error?) }`, it
@@ -21,6 +20,8 @@ const lossy = new TextDecoder();
 /** A node reached over a byte stream: the transport of a link made with `{ resp: true }`. */
 export class StreamTransport {
   resp = true;
+  /** How long a subscriber connection may take to open before it counts as lost. */
+  connectTimeoutMs = STREAM_CONNECT_TIMEOUT_MS;
   #open;
   #stream = null;
   /** Counts connections: events of an older one are ignored. */
@@ -94,12 +95,12 @@ export class StreamTransport {
   }
 
   /**
-   * A subscriber connection for release notices: a socket of its own to the node.
-   * `onMessage(channel, message)` for each message, `onSubscribed(channel)` for each
-   * subscription the node confirms.
+   * The node's subscriber connection for release notices: a socket of its own, opened,
+   * subscribed and closed as the core's Subscriptions say (see notices.js), reporting
+   * to `events`.
    */
-  subscriber(onMessage, onSubscribed) {
-    return new StreamSubscriber(this.#open, onMessage, onSubscribed);
+  subscriber(events) {
+    return new StreamSubscriber(this.#open, events);
   }
 
   close() {
@@ -120,72 +121,44 @@ export class StreamTransport {
 
 /**
  * A subscriber connection over a byte stream: SUBSCRIBE / UNSUBSCRIBE through the core's
- * RESP encoder, pushed messages and confirmations through its decoder. Reconnects (and
- * subscribes again) after the connection drops; messages in between are lost, which the
- * confirmations of the new subscriptions make up for.
+ * RESP encoder, pushed messages, confirmations and refusals through its decoder. It
+ * opens, subscribes and closes only when told (the core's Subscriptions decide when) and
+ * reports what happens to the current connection: `opened()`, `lost()` (it could not be
+ * opened, it dropped, or it sent something that is not RESP), `refused()` (an error
+ * reply: a SUBSCRIBE the node refused), `confirmed(channel)`, `message(channel, bytes)`.
+ * Nothing is reported for a connection it was told to close.
  */
 class StreamSubscriber {
   #open;
-  #onMessage;
-  #onSubscribed;
-  /** Channels subscribed, by channelId. */
-  #channels = new Map();
+  #events;
   #stream = null;
+  /** Counts connections: events of an older one are ignored. */
   #generation = 0;
-  #retryMs;
-  #timer = undefined;
-  #closed = false;
 
-  constructor(open, onMessage, onSubscribed) {
-    if (reopenFirstMs === undefined) {
-      const core = defaults();
-      reopenFirstMs = core.subscriberReopenFirstMs;
-      reopenMaxMs = core.subscriberReopenMaxMs;
-    }
-    this.#retryMs = reopenFirstMs;
+  constructor(open, events) {
     this.#open = open;
-    this.#onMessage = onMessage;
-    this.#onSubscribed = onSubscribed;
-    this.#connect();
+    this.#events = events;
   }
 
-  subscribe(channel) {
-    this.#channels.set(channelId(channel), channel);
-    this.#write(['SUBSCRIBE', channel]);
-  }
-
-  unsubscribe(channel) {
-    this.#channels.delete(channelId(channel));
-    this.#write(['UNSUBSCRIBE', channel]);
-  }
-
-  close() {
-    this.#closed = true;
-    clearTimeout(this.#timer);
-    this.#drop(this.#generation);
-  }
-
-  #write(args) {
-    if (this.#stream === null) return; // sent on (re)connecting
-    try {
-      this.#stream.write(encodeCommand(args));
-    } catch {
-      this.#drop(this.#generation);
-    }
-  }
-
-  #connect() {
-    const generation = ++this.#generation;
+  open() {
+    this.#drop();
+    const generation = this.#generation;
+    const current = () => generation === this.#generation;
+    const lost = () => {
+      if (!current()) return;
+      this.#drop();
+      this.#events.lost();
+    };
     const decoder = new Decoder();
     const onData = (bytes) => {
-      if (generation !== this.#generation) return;
+      if (!current()) return;
       decoder.feed(bytes);
-      for (;;) {
+      while (current()) {
         let reply;
         try {
           reply = decoder.nextReply();
         } catch {
-          this.#drop(generation); // not RESP: start over
+          lost(); // not RESP: this connection cannot be trusted
           return;
         }
         if (reply === undefined) return;
@@ -194,27 +167,52 @@ class StreamSubscriber {
     };
     let opened;
     try {
-      opened = this.#open({ onData, onClose: () => this.#drop(generation) });
+      opened = this.#open({ onData, onClose: lost });
     } catch (error) {
       opened = Promise.reject(error);
     }
     Promise.resolve(opened).then(
       (stream) => {
-        if (generation !== this.#generation || this.#closed) {
+        if (!current()) {
           stream.close();
           return;
         }
         this.#stream = stream;
-        this.#retryMs = reopenFirstMs;
-        for (const channel of this.#channels.values()) this.#write(['SUBSCRIBE', channel]);
+        this.#events.opened();
       },
-      () => this.#drop(generation),
+      lost,
     );
   }
 
-  /** Forgets connection `generation` (if still current) and schedules the next. */
-  #drop(generation) {
-    if (generation !== this.#generation) return;
+  subscribe(channel) {
+    this.#write(['SUBSCRIBE', channel]);
+  }
+
+  unsubscribe(channel) {
+    this.#write(['UNSUBSCRIBE', channel]);
+  }
+
+  close() {
+    this.#drop();
+  }
+
+  #write(args) {
+    const stream = this.#stream;
+    if (stream === null) return; // not open: the core counts it as lost already
+    const generation = this.#generation;
+    try {
+      stream.write(encodeCommand(args));
+    } catch {
+      queueMicrotask(() => {
+        if (generation !== this.#generation) return;
+        this.#drop();
+        this.#events.lost();
+      });
+    }
+  }
+
+  /** Forgets the current connection (its events are ignored from now on) and closes it. */
+  #drop() {
     this.#generation += 1;
     const stream = this.#stream;
     this.#stream = null;
@@ -223,25 +221,26 @@ class StreamSubscriber {
     } catch {
       // Already closed.
     }
-    if (this.#closed) return;
-    this.#timer = setTimeout(() => this.#connect(), this.#retryMs);
-    this.#retryMs = Math.min(this.#retryMs * 2, reopenMaxMs);
   }
 
   /**
    * `message <channel> <payload>` or `subscribe <channel> <count>` (RESP2: this
-   * connection never asks for RESP3, whose pushes the decoder skips); anything else
-   * (`unsubscribe`, a refused SUBSCRIBE) changes nothing.
+   * connection never asks for RESP3, whose pushes the decoder skips), or an error reply
+   * (a refused SUBSCRIBE); anything else (`unsubscribe`) changes nothing.
    */
   #reply(reply) {
+    if (reply.type === 'error') {
+      this.#events.refused();
+      return;
+    }
     if (reply.type !== 'array' || reply.value.length !== 3) return;
     const [kind, channel, message] = reply.value;
     if (kind.type !== 'bulk' || channel.type !== 'bulk') return;
     const name = lossy.decode(kind.value);
     if (name === 'message') {
-      this.#onMessage(channel.value, message.type === 'bulk' ? message.value : new Uint8Array());
+      this.#events.message(channel.value, message.type === 'bulk' ? message.value : new Uint8Array());
     } else if (name === 'subscribe') {
-      this.#onSubscribed?.(channel.value);
+      this.#events.confirmed(channel.value);
     }
   }
 }

@@ -429,3 +429,80 @@ test('wait limits and notices: bad input is a clear error, never a crash', () =>
   op.handleNotice(0, 10); // during the attempt: remembered, nothing to poll but the wait
   op.free();
 });
+
+test('Subscriptions: the subscriber connections as the core decides them, bad input a clear error', () => {
+  const { Open, Subscribe, Unsubscribe, Close } = core.SubscriberOutputKind;
+  // A bad node count is the configuration's error; a bad number is an invalid argument.
+  assert.throws(() => new core.Subscriptions(0, 100), isCode('no_nodes'));
+  assert.throws(() => new core.Subscriptions(core.limits().maxNodes + 1, 100), isCode('too_many_nodes'));
+  for (const nodes of [-1, 1.5, Number.NaN]) assert.throws(() => new core.Subscriptions(nodes, 100), isCode('invalid_argument'));
+  for (const timeoutMs of [-1, Number.NaN, Infinity]) {
+    assert.throws(() => new core.Subscriptions(2, timeoutMs), isCode('invalid_argument'), String(timeoutMs));
+  }
+  const s = new core.Subscriptions(2, 150);
+  const ms = (n) => n * 1000;
+  const outputs = () => {
+    const seen = [];
+    for (let kind = s.pollOutput(); kind !== undefined; kind = s.pollOutput()) {
+      seen.push([kind, s.outputNode, s.outputChannel].filter((v) => v !== undefined));
+    }
+    return seen;
+  };
+  assert.equal(s.nodes, 2);
+  assert.equal(s.pollTimeout(), undefined);
+  // An unknown node is a usage error and changes nothing.
+  for (const call of [() => s.handleOpened(2, 0), () => s.handleLost(2, 0), () => s.handleRefused(2, 0)]) {
+    assert.throws(call, isCode('unknown_node'));
+  }
+  assert.throws(() => s.handleConfirmed(2, 'ch', 0), isCode('unknown_node'));
+  assert.throws(() => s.handleOpened(0.5, 0), isCode('invalid_argument'));
+  assert.throws(() => s.want(7, 0), isCode('invalid_argument'));
+  assert.throws(() => s.want('ch', -1), isCode('invalid_argument'));
+  assert.equal(s.unwant('nobody', 0), false);
+  // A first listener opens every node; once open, the channel is subscribed there.
+  s.want('ch', ms(0));
+  assert.deepEqual(outputs(), [[Open, 0], [Open, 1]]);
+  assert.equal(s.channelCount, 1);
+  assert.equal(s.isOpen(0), false);
+  s.handleOpened(0, ms(1));
+  assert.deepEqual(outputs(), [[Subscribe, 0, 'ch']]);
+  assert.equal(s.isOpen(0), true);
+  // A confirmation counts once (given as bytes or text alike).
+  assert.equal(s.handleConfirmed(0, new TextEncoder().encode('ch'), ms(2)), true);
+  assert.equal(s.handleConfirmed(0, 'ch', ms(2)), false);
+  assert.equal(s.isSubscribed(0, 'ch'), true);
+  // Node 1 is refused: closed at once, opened again only after the core's pause.
+  s.handleOpened(1, ms(1));
+  assert.deepEqual(outputs(), [[Subscribe, 1, 'ch']]);
+  s.handleRefused(1, ms(2));
+  assert.deepEqual(outputs(), [[Close, 1]]);
+  const reopen = ms(2 + core.defaults().subscriberReopenFirstMs);
+  assert.equal(s.pollTimeout(), reopen);
+  s.want('ch', ms(3)); // a new waiter does not cut the pause short
+  assert.deepEqual(outputs(), []);
+  s.handleTimeout(reopen);
+  assert.deepEqual(outputs(), [[Open, 1]]);
+  s.handleOpened(1, reopen + 1);
+  assert.deepEqual(outputs(), [[Subscribe, 1, 'ch']]);
+  assert.equal(s.handleConfirmed(1, 'ch', reopen + 2), true);
+  // The last listeners leave: the channel lingers, then is unsubscribed and the idle
+  // connections close.
+  assert.equal(s.unwant('ch', ms(200)), true);
+  assert.equal(s.unwant('ch', ms(200)), true);
+  assert.equal(s.unwant('ch', ms(200)), false);
+  assert.deepEqual(outputs(), []);
+  const lingerEnds = ms(200 + core.defaults().noticeChannelLingerMs);
+  assert.equal(s.pollTimeout(), lingerEnds);
+  s.handleTimeout(lingerEnds - 1);
+  assert.deepEqual(outputs(), []);
+  s.handleTimeout(lingerEnds);
+  assert.deepEqual(outputs(), [[Unsubscribe, 0, 'ch'], [Unsubscribe, 1, 'ch'], [Close, 0], [Close, 1]]);
+  assert.equal(s.channelCount, 0);
+  assert.equal(s.pollTimeout(), undefined);
+  // Bytes that are not UTF-8 come back as bytes.
+  s.want(new Uint8Array([0xff]), lingerEnds);
+  outputs();
+  s.handleOpened(0, lingerEnds);
+  assert.deepEqual(outputs(), [[Subscribe, 0, new Uint8Array([0xff])]]);
+  s.free();
+});

@@ -2,11 +2,13 @@
 // notice (not its retry delay), a wait limit gives up on time, an aborted wait leaves
 // nothing behind, notices lost while the subscriber connection is opened again are made
 // up for by the confirmation of its new subscription, notices that never come fall back
-// to the retry schedule, and waiters are not starved by a holder that releases and
-// re-acquires in a loop. Also the raw-socket subscriber's reading of confirmations.
+// to the retry schedule, a node refusing SUBSCRIBE gets its subscriber connection opened
+// again at the core's paced intervals (not in a loop), the subscriber connection closes
+// after the linger once nobody waits, and waiters are not starved by a holder that
+// releases and re-acquires in a loop. Also the raw-socket subscriber's events.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
@@ -99,6 +101,25 @@ async function acceptConnections(accept) {
   await Promise.all(inspectors.map((client, i) => client.config('SET', 'maxclients', accept ? maxClients[i] : '1')));
 }
 
+/** Connections each node accepted since it started (INFO stats). */
+const connectionsReceived = () =>
+  Promise.all(inspectors.map(async (client) => Number(/total_connections_received:(\d+)/.exec(await client.info('stats'))[1])));
+
+/** Subscriber connections (of any client) on each node: `CLIENT LIST TYPE pubsub`. */
+const pubsubClients = () =>
+  Promise.all(inspectors.map(async (client) => (await client.client('LIST', 'TYPE', 'pubsub')).split('\n').filter(Boolean).length));
+
+/** Waits until every node has `count` subscriber connections; how long that took (ms). */
+async function untilPubsubClients(count, limitMs = 3000) {
+  const started = performance.now();
+  for (;;) {
+    const counts = await pubsubClients();
+    if (counts.every((n) => n === count)) return performance.now() - started;
+    assert.ok(performance.now() - started < limitMs, `subscriber connections per node: ${counts}, waiting for ${count}`);
+    await sleep(10);
+  }
+}
+
 /** Allows or refuses SUBSCRIBE to the default user on every node. */
 const allowSubscribe = (allowed) =>
   Promise.all(inspectors.map((client) => client.call('ACL', 'SETUSER', 'default', allowed ? '+subscribe' : '-subscribe')));
@@ -122,11 +143,13 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
       warmUp.close();
     });
 
-    after(async () => {
+    // Each test's Redlocks leave the shared clients when it ends (each listens on them).
+    afterEach(() => {
       for (const redlock of made) redlock.close();
       made = [];
-      await close();
     });
+
+    after(() => close());
 
     test('a waiter acquires within a few round trips of the release, not at its retry delay', async () => {
       // A 2 s retry delay: only the release notice can explain a quick hand-off.
@@ -144,9 +167,11 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
           await held.release();
           const lock = await waiting;
           handOffs.push(performance.now() - releasedAt);
-          // One failed attempt before; the confirmation of its subscription, landing
-          // after that attempt began, may bring one more (refused) attempt forward.
-          assert.ok([2, 3].includes(lock.attempts), `attempts ${lock.attempts}`);
+          // One failed attempt before and the one the release starts. Two more are
+          // legitimate: the confirmation of its subscription, landing after that attempt
+          // began, may bring one (refused) attempt forward, and a notice of its own
+          // earlier release, still on its way, another.
+          assert.ok([2, 3, 4].includes(lock.attempts), `attempts ${lock.attempts}`);
           await lock.release();
         }
         // Every one well inside the 2 s retry delay (only a notice explains that); the
@@ -209,7 +234,8 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
       let releasedAt;
       try {
         // Every subscriber connection dropped, and kept from coming back until the
-        // release is done (node-redis reconnects at once): the release reaches nobody.
+        // release is done (the first reopening comes 100 ms after the loss): the release
+        // reaches nobody.
         await acceptConnections(false);
         await killSubscribers();
         releasedAt = performance.now();
@@ -265,6 +291,58 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
       } finally {
         await allowSubscribe(true);
       }
+    });
+
+    test('a node that refuses SUBSCRIBE gets its subscriber connection opened again after paced pauses, not in a loop', async () => {
+      const holder = make({ ttlMs: 10_000 });
+      // A long retry delay: the waiter keeps waiting (and listening) through the window.
+      const waiter = make({ ttlMs: 10_000, retryDelayMs: 5000, retryJitterMs: 0 });
+      const resource = `wait:refused:${name}`;
+      const channel = `redlock:released:${resource}`;
+      // Every command connection open before counting (raw sockets open their own).
+      await (await waiter.acquire(`${resource}:warm`)).release();
+      await untilPubsubClients(0);
+      const held = await holder.acquire(resource);
+      let waiting;
+      try {
+        await allowSubscribe(false);
+        const before = await connectionsReceived();
+        waiting = waiter.acquire(resource, { waitMs: 10_000 });
+        await sleep(1000);
+        const opened = (await connectionsReceived()).map((n, i) => n - before[i]);
+        // Opened at once, then after 100, 200, 400 ms (doubling) pauses: 4 in the
+        // second, give or take one on a loaded machine; a loop would open hundreds.
+        assert.ok(
+          opened.every((n) => n >= 2 && n <= 6),
+          `subscriber connections opened per node in 1 s with SUBSCRIBE refused: ${opened}`,
+        );
+      } finally {
+        await allowSubscribe(true);
+      }
+      // Allowed again: the next opening (after the current pause, at most 1.6 s) subscribes.
+      await untilSubscribers(channel, 1);
+      await held.release();
+      const lock = await waiting;
+      await lock.release();
+    });
+
+    test('the subscriber connection closes after the linger once nobody waits', async () => {
+      const holder = make({ ttlMs: 10_000 });
+      const waiter = make({ ttlMs: 10_000, retryDelayMs: 2000, retryJitterMs: 0 });
+      const resource = `wait:linger:${name}`;
+      await untilPubsubClients(0);
+      const held = await holder.acquire(resource);
+      const waiting = waiter.acquire(resource, { waitMs: 10_000 });
+      await untilPubsubClients(1); // one subscriber connection per node while it waits
+      await held.release();
+      await (await waiting).release();
+      const freedAt = performance.now();
+      // The channel lingers (500 ms): the connection stays, then closes with it.
+      await sleep(150);
+      assert.deepEqual(await pubsubClients(), Array(5).fill(1), 'still open while the channel lingers');
+      await untilPubsubClients(0, 3000);
+      const closedAfter = performance.now() - freedAt;
+      assert.ok(closedAfter >= 400, `closed ${closedAfter.toFixed(0)} ms after the last wait ended`);
     });
   });
 }
@@ -326,38 +404,57 @@ describe('fairness (ioredis)', () => {
   });
 });
 
-test('the raw-socket subscriber reports each confirmed subscription, not unsubscriptions or refusals', async () => {
+test('the raw-socket subscriber does what it is told and reports opened, confirmations, refusals, messages, loss', async () => {
   const text = (bytes) => Buffer.from(bytes).toString('latin1');
   let handlers;
   const written = [];
+  let closed = 0;
   const open = (h) => {
     handlers = h;
-    return Promise.resolve({ write: (bytes) => written.push(text(bytes)), close() {} });
+    return Promise.resolve({ write: (bytes) => written.push(text(bytes)), close: () => (closed += 1) });
   };
-  const messages = [];
-  const subscribed = [];
-  const subscriber = new StreamTransport(open).subscriber(
-    (channel, message) => messages.push([text(channel), text(message)]),
-    (channel) => subscribed.push(text(channel)),
-  );
-  try {
-    subscriber.subscribe('a');
-    subscriber.subscribe(new Uint8Array([0xff]));
-    await sleep(0); // connected: the channels are subscribed
-    assert.deepEqual(written, ['*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\na\r\n', '*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\n\xff\r\n']);
-    const feed = (s) => handlers.onData(new Uint8Array(Buffer.from(s, 'latin1')));
-    // Two confirmations (as one SUBSCRIBE naming both channels gets), split mid-reply.
-    feed('*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$9\r\nsubs');
-    assert.deepEqual(subscribed, ['a']);
-    feed('cribe\r\n$1\r\n\xff\r\n:2\r\n');
-    assert.deepEqual(subscribed, ['a', '\xff']);
-    // A refused SUBSCRIBE, an unsubscription and a message confirm nothing.
-    feed("-NOPERM User default has no permissions to run the 'subscribe' command\r\n");
-    feed('*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n');
-    feed('*3\r\n$7\r\nmessage\r\n$1\r\n\xff\r\n$3\r\nw-1\r\n');
-    assert.deepEqual(subscribed, ['a', '\xff']);
-    assert.deepEqual(messages, [['\xff', 'w-1']]);
-  } finally {
-    subscriber.close();
-  }
+  const reported = [];
+  const subscriber = new StreamTransport(open).subscriber({
+    opened: () => reported.push('opened'),
+    lost: () => reported.push('lost'),
+    refused: () => reported.push('refused'),
+    confirmed: (channel) => reported.push(`confirmed ${text(channel)}`),
+    message: (channel, message) => reported.push(`message ${text(channel)} ${text(message)}`),
+  });
+  // Nothing happens until it is told to open.
+  await sleep(0);
+  assert.equal(handlers, undefined);
+  subscriber.open();
+  await sleep(0);
+  assert.deepEqual(reported, ['opened']);
+  subscriber.subscribe('a');
+  subscriber.subscribe(new Uint8Array([0xff]));
+  assert.deepEqual(written, ['*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\na\r\n', '*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\n\xff\r\n']);
+  const feed = (s) => handlers.onData(new Uint8Array(Buffer.from(s, 'latin1')));
+  // Two confirmations (as one SUBSCRIBE naming both channels gets), split mid-reply.
+  feed('*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$9\r\nsubs');
+  assert.deepEqual(reported, ['opened', 'confirmed a']);
+  feed('cribe\r\n$1\r\n\xff\r\n:2\r\n');
+  // An unsubscription confirms nothing; a message is handed on; a refusal is reported.
+  feed('*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n');
+  feed('*3\r\n$7\r\nmessage\r\n$1\r\n\xff\r\n$3\r\nw-1\r\n');
+  feed("-NOPERM User default has no permissions to run the 'subscribe' command\r\n");
+  assert.deepEqual(reported, ['opened', 'confirmed a', 'confirmed \xff', 'message \xff w-1', 'refused']);
+  // Closed when told: nothing more is reported for that connection.
+  subscriber.close();
+  assert.equal(closed, 1);
+  const old = handlers;
+  old.onData(new Uint8Array(Buffer.from('*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n', 'latin1')));
+  old.onClose();
+  assert.equal(reported.length, 5);
+  // A new connection that drops, or sends what is not RESP, is reported lost once.
+  subscriber.open();
+  await sleep(0);
+  handlers.onClose(new Error('reset'));
+  handlers.onClose(new Error('again'));
+  subscriber.open();
+  await sleep(0);
+  feed('?not resp\r\n');
+  assert.deepEqual(reported.slice(5), ['opened', 'lost', 'opened', 'lost']);
+  subscriber.close();
 });
