@@ -9,153 +9,272 @@ use Redlock\Clock;
 use Redlock\Driver\Events;
 use Redlock\Driver\NodeAddress;
 use Redlock\Driver\NoticeListener;
-use Redlock\Ffi\Decoder;
 use Redlock\Ffi\Native;
 
 /**
- * What the subscriber connections' replies become for the core, without a network: a
- * message on the waiting acquisition's channel is a notice with its payload, and a
- * confirmed subscription to it is reported for the core (docs/bindings.md, rule 13).
+ * The subscriber connections against a stand-in node on port 7559 (a plain socket:
+ * what it is sent, and closed on cue). The listener does what the core's Subscriptions
+ * output and dispatches: a message on the waiting acquisition's channel is a notice with
+ * its payload, a confirmed subscription the core counts is reported for the core
+ * (docs/bindings.md, rule 13), anything else is nobody's.
  */
 final class NoticeListenerTest extends TestCase
 {
     private const CHANNEL = 'redlock:released:r';
+    private const OTHER = 'redlock:released:s';
     private const FAKE_PORT = 7559;
     private const SUBSCRIBED = '(subscribed)';
+    /** The stand-in is node 2 of the driver (nodes 0 and 1 have no subscriber). */
+    private const NODE = 2;
 
-    public function testMessagesAndSubscribeConfirmationsOfTheWaitedChannelsAreReported(): void
+    /** @var resource|null */
+    private $server = null;
+    private ?NoticeListener $listener = null;
+
+    protected function setUp(): void
     {
-        $listener = new NoticeListener(Native::get(), []);
-        $events = new Events();
-        $listener->listen([self::CHANNEL, 'redlock:released:s'], $events);
-        $named = "\x00id \xff\r\n";
-        $this->feed($listener, 2, self::resp(['subscribe', self::CHANNEL, 1])
-            . self::resp(['subscribe', 'redlock:released:s', 2])
-            . self::resp(['message', self::CHANNEL, $named])
-            . self::resp(['message', self::CHANNEL, ''])
-            // Another acquisition's channel, and confirmations of unsubscribing: nothing.
-            . self::resp(['subscribe', 'redlock:released:other', 3])
-            . self::resp(['message', 'redlock:released:other', 'x'])
-            . self::resp(['unsubscribe', self::CHANNEL, 1]));
-        $this->assertSame([[2, self::SUBSCRIBED], [2, self::SUBSCRIBED], [2, $named], [2, '']], self::notices($events));
-
-        // Once the acquisition ended, a late confirmation is nobody's.
-        $listener->unlisten();
-        $this->feed($listener, 2, self::resp(['subscribe', self::CHANNEL, 1]));
-        $this->assertSame([], self::notices($events));
-    }
-
-    public function testALostConnectionIsOpenedAgainAfterAPauseAndItsConfirmationIsANotice(): void
-    {
-        // A stand-in node on port 7559 (a plain socket: what it is sent and closed on cue).
         $server = stream_socket_server('tcp://127.0.0.1:' . self::FAKE_PORT, $errno, $errstr);
         $this->assertNotFalse($server, "listen on " . self::FAKE_PORT . ": $errstr ($errno)");
-        $listener = new NoticeListener(Native::get(), [0 => NodeAddress::fromUrl('redis://127.0.0.1:' . self::FAKE_PORT)]);
-        $events = new Events();
-        try {
-            $listener->listen([self::CHANNEL], $events);
-            $peer = $this->accept($server, $listener);
-            $this->assertSame(self::resp(['SUBSCRIBE', self::CHANNEL]), $this->readFrom($peer, $listener));
-            fwrite($peer, self::resp(['subscribe', self::CHANNEL, 1]));
-            $this->assertSame([[0, self::SUBSCRIBED]], $this->noticesWithin($listener, $events), 'the confirmation');
+        $this->server = $server;
+    }
 
-            // Killed: opened again (and subscribed again) after the first pause.
-            fclose($peer);
-            $lostAt = Clock::nowUs();
-            $this->selectUntil($listener, fn (): bool => $listener->reopenDue(Clock::nowUs()) !== null);
-            $this->assertEqualsWithDelta($lostAt + $listener->reopenFirstUs, (int) $listener->reopenDue(Clock::nowUs()), 50_000);
-            $peer = $this->accept($server, $listener);
-            $this->assertGreaterThanOrEqual($listener->reopenFirstUs - 10_000, Clock::nowUs() - $lostAt, 'after the pause');
-            $this->assertSame(self::resp(['SUBSCRIBE', self::CHANNEL]), $this->readFrom($peer, $listener));
-
-            // Refused (NOPERM): lost as well, this time for twice as long.
-            fwrite($peer, "-NOPERM User default has no permissions to run the 'subscribe' command\r\n");
-            $refusedAt = Clock::nowUs();
-            $this->selectUntil($listener, fn (): bool => $listener->reopenDue(Clock::nowUs()) !== null);
-            $this->assertSame([], self::notices($events), 'a refusal is no notice');
-            $this->assertEqualsWithDelta($refusedAt + 2 * $listener->reopenFirstUs, (int) $listener->reopenDue(Clock::nowUs()), 50_000);
-            $peer = $this->accept($server, $listener);
-            $this->assertSame(self::resp(['SUBSCRIBE', self::CHANNEL]), $this->readFrom($peer, $listener));
-            fwrite($peer, self::resp(['subscribe', self::CHANNEL, 1]));
-            $this->assertSame([[0, self::SUBSCRIBED]], $this->noticesWithin($listener, $events), 'the confirmation once back');
-
-            // Once the acquisition ended, a lost connection waits for the next one.
-            $listener->unlisten();
-            fclose($peer);
-            $listener->select(50_000);
-            $this->assertNull($listener->reopenDue(PHP_INT_MAX));
-        } finally {
-            $listener->shutdown();
-            fclose($server);
+    protected function tearDown(): void
+    {
+        $this->listener?->shutdown();
+        $this->listener = null;
+        if ($this->server !== null) {
+            fclose($this->server);
+            $this->server = null;
         }
     }
 
-    public function testARefusedSubscriptionIsNoNotice(): void
+    public function testMessagesAndCountedConfirmationsOfTheWaitedChannelsAreReported(): void
     {
-        $listener = new NoticeListener(Native::get(), []);
+        $listener = $this->listener();
         $events = new Events();
-        $listener->listen([self::CHANNEL], $events);
-        $this->feed($listener, 1, "-NOPERM User default has no permissions to run the 'subscribe' command\r\n");
+        $listener->listen([self::CHANNEL, self::OTHER], $events);
+        $peer = $this->accept();
+        $this->expectWritten($peer, self::resp(['SUBSCRIBE', self::CHANNEL]) . self::resp(['SUBSCRIBE', self::OTHER]));
+        $named = "\x00id \xff\r\n";
+        fwrite($peer, self::resp(['subscribe', self::CHANNEL, 1])
+            . self::resp(['subscribe', self::OTHER, 2])
+            . self::resp(['message', self::CHANNEL, $named])
+            . self::resp(['message', self::CHANNEL, ''])
+            // A confirmation the core does not count (asked for once, confirmed twice), a
+            // channel nobody waits on, and a confirmation of unsubscribing: nothing.
+            . self::resp(['subscribe', self::CHANNEL, 2])
+            . self::resp(['subscribe', 'redlock:released:other', 3])
+            . self::resp(['message', 'redlock:released:other', 'x'])
+            . self::resp(['unsubscribe', self::CHANNEL, 1]));
+        $this->selectUntil(fn (): bool => count(self::peek($events)) >= 4);
+        $listener->select(20_000);
+        $this->assertSame(
+            [[self::NODE, self::SUBSCRIBED], [self::NODE, self::SUBSCRIBED], [self::NODE, $named], [self::NODE, '']],
+            self::notices($events),
+        );
+
+        // Once the acquisition ended, a message on its (lingering) channel is nobody's.
+        $listener->unlisten();
+        fwrite($peer, self::resp(['message', self::CHANNEL, 'late']));
+        $listener->select(20_000);
         $this->assertSame([], self::notices($events));
     }
 
-    /**
-     * @param resource $server
-     * @return resource the listener's connection, accepted while the listener runs
-     */
-    private function accept($server, NoticeListener $listener)
+    public function testALostConnectionIsOpenedAgainAfterThePauseAndARefusalDoublesIt(): void
+    {
+        $firstUs = 1000 * Native::get()->ffi->redlock_subscriber_reopen_first_ms();
+        $listener = $this->listener();
+        $events = new Events();
+        $listener->listen([self::CHANNEL], $events);
+        $peer = $this->accept();
+        $this->expectWritten($peer, self::resp(['SUBSCRIBE', self::CHANNEL]));
+        fwrite($peer, self::resp(['subscribe', self::CHANNEL, 1]));
+        $this->assertSame([[self::NODE, self::SUBSCRIBED]], $this->noticesWithin($events), 'the confirmation');
+
+        // Killed: opened again (and subscribed again) after the first pause.
+        fclose($peer);
+        $lostAt = Clock::nowUs();
+        $this->selectUntil(static fn (): bool => $listener->nextDue() !== null);
+        $this->assertEqualsWithDelta($lostAt + $firstUs, $listener->nextDue(), 50_000, 'reopened after the first pause');
+        $peer = $this->accept();
+        $this->assertGreaterThanOrEqual($firstUs - 10_000, Clock::nowUs() - $lostAt, 'after the pause');
+        $this->expectWritten($peer, self::resp(['SUBSCRIBE', self::CHANNEL]));
+
+        // Refused (NOPERM): closed, and lost as well, this time for twice as long; a
+        // new wait meanwhile does not open it sooner.
+        fwrite($peer, "-NOPERM User default has no permissions to run the 'subscribe' command\r\n");
+        $refusedAt = Clock::nowUs();
+        $this->expectClosed($peer);
+        $this->assertSame([], self::notices($events), 'a refusal is no notice');
+        $due = $listener->nextDue();
+        $this->assertEqualsWithDelta($refusedAt + 2 * $firstUs, $due, 50_000, 'reopened after twice the pause');
+        $listener->unlisten();
+        $listener->listen([self::CHANNEL], $events);
+        $this->assertSame($due, $listener->nextDue(), 'a new wait does not cut the pause short');
+        $peer = $this->accept();
+        $this->assertGreaterThanOrEqual(2 * $firstUs - 10_000, Clock::nowUs() - $refusedAt, 'after the doubled pause');
+        $this->expectWritten($peer, self::resp(['SUBSCRIBE', self::CHANNEL]));
+        fwrite($peer, self::resp(['subscribe', self::CHANNEL, 1]));
+        $this->assertSame([[self::NODE, self::SUBSCRIBED]], $this->noticesWithin($events), 'the confirmation once back');
+
+        // Confirmed: the next loss pauses for the first pause again.
+        fclose($peer);
+        $lostAt = Clock::nowUs();
+        $this->selectUntil(static fn (): bool => $listener->nextDue() !== null);
+        $this->assertEqualsWithDelta($lostAt + $firstUs, $listener->nextDue(), 50_000, 'the pause went back to the first');
+        fclose($this->accept());
+
+        // Once the acquisition ended, a lost connection is not opened again.
+        $listener->unlisten();
+        $listener->select(2 * $firstUs);
+        $this->assertFalse($this->acceptWithin(0), 'opened again with nobody waiting');
+    }
+
+    public function testAConnectionThatConfirmsNothingInTimeCountsAsLost(): void
+    {
+        $firstUs = 1000 * Native::get()->ffi->redlock_subscriber_reopen_first_ms();
+        $listener = $this->listener(150);
+        $listener->listen([self::CHANNEL], new Events());
+        $peer = $this->accept();
+        $asked = Clock::nowUs();
+        $this->expectWritten($peer, self::resp(['SUBSCRIBE', self::CHANNEL]));
+        // The stand-in never answers: closed at the timeout, opened again after the pause.
+        $this->expectClosed($peer);
+        $this->assertGreaterThanOrEqual(140_000, Clock::nowUs() - $asked, 'closed at the timeout');
+        $this->accept();
+        $this->assertGreaterThanOrEqual(150_000 + $firstUs - 20_000, Clock::nowUs() - $asked, 'opened again after the pause');
+    }
+
+    public function testAChannelLingersAfterTheWaitThenIsUnsubscribedAndTheConnectionClosed(): void
+    {
+        $lingerUs = 1000 * Native::get()->ffi->redlock_notice_channel_linger_ms();
+        $listener = $this->listener();
+        $events = new Events();
+        $listener->listen([self::CHANNEL], $events);
+        $peer = $this->accept();
+        $this->expectWritten($peer, self::resp(['SUBSCRIBE', self::CHANNEL]));
+        fwrite($peer, self::resp(['subscribe', self::CHANNEL, 1]));
+        $this->assertSame([[self::NODE, self::SUBSCRIBED]], $this->noticesWithin($events));
+
+        // The wait ended; a message on the lingering channel before the next wait starts
+        // is nobody's, and the next wait on it needs no new SUBSCRIBE.
+        $listener->unlisten();
+        fwrite($peer, self::resp(['message', self::CHANNEL, 'before']));
+        usleep(20_000);
+        $listener->listen([self::CHANNEL], $events);
+        fwrite($peer, self::resp(['message', self::CHANNEL, 'during']));
+        $this->assertSame([[self::NODE, 'during']], $this->noticesWithin($events));
+
+        // Nobody waits: after the linger, UNSUBSCRIBE, then the connection closes.
+        $listener->unlisten();
+        $leftAt = Clock::nowUs();
+        $this->assertEqualsWithDelta($leftAt + $lingerUs, $listener->nextDue(), 5_000, 'due at the linger\'s end');
+        $this->expectWritten($peer, self::resp(['UNSUBSCRIBE', self::CHANNEL]), 2 * $lingerUs);
+        $this->assertGreaterThanOrEqual($lingerUs - 10_000, Clock::nowUs() - $leftAt, 'after the linger');
+        $this->expectClosed($peer);
+        $this->assertNull($listener->nextDue(), 'nothing left to do');
+        $this->assertSame([], $listener->streams());
+    }
+
+    public function testWithoutAnAddressNothingIsOpened(): void
+    {
+        $listener = new NoticeListener(Native::get(), [0 => null, 1 => null]);
+        $listener->listen([self::CHANNEL], new Events());
+        $this->assertSame([], $listener->streams());
+        $this->assertNull($listener->nextDue());
+        $listener->unlisten();
+        $listener->shutdown();
+    }
+
+    private function listener(int $timeoutMs = NoticeListener::DEFAULT_TIMEOUT_MS): NoticeListener
+    {
+        return $this->listener = new NoticeListener(
+            Native::get(),
+            [0 => null, 1 => null, self::NODE => NodeAddress::fromUrl('redis://127.0.0.1:' . self::FAKE_PORT)],
+            $timeoutMs,
+        );
+    }
+
+    /** @return resource the listener's next connection, accepted while the listener runs (within 2 s) */
+    private function accept()
     {
         $deadline = Clock::nowUs() + 2_000_000;
         while (Clock::nowUs() < $deadline) {
-            $listener->select(5_000);
-            $read = [$server];
-            $none = null;
-            if (stream_select($read, $none, $none, 0, 5_000) > 0) {
-                $peer = stream_socket_accept($server, 0);
-                $this->assertNotFalse($peer);
+            $peer = $this->acceptWithin(5_000);
+            if ($peer !== false) {
                 return $peer;
             }
         }
         $this->fail('the listener did not connect');
     }
 
-    /** @param resource $peer what the listener wrote on `$peer` (one write, within 2 s) */
-    private function readFrom($peer, NoticeListener $listener): string
+    /** @return resource|false a connection accepted after one round of the listener */
+    private function acceptWithin(int $timeoutUs)
+    {
+        $this->listener?->select($timeoutUs);
+        $read = [$this->server];
+        $none = null;
+        if (stream_select($read, $none, $none, 0, 0) > 0) {
+            $peer = stream_socket_accept($this->server, 0);
+            $this->assertNotFalse($peer);
+            return $peer;
+        }
+        return false;
+    }
+
+    /** @param resource $peer the listener writes exactly `$expected` on `$peer` (within `$withinUs`) */
+    private function expectWritten($peer, string $expected, int $withinUs = 2_000_000): void
+    {
+        $deadline = Clock::nowUs() + $withinUs;
+        $got = '';
+        while (strlen($got) < strlen($expected) && Clock::nowUs() < $deadline) {
+            $this->listener?->select(5_000);
+            $read = [$peer];
+            $none = null;
+            if (stream_select($read, $none, $none, 0, 0) > 0) {
+                $chunk = (string) fread($peer, 65536);
+                if ($chunk === '' && feof($peer)) {
+                    break;
+                }
+                $got .= $chunk;
+            }
+        }
+        $this->assertSame($expected, $got);
+    }
+
+    /** @param resource $peer the listener closes its end of `$peer` (within 2 s), writing nothing more */
+    private function expectClosed($peer): void
     {
         $deadline = Clock::nowUs() + 2_000_000;
         while (Clock::nowUs() < $deadline) {
-            $listener->select(5_000);
+            $this->listener?->select(5_000);
             $read = [$peer];
             $none = null;
-            if (stream_select($read, $none, $none, 0, 5_000) > 0) {
-                return (string) fread($peer, 65536);
+            if (stream_select($read, $none, $none, 0, 0) > 0) {
+                $chunk = (string) fread($peer, 65536);
+                $this->assertSame('', $chunk, 'written before closing');
+                if (feof($peer)) {
+                    fclose($peer);
+                    return;
+                }
             }
         }
-        $this->fail('the listener wrote nothing');
+        $this->fail('the listener did not close the connection');
     }
 
     /** @return list<array{int, ?string}> the notices heard within 2 s (at least one) */
-    private function noticesWithin(NoticeListener $listener, Events $events): array
+    private function noticesWithin(Events $events): array
     {
-        $this->selectUntil($listener, static fn (): bool => !$events->isEmpty());
+        $this->selectUntil(static fn (): bool => !$events->isEmpty());
         return self::notices($events);
     }
 
-    private function selectUntil(NoticeListener $listener, \Closure $done): void
+    private function selectUntil(\Closure $done): void
     {
         $deadline = Clock::nowUs() + 2_000_000;
         while (!$done()) {
             $this->assertLessThan($deadline, Clock::nowUs(), 'in time');
-            $listener->select(5_000);
-        }
-    }
-
-    private function feed(NoticeListener $listener, int $node, string $bytes): void
-    {
-        $decoder = new Decoder(Native::get());
-        $decoder->feed($bytes);
-        while (($reply = $decoder->next()) !== null) {
-            $listener->message($node, $reply);
+            $this->listener?->select(5_000);
         }
     }
 
@@ -167,6 +286,13 @@ final class NoticeListenerTest extends TestCase
             $out .= is_int($item) ? ":$item\r\n" : '$' . strlen($item) . "\r\n$item\r\n";
         }
         return $out;
+    }
+
+    /** @return list<array{int, ?string}> the notices queued, left in place */
+    private static function peek(Events $events): array
+    {
+        $copy = clone $events;
+        return self::notices($copy);
     }
 
     /**

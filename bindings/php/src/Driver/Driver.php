@@ -63,7 +63,11 @@ interface Driver
      */
     public function listen(array $channels, Events $events): void;
 
-    /** Stops hearing notices (the waiting acquisition ended). */
+    /**
+     * Stops hearing notices (the waiting acquisition ended). When its subscriptions end
+     * is not the driver's to decide: the built-in drivers keep them as the core's
+     * Subscriptions say (a channel lingers a while, see NoticeListener).
+     */
     public function unlisten(): void;
 
     /** Closes every connection (the client is closing). */

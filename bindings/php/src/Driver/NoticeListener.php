@@ -8,84 +8,105 @@ use Redlock\Clock;
 use Redlock\Ffi\Constants;
 use Redlock\Ffi\Native;
 use Redlock\Ffi\Reply;
+use Redlock\Ffi\Subscriptions;
 
 /**
  * @internal Release notices (docs/waiting.md): one subscriber connection per node, its
  * own non-blocking socket in RESP `SUBSCRIBE` mode (a subscribed connection can carry
- * nothing else), read by the driver's select loop. While an acquisition waits, each
- * message on one of its channels is reported as Events::notice($node, $message) for the
- * core's Operation::handleNoticeMessage(), and each confirmed subscription to one as
- * Events::subscribed($node), for Operation::handleSubscribed() (docs/bindings.md, rule
- * 13: a release published before the subscription took effect reached nobody); nothing
- * else is decided here.
+ * nothing else), read by the driver's select loop.
  *
- * A notice only ever makes an attempt start sooner: a subscriber connection that fails,
- * is killed or is refused SUBSCRIBE is not heard from meanwhile (the core's retry
- * schedule goes on). While an acquisition waits it is opened again after a pause
- * (the core's SUBSCRIBER_REOPEN_FIRST_MS, doubling up to _MAX_MS), and its confirmation then stands for
- * the notices lost; otherwise the next waiting acquisition opens it.
+ * What the connections do is the core's Subscriptions' to decide (core/src/subscriptions.rs):
+ * which channels each one subscribes, how long a channel lingers after its wait ended,
+ * when a connection opens and closes, how long a failed one (dropped, refused
+ * `SUBSCRIBE`, or neither opened nor confirmed in time) stays closed. This class tells
+ * it when a wait starts and ends (want, unwant) and what the connections did (opened,
+ * lost, refused, confirmed, time passing), and carries out what it outputs.
+ *
+ * What is left here is dispatch: while an acquisition waits, each message on one of its
+ * channels is reported as Events::notice($node, $message) for the core's
+ * Operation::handleNoticeMessage(), and each confirmed subscription to one that the
+ * core says counts as Events::subscribed($node), for Operation::handleSubscribed()
+ * (docs/bindings.md, rule 13). PHP runs one acquisition at a time, so the waiters of a
+ * channel are that acquisition or nobody.
+ *
+ * A PHP process does I/O only inside a call: time passes for the connections (a
+ * channel's linger, a reopening's pause) only while the client runs some operation or
+ * flush(). A channel left lingering when the call returns stays subscribed until the
+ * client's next call past the linger, or its close().
  */
 final class NoticeListener
 {
     /**
-     * How long a lost subscriber connection stays closed, at first and at most (us): the
-     * core's SUBSCRIBER_REOPEN_FIRST_MS and _MAX_MS.
+     * How long a subscriber connection may take to open, or a subscription to be
+     * confirmed, before it counts as lost, for a driver without a connect timeout of
+     * its own (ms).
      */
-    public readonly int $reopenFirstUs;
-    public readonly int $reopenMaxUs;
+    public const DEFAULT_TIMEOUT_MS = 2_000;
 
-    /** @var array<int, NoticeSubscriber> node => its subscriber (nodes without an address have none) */
+    /** The core's policy over the nodes that have a subscriber; null when none has. */
+    private readonly ?Subscriptions $subscriptions;
+    /** @var list<NoticeSubscriber> by their index in $subscriptions (nodes without an address have none) */
     private array $subscribers = [];
     /** @var array<string, true> the channels of the acquisition that waits now */
-    private array $channels = [];
+    private array $waiting = [];
     private ?Events $events = null;
-    /** @var array<int, int> node => when its lost connection is opened again (Clock::nowUs()) */
-    private array $reopenAt = [];
-    /** @var array<int, int> node => the pause after its next loss */
-    private array $pauses = [];
+    /** Outputs are being carried out (a transport that reports at once does not nest). */
+    private bool $carrying = false;
 
-    /** @param array<int, ?NodeAddress> $addresses node => where to subscribe (null: nowhere) */
-    public function __construct(Native $native, array $addresses)
+    /**
+     * @param array<int, ?NodeAddress> $addresses node => where to subscribe (null: nowhere)
+     * @param int $timeoutMs see DEFAULT_TIMEOUT_MS
+     */
+    public function __construct(Native $native, array $addresses, int $timeoutMs = self::DEFAULT_TIMEOUT_MS)
     {
-        $this->reopenFirstUs = 1000 * $native->ffi->redlock_subscriber_reopen_first_ms();
-        $this->reopenMaxUs = 1000 * $native->ffi->redlock_subscriber_reopen_max_ms();
         foreach ($addresses as $node => $address) {
             if ($address !== null) {
-                $this->subscribers[$node] = new NoticeSubscriber($native, $address, $node, $this);
+                $this->subscribers[] = new NoticeSubscriber($native, $address, $node, count($this->subscribers), $this);
             }
         }
-    }
-
-    /** Subscribes every node's connection to `$channels`, opening it if needed. */
-    public function listen(array $channels, Events $events): void
-    {
-        $this->events = $events;
-        $this->channels = array_fill_keys($channels, true);
-        if ($channels === []) {
-            return;
-        }
-        $command = StreamConnection::encode(array_merge(['SUBSCRIBE'], $channels));
-        foreach ($this->subscribers as $subscriber) {
-            $subscriber->send($command);
-        }
+        $this->subscriptions = $this->subscribers === []
+            ? null
+            : Subscriptions::create($native, count($this->subscribers), $timeoutMs);
     }
 
     /**
-     * Stops listening: UNSUBSCRIBE on every open connection, so releasers stop counting
-     * this client as a listener (and holding their outcome for it).
+     * An acquisition starts waiting on `$channels`: each is wanted on every node (the
+     * core opens and subscribes as its pauses allow), and their notices and counted
+     * confirmations go to `$events` until unlisten().
+     *
+     * @param list<string> $channels
      */
-    public function unlisten(): void
+    public function listen(array $channels, Events $events): void
     {
-        if ($this->channels === []) {
+        $this->unlisten();
+        if ($this->subscriptions === null || $this->subscriptions->isClosed()) {
             return;
         }
-        $this->channels = [];
-        $this->events = null;
-        $this->reopenAt = [];
-        $command = StreamConnection::encode(['UNSUBSCRIBE']);
-        foreach ($this->subscribers as $subscriber) {
-            $subscriber->sendIfOpen($command);
+        // What arrived before this wait started (on a lingering channel) is nobody's.
+        $this->select(0);
+        $this->events = $events;
+        $this->waiting = array_fill_keys($channels, true);
+        $now = Clock::nowUs();
+        foreach (array_keys($this->waiting) as $channel) {
+            $this->subscriptions->want((string) $channel, $now);
         }
+        $this->carryOut();
+    }
+
+    /** The waiting acquisition ended: its channels are no longer wanted (they linger). */
+    public function unlisten(): void
+    {
+        $waiting = array_keys($this->waiting);
+        $this->waiting = [];
+        $this->events = null;
+        if ($waiting === [] || $this->subscriptions === null || $this->subscriptions->isClosed()) {
+            return;
+        }
+        $now = Clock::nowUs();
+        foreach ($waiting as $channel) {
+            $this->subscriptions->unwant((string) $channel, $now);
+        }
+        $this->carryOut();
     }
 
     /**
@@ -106,42 +127,43 @@ final class NoticeListener
         return $out;
     }
 
-    /**
-     * Opens again, and subscribes again, the connections lost while an acquisition
-     * waits whose pause is over.
-     *
-     * @return int|null when the next one is due (Clock::nowUs()), for the select's timeout
-     */
-    public function reopenDue(int $nowUs): ?int
+    /** When handleDue() must next run (Clock::nowUs()), for the select's timeout; null: never. */
+    public function nextDue(): ?int
     {
-        if ($this->channels === []) {
+        $subscriptions = $this->subscriptions;
+        if ($subscriptions === null || $subscriptions->isClosed()) {
             return null;
         }
-        $command = null;
-        foreach ($this->reopenAt as $node => $at) {
-            if ($at <= $nowUs) {
-                unset($this->reopenAt[$node]);
-                $command ??= StreamConnection::encode(array_merge(['SUBSCRIBE'], array_keys($this->channels)));
-                // A connection refused at once is lost again here (a new pause).
-                $this->subscribers[$node]->send($command);
-            }
+        return $subscriptions->pollTimeout();
+    }
+
+    /**
+     * Hands the core the time if it is due (lingering channels unsubscribed, connections
+     * overdue closed, paused ones opened again) and carries out what follows. Call it
+     * after reading what arrived: a confirmation waiting unread is not overdue.
+     */
+    public function handleDue(int $nowUs): void
+    {
+        $due = $this->nextDue();
+        if ($due !== null && $due <= $nowUs) {
+            $this->subscriptions?->handleTimeout($nowUs);
+            $this->carryOut();
         }
-        return $this->reopenAt === [] ? null : min($this->reopenAt);
     }
 
     /** One select over the subscriber connections alone, of at most `$timeoutUs`. */
     public function select(int $timeoutUs): void
     {
-        $now = Clock::nowUs();
-        $due = $this->reopenDue($now);
+        $due = $this->nextDue();
         if ($due !== null) {
-            $timeoutUs = max(0, min($timeoutUs, $due - $now));
+            $timeoutUs = max(0, min($timeoutUs, $due - Clock::nowUs()));
         }
         $streams = $this->streams();
         if ($streams === []) {
             if ($timeoutUs > 0) {
                 usleep($timeoutUs);
             }
+            $this->handleDue(Clock::nowUs());
             return;
         }
         $read = [];
@@ -154,50 +176,50 @@ final class NoticeListener
         }
         $except = null;
         $ready = @stream_select($read, $write, $except, intdiv($timeoutUs, 1_000_000), $timeoutUs % 1_000_000);
-        if ($ready === false || $ready === 0) {
-            return;
+        if ($ready !== false && $ready > 0) {
+            foreach ($write as $stream) {
+                $streams[(int) $stream][2]->connection->onWritable();
+            }
+            foreach ($read as $stream) {
+                $streams[(int) $stream][2]->connection->onReadable();
+            }
         }
-        foreach ($write as $stream) {
-            $streams[(int) $stream][2]->connection->onWritable();
-        }
-        foreach ($read as $stream) {
-            $streams[(int) $stream][2]->connection->onReadable();
-        }
+        $this->handleDue(Clock::nowUs());
     }
 
+    /** Closes every subscriber connection and frees the core's Subscriptions (the client is closing). */
     public function shutdown(): void
     {
-        $this->channels = [];
+        $this->waiting = [];
         $this->events = null;
-        $this->reopenAt = [];
         foreach ($this->subscribers as $subscriber) {
-            $subscriber->connection->close();
+            $subscriber->close();
         }
+        $this->subscriptions?->close();
     }
 
-    /**
-     * @internal node `$node`'s subscriber connection closed or could not open: while an
-     * acquisition waits, it is opened again after a pause.
-     */
-    public function lost(int $node): void
+    /** @internal subscriber `$index`'s connection opened */
+    public function opened(int $index): void
     {
-        if ($this->channels === [] || isset($this->reopenAt[$node])) {
-            return;
-        }
-        $pause = $this->pauses[$node] ?? $this->reopenFirstUs;
-        $this->reopenAt[$node] = Clock::nowUs() + $pause;
-        $this->pauses[$node] = min(2 * $pause, $this->reopenMaxUs);
+        $this->report(static fn (Subscriptions $s, int $now) => $s->handleOpened($index, $now));
     }
 
-    /** @internal a message from node `$node`'s subscriber connection */
-    public function message(int $node, Reply $reply): void
+    /** @internal subscriber `$index`'s connection closed or could not open */
+    public function lost(int $index): void
     {
-        if ($this->events === null) {
+        $this->report(static fn (Subscriptions $s, int $now) => $s->handleLost($index, $now));
+    }
+
+    /** @internal a reply on subscriber `$index`'s connection */
+    public function message(int $index, Reply $reply): void
+    {
+        $subscriptions = $this->subscriptions;
+        if ($subscriptions === null || $subscriptions->isClosed()) {
             return;
         }
         if ($reply->kind() === Constants::REPLY_ERROR) {
-            // SUBSCRIBE refused (NOPERM): lost like a failed connection, tried again later.
-            ($this->subscribers[$node] ?? null)?->connection->close('other', $reply->bytes());
+            // SUBSCRIBE refused (NOPERM): the core closes the connection and paces its reopening.
+            $this->report(static fn (Subscriptions $s, int $now) => $s->handleRefused($index, $now));
             return;
         }
         if ($reply->kind() !== Constants::REPLY_ARRAY) {
@@ -207,21 +229,62 @@ final class NoticeListener
         if (count($items) !== 3 || $items[0]->kind() !== Constants::REPLY_BULK || $items[1]->kind() !== Constants::REPLY_BULK) {
             return;
         }
-        // Only the channels of the acquisition that waits now count; confirmations of
-        // unsubscribing are not notices.
         $kind = strtolower($items[0]->bytes());
-        if (!isset($this->channels[$items[1]->bytes()])) {
+        $channel = $items[1]->bytes();
+        $node = $this->subscribers[$index]->node;
+        if ($kind === 'subscribe') {
+            // Subscribed: a release published on this node before then reached nobody.
+            // Only a confirmation the core counts goes to the waiter, which decides.
+            if ($subscriptions->handleConfirmed($index, $channel, Clock::nowUs()) && isset($this->waiting[$channel])) {
+                $this->events?->subscribed($node);
+            }
+        } elseif ($kind === 'message' && isset($this->waiting[$channel])) {
+            // The payload names the waiter first in the node's queue (or is empty): the
+            // core reads it, so it goes on byte for byte. Messages on channels nobody
+            // waits on (lingering ones) and confirmations of unsubscribing are nobody's.
+            $this->events?->notice($node, $items[2]->kind() === Constants::REPLY_BULK ? $items[2]->bytes() : null);
+        }
+    }
+
+    /** @param \Closure(Subscriptions, int): void $input */
+    private function report(\Closure $input): void
+    {
+        $subscriptions = $this->subscriptions;
+        if ($subscriptions === null || $subscriptions->isClosed()) {
             return;
         }
-        if ($kind === 'message') {
-            // The payload names the waiter first in the node's queue (or is empty): the
-            // core reads it, so it goes on byte for byte.
-            $this->events->notice($node, $items[2]->kind() === Constants::REPLY_BULK ? $items[2]->bytes() : null);
-        } elseif ($kind === 'subscribe') {
-            // Subscribed: a release published on this node before then reached nobody;
-            // the core decides whether one may have been missed.
-            unset($this->pauses[$node]);
-            $this->events->subscribed($node);
+        $input($subscriptions, Clock::nowUs());
+        $this->carryOut();
+    }
+
+    /** Does what the core's Subscriptions output, until nothing is left. */
+    private function carryOut(): void
+    {
+        $subscriptions = $this->subscriptions;
+        if ($subscriptions === null || $this->carrying || $subscriptions->isClosed()) {
+            // Carrying out already: the loop below polls what this input added.
+            return;
+        }
+        $this->carrying = true;
+        try {
+            while (true) {
+                [$kind, $index, $channel] = $subscriptions->poll();
+                if ($kind === Constants::SUBSCRIBER_OUTPUT_NONE) {
+                    return;
+                }
+                $subscriber = $this->subscribers[$index];
+                if ($kind === Constants::SUBSCRIBER_OUTPUT_OPEN) {
+                    $subscriber->open();
+                } elseif ($kind === Constants::SUBSCRIBER_OUTPUT_SUBSCRIBE) {
+                    $subscriber->write(StreamConnection::encode(['SUBSCRIBE', (string) $channel]));
+                } elseif ($kind === Constants::SUBSCRIBER_OUTPUT_UNSUBSCRIBE) {
+                    $subscriber->write(StreamConnection::encode(['UNSUBSCRIBE', (string) $channel]));
+                } elseif ($kind === Constants::SUBSCRIBER_OUTPUT_CLOSE) {
+                    $subscriber->close();
+                }
+            }
+        } finally {
+            $this->carrying = false;
         }
     }
 }

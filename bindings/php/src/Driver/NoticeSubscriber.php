@@ -8,36 +8,60 @@ use Redlock\Ffi\Native;
 use Redlock\Ffi\Reply;
 
 /**
- * @internal One node's subscriber connection for NoticeListener: transport only.
+ * @internal One node's subscriber connection for NoticeListener: transport only. It
+ * opens, writes, and closes when told, and reports what its connection did.
  */
 final class NoticeSubscriber implements ConnectionListener
 {
     public readonly StreamConnection $connection;
+    /** A close the listener asked for is not reported back as a loss. */
+    private bool $closing = false;
 
-    public function __construct(Native $native, NodeAddress $address, private readonly int $node, private readonly NoticeListener $listener)
-    {
+    /**
+     * @param int $node the driver's (and the core operations') index of the node
+     * @param int $index this subscriber's index in the listener's core Subscriptions
+     */
+    public function __construct(
+        Native $native,
+        NodeAddress $address,
+        public readonly int $node,
+        private readonly int $index,
+        private readonly NoticeListener $listener,
+    ) {
         $this->connection = new StreamConnection($native, $address, $this);
     }
 
-    /** Writes `$command`, opening the connection first if it is closed. */
-    public function send(string $command): void
+    /** Opens the connection; `connected` or `closed` is reported (possibly at once). */
+    public function open(): void
     {
-        if (!$this->connection->isOpen()) {
-            $this->connection->connect();
+        if ($this->connection->isOpen()) {
+            $this->close();
         }
-        $this->sendIfOpen($command);
+        $this->connection->connect();
     }
 
-    public function sendIfOpen(string $command): void
+    /** Writes `$command` on the connection, if it is open. */
+    public function write(string $command): void
     {
         if ($this->connection->isOpen()) {
             $this->connection->write($command);
         }
     }
 
+    /** Closes the connection without reporting it. */
+    public function close(): void
+    {
+        $this->closing = true;
+        try {
+            $this->connection->close();
+        } finally {
+            $this->closing = false;
+        }
+    }
+
     public function connected(): void
     {
-        // What was written meanwhile goes out now (the connection's own queue).
+        $this->listener->opened($this->index);
     }
 
     /**
@@ -45,14 +69,13 @@ final class NoticeSubscriber implements ConnectionListener
      */
     public function closed(string $cause, string $text): void
     {
-        // Notices from this node stop; the retry schedule covers them until the listener
-        // opens the connection again (after a pause while an acquisition waits, else for
-        // the next waiting acquisition).
-        $this->listener->lost($this->node);
+        if (!$this->closing) {
+            $this->listener->lost($this->index);
+        }
     }
 
     public function reply(Reply $reply): void
     {
-        $this->listener->message($this->node, $reply);
+        $this->listener->message($this->index, $reply);
     }
 }

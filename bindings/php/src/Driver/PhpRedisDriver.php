@@ -37,9 +37,12 @@ use Redlock\Sentinel;
  * connection on a read timeout, so it cannot be polled while the driver waits. The
  * driver therefore opens its own subscriber socket per node (NoticeListener) to the
  * host, port, AUTH and database each `Redis` object reports, and reads it whenever it
- * would otherwise sleep or between commands. Nodes reached over TLS or a Unix socket get
- * no subscriber (their settings are not readable back from phpredis): a waiting
- * acquisition then hears no notices from them and follows the core's retry schedule.
+ * would otherwise sleep or between commands; the core's Subscriptions decide when each
+ * opens, subscribes and closes, within the objects' connect timeout (the largest, or
+ * NoticeListener::DEFAULT_TIMEOUT_MS if none is set). Nodes reached over TLS or a Unix
+ * socket get no subscriber (their settings are not readable back from phpredis): a
+ * waiting acquisition then hears no notices from them and follows the core's retry
+ * schedule.
  *
  * Reconnecting uses `$reconnect($node, $redis, $timeoutSeconds)` if given, else
  * connect() to the same host, port and timeout, then AUTH and SELECT as before.
@@ -70,7 +73,6 @@ final class PhpRedisDriver implements Driver
     private readonly Native $native;
     private readonly ?\Closure $reconnect;
     private ?NoticeListener $notices = null;
-    private bool $listening = false;
     /** Whether the nodes keep their addresses (not so a Sentinel's master): notices need it. */
     private bool $fixedAddresses = true;
 
@@ -220,21 +222,17 @@ final class PhpRedisDriver implements Driver
     public function poll(Events $events): void
     {
         // phpredis only reads when asked, in wait(); the subscriber sockets can be polled.
-        if ($this->listening) {
-            $this->notices?->select(0);
-        }
+        $this->notices?->select(0);
     }
 
     public function listen(array $channels, Events $events): void
     {
-        $this->notices ??= new NoticeListener($this->native, $this->noticeAddresses());
+        $this->notices ??= new NoticeListener($this->native, $this->noticeAddresses(), $this->noticeTimeoutMs());
         $this->notices->listen($channels, $events);
-        $this->listening = true;
     }
 
     public function unlisten(): void
     {
-        $this->listening = false;
         $this->notices?->unlisten();
     }
 
@@ -256,8 +254,9 @@ final class PhpRedisDriver implements Driver
         $now = Clock::nowUs();
         if ($pick === null) {
             if ($untilUs > $now) {
-                if ($this->listening && $this->notices !== null) {
-                    // Nothing to run: wait for a notice instead of sleeping blind.
+                if ($this->notices !== null) {
+                    // Nothing to run: wait for a notice (or the subscribers' next instant)
+                    // instead of sleeping blind.
                     $this->notices->select($untilUs - $now);
                 } else {
                     usleep($untilUs - $now);
@@ -265,9 +264,7 @@ final class PhpRedisDriver implements Driver
             }
             return;
         }
-        if ($this->listening) {
-            $this->notices?->select(0);
-        }
+        $this->notices?->select(0);
         [$node, $writeId, $args] = $this->pending[$pick];
         array_splice($this->pending, $pick, 1);
         $budgetUs = max(1_000, $untilUs - $now);
@@ -282,6 +279,20 @@ final class PhpRedisDriver implements Driver
     {
         $this->pending = [];
         $this->notices?->shutdown();
+        $this->notices = null;
+    }
+
+    /**
+     * How long a subscriber connection may take to open or to confirm a subscription
+     * (ms): the objects' connect timeout, the largest if they differ.
+     */
+    private function noticeTimeoutMs(): int
+    {
+        $seconds = 0.0;
+        foreach ($this->endpoints as [, , $timeout]) {
+            $seconds = max($seconds, $timeout);
+        }
+        return $seconds > 0 ? (int) ceil($seconds * 1000) : NoticeListener::DEFAULT_TIMEOUT_MS;
     }
 
     /**

@@ -21,8 +21,10 @@ use Redlock\Sentinel;
  * (`redis://:password@host` or `redis://user:password@host`).
  *
  * Release notices for waiting acquisitions come over a second connection per node in
- * `SUBSCRIBE` mode (NoticeListener), opened by the first acquisition that waits and
- * served by the same select loop.
+ * `SUBSCRIBE` mode (NoticeListener), opened, subscribed and closed as the core's
+ * Subscriptions decide and served by the same select loop. Having no connect timeout
+ * of its own, the driver gives them NoticeListener::DEFAULT_TIMEOUT_MS to open and to
+ * confirm a subscription.
  *
  * With a Sentinel (see Redlock\Sentinel) the one node is the master the Sentinels name,
  * asked on its own sockets at every connection attempt (StreamChannel).
@@ -123,6 +125,7 @@ final class StreamDriver implements Driver
             $channel->close();
         }
         $this->notices?->shutdown();
+        $this->notices = null;
     }
 
     /** One stream_select round of at most `$timeoutUs`, then the events it found. */
@@ -151,8 +154,8 @@ final class StreamDriver implements Driver
                 $write[$id] = $w;
             }
         }
-        // A subscriber connection lost while an acquisition waits is opened again at its time.
-        $reopen = $this->notices?->reopenDue(Clock::nowUs());
+        // The subscriber connections' next instant (a linger, a pause, a timeout) bounds the wait.
+        $noticesDue = $this->notices?->nextDue();
         foreach ($this->notices?->streams() ?? [] as $id => [$r, $w, $subscriber]) {
             $byId[$id] = $subscriber->connection;
             $read[$id] = $r;
@@ -164,8 +167,8 @@ final class StreamDriver implements Driver
             // A Sentinel query gives up at its own deadline.
             $timeoutUs = max(0, min($timeoutUs, $deadline - Clock::nowUs()));
         }
-        if ($reopen !== null) {
-            $timeoutUs = max(0, min($timeoutUs, $reopen - Clock::nowUs()));
+        if ($noticesDue !== null) {
+            $timeoutUs = max(0, min($timeoutUs, $noticesDue - Clock::nowUs()));
         }
         if ($read === []) {
             if ($timeoutUs > 0) {
@@ -189,5 +192,7 @@ final class StreamDriver implements Driver
                 $channel->checkTimeout($now);
             }
         }
+        // After the reads: a confirmation that arrived in time is not overdue.
+        $this->notices?->handleDue(Clock::nowUs());
     }
 }

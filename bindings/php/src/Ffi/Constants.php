@@ -98,6 +98,12 @@ final class Constants
     public const LINK_CAUSE_TIMEOUT = 4;
     public const LINK_CAUSE_CLOSED = 5;
 
+    public const SUBSCRIBER_OUTPUT_NONE = 0;
+    public const SUBSCRIBER_OUTPUT_OPEN = 1;
+    public const SUBSCRIBER_OUTPUT_SUBSCRIBE = 2;
+    public const SUBSCRIBER_OUTPUT_UNSUBSCRIBE = 3;
+    public const SUBSCRIBER_OUTPUT_CLOSE = 4;
+
     public const LINK_MAX_IN_FLIGHT = 64;
     public const LINK_MAX_QUEUED = 1024;
 

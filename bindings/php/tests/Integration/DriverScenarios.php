@@ -13,6 +13,7 @@ use Redlock\Exception\NodesFailedException;
 use Redlock\Exception\NotHeldException;
 use Redlock\Exception\UsedAfterCloseException;
 use Redlock\Ffi\Constants;
+use Redlock\Ffi\Native;
 use Redlock\Lock;
 use Redlock\NodeResult;
 use Redlock\Options;
@@ -488,16 +489,17 @@ abstract class DriverScenarios extends TestCase
         $acquiredAt = Clock::nowUs();
         $report = $this->finishHolder($process, $stdout, $stderr);
         $this->assertTrue($lock->isValid());
-        // One attempt refused, perhaps one more at once (a quorum of subscriptions
-        // confirmed after the refusals: a release may have gone unheard), the last one
-        // started by the notice.
-        $this->assertContains($lock->attempts(), [2, 3], 'attempts');
+        // One attempt refused and the last one started by the holder's notice; up to two
+        // more are legitimate, each an ordinary attempt the core starts early: one each
+        // time a quorum of subscriptions is confirmed after the refusals (a release may
+        // have gone unheard): the first subscription, and again if subscriber connections
+        // are lost and opened again on a loaded machine. So 2 to 4.
+        $this->assertContains($lock->attempts(), [2, 3, 4], 'attempts');
         $handOffMs = ($acquiredAt - $report['release_started']) / 1000;
         $this->assertLessThan(100, $handOffMs, 'release to next holder, ms');
         $this->assertLessThan(2_000_000, $acquiredAt - $started, 'long before the 3 s retry');
         $lock->release();
-        $waiter->flush();
-        $this->assertNoSubscribers($this->resource());
+        $this->assertNoSubscribers($this->resource(), $waiter);
     }
 
     public function testReleaseNoticesHandTheLockToTheWaitersInTheOrderTheyQueued(): void
@@ -674,7 +676,7 @@ abstract class DriverScenarios extends TestCase
             ['someone-else', 'someone-else', 'someone-else', false, false],
             Nodes::values(static::basePort(), $this->resource()),
         );
-        $this->assertNoSubscribers($this->resource());
+        $this->assertNoSubscribers($this->resource(), $waiter);
     }
 
     public function testAnInterruptedWaitLeavesNothingBehind(): void
@@ -692,7 +694,7 @@ abstract class DriverScenarios extends TestCase
         }
         $waiter->flush();
         $this->assertSame([false, false], array_slice(Nodes::values(static::basePort(), $this->resource()), 3));
-        $this->assertNoSubscribers($this->resource());
+        $this->assertNoSubscribers($this->resource(), $waiter);
     }
 
     public function testLostNoticesAreCaughtWhenTheSubscriberIsBack(): void
@@ -712,8 +714,7 @@ abstract class DriverScenarios extends TestCase
         $this->assertGreaterThanOrEqual(5, $report['killed'], 'subscriber connections were killed');
         $this->assertLessThan(1_500, ($acquiredAt - $report['release_started']) / 1000, 'acquired after the release, ms (the retry: 3000)');
         $lock->release();
-        $waiter->flush();
-        $this->assertNoSubscribers($this->resource());
+        $this->assertNoSubscribers($this->resource(), $waiter);
     }
 
     public function testNoticesThatNeverComeFallBackToTheRetrySchedule(): void
@@ -750,6 +751,145 @@ abstract class DriverScenarios extends TestCase
         $report = $this->finishHolder($process, $stdout, $stderr);
         $this->assertLessThan(100, ($acquiredAt - $report['release_started']) / 1000, 'notices heard again, ms after the release');
         $lock->release();
+    }
+
+    public function testARefusedSubscribeIsTriedAgainPacedNotInALoop(): void
+    {
+        // Held elsewhere on three nodes: every wait below ends at its limit.
+        for ($i = 0; $i < 3; $i++) {
+            Nodes::redis(static::basePort(), $i)->set($this->resource(), 'someone-else', ['px' => 20_000]);
+        }
+        $waiter = $this->redlock(new Options(ttlMs: 10_000, nodeTimeoutMs: 50, retryDelayMs: 40, retryJitterMs: 10));
+        $waiter->acquire($this->resource() . ':warm')->release();
+        $admins = [];
+        for ($i = 0; $i < 5; $i++) {
+            $admins[] = Nodes::redis(static::basePort(), $i);
+        }
+        $connections = static fn (): array => array_map(
+            static fn (\Redis $r): int => (int) $r->info('stats')['total_connections_received'],
+            $admins,
+        );
+        $before = $connections();
+        try {
+            foreach ($admins as $redis) {
+                $redis->rawCommand('ACL', 'SETUSER', 'default', '-subscribe');
+            }
+            // Short waits one after another for about a second, every SUBSCRIBE refused
+            // (NOPERM): each refusal closes the node's subscriber connection and pauses it
+            // (100 ms, doubling), and a wait that starts during a pause does not cut it
+            // short.
+            $started = Clock::nowUs();
+            $waits = 0;
+            while (Clock::nowUs() - $started < 1_000_000) {
+                $this->assertNull($waiter->tryAcquire($this->resource(), waitMs: 100));
+                $waits++;
+            }
+            $elapsedMs = (Clock::nowUs() - $started) / 1000;
+            $after = $connections();
+        } finally {
+            foreach ($admins as $redis) {
+                $redis->rawCommand('ACL', 'SETUSER', 'default', '+subscribe');
+            }
+        }
+        $this->assertGreaterThanOrEqual(5, $waits, 'waits started');
+        foreach ($after as $i => $count) {
+            // Opened at about 0, 100, 300 and 700 ms: 4 (5 if the last wait ran past 1.5 s),
+            // however many waits started; a reopening per wait or per refusal would be more.
+            $opened = $count - $before[$i];
+            $this->assertGreaterThanOrEqual(2, $opened, "node $i: opened again after a refusal");
+            $this->assertLessThanOrEqual(
+                $elapsedMs < 1_500 ? 4 : 5,
+                $opened,
+                "node $i: connections in $elapsedMs ms, $waits waits (subscriber attempts paced)",
+            );
+        }
+    }
+
+    public function testTheSubscriberConnectionClosesAfterTheLingerOnceNobodyWaits(): void
+    {
+        $lingerUs = 1000 * Native::get()->ffi->redlock_notice_channel_linger_ms();
+        $waiter = $this->redlock(new Options(ttlMs: 10_000, nodeTimeoutMs: 50, attempts: 4, retryDelayMs: 250, retryJitterMs: 0));
+        $waiter->acquire($this->resource() . ':warm')->release();
+        $baseline = $this->pubsubClients([]);
+        for ($i = 0; $i < 3; $i++) {
+            Nodes::redis(static::basePort(), $i)->set($this->resource() . ':held', 'someone-else', ['px' => 20_000]);
+        }
+
+        // A wait, then nobody waits: its channel lingers, subscribed on every node.
+        $this->holdBriefly();
+        $this->redlockWaitAndRelease($waiter);
+        $this->assertSame(array_fill(0, 5, 1), array_map('count', $this->pubsubClients($baseline)), 'lingering');
+        // PHP does I/O only inside a call: past the linger, nothing changes until the
+        // client's next call, which unsubscribes and closes.
+        usleep($lingerUs + 100_000);
+        $this->assertSame(array_fill(0, 5, 1), array_map('count', $this->pubsubClients($baseline)), 'no call, no change');
+        $waiter->flush();
+        $this->awaitPubsubClients($baseline, 0, 'closed by the next call after the linger');
+
+        // A call that lasts longer than the linger (no wait limit, so it does not listen)
+        // closes them while it runs.
+        $this->holdBriefly();
+        $this->redlockWaitAndRelease($waiter);
+        $this->assertSame(array_fill(0, 5, 1), array_map('count', $this->pubsubClients($baseline)), 'lingering again');
+        $started = Clock::nowUs();
+        $this->assertNull($waiter->tryAcquire($this->resource() . ':held'));
+        $this->assertGreaterThan($lingerUs, Clock::nowUs() - $started, 'the call outlasted the linger');
+        $this->awaitPubsubClients($baseline, 0, 'closed during a call past the linger');
+    }
+
+    /**
+     * Someone else holds the resource on three nodes for 300 ms (it expires, no notice):
+     * a waiter is subscribed on every node before it gets the lock at a retry.
+     */
+    private function holdBriefly(): void
+    {
+        for ($i = 0; $i < 3; $i++) {
+            Nodes::redis(static::basePort(), $i)->set($this->resource(), 'someone-else', ['px' => 300]);
+        }
+    }
+
+    /** `$waiter` waits for the resource (subscribed meanwhile), gets it and releases it. */
+    private function redlockWaitAndRelease(Redlock $waiter): void
+    {
+        $lock = $waiter->acquire($this->resource(), waitMs: 3_000);
+        $this->assertGreaterThan(1, $lock->attempts(), 'it waited');
+        $lock->release();
+    }
+
+    /**
+     * Each node's subscriber clients (CLIENT LIST TYPE pubsub) not in `$baseline`, by id.
+     *
+     * @param list<array<string, string>> $baseline
+     * @return list<array<string, string>> per node, id => the client's line
+     */
+    private function pubsubClients(array $baseline): array
+    {
+        $out = [];
+        for ($i = 0; $i < 5; $i++) {
+            $clients = [];
+            $list = (string) Nodes::redis(static::basePort(), $i)->rawCommand('CLIENT', 'LIST', 'TYPE', 'pubsub');
+            foreach (array_filter(explode("\n", trim($list))) as $line) {
+                if (preg_match('/^id=(\d+) /', $line, $m) === 1 && !isset($baseline[$i][$m[1]])) {
+                    $clients[$m[1]] = $line;
+                }
+            }
+            $out[] = $clients;
+        }
+        return $out;
+    }
+
+    /** @param list<array<string, string>> $baseline each node has `$count` new subscriber clients (within 1 s) */
+    private function awaitPubsubClients(array $baseline, int $count, string $what): void
+    {
+        $deadline = Clock::nowUs() + 1_000_000;
+        do {
+            $counts = array_map('count', $this->pubsubClients($baseline));
+            if ($counts === array_fill(0, 5, $count)) {
+                break;
+            }
+            usleep(10_000);
+        } while (Clock::nowUs() < $deadline);
+        $this->assertSame(array_fill(0, 5, $count), $counts, $what);
     }
 
     /**
@@ -863,9 +1003,18 @@ abstract class DriverScenarios extends TestCase
         return [$process, $pipes[1], $pipes[2]];
     }
 
-    /** Nobody is subscribed to the resource's notice channel on any node (in time). */
-    private function assertNoSubscribers(string $resource): void
+    /**
+     * Nobody is subscribed to the resource's notice channel on any node (in time). A
+     * waiter's channel lingers the core's NOTICE_CHANNEL_LINGER_MS after its wait, and
+     * a PHP client does I/O only inside a call: with `$waiter`, its next call after the
+     * linger (flush()) is what unsubscribes.
+     */
+    private function assertNoSubscribers(string $resource, ?Redlock $waiter = null): void
     {
+        if ($waiter !== null) {
+            usleep(1000 * Native::get()->ffi->redlock_notice_channel_linger_ms() + 50_000);
+            $waiter->flush();
+        }
         $channel = 'redlock:released:' . $resource;
         $deadline = Clock::nowUs() + 1_000_000;
         do {
