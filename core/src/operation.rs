@@ -755,6 +755,31 @@ impl Operation {
         self.events.pop_front()
     }
 
+    /// Whether the driver should listen for this acquisition's release notices now
+    /// (subscribe to [`Operation::notice_channels`], `docs/bindings.md`, rules 12 and 14),
+    /// decided once for every driver:
+    ///
+    /// - an acquisition with a wait limit listens from its start, so that it hears a
+    ///   release that comes while its first attempt is out;
+    /// - one without listens once an attempt failed and another may follow (from the
+    ///   failed attempt's cleanup on); an acquisition that wins at once, or has no
+    ///   attempt left, never subscribes to anything;
+    /// - nothing else listens: extensions, releases, inspections, finished operations.
+    ///
+    /// Once true it stays true until the operation finishes: poll it after every input
+    /// (with the outputs), start listening when it turns true, stop when the operation
+    /// ends.
+    pub fn listens(&self) -> bool {
+        if self.kind != OperationKind::Acquire || self.phase == Phase::Done {
+            return false;
+        }
+        if self.wait_until.is_some() || self.attempt > 1 {
+            return true;
+        }
+        matches!(self.phase, Phase::CleaningUp | Phase::Delaying { .. })
+            && self.attempt < self.config.attempts()
+    }
+
     /// The channels on which releases of this acquisition's keys are announced, one per
     /// key ([`crate::notice_channel`]): subscribe to them on every node while the
     /// acquisition waits, and hand each message to [`Operation::handle_notice`]. Empty

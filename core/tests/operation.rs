@@ -524,3 +524,78 @@ fn a_subscription_confirmation_names_its_node() {
     assert!(drain(&mut op).0.is_empty());
     assert_eq!(op.attempt(), 1);
 }
+
+#[test]
+fn an_acquisition_listens_from_its_start_with_a_wait_limit_and_until_it_ends() {
+    let config = Config::builder(3, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [6; 32]);
+    let options = redlock_core::AcquireOptions::new().wait(ms(2_000));
+    let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
+    assert!(op.listens(), "before its first attempt is even out");
+    let (sends, _, _) = drain(&mut op);
+    assert!(op.listens());
+    let outcome = answer_all(&mut op, &sends, 100, |_| Reply::Integer(1));
+    assert!(matches!(outcome, Some(Outcome::Acquired(_))), "{outcome:?}");
+    assert!(!op.listens(), "finished");
+}
+
+#[test]
+fn an_acquisition_without_a_wait_limit_listens_once_an_attempt_failed_and_another_may_follow() {
+    // Two attempts: the first fails on a conflict. From its cleanup on it listens, through
+    // the delay and the second attempt, until the outcome.
+    let config = Config::builder(3, ms(10_000)).attempts(2).build().unwrap();
+    let mut client = Redlock::with_seed(config, [7; 32]);
+    let mut op = client.acquire(&["r"], at(0)).unwrap();
+    assert!(
+        !op.listens(),
+        "a first attempt may win: it subscribes to nothing"
+    );
+    let (sends, _, _) = drain(&mut op);
+    assert!(!op.listens());
+    let (cleanup, _) = answer(&mut op, &sends, 100, |_| Reply::Nil);
+    assert_eq!(cleanup.len(), 3);
+    assert!(op.listens(), "the failed attempt's cleanup is out");
+    let (retry_at, outcome) = answer_all_wait(&mut op, &cleanup, 200, |_| Reply::Integer(0));
+    assert!(outcome.is_none());
+    assert!(op.listens(), "delaying");
+    op.handle_timeout(retry_at.unwrap());
+    let (sends, _, _) = drain(&mut op);
+    assert_eq!(op.attempt(), 2);
+    assert!(op.listens(), "the second attempt");
+    let (cleanup, _) = answer(&mut op, &sends, 400_000, |_| Reply::Nil);
+    assert!(
+        op.listens(),
+        "the last attempt's cleanup: still until the outcome"
+    );
+    let (_, outcome) = answer_all_wait(&mut op, &cleanup, 400_100, |_| Reply::Integer(0));
+    assert!(
+        matches!(outcome, Some(Outcome::NotAcquired(_))),
+        "{outcome:?}"
+    );
+    assert!(!op.listens());
+
+    // One attempt only: nothing may follow its failure, so it never listens.
+    let config = Config::builder(3, ms(10_000)).attempts(1).build().unwrap();
+    let mut client = Redlock::with_seed(config, [8; 32]);
+    let mut op = client.acquire(&["r"], at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    let (cleanup, _) = answer(&mut op, &sends, 100, |_| Reply::Nil);
+    assert!(!op.listens());
+    let _ = answer_all_wait(&mut op, &cleanup, 200, |_| Reply::Integer(0));
+    assert!(!op.listens());
+}
+
+#[test]
+fn extensions_releases_and_inspections_never_listen() {
+    let config = Config::builder(3, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [5; 32]);
+    let mut op = client.acquire(&["r"], at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    let Some(Outcome::Acquired(acquired)) = answer_all(&mut op, &sends, 100, |_| Reply::Ok) else {
+        panic!("acquired")
+    };
+    let lease = acquired.lease;
+    assert!(!client.extend(&lease, at(200)).unwrap().listens());
+    assert!(!client.release(&lease, at(200)).listens());
+    assert!(!client.inspect(&["r"], at(200)).unwrap().listens());
+}

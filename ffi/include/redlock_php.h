@@ -1992,6 +1992,14 @@ redlock_result redlock_operation_handle_notice_message(redlock_operation *operat
                                                        uint64_t now_us);
 
 /**
+ * Whether the driver should listen for this acquisition's release notices now (the
+ * core decides: from its start with a wait limit, otherwise once an attempt failed and
+ * another may follow; never for other operations or finished ones). Once true it stays
+ * true until the operation finishes. False for NULL.
+ */
+bool redlock_operation_listens(const redlock_operation *operation);
+
+/**
  * The number of notice channels of a running acquisition (one per resource; 0 for
  * other operations, finished ones and NULL).
  */

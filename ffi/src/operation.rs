@@ -509,6 +509,15 @@ pub unsafe extern "C" fn redlock_operation_handle_notice_message(
     })
 }
 
+/// Whether the driver should listen for this acquisition's release notices now (the
+/// core decides: from its start with a wait limit, otherwise once an attempt failed and
+/// another may follow; never for other operations or finished ones). Once true it stays
+/// true until the operation finishes. False for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_operation_listens(operation: *const redlock_operation) -> bool {
+    guard_value(false, || arg_ref!(operation, false).inner.listens())
+}
+
 /// The number of notice channels of a running acquisition (one per resource; 0 for
 /// other operations, finished ones and NULL).
 #[no_mangle]

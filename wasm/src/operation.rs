@@ -421,6 +421,14 @@ impl Operation {
         self.inner.is_finished()
     }
 
+    /// Whether the driver should listen for this acquisition's release notices now: from
+    /// its start with a wait limit, otherwise once an attempt failed and another may
+    /// follow; never for other operations. Once true, true until it finishes.
+    #[wasm_bindgen(getter)]
+    pub fn listens(&self) -> bool {
+        self.inner.listens()
+    }
+
     /// The attempt under way (or the last one made), from 1.
     #[wasm_bindgen(getter)]
     pub fn attempt(&self) -> u32 {

@@ -1204,6 +1204,7 @@ static void fencing_and_waiting(void) {
     OK(redlock_operation_handle_notice_message(op, 2, (const uint8_t *)"someone", 7, 2000));
     CHECK(redlock_operation_notice_channel_count(op) == 1);
     CHECK(redlock_operation_notice_channel_count(NULL) == 0);
+    CHECK(redlock_operation_listens(op) && !redlock_operation_listens(NULL));
     uint8_t channel[64];
     size_t channel_len = 0;
     EXPECT(redlock_operation_notice_channel(op, 0, channel, 4, &channel_len), REDLOCK_BUFFER_TOO_SMALL);

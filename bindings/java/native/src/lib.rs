@@ -741,6 +741,12 @@ export!(Java_io_github_redlockcore_internal_Native_operationIsFinished(env, oper
     Ok(jboolean::from(operation.operation.is_finished()))
 });
 
+export!(Java_io_github_redlockcore_internal_Native_operationListens(env, operation: jlong) -> jboolean = 0, {
+    let _ = env;
+    let operation: &mut OperationBox = handle(operation, "operation")?;
+    Ok(jboolean::from(operation.operation.listens()))
+});
+
 export!(Java_io_github_redlockcore_internal_Native_operationNodeCodes(env, operation: jlong) -> jni::sys::jintArray = std::ptr::null_mut(), {
     let operation: &mut OperationBox = handle(operation, "operation")?;
     let codes: Vec<jint> = operation

@@ -133,6 +133,13 @@ public final class Native {
 
   public static native boolean operationIsFinished(long operation);
 
+  /**
+   * Whether the acquisition should listen for release notices now (the core decides: from
+   * its start with a wait limit, otherwise once an attempt failed and another may follow);
+   * once true, true until it finishes.
+   */
+  public static native boolean operationListens(long operation);
+
   public static native void operationHandleNotice(long operation, int node, long now);
 
   public static native void operationHandleSubscribed(long operation, int node, long now);
