@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use redlock_core::{
-    AcquireOptions, Config, ConfigBuilder, ConfigError, Event, Lease, NodeResult, Operation,
-    Outcome, Output, Redlock, Reply, Time,
+    AcquireOptions, Config, ConfigBuilder, ConfigError, Event, Lease, Operation, Outcome, Output,
+    Redlock, Reply, Time,
 };
 
 use crate::error::{Error, NodeReport, NotAcquired, NotExtended, NotInspected, NotReleased};
@@ -603,11 +603,8 @@ impl Client {
         };
         let origin = self.instant(started);
         let attempts = self.inner.config.attempts();
-        // An acquisition that may try again listens for releases: one with a wait limit
-        // from its start (a release landing while its first attempt is out is not
-        // missed), any other once it finds the lock held.
-        let listen = (self.inner.listen && (options.wait.is_some() || attempts > 1))
-            .then_some(options.wait.is_some());
+        // When it listens for releases is the core's decision (`Operation::listens`).
+        let listen = self.inner.listen;
         let keys = keys(&self.inner.config, resources);
         let outcome = self
             .inner
@@ -864,7 +861,7 @@ impl Inner {
         keys: &[Vec<u8>],
         on_attempt: impl FnMut(u32),
     ) -> Result<Outcome, Error> {
-        self.drive_listening(op, keys, on_attempt, None).await
+        self.drive_listening(op, keys, on_attempt, false).await
     }
 
     /// Hands every event the operation has to the hooks and its span.
@@ -881,21 +878,18 @@ impl Inner {
         self.hooks.emit(event);
     }
 
-    /// [`Inner::drive`] for an acquisition that listens for release notices of `keys`,
-    /// from the start (`Some(true)`) or once a node reports them held (`Some(false)`):
-    /// each notice goes to [`Operation::handle_notice`], and the core decides whether it
-    /// changes anything.
+    /// [`Inner::drive`] for an acquisition that may listen for release notices of `keys`
+    /// (`listen`: notices are on): it listens while the core says so
+    /// ([`Operation::listens`]), each notice goes to the operation, and the core decides
+    /// whether it changes anything.
     pub(crate) async fn drive_listening(
         &self,
         op: Operation,
         keys: &[Vec<u8>],
         mut on_attempt: impl FnMut(u32),
-        listen: Option<bool>,
+        listen: bool,
     ) -> Result<Outcome, Error> {
-        let mut listening: Option<Listening> = match listen {
-            Some(true) => Some(self.notices.listen(keys)),
-            _ => None,
-        };
+        let mut listening: Option<Listening> = None;
         let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
         let mut replies = self.routes.open(tag);
         let mut driving = Driving {
@@ -908,6 +902,12 @@ impl Inner {
         let op = &mut driving.op;
         let mut attempt = op.attempt();
         loop {
+            // Checked after every input, before its outputs go out: a waiter with a limit
+            // listens before its first attempt is sent, a retrying one as its failed
+            // attempt's cleanup goes out.
+            if listen && listening.is_none() && op.listens() {
+                listening = Some(self.notices.listen(keys));
+            }
             let mut wake = None;
             let mut done = None;
             while let Some(output) = op.poll_output() {
@@ -942,12 +942,6 @@ impl Inner {
             let Some(at) = wake else {
                 return Err(Error::Internal("the operation stopped without an outcome"));
             };
-            if listen == Some(false)
-                && listening.is_none()
-                && op.node_results().contains(&NodeResult::Conflict)
-            {
-                listening = Some(self.notices.listen(keys));
-            }
             tokio::select! {
                 biased;
                 Some((request, reply)) = replies.recv() => {

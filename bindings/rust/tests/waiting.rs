@@ -121,6 +121,46 @@ fn a_waiter_acquires_within_a_few_round_trips_of_the_release() {
 }
 
 #[test]
+fn a_retrying_acquisition_without_a_wait_limit_listens_once_its_first_attempt_failed() {
+    let _serial = serial();
+    let nodes = common::shared(7176);
+    let rt = runtime();
+    let holder = client(&nodes, Duration::from_millis(200));
+    // Three attempts 2 s apart, no wait limit: the core has it listen once its first
+    // attempt failed (`Operation::listens`).
+    let waiter = Client::builder(nodes.urls.clone())
+        .attempts(3)
+        .retry_delay(Duration::from_secs(2), Duration::ZERO)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let lock = holder
+            .lock("wait:retrying", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let waiting = {
+            let waiter = waiter.clone();
+            tokio::spawn(async move {
+                let lock = waiter.lock("wait:retrying", Duration::from_secs(10)).await;
+                (lock, Instant::now())
+            })
+        };
+        assert!(eventually(
+            || listeners(&nodes, "wait:retrying") == vec![1; 5]
+        ));
+        let released = Instant::now();
+        lock.release().await.unwrap();
+        let (lock, acquired) = waiting.await.unwrap();
+        let lock = lock.expect("the waiter got the lock");
+        let handoff = acquired.duration_since(released);
+        println!("retrying acquisition, release to next holder: {handoff:?}");
+        assert!(handoff < Duration::from_millis(500), "{handoff:?}");
+        assert_eq!(lock.attempts(), 2);
+        lock.release().await.unwrap();
+    });
+}
+
+#[test]
 fn a_wait_limit_gives_up_at_the_limit_with_held_elsewhere() {
     let _serial = serial();
     let nodes = common::shared(7176);
