@@ -262,6 +262,31 @@ def test_replies_and_decoder_errors() -> None:
     assert core.token_from_random_bytes(bytes(range(16))) == bytes(range(16)).hex()
 
 
+def test_the_core_says_when_an_acquisition_listens_for_notices() -> None:
+    """Operation.listens: from the start with a wait limit; otherwise once an attempt
+    failed and another may follow; never after the outcome or for other operations."""
+    with core.Config(3, 1000, attempts=2) as config, core.Client(config, seed=bytes(32)) as client:
+        with client.acquire("r", 0, wait_us=2_000_000) as op:
+            assert op.listens
+        with client.acquire("r", 0) as op:
+            assert not op.listens
+            sends = []
+            while op.poll() == ffi.OUTPUT_SEND:
+                sends.append(op.command().request_id)
+            assert not op.listens, "a first attempt may win"
+            for request in sends[:2]:  # refused twice of three: the attempt failed
+                op.handle_reply(request, ffi.REPLY_NIL, 100)
+            assert op.listens, "its cleanup goes out, and another attempt may follow"
+    with core.Config(3, 1000, attempts=1) as config, core.Client(config, seed=bytes(32)) as client:
+        with client.acquire("r", 0) as op:
+            sends = []
+            while op.poll() == ffi.OUTPUT_SEND:
+                sends.append(op.command().request_id)
+            for request in sends[:2]:
+                op.handle_reply(request, ffi.REPLY_NIL, 100)
+            assert not op.listens, "no attempt can follow"
+
+
 def test_closed_handles_raise_instead_of_touching_freed_memory() -> None:
     config = core.Config(3, 1000)
     client = core.Client(config)

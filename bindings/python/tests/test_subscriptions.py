@@ -228,7 +228,7 @@ def test_the_engine_does_what_the_core_subscriptions_say(
 
     # A waiting acquisition listens from its start: the core opens every node.
     op = engine_.client.acquire("res", clock.now, wait_us=5_000_000)
-    running = engine_.start(op, waits=True)
+    running = engine_.start(op)
     (channel,) = running.channels
     assert done == [(0, (CONNECT,)), (1, (CONNECT,)), (2, (CONNECT,))]
     assert timer_pokes == [clock.now]  # the openings' deadline

@@ -75,6 +75,32 @@ def test_a_waiter_takes_the_lock_as_soon_as_it_is_released(nodes: Nodes, resourc
         wait_for(lambda: subscribers(nodes, resource) == [0] * 5)
 
 
+def test_a_retrying_acquisition_without_a_limit_listens_once_it_failed(
+    nodes: Nodes, resource: str
+) -> None:
+    """No blocking_timeout, retries 2 s apart: the core has it listen once its first
+    attempt failed (Operation.listens), so the release hands it the lock."""
+    holder_side = Redlock(nodes.clients())
+    waiter_side = Redlock(nodes.clients(), attempts=3, retry_delay=2, retry_jitter=0)
+    got: dict[str, Any] = {}
+
+    def wait() -> None:
+        lock = waiter_side.acquire(resource)
+        got["at"], got["attempts"] = time.monotonic(), lock.attempts
+        lock.release()
+
+    with holder_side, waiter_side:
+        holder = holder_side.acquire(resource)
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        wait_for(lambda: subscribers(nodes, resource) == [1] * 5)
+        released = time.monotonic()
+        holder.release()
+        waiter.join(5)
+        assert got["at"] - released < NOTICE_BOUND, got["at"] - released
+        assert got["attempts"] == 2, got["attempts"]
+
+
 def test_a_channel_stays_subscribed_for_the_linger_after_the_last_wait(
     nodes: Nodes, resource: str
 ) -> None:

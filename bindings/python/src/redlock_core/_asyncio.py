@@ -406,7 +406,7 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
         engine = self._engine
         loop = asyncio.get_running_loop()
         with self._observe(step) as observation:
-            running = engine.start(step.op, waits=step.waits, events=observation.wants_events)
+            running = engine.start(step.op, events=observation.wants_events)
             self._poke_timer()
             try:
                 while True:

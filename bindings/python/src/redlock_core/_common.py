@@ -142,25 +142,13 @@ class AcquirePlan:
                 raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")
         return cls(resources, **options)
 
-    @property
-    def waits(self) -> bool:
-        """Whether the acquisition may wait (a wait limit above zero)."""
-        limit = self.blocking_timeout
-        if limit is None:
-            return False
-        if isinstance(limit, timedelta):
-            return limit.total_seconds() > 0
-        return limit > 0
-
 
 class Step(NamedTuple):
     """One operation a procedure needs run to its outcome by the driver's I/O:
-    ``resources`` name it in events and spans; ``waits`` lets it wait for release
-    notices."""
+    ``resources`` name it in events and spans."""
 
     op: Operation
     resources: Sequence[str | bytes]
-    waits: bool = False
 
 
 #: A procedure: yields steps, is sent their outcomes, returns its result.
@@ -792,7 +780,7 @@ class RedlockBase(Generic[LockT, ContextT]):
         wait = None if limit is None else micros(limit, "blocking_timeout")
         ttl = self._check_ttl(plan.ttl)
         with client.acquire(names, now_us(), ttl_ms=ttl, wait_us=wait) as op:
-            outcome = yield Step(op, resources, plan.waits)
+            outcome = yield Step(op, resources)
         lease, attempts, nodes = self._acquired(outcome, resources)
         return self._lock_class(
             self, resources, lease, attempts, nodes, plan.auto_extend, plan.on_lost

@@ -371,6 +371,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         [HANDLE, c_size_t, BYTES, c_size_t, c_uint64],
     ),
     "redlock_operation_notice_channel_count": (c_size_t, [HANDLE]),
+    "redlock_operation_listens": (c_bool, [HANDLE]),
     "redlock_operation_notice_channel": (RESULT, [HANDLE, c_size_t, BUFFER, c_size_t, OUT_SIZE]),
     "redlock_operation_poll_event": (RESULT, [HANDLE, OUT_U32]),
     "redlock_operation_event": (RESULT, [HANDLE, OUT_U64, OUT_U64, OUT_U32, OUT_U32]),

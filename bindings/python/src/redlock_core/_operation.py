@@ -414,6 +414,13 @@ class Operation(_Handle):
         return bool(lib.redlock_operation_is_finished(self._p()))
 
     @property
+    def listens(self) -> bool:
+        """Whether the driver should listen for this acquisition's release notices now:
+        the core decides (from its start with a wait limit, otherwise once an attempt
+        failed and another may follow); once true, true until it finishes."""
+        return bool(lib.redlock_operation_listens(self._p()))
+
+    @property
     def attempt(self) -> int:
         """The current attempt, from 1."""
         return int(lib.redlock_operation_attempt(self._p()))

@@ -286,29 +286,24 @@ class Engine:
         if actions:
             self._io(node, actions)
 
-    def start(self, operation: Operation, *, waits: bool = False, events: bool = False) -> Running:
-        """Starts ``operation``. An acquisition with a wait limit (``waits``) listens
-        for release notices from the start, so that it hears a release that comes
-        while its first attempt is out; others from their first failed attempt. With
-        ``events`` its events are drained after every input (:meth:`step`) into
-        ``running.events``."""
+    def start(self, operation: Operation, *, events: bool = False) -> Running:
+        """Starts ``operation``. An acquisition listens for release notices while the
+        core says so (:meth:`step`). With ``events`` its events are drained after every
+        input (:meth:`step`) into ``running.events``."""
         running = Running(operation, next(self._tags))
         if events:
             running.events = []
         running.may_listen = self.notices and operation.kind == _ffi.OPERATION_ACQUIRE
         self.running[running.tag] = running
-        if waits and running.may_listen:
-            self._listen(running)
         self.step(running)
         return running
 
     # ---- release notices ------------------------------------------------------------
 
     def _listen(self, running: Running) -> None:
-        """``running`` listens on its notice channels from now until it finishes: from
-        its start when it has a wait limit, else once an attempt failed (its release
-        round goes out), which keeps a plain acquisition that wins at once free of it.
-        The core's subscriptions say what that takes of the subscriber connections."""
+        """``running`` listens on its notice channels from now until it finishes (the
+        core's ``Operation.listens`` said so). The core's subscriptions say what that
+        takes of the subscriber connections."""
         running.may_listen = False
         running.channels = running.operation.notice_channels()
         now = now_us()
@@ -458,6 +453,11 @@ class Engine:
         events when they are wanted."""
         op = running.operation
         running.changed = False
+        # After every input, before its outputs go out: the core says when an
+        # acquisition listens (from its start with a wait limit, else as a failed
+        # attempt's cleanup goes out).
+        if running.may_listen and op.listens:
+            self._listen(running)
         # The links write only once every command of the round is submitted: the nodes
         # get a round's commands back to back. A release written to one node before
         # the next command is even prepared lets its notice wake waiters (threads
@@ -466,8 +466,6 @@ class Engine:
         while running.outcome is None:
             kind = op.poll()
             if kind == _ffi.OUTPUT_SEND:
-                if running.may_listen and op.command_kind()[0] == _ffi.COMMAND_RELEASE:
-                    self._listen(running)
                 node_index, _, deadline = op.target()
                 running.last_deadline = max(running.last_deadline, deadline)
                 node = self.nodes[node_index]

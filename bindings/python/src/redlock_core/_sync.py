@@ -513,9 +513,7 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
         cond = self._cond
         with self._observe(step) as observation:
             with cond:
-                running = self._engine.start(
-                    step.op, waits=step.waits, events=observation.wants_events
-                )
+                running = self._engine.start(step.op, events=observation.wants_events)
             try:
                 outcome = self._wait(running, observation)
             except BaseException:
