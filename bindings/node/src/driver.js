@@ -189,7 +189,7 @@ class Task {
     /** When the operation's wait ends (us), while it waits. */
     this.until = undefined;
     this.detach = undefined;
-    /** `(op) => channels | undefined`: what to listen on once an attempt failed. */
+    /** `() => channels`: what to listen on once the core says the operation listens. */
     this.watch = undefined;
     /** The notice channels listened on for this task (ids), once watching. */
     this.watching = undefined;
@@ -238,11 +238,11 @@ export class Driver {
   /**
    * Runs `op` (a core Operation) to its outcome. With `signal`, aborting it abandons
    * the operation (the links still get the release it emits) and rejects with a
-   * CancelledError. With `watch` (acquisitions), once an attempt has failed (the
-   * operation releases it), or at once with `watchNow`, `watch(op)` names the notice
-   * channels to listen on until the operation ends, or undefined. The caller frees `op`.
+   * CancelledError. With `watch` (acquisitions), `watch()` names the notice channels to
+   * listen on from when the core says the operation listens (`op.listens`) until it
+   * ends. The caller frees `op`.
    */
-  run(op, signal, watch, watchNow = false, { bulk = false, resources } = {}) {
+  run(op, signal, watch, { bulk = false, resources } = {}) {
     return new Promise((resolve, reject) => {
       const tag = this.#nextTag++;
       const task = new Task(op, resolve, reject);
@@ -250,7 +250,6 @@ export class Driver {
       if (this.tracer !== undefined) task.span = startSpan(this.tracer, op.kind, resources);
       if (this.notices) task.watch = watch;
       this.#tasks.set(tag, task);
-      if (watchNow) this.#watch(tag, task);
       if (signal) {
         const abort = () => this.#abandon(tag, signal.reason);
         signal.addEventListener('abort', abort, { once: true });
@@ -307,6 +306,10 @@ export class Driver {
   #step(tag, task, first) {
     const op = task.op;
     const now = nowUs();
+    // After every input, before its commands go out: the core says when an acquisition
+    // listens (from its start with a wait limit, else as a failed attempt's cleanup goes
+    // out).
+    if (task.watching === undefined && task.watch !== undefined && op.listens) this.#watch(tag, task);
     for (let output = first ?? op.pollOutputToLink(); ; output = op.pollOutputToLink()) {
       if (output === undefined) {
         this.#drain(task);
@@ -315,9 +318,6 @@ export class Driver {
       if (output.type === 'send') {
         const node = this.nodes[output.node];
         node.pump(node.link.submit(tag, op, now));
-        // An acquisition releasing its failed attempt is about to wait: listen for
-        // releases from now on.
-        if (output.kind === 'release') this.#watch(tag, task);
       } else if (output.type === 'wait') {
         task.until = output.until;
         this.#waits.arm(output.until);
@@ -383,7 +383,7 @@ export class Driver {
     if (task.watch === undefined || task.watching !== undefined) return;
     let channels;
     try {
-      channels = task.watch(task.op);
+      channels = task.watch();
     } catch {
       channels = undefined; // no notices for this one: it waits on the retry schedule
     }

@@ -119,7 +119,6 @@ export class Redlock extends Emitter {
   /** The core client for acquisitions that ask for the other fencing setting. */
   #otherCore = undefined;
   #options;
-  #attempts;
   #driver;
   #labels;
   #closed = false;
@@ -167,7 +166,6 @@ export class Redlock extends Emitter {
     this.#options = coreOptions(clients.length, options);
     const config = core(() => new Config(this.#options));
     this.#core = new CoreRedlock(config, seed());
-    this.#attempts = config.attempts;
     config.free();
     this.#labels = transports.map((t) => t.label);
     this.#driver = new Driver(transports, { notices: options.notices !== false });
@@ -215,15 +213,12 @@ export class Redlock extends Emitter {
       coreOptions = { ttlMs, waitUs: waitMs === undefined ? undefined : Math.round(waitMs * 1000) };
     }
     const op = core(() => client.acquire(names, nowUs(), coreOptions));
-    // Listen for release notices while another attempt may follow: an acquisition with a
-    // wait limit from its start (a release during its first attempt is then heard too),
-    // one with attempts once an attempt failed.
-    const attempts = this.#attempts;
-    const watch = (running) =>
-      waitMs !== undefined || running.attempt < attempts ? client.noticeChannels(names) : undefined;
+    // The channels to listen on for release notices, once the core says the acquisition
+    // listens (`Operation.listens`).
+    const watch = () => client.noticeChannels(names);
     let outcome;
     try {
-      outcome = await this.#driver.run(op, signal, watch, waitMs !== undefined && waitMs > 0, { resources: names });
+      outcome = await this.#driver.run(op, signal, watch, { resources: names });
     } finally {
       op.free();
     }
@@ -267,7 +262,7 @@ export class Redlock extends Emitter {
     this.#open();
     const op = core(() => this.#core.inspect(names, nowUs()));
     try {
-      const outcome = await this.#driver.run(op, undefined, undefined, false, { bulk: true, resources: names });
+      const outcome = await this.#driver.run(op, undefined, undefined, { bulk: true, resources: names });
       if (outcome.kind === 'inspected') return decide(outcome, op);
       throw outcomeError(outcome, `the lock on ${names.join(', ')} could not be inspected: too few nodes answered`, {
         reason: outcome.kind,
@@ -361,7 +356,7 @@ export class Redlock extends Emitter {
     this.#open();
     const op = core(() => start(this.#core, nowUs()));
     try {
-      const outcome = await this.#driver.run(op, undefined, undefined, false, { resources });
+      const outcome = await this.#driver.run(op, undefined, undefined, { resources });
       keepAlive?.handleOutcome(op, nowUs());
       return outcome;
     } finally {

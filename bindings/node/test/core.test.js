@@ -506,3 +506,24 @@ test('Subscriptions: the subscriber connections as the core decides them, bad in
   assert.deepEqual(outputs(), [[Subscribe, 0, new Uint8Array([0xff])]]);
   s.free();
 });
+
+test('Operation.listens: the core says when an acquisition listens for notices', () => {
+  const attempts = (n) => new core.Redlock(new core.Config({ nodes: 3, ttlMs: 10_000, attempts: n }), new Uint8Array(32));
+  const sendsOf = (op) => {
+    const sends = [];
+    for (let out = op.pollOutput(); out !== undefined; out = op.pollOutput()) if (out.type === 'send') sends.push(out);
+    return sends;
+  };
+  const waiting = attempts(2).acquire('r', 0, { waitUs: 2_000_000 });
+  assert.equal(waiting.listens, true, 'with a wait limit, from its start');
+  waiting.free();
+  for (const [n, after] of [[2, true], [1, false]]) {
+    const op = attempts(n).acquire('r', 0);
+    assert.equal(op.listens, false, 'a first attempt may win');
+    const sends = sendsOf(op);
+    op.handleReply(sends[0].requestId, { type: 'nil' }, 100);
+    op.handleReply(sends[1].requestId, { type: 'nil' }, 100);
+    assert.equal(op.listens, after, `attempts ${n}: listens once it failed only if another may follow`);
+    op.free();
+  }
+});

@@ -184,6 +184,24 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
       await untilSubscribers(channel, 0);
     });
 
+    test('a retrying acquisition without a wait limit listens once its first attempt failed', async () => {
+      // No waitMs, three attempts 2 s apart: the core has it listen once its first attempt
+      // failed (Operation.listens), so the release hands it the lock.
+      const holder = make({ ttlMs: 10_000, retryDelayMs: 2000, retryJitterMs: 0 });
+      const waiter = make({ ttlMs: 10_000, attempts: 3, retryDelayMs: 2000, retryJitterMs: 0 });
+      const resource = `wait:retrying:${name}`;
+      const held = await holder.acquire(resource);
+      const waiting = waiter.acquire(resource);
+      await untilSubscribers(`redlock:released:${resource}`, 1);
+      const releasedAt = performance.now();
+      await held.release();
+      const lock = await waiting;
+      const handOff = performance.now() - releasedAt;
+      assert.ok(handOff < 500, `hand-off ${handOff.toFixed(1)} ms`);
+      assert.equal(lock.attempts, 2);
+      await lock.release();
+    });
+
     test('a wait limit gives up at the limit with LockHeldError', async () => {
       const redlock = make({ ttlMs: 10_000, retryDelayMs: 100, retryJitterMs: 50 });
       const resource = `wait:limit:${name}`;
