@@ -26,7 +26,9 @@
 //! - `6, tag`: the operation ended without an outcome (abandoned);
 //! - `7, tag, count, ...count numbers`: one of the core's events (`Operation::poll_event`,
 //!   see `event_record`), its node texts in the bytes; only while a listener is on
-//!   (`loopListen`), so that a loop nobody listens to pays nothing for them.
+//!   (`loopListen`), so that a loop nobody listens to pays nothing for them;
+//! - `8, tag`: the acquisition listens for its release notices from now on, until it
+//!   ends (the core's `Operation::listens` turned true; once per operation).
 //!
 //! When the events do not fit, the call returns -1 with the sizes needed in
 //! `records[1]` and `records[2]` (if `records` has its 4 header slots); they wait in
@@ -54,6 +56,7 @@ const EVENT_CLOSE: i64 = 3;
 const EVENT_OUTCOME: i64 = 5;
 const EVENT_ENDED: i64 = 6;
 const EVENT_EVENT: i64 = 7;
+const EVENT_LISTEN: i64 = 8;
 
 const HEADER: usize = 4;
 
@@ -65,6 +68,8 @@ struct Running {
     keep: bool,
     /// An inspection asked whether this lease holds the lock (`Inspected::is_held_by`).
     owner: Option<Lease>,
+    /// `Operation::listens` was true once (the `8, tag` event went out).
+    listening: bool,
 }
 
 /// One node's reading side, for drivers that hand in raw bytes (`loopFeed`).
@@ -230,6 +235,14 @@ impl Engine {
             return Ok(());
         };
         loop {
+            // Checked after every input, before its outputs go out (`Operation::listens`,
+            // the core's decision): a waiter with a wait limit listens before its first
+            // attempt is sent, a retrying one as its failed attempt's cleanup goes out.
+            if !running.listening && running.operation.listens() {
+                running.listening = true;
+                self.records.extend_from_slice(&[EVENT_LISTEN, tag as i64]);
+                self.count += 1;
+            }
             let output = running.operation.poll_output();
             if self.listen {
                 let class = match &output {
@@ -435,6 +448,7 @@ impl Engine {
                 wait: None,
                 keep,
                 owner,
+                listening: false,
             },
         );
         self.touch(tag);

@@ -95,7 +95,11 @@ public final class RedlockClient implements AutoCloseable {
 
   /**
    * Acquires every resource in {@code resources} as one lock, for {@code ttl} (null: the
-   * configured TTL), with the configured attempts and retry delays.
+   * configured TTL), with the configured attempts and retry delays. Once an attempt failed
+   * and another may follow, it listens for the holder's release notice on every node (the
+   * driver's subscriber connections), so it tries again as soon as the lock is released
+   * instead of sleeping out the retry delay; a first attempt that wins, or a last one,
+   * subscribes to nothing (the core's {@code Operation::listens}).
    *
    * @throws LockHeldElsewhereException when someone else holds it
    * @throws NodesFailingException when too many nodes fail
@@ -105,8 +109,10 @@ public final class RedlockClient implements AutoCloseable {
     Objects.requireNonNull(resources, "resources");
     notInLoop();
     List<String> names = List.copyOf(resources);
+    // Its release notices' channels: the core says when it listens on them.
     Outcome outcome = await(engine.run(names,
-        (links, tag, now) -> client.startAcquire(links, tag, names, ttl, null, now), null, null));
+        (links, tag, now) -> client.startAcquire(links, tag, names, ttl, null, now), null,
+        client.noticeChannels(names)));
     String name = String.join(",", resources);
     if (outcome.kind() == Outcome.Kind.ACQUIRED) {
       return new RedLock(this, names, outcome);
@@ -164,10 +170,10 @@ public final class RedlockClient implements AutoCloseable {
   /**
    * Tries to acquire {@code resource} for {@code ttl}, retrying (with the core's delays)
    * until it is acquired or {@code wait} has passed (the core's wait limit: it never starts
-   * an attempt that cannot end by then); empty if someone else still held it. While it
-   * waits it listens for the holder's release notice on every node (the driver's
-   * subscriber connections), so it tries again as soon as the lock is released; a missed
-   * notice costs at most one retry delay.
+   * an attempt that cannot end by then); empty if someone else still held it. From its
+   * start (the core's {@code Operation::listens}) it listens for the holder's release
+   * notice on every node (the driver's subscriber connections), so it tries again as soon
+   * as the lock is released; a missed notice costs at most one retry delay.
    */
   public Optional<RedLock> tryAcquire(String resource, Duration ttl, Duration wait) {
     Objects.requireNonNull(resource, "resource");
@@ -177,8 +183,9 @@ public final class RedlockClient implements AutoCloseable {
     }
     notInLoop();
     List<String> resources = List.of(resource);
-    // While it waits, it listens for release notices (a subscriber connection per node):
-    // one makes it try again at once instead of sleeping out its retry delay.
+    // Its release notices' channels (a subscriber connection per node): the core says when
+    // it listens on them, and a notice makes it try again at once instead of sleeping out
+    // its retry delay.
     Outcome outcome = await(engine.run(resources,
         (links, tag, now) -> client.startAcquire(links, tag, resources, ttl, wait, now), null,
         client.noticeChannels(resources)));

@@ -823,6 +823,77 @@ abstract class DriverContract {
   }
 
   /**
+   * A plain acquisition with retries and no wait limit (20 attempts, retry delay 3 s): when
+   * it listens is the core's decision ({@code Operation::listens}). A first attempt that
+   * wins subscribes to nothing; one that fails on the held lock listens from its cleanup
+   * on, so the holder's release hands it the lock within a few round trips, not at its
+   * retry 3 s after the failure.
+   */
+  @Test
+  void aRetryingAcquisitionListensOnceItsFirstAttemptFailed() throws Exception {
+    try (RedlockClient retrying = RedlockClient.builder(driver(nodes.urls()))
+            .attempts(20).retryDelay(Duration.ofSeconds(3)).retryJitter(Duration.ZERO)
+            .build()) {
+      String channel = noticeChannel();
+      // The client's connections first: a cold one's first attempt may miss the 50 ms node
+      // timeout (Jedis), and a failed attempt listens.
+      retrying.acquire(resource + ":warm-up").release();
+      // Won at once: nothing subscribed (a subscription would linger 500 ms).
+      RedLock free = retrying.acquire(resource);
+      int freeAttempts = free.attempts();
+      free.release();
+      Thread.sleep(100);
+      for (int n = 0; n < 5 && freeAttempts == 1; n++) {
+        try (Jedis j = node(n)) {
+          assertEquals(0L, j.pubsubNumSub(channel).get(channel),
+              "node " + n + ": an acquisition that won at once subscribed");
+        }
+      }
+
+      RedLock held = redlock.acquire(resource);
+      // The holder's key on every node, so that the first attempt fails everywhere.
+      waitUntil(() -> heldEverywhere(held));
+      long started = System.nanoTime();
+      CompletableFuture<RedLock> acquiring = new CompletableFuture<>();
+      Thread t = new Thread(() -> {
+        try {
+          acquiring.complete(retrying.acquire(resource));
+        } catch (RuntimeException e) {
+          acquiring.completeExceptionally(e);
+        }
+      }, "retrying");
+      t.setDaemon(true);
+      t.start();
+      // Its first attempt fails at once and its cleanup goes out: it listens on every node.
+      // Not asserted here, so that an acquisition that does not listen fails on the
+      // hand-off below (released by about 1.7 s, its retry comes at about 3 s).
+      long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500);
+      boolean subscribed = false;
+      while (!(subscribed = subscribedEverywhere()) && System.nanoTime() < end) {
+        Thread.sleep(5);
+      }
+      // Its cleanup is over: it sleeps until its retry.
+      Thread.sleep(200);
+      assertFalse(acquiring.isDone(), "the acquisition must still be retrying");
+      long released = System.nanoTime();
+      held.release();
+      RedLock got = acquiring.get(10, TimeUnit.SECONDS);
+      long ms = (System.nanoTime() - released) / 1_000_000;
+      long sinceStart = (System.nanoTime() - started) / 1_000_000;
+      System.out.println(getClass().getSimpleName() + ": release to the retrying acquisition "
+          + ms + " ms (" + sinceStart + " ms after it started, attempt " + got.attempts()
+          + ", subscribed everywhere before the release: " + subscribed + ")");
+      try {
+        assertTrue(got.attempts() >= 2, "its first attempt failed: " + got.attempts());
+        assertTrue(ms < 500, "the retrying acquisition took " + ms + " ms after the release ("
+            + sinceStart + " ms after it started; subscribed everywhere: " + subscribed + ")");
+      } finally {
+        got.close();
+      }
+    }
+  }
+
+  /**
    * Three waiters (clients of their own, retry delay 3 s +- 0.5 s) queue up behind a
    * holder, each once the previous one is in the queue on every node and 150 ms later;
    * each holds the lock 400 ms, then releases it. Each release's notices name the first

@@ -166,6 +166,18 @@ public final class Operation extends NativeHandle {
   }
 
   /**
+   * Whether this acquisition should listen for its release notices now (the core decides,
+   * once for every driver): from its start when it has a wait limit; otherwise once an
+   * attempt failed and another may follow (from the failed attempt's cleanup on); never for
+   * extensions, releases, inspections or finished operations. Once true it stays true until
+   * the operation finishes: check it after every input, with the outputs, start listening
+   * when it turns true and stop when the operation ends.
+   */
+  public synchronized boolean listens() {
+    return Native.operationListens(handle());
+  }
+
+  /**
    * Cancels it: an acquisition emits the release of its token on every node (poll it),
    * then nothing more.
    */

@@ -29,6 +29,12 @@ public final class CoreLinks extends NativeHandle {
   public static final int ENDED = 6;
   /** One of the core's events (while {@link #listen} is on): {@code tag, count, ...}. */
   public static final int EVENT = 7;
+  /**
+   * The acquisition listens for its release notices from now on, until it ends: {@code tag}
+   * (the core's {@code Operation::listens} turned true, checked natively after every input
+   * before the operation's outputs; once per operation).
+   */
+  public static final int LISTEN = 8;
 
   private final int nodes;
   private long[] records = new long[256];

@@ -96,8 +96,13 @@ public final class Engine implements LoopContext, AutoCloseable {
     final CompletableFuture<Outcome> future;
     /** The keep-alive that hears this extension's outcome first, or null. */
     final KeepAliveMachine keepAlive;
-    /** The notice channels this acquisition listens on while it waits, or null. */
+    /**
+     * The notice channels this acquisition may listen on (null: none, notices are not for
+     * it); it listens on them once the core says so ({@link CoreLinks#LISTEN}).
+     */
     final List<String> channels;
+    /** It listens on {@link #channels} (the core's subscriptions want each of them). */
+    boolean listening;
     /** The lock's resources, for the events. */
     final List<String> resources;
 
@@ -263,10 +268,13 @@ public final class Engine implements LoopContext, AutoCloseable {
   }
 
   /**
-   * As {@link #run(Starter)}, for an acquisition that listens for release notices on
-   * {@code channels} (one subscriber connection per node) while it runs: each notice goes
-   * to the operation with its message (the core's {@code handle_notice_message}), which may
-   * try again at once.
+   * As {@link #run(Starter)}, for an acquisition whose release notices come on {@code
+   * channels} (null: it never listens). When it listens is the core's decision ({@code
+   * Operation::listens}: from its start with a wait limit, otherwise once an attempt failed
+   * and another may follow), checked after every input: from then until it ends, the
+   * core's subscriptions want each channel (a subscriber connection per node), and each
+   * notice goes to the operation with its message (the core's {@code
+   * handle_notice_message}), which may try again at once.
    */
   public CompletableFuture<Outcome> run(Starter start, KeepAliveMachine keepAlive,
       List<byte[]> channels) {
@@ -301,7 +309,6 @@ public final class Engine implements LoopContext, AutoCloseable {
       }
       Op op = new Op(nextTag++, future, keepAlive, listening, resources);
       ops.put(op.tag, op);
-      listen(op);
       try {
         start.start(links, op.tag, now());
       } catch (RuntimeException e) {
@@ -322,7 +329,8 @@ public final class Engine implements LoopContext, AutoCloseable {
   /** Removes a running operation (it ended) and stops its listening; null if unknown. */
   private Op take(long tag) {
     Op op = ops.remove(tag);
-    if (op != null && op.channels != null) {
+    if (op != null && op.listening) {
+      op.listening = false;
       long now = now();
       for (String channel : op.channels) {
         List<Op> list = waiters.get(channel);
@@ -338,11 +346,16 @@ public final class Engine implements LoopContext, AutoCloseable {
     return op;
   }
 
-  /** The acquisition listens on its channels: the core's subscriptions hear of each. */
+  /**
+   * The acquisition listens on its channels from now on (the core said so: {@link
+   * CoreLinks#LISTEN}): the core's subscriptions hear of each. Nothing for one without
+   * channels or already listening.
+   */
   private void listen(Op op) {
-    if (op.channels == null) {
+    if (op.channels == null || op.listening) {
       return;
     }
+    op.listening = true;
     long now = now();
     for (String channel : op.channels) {
       waiters.computeIfAbsent(channel, c -> new ArrayList<>(2)).add(op);
@@ -612,6 +625,16 @@ public final class Engine implements LoopContext, AutoCloseable {
               byteAt, tag, op == null ? List.of() : op.resources, epochOffset));
           byteAt += io.github.redlockcore.core.Event.recordBytes(r, at + 3);
           at += 3 + numbers;
+          break;
+        }
+        case CoreLinks.LISTEN: {
+          // The core's decision (Operation::listens), taken after the input that changed
+          // it and before the operation's outputs that follow in these events.
+          Op op = ops.get(r[at + 1]);
+          if (op != null) {
+            listen(op);
+          }
+          at += 2;
           break;
         }
         case CoreLinks.ENDED: {
