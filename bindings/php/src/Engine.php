@@ -44,6 +44,8 @@ final class Engine
     private ?\Closure $onEvents = null;
     /** An operation is being run (listeners run inside it and must not start another). */
     private bool $running = false;
+    /** The driver listens for the running operation's release notices (see listenWhenDue()). */
+    private bool $listening = false;
 
     public function __construct(Native $native, private readonly Driver $driver, int $nodes)
     {
@@ -71,14 +73,15 @@ final class Engine
      * abandoned: what the core then emits (the release of an acquisition's token) goes
      * to the links before the exception goes on.
      *
-     * With `$listen` (an acquisition with a wait limit) the driver subscribes to the
-     * operation's notice channels for as long as it runs, and each release notice goes
-     * to the core with its message (Operation::handleNoticeMessage), which may start the
-     * next attempt at once.
+     * When the core says the operation listens for release notices (Operation::listens():
+     * an acquisition with a wait limit from its start, one without once an attempt failed
+     * and another may follow), the driver subscribes to its notice channels until it
+     * ends, and each release notice goes to the core with its message
+     * (Operation::handleNoticeMessage), which may start the next attempt at once.
      *
      * @param list<string> $names the resources, for CancelledException and events
      */
-    public function run(Operation $op, ?int $limitUs = null, array $names = [], bool $listen = false): Outcome
+    public function run(Operation $op, ?int $limitUs = null, array $names = []): Outcome
     {
         if ($this->running) {
             // Only an event listener can get here (PHP runs one thing at a time).
@@ -86,27 +89,20 @@ final class Engine
         }
         $this->running = true;
         try {
-            return $this->runOperation($op, $limitUs, $names, $listen);
+            return $this->runOperation($op, $limitUs, $names);
         } finally {
             $this->running = false;
         }
     }
 
     /** @param list<string> $names */
-    private function runOperation(Operation $op, ?int $limitUs, array $names, bool $listen): Outcome
+    private function runOperation(Operation $op, ?int $limitUs, array $names): Outcome
     {
         $this->op = $op;
         $this->names = $names;
         $this->tag = $this->nextTag++;
-        $listening = false;
+        $this->listening = false;
         try {
-            if ($listen) {
-                $channels = $op->noticeChannels();
-                if ($channels !== []) {
-                    $this->driver->listen($channels, $this->events);
-                    $listening = true;
-                }
-            }
             // Replies that arrived since the last operation first: a node that answers
             // again is no longer stalled.
             $this->driver->poll($this->events);
@@ -134,7 +130,8 @@ final class Engine
         } finally {
             $this->op = null;
             $this->state = null;
-            if ($listening) {
+            if ($this->listening) {
+                $this->listening = false;
                 $this->driver->unlisten();
             }
         }
@@ -207,7 +204,8 @@ final class Engine
 
     /**
      * The running operation's outputs until Wait or the outcome: each send to its
-     * node's link.
+     * node's link. Every input the operation gets is followed by this, so this is where
+     * the engine asks the core whether it listens for release notices now.
      */
     private function drain(): int|Outcome
     {
@@ -219,6 +217,7 @@ final class Engine
                 $link = $this->links[$node] ?? throw new CoreException("the core named node $node of " . count($this->links), 'out_of_range', 9005);
                 $link->submit($this->tag, $op, Clock::nowUs());
             } elseif ($kind === Constants::OUTPUT_WAIT) {
+                $this->listenWhenDue($op);
                 $this->emit($op);
                 return $op->waitUntil();
             } elseif ($kind === Constants::OUTPUT_OUTCOME) {
@@ -228,6 +227,20 @@ final class Engine
             } else {
                 throw new CoreException("the operation produced output $kind where a wait or an outcome was due", 'unexpected_output', 0);
             }
+        }
+    }
+
+    /**
+     * Starts listening for `$op`'s release notices once the core says it listens
+     * (Operation::listens(): it decides when, for every binding); runOperation() stops
+     * at the end. An operation with its outcome never listens, so asking at each Wait is
+     * enough.
+     */
+    private function listenWhenDue(Operation $op): void
+    {
+        if (!$this->listening && $op->listens()) {
+            $this->listening = true;
+            $this->driver->listen($op->noticeChannels(), $this->events);
         }
     }
 

@@ -136,7 +136,10 @@ final class Redlock
 
     /**
      * Acquires a lock on `$resources` (one name or several, all or nothing) for `$ttlMs`
-     * (default: the configured TTL), with the configured attempts. With `$keepAlive`
+     * (default: the configured TTL), with the configured attempts: once one failed and
+     * another may follow, it listens for release notices on every node (as the core
+     * decides, Operation::listens()), so a release elsewhere starts the next attempt
+     * before its retry delay is out. With `$keepAlive`
      * the lock carries the core's KeepAlive: call Lock::keepAlive() from your work.
      * With `$timeLimitMs` the acquisition is given up at that time (CancelledException),
      * and what it may have set is released.
@@ -189,7 +192,7 @@ final class Redlock
         $op = $waitMs === null
             ? $client->acquire($names, $ttlMs, Clock::nowUs())
             : $client->acquireWaiting($names, $ttlMs, $waitMs * 1000, Clock::nowUs());
-        $outcome = $this->engine->run($op, $limitUs, $names, $waitMs !== null);
+        $outcome = $this->engine->run($op, $limitUs, $names);
         $acquiredAtUs = Clock::nowUs();
         $lease = $outcome->lease();
         if ($outcome->kind === Constants::OUTCOME_ACQUIRED && $lease !== null) {

@@ -54,7 +54,8 @@ interface Driver
     public function hasPendingIo(): bool;
 
     /**
-     * Starts hearing release notices on `$channels` (an acquisition waits): each message
+     * Starts hearing release notices on `$channels` (the running acquisition listens, as
+     * the core decides: Operation::listens()): each message
      * on one of them is reported as Events::notice() by wait() and poll(). A driver
      * that cannot subscribe on some node reports nothing for it: the core's retry
      * schedule covers what is not heard.

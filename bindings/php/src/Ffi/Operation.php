@@ -216,6 +216,19 @@ final class Operation
     }
 
     /**
+     * Whether the driver should listen for this acquisition's release notices now
+     * (subscribe to noticeChannels()), as the core decides it for every binding: from
+     * its start with a wait limit; without one, once an attempt failed and another may
+     * follow (from the failed attempt's cleanup on); until the outcome. Never for
+     * extensions, releases, inspections or finished operations. Once true it stays true
+     * until the operation finishes: ask after every input, with the outputs.
+     */
+    public function listens(): bool
+    {
+        return $this->ffi->redlock_operation_listens($this->handle);
+    }
+
+    /**
      * The channels on which releases of this acquisition's keys are announced (one per
      * resource; none for other operations and finished ones).
      *

@@ -31,6 +31,8 @@ abstract class DriverScenarios extends TestCase
     private const CUT_KILL = 'kill';
     /** spawnHolder(): the same, SUBSCRIBE refused to the default user first */
     private const CUT_REFUSE = 'refuse';
+    /** spawnHolder(): release once someone is subscribed on every node, killing nothing */
+    private const CUT_NONE = 'subscribed';
 
     /** @var list<string> */
     protected static array $urls = [];
@@ -502,6 +504,33 @@ abstract class DriverScenarios extends TestCase
         $this->assertNoSubscribers($this->resource(), $waiter);
     }
 
+    public function testARetryingAcquisitionWithoutAWaitLimitListensOnceItsFirstAttemptFailed(): void
+    {
+        // No wait limit: 20 attempts 3 s apart. The core has the acquisition listen for
+        // release notices once its first attempt failed and another may follow
+        // (Operation::listens()), so the holder's release (once the waiter is subscribed
+        // on every node) starts its second attempt within a node timeout, long before
+        // its retry.
+        $waiter = $this->redlock(new Options(ttlMs: 10_000, nodeTimeoutMs: 100, attempts: 20, retryDelayMs: 3_000, retryJitterMs: 0));
+        $waiter->acquire($this->resource() . ':warm')->release();
+        $this->assertSame(array_fill(0, 5, 0), $this->numsub($this->resource() . ':warm'), 'an acquisition that won at once listened');
+        [$process, $stdout, $stderr] = $this->spawnHolder($this->resource(), 200, self::CUT_NONE);
+        $this->awaitHeld($stdout, $stderr);
+        $started = Clock::nowUs();
+        $lock = $waiter->acquire($this->resource());
+        $acquiredAt = Clock::nowUs();
+        $report = $this->finishHolder($process, $stdout, $stderr);
+        $this->assertTrue($lock->isValid());
+        $handOffMs = ($acquiredAt - $report['release_started']) / 1000;
+        $this->assertLessThan(500, $handOffMs, 'release to next holder, ms (the retry delay: 3000)');
+        $this->assertTrue($report['subscribed'], 'the waiter was subscribed on every node before the release');
+        $this->assertSame(0, $report['killed']);
+        $this->assertSame(2, $lock->attempts(), 'the first attempt refused, the second started by the notices');
+        $this->assertLessThan(2_500_000, $acquiredAt - $started, 'before the 3 s retry');
+        $lock->release();
+        $this->assertNoSubscribers($this->resource(), $waiter);
+    }
+
     public function testReleaseNoticesHandTheLockToTheWaitersInTheOrderTheyQueued(): void
     {
         // Three waiters queue up one after another behind the holder, then the lock goes
@@ -826,15 +855,33 @@ abstract class DriverScenarios extends TestCase
         $waiter->flush();
         $this->awaitPubsubClients($baseline, 0, 'closed by the next call after the linger');
 
-        // A call that lasts longer than the linger (no wait limit, so it does not listen)
-        // closes them while it runs.
+        // A call that lasts longer than the linger unsubscribes the lingering channel
+        // while it runs. That call (no wait limit, 4 attempts 250 ms apart) listens on
+        // its own channel from its first failed attempt on (the core's
+        // Operation::listens()), so the connections stay, subscribed to that channel
+        // alone; it lingers in turn, and the next call past it closes them.
         $this->holdBriefly();
         $this->redlockWaitAndRelease($waiter);
         $this->assertSame(array_fill(0, 5, 1), array_map('count', $this->pubsubClients($baseline)), 'lingering again');
         $started = Clock::nowUs();
         $this->assertNull($waiter->tryAcquire($this->resource() . ':held'));
         $this->assertGreaterThan($lingerUs, Clock::nowUs() - $started, 'the call outlasted the linger');
-        $this->awaitPubsubClients($baseline, 0, 'closed during a call past the linger');
+        $this->assertSame(array_fill(0, 5, 1), array_map('count', $this->pubsubClients($baseline)), 'the same connections');
+        $this->assertSame(array_fill(0, 5, 0), $this->numsub($this->resource()), 'unsubscribed during a call past the linger');
+        $this->assertSame(array_fill(0, 5, 1), $this->numsub($this->resource() . ':held'), 'the retrying call listened');
+        usleep($lingerUs + 100_000);
+        $waiter->flush();
+        $this->awaitPubsubClients($baseline, 0, 'closed by the next call after the linger');
+    }
+
+    /** @return list<int> per node, the subscribers to `$resource`'s notice channel (PUBSUB NUMSUB) */
+    private function numsub(string $resource): array
+    {
+        $counts = [];
+        for ($i = 0; $i < 5; $i++) {
+            $counts[] = Nodes::redis(static::basePort(), $i)->rawCommand('PUBSUB', 'NUMSUB', 'redlock:released:' . $resource)[1];
+        }
+        return $counts;
     }
 
     /**
@@ -1036,7 +1083,7 @@ abstract class DriverScenarios extends TestCase
      * subscribed to the resource's notice channel on every node (PUBSUB NUMSUB 1), keeps
      * the lock `$holdMs` more, refuses SUBSCRIBE to the default user on every node
      * (CUT_REFUSE: the caller restores it), kills every subscriber connection (CLIENT
-     * KILL TYPE pubsub) and releases at once.
+     * KILL TYPE pubsub; not with CUT_NONE) and releases at once.
      *
      * @return array{resource, resource, resource}
      */
@@ -1078,8 +1125,10 @@ abstract class DriverScenarios extends TestCase
                             $redis->rawCommand('ACL', 'SETUSER', 'default', '-subscribe');
                         }
                     }
-                    foreach ($nodes as $redis) {
-                        $killed += (int) $redis->rawCommand('CLIENT', 'KILL', 'TYPE', 'pubsub');
+                    if ($cut !== 'subscribed') {
+                        foreach ($nodes as $redis) {
+                            $killed += (int) $redis->rawCommand('CLIENT', 'KILL', 'TYPE', 'pubsub');
+                        }
                     }
                 }
                 $started = Redlock\Clock::nowUs();
