@@ -357,7 +357,13 @@ fn main() {
         "client/mean",
         "attempts"
     );
-    for contenders in [4, 16] {
+    // `REDLOCK_HANDOFF_CONTENDERS=2,4` runs other counts (the figures are 4 and 16).
+    let counts: Vec<usize> = std::env::var("REDLOCK_HANDOFF_CONTENDERS")
+        .ok()
+        .map(|list| list.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .filter(|counts: &Vec<usize>| !counts.is_empty())
+        .unwrap_or_else(|| vec![4, 16]);
+    for contenders in counts {
         for notices in [true, false] {
             let run = contended.block_on(contention(&nodes.urls, contenders, notices));
             let all: Vec<Duration> = run.waits.iter().flatten().copied().collect();
