@@ -129,6 +129,8 @@ struct Contention {
     handoffs: usize,
     /// Release started (by one client) to acquired (by another).
     release_to_next: Stats,
+    /// How long each release took, under the contention (its share of `release_to_next`).
+    releases: Stats,
     /// Per client, how long each of its acquisitions waited.
     waits: Vec<Vec<Duration>>,
     /// Every wait asked after the run's first [`WARM_UP`].
@@ -146,6 +148,7 @@ struct Shared {
     acquisitions: usize,
     handoffs: usize,
     release_to_next: Vec<Duration>,
+    releases: Vec<Duration>,
     /// Acquisitions and releases that missed a node timeout (a loaded machine).
     failures: usize,
     attempts: u64,
@@ -206,8 +209,12 @@ async fn contention(urls: &[String], contenders: usize, notices: bool) -> Conten
                     shared.inside = false;
                     shared.released_at = Some(Instant::now());
                 }
-                if lock.release().await.is_err() {
-                    shared.lock().unwrap().failures += 1;
+                let releasing = Instant::now();
+                let released = lock.release().await;
+                let mut shared = shared.lock().unwrap();
+                shared.releases.push(releasing.elapsed());
+                if released.is_err() {
+                    shared.failures += 1;
                 }
             }
             (waits, warm_waits)
@@ -231,6 +238,7 @@ async fn contention(urls: &[String], contenders: usize, notices: bool) -> Conten
         acquisitions: shared.acquisitions,
         handoffs: shared.handoffs,
         release_to_next: Stats(shared.release_to_next),
+        releases: Stats(shared.releases),
         waits,
         warm_waits,
         failures: shared.failures,
@@ -344,12 +352,13 @@ fn main() {
         WAIT.as_secs()
     );
     println!(
-        "{:<28} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "{:<28} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
         "",
         "acquired/s",
         "hand-offs/s",
         "r->n p50 us",
         "r->n p99 us",
+        "rel p50 us",
         "max/mean",
         "warm max/m",
         "p99/mean",
@@ -360,7 +369,11 @@ fn main() {
     // `REDLOCK_HANDOFF_CONTENDERS=2,4` runs other counts (the issue's figures are 4 and 16).
     let counts: Vec<usize> = std::env::var("REDLOCK_HANDOFF_CONTENDERS")
         .ok()
-        .map(|list| list.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .map(|list| {
+            list.split(',')
+                .filter_map(|n| n.trim().parse().ok())
+                .collect()
+        })
         .filter(|counts: &Vec<usize>| !counts.is_empty())
         .unwrap_or_else(|| vec![4, 16]);
     for contenders in counts {
@@ -401,7 +414,7 @@ fn main() {
                 String::new()
             };
             println!(
-                "{:<28} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.1} {:>11.1} {:>11.1} {:>10.2}% {:>11.1} {:>11.1}{}",
+                "{:<28} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.1} {:>11.1} {:>11.1} {:>10.2}% {:>11.1} {:>11.1}{}",
                 format!(
                     "{contenders} clients, {}",
                     if notices { "notices" } else { "no notices" }
@@ -410,6 +423,7 @@ fn main() {
                 run.handoffs as f64 / CONTENTION_SECONDS as f64,
                 p50,
                 p99,
+                run.releases.percentile(50.0).as_secs_f64() * 1e6,
                 ratio(longest),
                 warm_longest.as_secs_f64() / mean(&run.warm_waits).as_secs_f64().max(1e-9),
                 ratio(p99_wait),
@@ -425,7 +439,7 @@ fn main() {
         }
     }
     println!(
-        "r->n: a release started to another client's acquisition; max/mean: the longest \
+        "r->n: a release started to another client's acquisition; rel: one release, under the contention; max/mean: the longest \
          single wait over the mean wait; warm max/m: the same for the waits asked after the \
          run's first 0.5 s; p99/mean: the 99th percentile single wait over the \
          mean wait; over 3x: the share of waits longer than 3x the mean; client/mean: the \
