@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use redlock_core::{SubscriberOutput, Subscriptions, Time};
+use redlock_core::{SubscriberOutput, Subscriptions, Time, UsageError};
 
 use crate::boundary::{free_handle, guard, guard_value, into_handle, put_bytes};
 use crate::error::{redlock_result, redlock_result as R};
@@ -117,10 +117,8 @@ pub unsafe extern "C" fn redlock_subscriptions_handle_opened(
     node: usize,
     now_us: u64,
 ) -> redlock_result {
-    guard(|| {
-        let s = arg_mut!(subscriptions);
-        result(s.inner.handle_opened(node, Time::from_micros(now_us)))
-    })
+    // SAFETY: the caller's pointer, as this function's contract says.
+    unsafe { node_input(subscriptions, node, now_us, Subscriptions::handle_opened) }
 }
 
 /// Node `node`'s subscriber connection could not be opened, or dropped.
@@ -130,10 +128,8 @@ pub unsafe extern "C" fn redlock_subscriptions_handle_lost(
     node: usize,
     now_us: u64,
 ) -> redlock_result {
-    guard(|| {
-        let s = arg_mut!(subscriptions);
-        result(s.inner.handle_lost(node, Time::from_micros(now_us)))
-    })
+    // SAFETY: the caller's pointer, as this function's contract says.
+    unsafe { node_input(subscriptions, node, now_us, Subscriptions::handle_lost) }
 }
 
 /// Node `node` refused a `SUBSCRIBE`: the connection is to be closed and counts as lost.
@@ -143,10 +139,8 @@ pub unsafe extern "C" fn redlock_subscriptions_handle_refused(
     node: usize,
     now_us: u64,
 ) -> redlock_result {
-    guard(|| {
-        let s = arg_mut!(subscriptions);
-        result(s.inner.handle_refused(node, Time::from_micros(now_us)))
-    })
+    // SAFETY: the caller's pointer, as this function's contract says.
+    unsafe { node_input(subscriptions, node, now_us, Subscriptions::handle_refused) }
 }
 
 /// Node `node` confirmed the subscription to `channel`. `*out_counts` is true when it
@@ -279,9 +273,21 @@ pub unsafe extern "C" fn redlock_subscriptions_channel_count(
     guard_value(0, || arg_ref!(subscriptions, 0).inner.channels())
 }
 
-fn result(outcome: Result<(), redlock_core::UsageError>) -> redlock_result {
-    match outcome {
-        Ok(()) => R::REDLOCK_OK,
-        Err(error) => error.into(),
-    }
+/// A node's connection event, handed to `input`.
+///
+/// # Safety
+/// `subscriptions` is NULL or a live handle nothing else accesses during the call.
+unsafe fn node_input(
+    subscriptions: *mut redlock_subscriptions,
+    node: usize,
+    now_us: u64,
+    input: fn(&mut Subscriptions, usize, Time) -> Result<(), UsageError>,
+) -> redlock_result {
+    guard(|| {
+        let s = arg_mut!(subscriptions);
+        match input(&mut s.inner, node, Time::from_micros(now_us)) {
+            Ok(()) => R::REDLOCK_OK,
+            Err(error) => error.into(),
+        }
+    })
 }

@@ -5,7 +5,7 @@
 
 use core::time::Duration;
 
-use redlock_core::SubscriberOutput;
+use redlock_core::{SubscriberOutput, Subscriptions as CoreSubscriptions, Time, UsageError};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{bytes_from_js, node_index, time, time_to_js, to_js, whole, BytesRef};
@@ -112,9 +112,7 @@ impl Subscriptions {
         node: f64,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<(), JsValue> {
-        let now = time(now_us, "nowUs")?;
-        let node = node_index(node)?;
-        self.inner.handle_opened(node, now).map_err(error::usage)
+        self.node_input(node, now_us, CoreSubscriptions::handle_opened)
     }
 
     /// Node `node`'s subscriber connection could not be opened, or dropped. Throws
@@ -125,9 +123,7 @@ impl Subscriptions {
         node: f64,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<(), JsValue> {
-        let now = time(now_us, "nowUs")?;
-        let node = node_index(node)?;
-        self.inner.handle_lost(node, now).map_err(error::usage)
+        self.node_input(node, now_us, CoreSubscriptions::handle_lost)
     }
 
     /// Node `node` refused a `SUBSCRIBE` (an ACL without pub/sub): the connection is to
@@ -139,9 +135,7 @@ impl Subscriptions {
         node: f64,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<(), JsValue> {
-        let now = time(now_us, "nowUs")?;
-        let node = node_index(node)?;
-        self.inner.handle_refused(node, now).map_err(error::usage)
+        self.node_input(node, now_us, CoreSubscriptions::handle_refused)
     }
 
     /// Node `node` confirmed the subscription to `channel`. True when it confirms one
@@ -242,5 +236,19 @@ impl Subscriptions {
     #[wasm_bindgen(getter)]
     pub fn nodes(&self) -> usize {
         self.inner.nodes()
+    }
+}
+
+impl Subscriptions {
+    /// A node's connection event: the time and node checked, then handed to `input`.
+    fn node_input(
+        &mut self,
+        node: f64,
+        now_us: f64,
+        input: fn(&mut CoreSubscriptions, usize, Time) -> Result<(), UsageError>,
+    ) -> Result<(), JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let node = node_index(node)?;
+        input(&mut self.inner, node, now).map_err(error::usage)
     }
 }
