@@ -56,7 +56,49 @@ def _spawn(coroutine: Any) -> asyncio.Task[Any]:
     return task
 
 
-class _StreamIO:
+class _ActionIO:
+    """What a node's command connection and its subscriber connection share: the task
+    that opens and reads the connection, the writer the actions' bytes go to, and how
+    the actions are carried out (``CONNECT`` starts the task, ``WRITE`` puts the bytes
+    on the connection at once, ``CLOSE`` ends it)."""
+
+    _writer: asyncio.StreamWriter | None
+    _task: asyncio.Task[None] | None
+
+    def _open(self) -> None:
+        """Starts the task that opens the connection and reads it."""
+        raise NotImplementedError
+
+    def _not_connected(self) -> None:
+        """A write found no open connection: reports it failed."""
+        raise NotImplementedError
+
+    def act(self, actions: list[Action]) -> None:
+        for action in actions:
+            if action[0] == CONNECT:
+                self._forget()
+                self._open()
+            elif action[0] == WRITE:
+                writer = self._writer
+                if writer is None or writer.is_closing():
+                    self._not_connected()
+                    return
+                writer.write(action[1])  # type: ignore[misc]
+            elif action[0] == CLOSE:
+                self._forget()
+
+    def _forget(self) -> None:
+        """Drops the current connection (the link or the subscriptions already count it
+        closed)."""
+        task, self._task = self._task, None
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+
+class _StreamIO(_ActionIO):
     """One node's streams: the task that opens and reads its connection, and the
     writer the link's writes go to."""
 
@@ -85,32 +127,13 @@ class _StreamIO:
         else:
             await _quietly(connection.disconnect())
 
-    def act(self, actions: list[Action]) -> None:
-        for action in actions:
-            if action[0] == CONNECT:
-                self._forget()
-                spare, self._spare = self._spare, None
-                self._task = _spawn(self._serve(self._node.generation, spare))
-            elif action[0] == WRITE:
-                writer = self._writer
-                if writer is None or writer.is_closing():
-                    self._node.failed(
-                        self._node.generation, ConnectionError("not connected"), now_us()
-                    )
-                    self._owner._pump(self._node)
-                    return
-                writer.write(action[1])  # type: ignore[misc]
-            elif action[0] == CLOSE:
-                self._forget()
+    def _open(self) -> None:
+        spare, self._spare = self._spare, None
+        self._task = _spawn(self._serve(self._node.generation, spare))
 
-    def _forget(self) -> None:
-        """Drops the current connection (the link already counts it closed)."""
-        task, self._task = self._task, None
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            writer.close()
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
+    def _not_connected(self) -> None:
+        self._node.failed(self._node.generation, ConnectionError("not connected"), now_us())
+        self._owner._pump(self._node)
 
     async def _serve(self, generation: int, spare: Any) -> None:
         node, owner = self._node, self._owner
@@ -168,7 +191,7 @@ class _StreamIO:
         return self._writer is not None
 
 
-class _SubscriberIO:
+class _SubscriberIO(_ActionIO):
     """One node's subscriber connection for release notices (made like the client's
     own, speaking RESP2), as the core's subscriptions say: ``CONNECT`` starts a task
     that opens it and reads it into the engine, ``WRITE`` puts their bytes on it at
@@ -181,31 +204,13 @@ class _SubscriberIO:
         self._writer: asyncio.StreamWriter | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def act(self, actions: list[Action]) -> None:
-        subscriber = self._subscriber
-        for action in actions:
-            if action[0] == CONNECT:
-                self._forget()
-                if not self._owner._closed:
-                    self._task = _spawn(self._serve(subscriber.generation))
-            elif action[0] == WRITE:
-                writer = self._writer
-                if writer is None or writer.is_closing():
-                    self._forget()
-                    self._owner._engine.subscriber_failed(subscriber, subscriber.generation)
-                    return
-                writer.write(action[1])  # type: ignore[misc]
-            elif action[0] == CLOSE:
-                self._forget()
+    def _open(self) -> None:
+        if not self._owner._closed:
+            self._task = _spawn(self._serve(self._subscriber.generation))
 
-    def _forget(self) -> None:
-        """Drops the current connection (the subscriptions count it closed)."""
-        task, self._task = self._task, None
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            writer.close()
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
+    def _not_connected(self) -> None:
+        self._forget()
+        self._owner._engine.subscriber_failed(self._subscriber, self._subscriber.generation)
 
     async def _serve(self, generation: int) -> None:
         engine, subscriber = self._owner._engine, self._subscriber
