@@ -38,7 +38,9 @@ const ONLY = process.env.REDLOCK_BENCH_ONLY;
 const TTL_MS = 10_000;
 const WAIT_MS = 60_000;
 
-const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+// NaN for no samples (a run in which nobody handed the lock over): printed, not thrown.
+const percentile = (sorted, p) =>
+  sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 const mean = (list) => list.reduce((a, b) => a + b, 0) / list.length;
 
 async function clientsFor(ports) {
