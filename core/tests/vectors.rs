@@ -243,7 +243,9 @@ impl Replay {
     }
 
     /// Runs one step; returns the outputs and the usage error, if any.
-    fn step(&mut self, step: &Value) -> Result<(Option<String>, Vec<Value>), String> {
+    /// Runs one step: its error, its outputs, and whether the operation it acted on
+    /// listens afterwards (`None` for a lease step).
+    fn step(&mut self, step: &Value) -> Result<StepResult, String> {
         let now = Time::from_micros(step.get("now").and_then(Value::as_u64).unwrap_or(0));
         let op_name = step.get("op").and_then(Value::as_str).map(str::to_string);
         let strings = |v: &Value| -> Vec<String> {
@@ -273,7 +275,7 @@ impl Replay {
                     self.last = Some(target.clone());
                     result = Ok(());
                 }
-                Err(e) => return Ok((Some(e.code().to_string()), Vec::new())),
+                Err(e) => return Ok((Some(e.code().to_string()), Vec::new(), None)),
             }
         } else if let Some(args) = step.get("inspect") {
             target = op_name.ok_or("inspect needs op")?;
@@ -284,7 +286,7 @@ impl Replay {
                     self.last = Some(target.clone());
                     result = Ok(());
                 }
-                Err(e) => return Ok((Some(e.code().to_string()), Vec::new())),
+                Err(e) => return Ok((Some(e.code().to_string()), Vec::new(), None)),
             }
         } else if let Some(args) = step.get("extend").or_else(|| step.get("release")) {
             target = op_name.ok_or("extend/release needs op")?;
@@ -302,7 +304,7 @@ impl Replay {
                 };
                 match started {
                     Ok(op) => op,
-                    Err(e) => return Ok((Some(e.code().to_string()), Vec::new())),
+                    Err(e) => return Ok((Some(e.code().to_string()), Vec::new(), None)),
                 }
             } else {
                 self.client.release(lease, now)
@@ -318,9 +320,9 @@ impl Replay {
             return match self.client.lease(&resources, token, valid_until) {
                 Ok(lease) => {
                     self.leases.insert(name.to_string(), lease);
-                    Ok((None, Vec::new()))
+                    Ok((None, Vec::new(), None))
                 }
-                Err(e) => Ok((Some(e.code().to_string()), Vec::new())),
+                Err(e) => Ok((Some(e.code().to_string()), Vec::new(), None)),
             };
         } else if let Some(args) = step.get("reply") {
             target = op_name
@@ -387,9 +389,14 @@ impl Replay {
             return Err(format!("unknown step {step}"));
         }
         let error = result.err();
-        Ok((error, self.drain(&target)))
+        let outputs = self.drain(&target);
+        let listens = self.ops.get(&target).map(Operation::listens);
+        Ok((error, outputs, listens))
     }
 }
+
+/// A step's error, outputs, and whether its operation listens afterwards.
+type StepResult = (Option<String>, Vec<Value>, Option<bool>);
 
 mod hex {
     pub fn decode(text: &str) -> Vec<u8> {
@@ -437,7 +444,15 @@ fn run_vector(path: &Path) -> Result<(), String> {
     };
     let steps = vector["steps"].as_array().ok_or("missing steps")?;
     for (i, step) in steps.iter().enumerate() {
-        let (error, outputs) = replay.step(step).map_err(|e| format!("step {i}: {e}"))?;
+        let (error, outputs, listens) = replay.step(step).map_err(|e| format!("step {i}: {e}"))?;
+        if let Some(expected) = step.get("listens") {
+            let expected = expected.as_bool().ok_or("listens must be true or false")?;
+            if listens != Some(expected) {
+                return Err(format!(
+                    "step {i}: listens {listens:?}, expected {expected}"
+                ));
+            }
+        }
         let expected_error = step
             .get("error")
             .and_then(Value::as_str)

@@ -774,7 +774,17 @@ static bool step(replay *r, const json *s, const char **error, json **outputs) {
         return fail("unknown step");
     }
     if (rc != REDLOCK_OK) *error = redlock_result_name(rc);
-    return drain(r, target, op, outputs);
+    if (!drain(r, target, op, outputs)) return false;
+    /* "listens": what redlock_operation_listens says once the outputs are polled. */
+    const json *listens = json_get(s, "listens");
+    if (listens) {
+        if (listens->type != JSON_BOOL) return fail("listens must be true or false");
+        bool actual = redlock_operation_listens(op);
+        if (actual != listens->boolean)
+            return fail("listens %s, expected %s", actual ? "true" : "false",
+                        listens->boolean ? "true" : "false");
+    }
+    return true;
 }
 
 /* Replaces the script placeholders of `argv` strings by the scripts' texts. */
