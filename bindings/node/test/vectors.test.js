@@ -278,6 +278,10 @@ for (const file of [...vectorFiles, ...fencingFiles, ...waitingFiles, ...inspect
       assert.equal(error, step.error, `step ${i}: error`);
       if (step.lease) return;
       assert.deepStrictEqual(outputs, expand(step.expect), `step ${i}: outputs`);
+      // Whether the operation listens for release notices now (the core says).
+      if (step.listens !== undefined) {
+        assert.equal(replay.ops.get(step.op ?? replay.last).listens, step.listens, `step ${i}: listens`);
+      }
     });
   });
 }

@@ -140,6 +140,10 @@ final class VectorsTest extends TestCase
                 $outputs,
                 "$where of {$vector['name']}"
             );
+            // Whether the operation listens for release notices now (the core says).
+            if (isset($step['listens'])) {
+                $this->assertSame($step['listens'], $op->listens(), "$where: listens");
+            }
         }
     }
 

@@ -356,6 +356,11 @@ def test_conformance_vector(path: Path) -> None:
             if "lease" in step:
                 continue
             assert outputs == expand(step["expect"]), f"step {index}: outputs differ"
+            if "listens" in step:
+                # Whether the operation listens for release notices now (the core says).
+                name = step.get("op") or replay.last
+                assert name is not None
+                assert replay.ops[name].listens is step["listens"], f"step {index}: listens"
     finally:
         replay.close()
 

@@ -489,6 +489,12 @@ class VectorsTest {
         if (!step.has("lease")) {
           assertEquals(expand(step.get("expect")), normal((JsonNode) r[1]), "step " + i + ": outputs");
         }
+        // Whether the operation listens for release notices now (the core says).
+        if (step.has("listens")) {
+          String name = step.has("op") ? step.get("op").asText() : replay.last;
+          assertEquals(step.get("listens").asBoolean(), replay.ops.get(name).listens(),
+              "step " + i + ": listens");
+        }
         i++;
       }
     }
