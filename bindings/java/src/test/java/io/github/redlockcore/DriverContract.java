@@ -983,6 +983,85 @@ abstract class DriverContract {
     }
   }
 
+  /**
+   * Eight waiters (clients of their own, default settings, a 10 s wait limit each) against
+   * a holder that releases and takes the lock again in a loop, each holding it 10 ms: the
+   * turn a release gives the waiter it names keeps the holder from winning against the
+   * waiters it woke, so every waiter gets the lock, each within 3 s of starting to wait
+   * (the bound stated in docs/waiting.md for the Rust driver).
+   */
+  @Test
+  void eightWaitersAllGetTheLockFromAHolderThatTakesItAgainInALoop() throws Exception {
+    int count = 8;
+    long boundMs = 3_000;
+    List<RedlockClient> clients = new ArrayList<>();
+    AtomicInteger turns = new AtomicInteger();
+    java.util.concurrent.atomic.AtomicBoolean done =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    CompletableFuture<Void> looping = new CompletableFuture<>();
+    try {
+      RedlockClient holder = RedlockClient.builder(driver(nodes.urls())).build();
+      clients.add(holder);
+      Thread loop = new Thread(() -> {
+        try {
+          while (!done.get()) {
+            Optional<RedLock> got = holder.tryAcquire(resource, null, Duration.ofSeconds(10));
+            if (got.isPresent()) {
+              turns.incrementAndGet();
+              Thread.sleep(10);
+              got.get().release();
+            }
+          }
+          looping.complete(null);
+        } catch (Exception e) {
+          looping.completeExceptionally(e);
+        }
+      }, "looping-holder");
+      loop.setDaemon(true);
+      loop.start();
+      Thread.sleep(50);
+      List<CompletableFuture<Long>> waits = new ArrayList<>();
+      for (int i = 0; i < count; i++) {
+        RedlockClient client = RedlockClient.builder(driver(nodes.urls())).build();
+        clients.add(client);
+        CompletableFuture<Long> waited = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+          try {
+            long started = System.nanoTime();
+            Optional<RedLock> got = client.tryAcquire(resource, null, Duration.ofSeconds(10));
+            long ms = (System.nanoTime() - started) / 1_000_000;
+            if (got.isEmpty()) {
+              waited.completeExceptionally(new AssertionError("gave up after " + ms + " ms"));
+              return;
+            }
+            Thread.sleep(10);
+            got.get().release();
+            waited.complete(ms);
+          } catch (Exception e) {
+            waited.completeExceptionally(e);
+          }
+        }, "waiter-" + i);
+        t.setDaemon(true);
+        t.start();
+        waits.add(waited);
+      }
+      List<Long> ms = new ArrayList<>();
+      for (CompletableFuture<Long> waited : waits) {
+        ms.add(waited.get(15, TimeUnit.SECONDS));
+      }
+      done.set(true);
+      looping.get(15, TimeUnit.SECONDS);
+      long max = Collections.max(ms);
+      System.out.println(getClass().getSimpleName() + ": 8 waiters against a looping holder ("
+          + turns.get() + " turns): waits " + ms + " ms");
+      assertTrue(turns.get() > 0, "the holder took the lock too");
+      assertTrue(max < boundMs, "a waiter waited " + max + " ms: " + ms);
+    } finally {
+      done.set(true);
+      clients.forEach(RedlockClient::close);
+    }
+  }
+
   /** Whether every node holds {@code lock}'s token. */
   boolean heldEverywhere(RedLock lock) {
     for (int n = 0; n < 5; n++) {
