@@ -81,12 +81,13 @@ pub unsafe extern "C" fn redlock_subscriptions_want(
     channel_len: usize,
     now_us: u64,
 ) -> redlock_result {
-    guard(|| {
-        let s = arg_mut!(subscriptions);
-        let channel = arg_bytes!(channel, channel_len);
-        s.inner.want(channel, Time::from_micros(now_us));
-        R::REDLOCK_OK
-    })
+    // SAFETY: the caller's pointers, as this function's contract says.
+    unsafe {
+        on_channel(subscriptions, channel, channel_len, |inner, channel| {
+            inner.want(channel, Time::from_micros(now_us));
+            R::REDLOCK_OK
+        })
+    }
 }
 
 /// One listener fewer on `channel`: once none is left it lingers, then is
@@ -98,15 +99,16 @@ pub unsafe extern "C" fn redlock_subscriptions_unwant(
     channel_len: usize,
     now_us: u64,
 ) -> redlock_result {
-    guard(|| {
-        let s = arg_mut!(subscriptions);
-        let channel = arg_bytes!(channel, channel_len);
-        if s.inner.unwant(channel, Time::from_micros(now_us)) {
-            R::REDLOCK_OK
-        } else {
-            R::REDLOCK_NO_VALUE
-        }
-    })
+    // SAFETY: the caller's pointers, as this function's contract says.
+    unsafe {
+        on_channel(subscriptions, channel, channel_len, |inner, channel| {
+            if inner.unwant(channel, Time::from_micros(now_us)) {
+                R::REDLOCK_OK
+            } else {
+                R::REDLOCK_NO_VALUE
+            }
+        })
+    }
 }
 
 /// Node `node`'s subscriber connection opened. `REDLOCK_UNKNOWN_NODE` for a node
@@ -289,5 +291,23 @@ unsafe fn node_input(
             Ok(()) => R::REDLOCK_OK,
             Err(error) => error.into(),
         }
+    })
+}
+
+/// `change` applied to the handle and the channel's bytes, with both checked first.
+///
+/// # Safety
+/// `subscriptions` is NULL or a live handle nothing else accesses during the call;
+/// `channel` is NULL or points to `channel_len` readable bytes.
+unsafe fn on_channel(
+    subscriptions: *mut redlock_subscriptions,
+    channel: *const u8,
+    channel_len: usize,
+    change: impl FnOnce(&mut Subscriptions, &[u8]) -> redlock_result,
+) -> redlock_result {
+    guard(|| {
+        let s = arg_mut!(subscriptions);
+        let channel = arg_bytes!(channel, channel_len);
+        change(&mut s.inner, channel)
     })
 }
