@@ -248,6 +248,16 @@ pub const SUBSCRIBER_REOPEN_FIRST_MS: u64 = 100;
 /// (see [`SUBSCRIBER_REOPEN_FIRST_MS`]).
 pub const SUBSCRIBER_REOPEN_MAX_MS: u64 = 5_000;
 
+/// How long a connection a driver opens may take (TCP, TLS, `AUTH`, `SELECT`), and a
+/// notice subscriber connection may take to open and confirm a subscription, when the
+/// user's client sets no bound of its own, in milliseconds. Every driver uses it, so an
+/// address that never answers (a black-holed host) costs the same in every binding: the
+/// attempt is given up after this long and the connection is opened again after its
+/// pause ([`crate::RECONNECT_MIN`] for a link, [`SUBSCRIBER_REOPEN_FIRST_MS`] for a
+/// subscriber). Long next to a healthy handshake on any network a lock spans, short next
+/// to a TCP stack's own minutes.
+pub const CONNECT_TIMEOUT_DEFAULT_MS: u64 = 2_000;
+
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].

@@ -1411,6 +1411,13 @@ uint64_t redlock_notice_channel_linger_ms(void);
 uint64_t redlock_subscriber_reopen_first_ms(void);
 
 /**
+ * How long a connection the driver opens may take (TCP, TLS, `AUTH`, `SELECT`), and a
+ * notice subscriber connection to open and confirm a subscription, when the user's
+ * client sets no bound of its own (milliseconds; the same for every driver).
+ */
+uint64_t redlock_connect_timeout_default_ms(void);
+
+/**
  * The longest pause between two openings of a failing notice subscriber connection
  * (milliseconds).
  */

@@ -104,6 +104,14 @@ pub extern "C" fn redlock_subscriber_reopen_first_ms() -> u64 {
     redlock_core::SUBSCRIBER_REOPEN_FIRST_MS
 }
 
+/// How long a connection the driver opens may take (TCP, TLS, `AUTH`, `SELECT`), and a
+/// notice subscriber connection to open and confirm a subscription, when the user's
+/// client sets no bound of its own (milliseconds; the same for every driver).
+#[no_mangle]
+pub extern "C" fn redlock_connect_timeout_default_ms() -> u64 {
+    redlock_core::CONNECT_TIMEOUT_DEFAULT_MS
+}
+
 /// The longest pause between two openings of a failing notice subscriber connection
 /// (milliseconds).
 #[no_mangle]

@@ -155,12 +155,14 @@ struct Defaults {
     notice_channel_linger_ms: u64,
     subscriber_reopen_first_ms: u64,
     subscriber_reopen_max_ms: u64,
+    connect_timeout_default_ms: u64,
 }
 
 /// The default of every optional setting, how long a driver keeps a notice channel
 /// subscribed after its last waiter (`noticeChannelLingerMs`), and how long it keeps a
 /// failed subscriber connection closed before opening it again
-/// (`subscriberReopenFirstMs`, doubling up to `subscriberReopenMaxMs`).
+/// (`subscriberReopenFirstMs`, doubling up to `subscriberReopenMaxMs`), and how long a
+/// connection may take to open when the client sets no bound (`connectTimeoutDefaultMs`).
 #[wasm_bindgen]
 pub fn defaults() -> Result<DefaultsJs, JsValue> {
     let micros = |d: core::time::Duration| d.as_micros() as u64;
@@ -175,6 +177,7 @@ pub fn defaults() -> Result<DefaultsJs, JsValue> {
         notice_channel_linger_ms: redlock_core::NOTICE_CHANNEL_LINGER_MS,
         subscriber_reopen_first_ms: redlock_core::SUBSCRIBER_REOPEN_FIRST_MS,
         subscriber_reopen_max_ms: redlock_core::SUBSCRIBER_REOPEN_MAX_MS,
+        connect_timeout_default_ms: redlock_core::CONNECT_TIMEOUT_DEFAULT_MS,
     })
     .map(JsValue::unchecked_into)
 }

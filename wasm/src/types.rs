@@ -452,6 +452,11 @@ export interface Defaults {
   subscriberReopenFirstMs: number;
   /** The longest such pause (ms). */
   subscriberReopenMaxMs: number;
+  /**
+   * How long a connection may take to open, and a subscriber connection to confirm a
+   * subscription, when the client sets no bound of its own (ms).
+   */
+  connectTimeoutDefaultMs: number;
 }
 "#;
 

@@ -447,6 +447,7 @@ static void config_errors(void) {
     CHECK(redlock_notice_channel_linger_ms() == 500);
     CHECK(redlock_subscriber_reopen_first_ms() == 100);
     CHECK(redlock_subscriber_reopen_max_ms() == 5000);
+    CHECK(redlock_connect_timeout_default_ms() == 2000);
 }
 
 static void usage_errors(void) {

@@ -119,6 +119,11 @@ export!(Java_io_github_redlockcore_internal_Native_subscriberReopenMaxMs(env) ->
     Ok(redlock_core::SUBSCRIBER_REOPEN_MAX_MS as jlong)
 });
 
+export!(Java_io_github_redlockcore_internal_Native_connectTimeoutDefaultMs(env) -> jlong = 0, {
+    let _ = env;
+    Ok(redlock_core::CONNECT_TIMEOUT_DEFAULT_MS as jlong)
+});
+
 export!(Java_io_github_redlockcore_internal_Native_liveHandles(env) -> jlong = -1, {
     let _ = env;
     Ok(boundary::live_handles())

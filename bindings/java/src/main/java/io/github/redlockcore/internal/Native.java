@@ -45,6 +45,12 @@ public final class Native {
   /** How long a failed subscriber connection stays closed at most (ms; the core's). */
   public static native long subscriberReopenMaxMs();
 
+  /**
+   * How long a connection may take to open, and a subscriber connection to confirm a
+   * subscription, when the client sets no bound of its own (ms; the core's).
+   */
+  public static native long connectTimeoutDefaultMs();
+
   /** Native objects made and not yet freed (every handle type together). */
   public static native long liveHandles();
 
