@@ -18,9 +18,11 @@ use crate::trace::{Hooks, OpSpan};
 /// The TTL of a client built without one: 30 seconds.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
 
-/// How long one connection attempt may take by default (it runs in the node's task:
-/// commands wait for it only until their own deadline).
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one connection attempt (a node's link or its notice subscriber) may take by
+/// default: the core's `CONNECT_TIMEOUT_DEFAULT_MS`, 2 s, as in every binding. It runs
+/// in the node's task: commands wait for it only until their own deadline.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration =
+    Duration::from_millis(redlock_core::CONNECT_TIMEOUT_DEFAULT_MS);
 
 /// Builds a [`Client`]. Every setting but the node URLs is optional; the lock's
 /// arithmetic defaults are the core's ([`redlock_core::Config`]).

@@ -636,3 +636,49 @@ fn the_same_node_twice_is_refused() {
     assert!(error.to_string().contains("same server"), "{error}");
     assert!(Client::new(["redis://127.0.0.1:7000", "redis://127.0.0.1:7001"]).is_ok());
 }
+
+/// A node that accepts connections and never answers (as an address that drops every
+/// packet never lets a handshake finish): each connection attempt is given up after the
+/// default connect timeout, the core's `CONNECT_TIMEOUT_DEFAULT_MS` (2 s, as in every
+/// binding), not after the system's SYN retries or the link's stall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_never_opens_is_given_up_after_the_core_connect_timeout() {
+    use std::io::Read;
+
+    assert_eq!(
+        redlock_client::DEFAULT_CONNECT_TIMEOUT,
+        Duration::from_millis(redlock_core::CONNECT_TIMEOUT_DEFAULT_MS)
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (closed, held) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let opened = Instant::now();
+            let closed = closed.clone();
+            std::thread::spawn(move || {
+                let mut buffer = [0u8; 1024];
+                // Reads (and never answers) until the client closes.
+                while matches!(stream.read(&mut buffer), Ok(n) if n > 0) {}
+                let _ = closed.send(opened.elapsed());
+            });
+        }
+    });
+    let client = Client::builder(vec![format!("redis://127.0.0.1:{port}")])
+        .attempts(1)
+        .build()
+        .unwrap();
+    assert!(client
+        .lock("silent", Duration::from_secs(10))
+        .await
+        .is_err());
+    let held = tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(6)))
+        .await
+        .unwrap()
+        .expect("the connection was never given up");
+    assert!(
+        held >= Duration::from_millis(1900) && held < Duration::from_millis(3500),
+        "given up after {held:?}"
+    );
+}
