@@ -93,12 +93,19 @@ def test_every_header_function_is_declared_with_its_types() -> None:
 
 
 def test_the_notice_subscription_constants_come_from_the_core() -> None:
-    from redlock_core._handle import notice_channel_linger_ms, subscriber_reopen_ms
+    from redlock_core._handle import (
+        connect_timeout_default_ms,
+        notice_channel_linger_ms,
+        subscriber_reopen_ms,
+    )
 
     # The linger and the subscriber's pauses before it is opened again: the core's
     # Subscriptions apply them (tests/test_subscriptions.py), the drivers keep no copy.
     assert notice_channel_linger_ms() == 500
     assert subscriber_reopen_ms() == (100, 5000)
+    # The bound on opening a connection the client leaves unbounded, and on a
+    # subscription's confirmation.
+    assert connect_timeout_default_ms() == 2000
 
 
 def test_result_names_and_messages_come_from_the_core() -> None:

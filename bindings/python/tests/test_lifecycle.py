@@ -217,3 +217,89 @@ def test_cancelling_a_task_abandons_and_leaves_no_key(fault_nodes: Nodes, resour
     asyncio.run(run())
     fault_nodes.resume(4)
     fault_nodes.settle(resource, [b"someone", b"someone", None, None, None])
+
+
+class _SilentNode:
+    """A TCP server that accepts connections and never answers: a connection to it never
+    finishes its handshake, as one to an address that drops every packet. Records when
+    each connection was accepted and when the client closed it."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.connections: list[dict[str, float]] = []
+        self._sockets: list[object] = []
+        self._stop = False
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        import selectors
+
+        selector = selectors.DefaultSelector()
+        selector.register(self.server, selectors.EVENT_READ)
+        while not self._stop:
+            for key, _ in selector.select(0.05):
+                if key.fileobj is self.server:
+                    peer, _ = self.server.accept()
+                    entry = {"opened": time.monotonic()}
+                    self.connections.append(entry)
+                    self._sockets.append(peer)
+                    selector.register(peer, selectors.EVENT_READ, entry)
+                else:
+                    peer = key.fileobj
+                    if not peer.recv(65536):  # type: ignore[union-attr]
+                        key.data["closed"] = time.monotonic()
+                        selector.unregister(peer)
+                        peer.close()  # type: ignore[union-attr]
+        selector.close()
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join(2)
+        for peer in self._sockets:
+            peer.close()  # type: ignore[attr-defined]
+        self.server.close()
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_a_connection_that_never_opens_is_given_up_after_the_core_connect_timeout(
+    driver: str,
+) -> None:
+    """A node that never finishes the handshake, through a client that bounds neither
+    connecting nor reading (redis-py 8's own defaults are 5 s, and would apply): each
+    connection is given up after the core's connect timeout (CONNECT_TIMEOUT_DEFAULT_MS,
+    2 s, as in every binding), not after minutes."""
+    from redlock_core._handle import connect_timeout_default_ms
+
+    silent = _SilentNode()
+    try:
+        if driver == "sync":
+            client = redis.Redis(port=silent.port, socket_timeout=None, socket_connect_timeout=None)
+            with Redlock([client], attempts=1) as redlock:
+                with pytest.raises(NodesFailedError):
+                    redlock.acquire("silent")
+                _eventually(lambda: any("closed" in c for c in silent.connections), timeout=6)
+        else:
+
+            async def main() -> None:
+                client = redis.asyncio.Redis(
+                    port=silent.port, socket_timeout=None, socket_connect_timeout=None
+                )
+                async with AsyncRedlock([client], attempts=1) as r:
+                    with pytest.raises(NodesFailedError):
+                        await r.acquire("silent")
+                    deadline = time.monotonic() + 6
+                    while not any("closed" in c for c in silent.connections):
+                        assert time.monotonic() < deadline, silent.connections
+                        await asyncio.sleep(0.05)
+
+            asyncio.run(main())
+        first = next(c for c in silent.connections if "closed" in c)
+        held = first["closed"] - first["opened"]
+        limit = connect_timeout_default_ms() / 1000
+        assert limit * 0.95 <= held < limit + 1.5, held
+    finally:
+        silent.close()

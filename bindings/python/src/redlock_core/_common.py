@@ -49,6 +49,7 @@ from ._errors import (
     UsageError,
     UsedAfterCloseError,
 )
+from ._handle import connect_timeout_default_ms
 from ._observe import Hook, Hooks, Observation, lost_event
 from ._protocol import Action, Engine, NodeProtocol, Subscriber
 from .core import (
@@ -416,8 +417,9 @@ def shown(resources: Resources, names: list[bytes]) -> list[str | bytes]:
     return [item if isinstance(item, (str, bytes)) else bytes(item) for item in resources]
 
 
-#: How long opening a node's connection (TCP, TLS, the client's handshake) may take.
-OPEN_TIMEOUT = 2.0
+#: How long opening a node's connection (TCP, TLS, the client's handshake) may take,
+#: in seconds, when the client sets no bound: the core's default, as in every binding.
+OPEN_TIMEOUT = connect_timeout_default_ms() / 1000
 
 
 def connection_like(client: Any, retry: Any, **overrides: Any) -> Any:

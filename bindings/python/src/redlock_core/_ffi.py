@@ -333,6 +333,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_notice_channel_linger_ms": (c_uint64, []),
     "redlock_subscriber_reopen_first_ms": (c_uint64, []),
     "redlock_subscriber_reopen_max_ms": (c_uint64, []),
+    "redlock_connect_timeout_default_ms": (c_uint64, []),
     "redlock_script_text": (c_char_p, [c_uint32]),
     "redlock_script_sha1": (c_char_p, [c_uint32]),
     "redlock_result_name": (c_char_p, [c_uint32]),

@@ -116,6 +116,13 @@ def subscriber_reopen_ms() -> tuple[int, int]:
     )
 
 
+def connect_timeout_default_ms() -> int:
+    """How long a connection may take to open, and a subscriber connection to confirm a
+    subscription, when the client sets no bound of its own (ms; the same in every
+    binding)."""
+    return int(lib.redlock_connect_timeout_default_ms())
+
+
 def script_text(script: int) -> str:
     """The Lua text of ``SCRIPT_ACQUIRE``, ``SCRIPT_RELEASE`` or ``SCRIPT_EXTEND``."""
     text = lib.redlock_script_text(_u32(script, "script"))
