@@ -4,8 +4,9 @@
 import net from 'node:net';
 import tls from 'node:tls';
 
-import { Decoder, encodeCommand } from '../wasm/redlock_wasm.js';
+import { Decoder, defaults, encodeCommand } from '../wasm/redlock_wasm.js';
 import { SocketNode } from './resp.js';
+
 
 function parseAddress(address) {
   if (typeof address !== 'string') return address;
@@ -20,20 +21,29 @@ function parseAddress(address) {
   };
 }
 
-/** A TCP (or TLS) socket to `host:port`, with Nagle off; resolves once connected. */
-function connectSocket({ host, port, tls: tlsOptions }) {
+/**
+ * A TCP (or TLS) socket to `host:port`, with Nagle off; resolves once connected (TLS
+ * handshake included), or rejects with ETIMEDOUT after `timeoutMs`, the socket closed.
+ */
+function connectWithin({ host, port, tls: tlsOptions }, timeoutMs) {
   return new Promise((resolve, reject) => {
     const socket = tlsOptions
       ? tls.connect({ host, port, servername: host, ...tlsOptions })
       : net.connect({ host, port });
     socket.setNoDelay(true);
     const fail = (error) => {
+      clearTimeout(timer);
       socket.destroy();
       reject(error);
     };
+    const timer = setTimeout(
+      () => fail(failure(`${host}:${port}: connecting took over ${timeoutMs} ms`, 'ETIMEDOUT')),
+      timeoutMs,
+    );
     socket.once('error', fail);
-    socket.once('close', () => reject(new Error('connection closed')));
+    socket.once('close', () => fail(new Error('connection closed')));
     socket.once(tlsOptions ? 'secureConnect' : 'connect', () => {
+      clearTimeout(timer);
       socket.removeListener('error', fail);
       resolve(socket);
     });
@@ -61,7 +71,11 @@ function asStream(socket, { onData, onClose }) {
  */
 export function netSocket(address) {
   const target = parseAddress(address);
-  const open = async (handlers) => asStream(await connectSocket(target), handlers);
+  // Opening the socket (TCP, TLS) takes at most the core's connect timeout, the same in
+  // every binding: an address that never answers fails in that time and the link opens
+  // it again after its pause, instead of waiting out the system's SYN retries.
+  const open = async (handlers) =>
+    asStream(await connectWithin(target, defaults().connectTimeoutDefaultMs), handlers);
   return new SocketNode(open, { label: `${target.host}:${target.port}` });
 }
 
@@ -115,26 +129,6 @@ function ask(socket, args, timeoutMs, what) {
 
 function bulkText(reply) {
   return reply?.type === 'bulk' ? text.decode(reply.value) : reply?.type === 'status' ? reply.value : undefined;
-}
-
-/** Resolves `connectSocket(target)` or rejects with ETIMEDOUT after `timeoutMs`. */
-function connectWithin(target, timeoutMs) {
-  let timer;
-  const connecting = connectSocket(target);
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(
-      () => reject(failure(`${target.host}:${target.port}: connecting took over ${timeoutMs} ms`, 'ETIMEDOUT')),
-      timeoutMs,
-    );
-  });
-  connecting.then((socket) => {
-    // Connected after the timeout: nobody uses it.
-    if (timer === undefined) socket.destroy();
-  }, () => {});
-  return Promise.race([connecting, timeout]).finally(() => {
-    clearTimeout(timer);
-    timer = undefined;
-  });
 }
 
 /**

@@ -14,16 +14,12 @@
 // costs at most a retry delay (or the time to subscribe again), a forged one at most an
 // attempt.
 
-import { SubscriberOutputKind, Subscriptions } from '../wasm/redlock_wasm.js';
+import { SubscriberOutputKind, Subscriptions, defaults } from '../wasm/redlock_wasm.js';
 import { channelId } from './channels.js';
 import { nowUs } from './clock.js';
 
 const { Open, Subscribe, Unsubscribe, Close } = SubscriberOutputKind;
 
-// How long a subscriber connection may take to open, or to confirm a subscription,
-// before the core counts it as lost, for a transport that names no connect timeout of
-// its own (`connectTimeoutMs`).
-const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * The subscriber of a node whose transport cannot subscribe (a `send(args)` connection,
@@ -73,7 +69,11 @@ export class Notices {
    */
   constructor(transports, deliver) {
     this.#deliver = deliver;
-    const timeoutMs = Math.max(...transports.map((t) => t.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS));
+    // How long a subscriber connection may take to open, or to confirm a subscription,
+    // before the core counts it as lost: the transport's connect timeout, or for one
+    // that names none (`connectTimeoutMs`) the core's default, as in every binding.
+    const fallbackMs = defaults().connectTimeoutDefaultMs;
+    const timeoutMs = Math.max(...transports.map((t) => t.connectTimeoutMs ?? fallbackMs));
     this.#core = new Subscriptions(transports.length, timeoutMs);
     this.#subscribers = transports.map((transport, node) => {
       const events = {

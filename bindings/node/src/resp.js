@@ -7,10 +7,6 @@ import { linkCause } from './clients.js';
 
 const lossy = new TextDecoder();
 
-// How long a raw-socket subscriber connection may take to open (or to confirm a
-// subscription) before it counts as lost: the opener sets no limit of its own.
-const STREAM_CONNECT_TIMEOUT_MS = 10_000;
-
 /**
  * Opens byte streams. Called with handlers `{ onData(bytes), onClose(error?) }`, it
  * resolves to `{ write(bytes), close() }` once connected (TLS and all), or rejects.
@@ -20,8 +16,11 @@ const STREAM_CONNECT_TIMEOUT_MS = 10_000;
 /** A node reached over a byte stream: the transport of a link made with `{ resp: true }`. */
 export class StreamTransport {
   resp = true;
-  /** How long a subscriber connection may take to open before it counts as lost. */
-  connectTimeoutMs = STREAM_CONNECT_TIMEOUT_MS;
+  /**
+   * How long a subscriber connection may take to open before it counts as lost: unset,
+   * as the opener sets no limit of its own, so the core's default applies (notices.js).
+   */
+  connectTimeoutMs = undefined;
   #open;
   #stream = null;
   /** Counts connections: events of an older one are ignored. */

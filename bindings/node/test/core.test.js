@@ -146,6 +146,7 @@ test('RESP codec, scripts, limits and version', () => {
   assert.equal(core.defaults().noticeChannelLingerMs, 500);
   assert.equal(core.defaults().subscriberReopenFirstMs, 100);
   assert.equal(core.defaults().subscriberReopenMaxMs, 5000);
+  assert.equal(core.defaults().connectTimeoutDefaultMs, 2000);
   assert.match(core.version(), /^\d+\.\d+\.\d+/);
 });
 

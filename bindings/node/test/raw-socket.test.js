@@ -69,3 +69,55 @@ test('a new stream starts with the scripts; replies split across packets reach t
     redlock.close();
   }
 });
+
+test("a node that never finishes its handshake is given up after the core's connect timeout", async () => {
+  // A server that accepts TCP connections and never answers: a TLS client's handshake
+  // waits forever, as for an address that drops every packet. The core's default bounds
+  // it (2 s); the next acquisition opens a new connection.
+  const connections = [];
+  const sockets = [];
+  const server = net.createServer((socket) => {
+    const entry = { opened: performance.now(), closed: undefined };
+    connections.push(entry);
+    sockets.push(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => (entry.closed = performance.now()));
+    socket.resume(); // reads, so the client's close is seen
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  const node = netSocket({ host: '127.0.0.1', port, tls: { rejectUnauthorized: false } });
+  const redlock = new Redlock([node], { ttlMs: 1000, attempts: 1 });
+  const fails = async () => {
+    const error = await redlock.acquire('silent').then(
+      () => assert.fail('locked on a node that never answers'),
+      (e) => e,
+    );
+    assert.ok(error instanceof NodesFailingError, String(error));
+  };
+  const until = async (condition) => {
+    const deadline = performance.now() + 6000;
+    while (!condition() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(condition(), `connections: ${JSON.stringify(connections)}`);
+  };
+  try {
+    await fails();
+    await until(() => connections[0]?.closed !== undefined);
+    const held = connections[0].closed - connections[0].opened;
+    assert.ok(held >= 1900 && held < 3500, `the first connection was given up after ${held} ms`);
+    // Acquisitions during the link's pause after the failure fail at once; the first
+    // one after it opens a new connection.
+    const deadline = performance.now() + 3000;
+    while (connections.length < 2 && performance.now() < deadline) {
+      await fails();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await until(() => connections.length >= 2);
+  } finally {
+    redlock.close();
+    node.close();
+    const closed = new Promise((resolve) => server.close(resolve));
+    sockets.forEach((socket) => socket.destroy());
+    await closed;
+  }
+});
