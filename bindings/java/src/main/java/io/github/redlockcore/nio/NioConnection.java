@@ -10,6 +10,7 @@ import io.github.redlockcore.spi.NodeConnection;
 import io.github.redlockcore.spi.NodeEvents;
 import java.io.IOException;
 import java.net.ConnectException;
+import java.net.SocketTimeoutException;
 import java.net.InetSocketAddress;
 
 /**
@@ -67,6 +68,9 @@ final class NioConnection implements NodeConnection, NioSocket.Handler {
   }
 
   private static CloseCause cause(Exception e) {
+    if (e instanceof SocketTimeoutException) {
+      return CloseCause.TIMEOUT;
+    }
     return e instanceof ConnectException ? CloseCause.REFUSED : CloseCause.OTHER;
   }
 

@@ -2,9 +2,11 @@ package io.github.redlockcore.nio;
 
 import io.github.redlockcore.RedlockProtocolException;
 import io.github.redlockcore.core.RespDecoder;
+import io.github.redlockcore.internal.Native;
 import io.github.redlockcore.spi.LoopContext;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
 import java.net.StandardSocketOptions;
 import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
@@ -41,6 +43,8 @@ final class NioSocket {
   private SocketChannel channel;
   private SelectionKey key;
   private RespDecoder decoder;
+  /** Gives the connection up if it is not established in time (while connecting). */
+  private LoopContext.Scheduled connectDeadline;
 
   /** A closed socket that reads up to {@code readSize} bytes at a time. */
   NioSocket(int readSize) {
@@ -49,7 +53,10 @@ final class NioSocket {
 
   /**
    * Opens a connection to {@code target} (resolved now); {@code handler} hears the rest.
-   * On an exception the socket may be half open: the owner closes it.
+   * On an exception the socket may be half open: the owner closes it. A connection not
+   * established within the core's connect timeout (2 s, the same in every binding) fails
+   * with a {@link SocketTimeoutException}: an address that never answers is then tried
+   * again after the link's pause instead of after the system's SYN retries.
    *
    * @throws UnknownHostException when the host cannot be resolved
    */
@@ -66,6 +73,27 @@ final class NioSocket {
     if (channel.connect(address)) {
       key.interestOps(SelectionKey.OP_READ);
       handler.connected();
+      return;
+    }
+    SocketChannel connecting = channel;
+    long timeoutMs = Native.connectTimeoutDefaultMs();
+    connectDeadline =
+        loop.schedule(
+            loop.now() + timeoutMs * 1000,
+            () -> {
+              connectDeadline = null;
+              if (channel == connecting && !connecting.isConnected()) {
+                handler.failed(
+                    new SocketTimeoutException(
+                        "connecting to " + address + " took over " + timeoutMs + " ms"));
+              }
+            });
+  }
+
+  private void cancelConnectDeadline() {
+    if (connectDeadline != null) {
+      connectDeadline.cancel();
+      connectDeadline = null;
     }
   }
 
@@ -73,6 +101,7 @@ final class NioSocket {
     try {
       if (k.isConnectable()) {
         if (channel.finishConnect()) {
+          cancelConnectDeadline();
           key.interestOps(SelectionKey.OP_READ);
           handler.connected();
         }
@@ -162,6 +191,7 @@ final class NioSocket {
 
   /** Cancels the key, closes the channel, frees the decoder and drops unsent bytes. */
   void close() {
+    cancelConnectDeadline();
     if (key != null) {
       key.cancel();
       key = null;

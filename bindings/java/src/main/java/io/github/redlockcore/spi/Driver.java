@@ -26,11 +26,11 @@ public interface Driver extends AutoCloseable {
 
   /**
    * How long a subscriber connection may take to open, or to confirm a subscription, before
-   * the core counts it lost (and closes it, to open it again after its pause). 10 s by
-   * default.
+   * the core counts it lost (and closes it, to open it again after its pause). By default the
+   * core's connect timeout, 2 s, the same in every binding.
    */
   default java.time.Duration connectTimeout() {
-    return java.time.Duration.ofSeconds(10);
+    return java.time.Duration.ofMillis(io.github.redlockcore.internal.Native.connectTimeoutDefaultMs());
   }
 
   /** A short name for messages ("nio", "jedis"). */

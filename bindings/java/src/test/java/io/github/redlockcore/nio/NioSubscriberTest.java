@@ -106,12 +106,30 @@ class NioSubscriberTest {
     assertEquals(3, confirmed.size());
   }
 
-  /** A loop thread with a selector, as the client's loop offers drivers (no timers). */
+  /** A loop thread with a selector and timers, as the client's loop offers drivers. */
   static final class TestLoop implements LoopContext, AutoCloseable {
     final Selector selector;
     final Thread thread;
     final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    /** Scheduled tasks (loop thread only), each with its time and whether it was cancelled. */
+    final List<Timer> timers = new ArrayList<>();
     volatile boolean running = true;
+
+    static final class Timer implements Scheduled {
+      final long at;
+      final Runnable task;
+      boolean cancelled;
+
+      Timer(long at, Runnable task) {
+        this.at = at;
+        this.task = task;
+      }
+
+      @Override
+      public void cancel() {
+        cancelled = true;
+      }
+    }
 
     TestLoop() throws IOException {
       selector = Selector.open();
@@ -134,6 +152,14 @@ class NioSubscriberTest {
           selector.selectedKeys().clear();
           for (Runnable task; (task = tasks.poll()) != null; ) {
             task.run();
+          }
+          long now = now();
+          List<Timer> due = new ArrayList<>();
+          timers.removeIf(t -> t.cancelled || (t.at <= now && due.add(t)));
+          for (Timer t : due) {
+            if (!t.cancelled) {
+              t.task.run();
+            }
           }
         } catch (IOException e) {
           return;
@@ -171,7 +197,9 @@ class NioSubscriberTest {
 
     @Override
     public Scheduled schedule(long at, Runnable task) {
-      throw new UnsupportedOperationException("a subscriber connection schedules nothing");
+      Timer timer = new Timer(at, task);
+      timers.add(timer);
+      return timer;
     }
 
     @Override
