@@ -186,7 +186,7 @@ final class NoticeListenerTest extends TestCase
         $listener->shutdown();
     }
 
-    private function listener(int $timeoutMs = NoticeListener::DEFAULT_TIMEOUT_MS): NoticeListener
+    private function listener(?int $timeoutMs = null): NoticeListener
     {
         return $this->listener = new NoticeListener(
             Native::get(),

@@ -36,13 +36,6 @@ use Redlock\Ffi\Subscriptions;
  */
 final class NoticeListener
 {
-    /**
-     * How long a subscriber connection may take to open, or a subscription to be
-     * confirmed, before it counts as lost, for a driver without a connect timeout of
-     * its own (ms).
-     */
-    public const DEFAULT_TIMEOUT_MS = 2_000;
-
     /** The core's policy over the nodes that have a subscriber; null when none has. */
     private readonly ?Subscriptions $subscriptions;
     /** @var list<NoticeSubscriber> by their index in $subscriptions (nodes without an address have none) */
@@ -55,10 +48,13 @@ final class NoticeListener
 
     /**
      * @param array<int, ?NodeAddress> $addresses node => where to subscribe (null: nowhere)
-     * @param int $timeoutMs see DEFAULT_TIMEOUT_MS
+     * @param ?int $timeoutMs how long a subscriber connection may take to open, or a
+     *   subscription to be confirmed, before it counts as lost; null (a driver without a
+     *   connect timeout of its own): the core's default, as in every binding
      */
-    public function __construct(Native $native, array $addresses, int $timeoutMs = self::DEFAULT_TIMEOUT_MS)
+    public function __construct(Native $native, array $addresses, ?int $timeoutMs = null)
     {
+        $timeoutMs ??= $native->connectTimeoutDefaultMs();
         foreach ($addresses as $node => $address) {
             if ($address !== null) {
                 $this->subscribers[] = new NoticeSubscriber($native, $address, $node, count($this->subscribers), $this);

@@ -39,7 +39,7 @@ use Redlock\Sentinel;
  * host, port, AUTH and database each `Redis` object reports, and reads it whenever it
  * would otherwise sleep or between commands; the core's Subscriptions decide when each
  * opens, subscribes and closes, within the objects' connect timeout (the largest, or
- * NoticeListener::DEFAULT_TIMEOUT_MS if none is set). Nodes reached over TLS or a Unix
+ * the core's connect timeout if none is set). Nodes reached over TLS or a Unix
  * socket get no subscriber (their settings are not readable back from phpredis): a
  * waiting acquisition then hears no notices from them and follows the core's retry
  * schedule.
@@ -292,7 +292,7 @@ final class PhpRedisDriver implements Driver
         foreach ($this->endpoints as [, , $timeout]) {
             $seconds = max($seconds, $timeout);
         }
-        return $seconds > 0 ? (int) ceil($seconds * 1000) : NoticeListener::DEFAULT_TIMEOUT_MS;
+        return $seconds > 0 ? (int) ceil($seconds * 1000) : $this->native->connectTimeoutDefaultMs();
     }
 
     /**

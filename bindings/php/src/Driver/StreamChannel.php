@@ -70,15 +70,21 @@ final class StreamChannel implements ConnectionListener
         return $this->query?->connection ?? $this->connection;
     }
 
-    /** When the Sentinel being asked must have answered by, for select; null: nothing due. */
+    /**
+     * When the Sentinel being asked must have answered by, or the connection opening must
+     * be ready by, for select; null: nothing due.
+     */
     public function deadlineUs(): ?int
     {
-        return $this->query?->deadlineUs;
+        $query = $this->query?->deadlineUs;
+        $open = $this->connection?->openDeadlineUs();
+        return $query === null ? $open : ($open === null ? $query : min($query, $open));
     }
 
     public function checkTimeout(int $nowUs): void
     {
         $this->query?->checkTimeout($nowUs);
+        $this->connection?->checkOpenDeadline($nowUs);
     }
 
     public function open(Events $events): void

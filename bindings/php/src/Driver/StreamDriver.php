@@ -22,9 +22,9 @@ use Redlock\Sentinel;
  *
  * Release notices for waiting acquisitions come over a second connection per node in
  * `SUBSCRIBE` mode (NoticeListener), opened, subscribed and closed as the core's
- * Subscriptions decide and served by the same select loop. Having no connect timeout
- * of its own, the driver gives them NoticeListener::DEFAULT_TIMEOUT_MS to open and to
- * confirm a subscription.
+ * Subscriptions decide and served by the same select loop. Every connection, the
+ * nodes' and the subscribers', gets the core's connect timeout (2 s, as in every
+ * binding) to open, and a subscriber as long to confirm a subscription.
  *
  * With a Sentinel (see Redlock\Sentinel) the one node is the master the Sentinels name,
  * asked on its own sockets at every connection attempt (StreamChannel).
@@ -164,7 +164,8 @@ final class StreamDriver implements Driver
             }
         }
         if ($deadline !== null) {
-            // A Sentinel query gives up at its own deadline.
+            // A Sentinel query gives up at its own deadline, a connection opening at the
+            // core's connect timeout.
             $timeoutUs = max(0, min($timeoutUs, $deadline - Clock::nowUs()));
         }
         if ($noticesDue !== null) {

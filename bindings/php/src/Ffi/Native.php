@@ -245,6 +245,16 @@ final class Native
 
     // ---- results ------------------------------------------------------------------
 
+    /**
+     * How long a connection may take to open (TCP, TLS, AUTH, SELECT), and a subscriber
+     * connection to confirm a subscription, when nothing else bounds it (ms; the core's,
+     * the same in every binding).
+     */
+    public function connectTimeoutDefaultMs(): int
+    {
+        return (int) $this->ffi->redlock_connect_timeout_default_ms();
+    }
+
     public function resultName(int $result): string
     {
         return (string) $this->ffi->redlock_result_name($result);
