@@ -1,15 +1,19 @@
 // The cost of the core's decisions through WebAssembly, without I/O: one N = 5
 // acquire + release cycle with every node answering at once, building every command
-// and polling every output, as core/benches/cycle.rs measures natively.
+// and polling every output, as core/benches/cycle.rs measures natively. Then the whole
+// driver without I/O: acquire + release through a Redlock whose five transports answer
+// each command on the next microtask, which is what this package adds to a lock cycle
+// on top of the client library and the network.
 //
 //   node bench/cycle.js            (after `cargo bench -p redlock-core --bench cycle`,
 //                                   the native figure is read from target/criterion/)
 
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 
 import { Bench } from 'tinybench';
 
-import { core } from '../index.js';
+import { Redlock, core } from '../index.js';
 
 const OK = { type: 'ok' };
 const ONE = { type: 'integer', value: 1 };
@@ -76,5 +80,60 @@ for (const task of bench.tasks) {
   console.log(
     `  ${task.name}: p50 ${(latency.p50 * 1000).toFixed(2)} us, mean ${(latency.mean * 1000).toFixed(2)} us, ` +
       `p99 ${(latency.p99 * 1000).toFixed(2)} us over ${latency.samplesCount} cycles; ${ratio}`,
+  );
+}
+
+/**
+ * A node that answers every command on the next microtask, with what a Redis node would
+ * answer a lock cycle: SCRIPT LOAD its script's SHA-1, SET OK, the release script a
+ * key deleted and nobody notified.
+ */
+class InstantTransport {
+  resp = false;
+
+  constructor(index) {
+    this.label = `instant-${index}`;
+    this.address = `instant-${index}.invalid:6379`;
+  }
+
+  attach(node) {
+    this.node = node;
+  }
+
+  connect() {
+    queueMicrotask(() => this.node.connected());
+  }
+
+  write({ id, args }) {
+    const name = String(args[0]).toUpperCase();
+    const value =
+      name === 'SET' ? 'OK' : name === 'SCRIPT' ? createHash('sha1').update(String(args[2])).digest('hex') : [1, 0];
+    queueMicrotask(() => this.node.value(id, value));
+  }
+
+  close() {}
+
+  detach() {}
+}
+
+const redlock = new Redlock(
+  [0, 1, 2, 3, 4].map((index) => ({ createTransport: () => new InstantTransport(index) })),
+  { ttlMs: 10_000 },
+);
+const driverCycle = async () => {
+  const lock = await redlock.acquire('bench:driver');
+  const released = await lock.release();
+  if (released.released < 3) throw new Error('the driver cycle did not release at the quorum');
+};
+await driverCycle();
+const driverBench = new Bench({ time: 3000, warmupTime: 500 });
+driverBench.add('driver acquire + release, 5 instant nodes', driverCycle);
+await driverBench.run();
+redlock.close();
+for (const task of driverBench.tasks) {
+  const { latency } = task.result;
+  console.log(
+    `  ${task.name}: p50 ${(latency.p50 * 1000).toFixed(2)} us, mean ${(latency.mean * 1000).toFixed(2)} us, ` +
+      `p99 ${(latency.p99 * 1000).toFixed(2)} us over ${latency.samplesCount} cycles`,
   );
 }
