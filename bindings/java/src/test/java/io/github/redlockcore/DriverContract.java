@@ -341,11 +341,18 @@ abstract class DriverContract {
     var events = events();
     try (RedlockClient c = listened(events, RedlockClient.builder(driver(nodes.urls())))) {
       c.acquire(resource).close();
-      List<io.github.redlockcore.core.Event> failed = ofKind(events, "node_failed");
-      assertFalse(failed.isEmpty(), events.toString());
-      io.github.redlockcore.core.Event f = failed.get(0);
-      assertEquals(java.util.OptionalInt.of(3), f.node(), events.toString());
-      assertEquals(Optional.of("refused"), f.cause());
+      // Node 3's failure, refused. (A client's first connections may also miss the
+      // first round's deadline on a cold start: those nodes, node 3 included, are then
+      // reported timed out first.)
+      io.github.redlockcore.core.Event f =
+          ofKind(events, "node_failed").stream()
+              .filter(e -> e.node().equals(java.util.OptionalInt.of(3)))
+              .filter(e -> e.cause().equals(Optional.of("refused")))
+              .findFirst()
+              .orElseThrow(() -> new AssertionError("node 3 never refused: " + events));
+      assertTrue(ofKind(events, "node_failed").stream()
+          .allMatch(e -> e.node().equals(java.util.OptionalInt.of(3))
+              || e.cause().equals(Optional.of("timeout"))), events.toString());
       // The acquisition may decide on the four live nodes before the refusal arrives;
       // then the release is the first operation to hear it.
       String operation = f.operation().orElse("");
