@@ -431,11 +431,13 @@ def test_a_waiter_hands_each_notice_message_to_the_core(
         waiter.join(5)
         assert len(got) == 1
         got[0].release()
-    # The notices it heard before it won (one per node at most) each named it, and the
-    # core got that message as published; each node's confirmed subscription went to
-    # the core too.
-    nodes_heard = [node for node, _ in heard]
-    assert len(set(nodes_heard)) == len(nodes_heard) >= 1, heard
+    # The notices it heard before it won each named it, and the core got that message
+    # as published; each node's confirmed subscription went to the core too. A node may
+    # announce more than one release: a regular attempt of the waiter's that met the
+    # holder's release half done gives back the keys it took, and that release names the
+    # waiter too (it is still first in the queue).
+    assert heard, "no notice reached the core"
+    assert {node for node, _ in heard} <= set(range(5)), heard
     assert {message for _, message in heard} == {waiter_id}
     assert sorted(subscribed) == [0, 1, 2, 3, 4]
 
