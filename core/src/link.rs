@@ -40,12 +40,16 @@
 //! - **Late commands are not written.** A command still queued at its deadline is
 //!   dropped unwritten (its operation has counted it as timed out), except an owed
 //!   release.
-//! - **Reconnecting.** A connection is opened when there is something to write. After a
-//!   failed attempt, commands queued for the node fail at once with its cause (so a
-//!   refused port costs nothing), and the next attempt waits a backoff from
-//!   [`RECONNECT_MIN`] doubling to [`RECONNECT_MAX`]; meanwhile only owed releases
-//!   wait. A connection that closes after it was open is re-opened at once if anything
-//!   is queued.
+//! - **Reconnecting.** A connection is opened when there is something to write. An
+//!   attempt that has not opened within the connect timeout
+//!   ([`crate::CONNECT_TIMEOUT_DEFAULT_MS`] unless the driver sets the user's client's,
+//!   [`Link::set_connect_timeout`]) is given up: the link outputs `Close` and counts it
+//!   failed with `timeout`, so a node that never answers (a black-holed address) costs
+//!   the same in every binding, and no driver needs a timer of its own. After a failed
+//!   attempt, commands queued for the node fail at once with its cause (so a refused port
+//!   costs nothing), and the next attempt waits a backoff from [`RECONNECT_MIN`] doubling
+//!   to [`RECONNECT_MAX`]; meanwhile only owed releases wait. A connection that closes
+//!   after it was open is re-opened at once if anything is queued.
 //!
 //! # Driving a link
 //!
@@ -56,8 +60,9 @@
 //!   fails.
 //! - [`LinkOutput::Write`]: write it on the current connection now, and hand its reply
 //!   to [`Link::handle_reply`] with the write's id.
-//! - [`LinkOutput::Close`]: close the current connection; report nothing more for it
-//!   (the link already counts it closed; replies to its writes are ignored).
+//! - [`LinkOutput::Close`]: close the current connection, or give up the attempt to open
+//!   one that is under way; report nothing more for it (the link already counts it
+//!   closed; replies to its writes are ignored).
 //! - [`LinkOutput::Deliver`]: hand the reply to the operation the driver tagged.
 //!
 //! Call [`Link::handle_timeout`] at [`Link::poll_timeout`]. Drivers over a client
@@ -207,7 +212,8 @@ pub enum LinkOutput {
     Connect,
     /// Write this command on the current connection.
     Write(Write),
-    /// Close the current connection (it is stuck).
+    /// Close the current connection (it is stuck), or give up the attempt to open one
+    /// (it took longer than the connect timeout).
     Close,
     /// Hand this reply to the operation tagged [`Delivery::tag`].
     Deliver(Delivery),
@@ -216,7 +222,10 @@ pub enum LinkOutput {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Closed,
-    Connecting,
+    /// A `Connect` went out; the attempt is given up at `until`.
+    Connecting {
+        until: Time,
+    },
     Open,
 }
 
@@ -252,6 +261,8 @@ pub struct Link {
     failures: u32,
     reconnect_at: Option<Time>,
     last_error: Option<String>,
+    /// How long a connection attempt may take, in microseconds (at least 1 ms).
+    connect_timeout_us: u64,
     scripts: Arc<[Arc<Argv>; 6]>,
     /// Whether the fencing scripts were loaded on the current connection (they are, on
     /// a connection's first fenced command).
@@ -288,6 +299,7 @@ impl Link {
             failures: 0,
             reconnect_at: None,
             last_error: None,
+            connect_timeout_us: crate::command::CONNECT_TIMEOUT_DEFAULT_MS.saturating_mul(1000),
             scripts: Arc::new([
                 load(ACQUIRE_SCRIPT),
                 load(RELEASE_SCRIPT),
@@ -299,6 +311,28 @@ impl Link {
             fencing_loaded: false,
             queue_loaded: false,
         }
+    }
+
+    /// A link whose connection attempts may take `timeout` (see
+    /// [`Link::set_connect_timeout`]).
+    pub fn with_connect_timeout(timeout: Duration) -> Link {
+        let mut link = Link::new();
+        link.set_connect_timeout(timeout);
+        link
+    }
+
+    /// How long a connection attempt may take (TCP, TLS, `AUTH`, `SELECT`) before the
+    /// link gives it up with [`LinkOutput::Close`] and counts it failed with `timeout`:
+    /// the user's client's connect timeout when it has one, otherwise
+    /// [`crate::CONNECT_TIMEOUT_DEFAULT_MS`] (a new link's). At least 1 ms (less is
+    /// taken as 1 ms); an attempt already under way keeps its limit.
+    pub fn set_connect_timeout(&mut self, timeout: Duration) {
+        self.connect_timeout_us = micros_floor(timeout).max(1000);
+    }
+
+    /// The connect timeout (see [`Link::set_connect_timeout`]).
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_micros(self.connect_timeout_us)
     }
 
     // ---- inputs -------------------------------------------------------------------
@@ -367,21 +401,26 @@ impl Link {
         if was_open {
             self.pump(now);
         } else {
-            // A failed attempt: what is queued fails now, owed releases wait.
-            self.failures = self.failures.saturating_add(1);
-            let shift = self.failures.saturating_sub(1).min(16);
-            let backoff = micros_floor(RECONNECT_MIN)
-                .saturating_mul(1u64 << shift)
-                .min(micros_floor(RECONNECT_MAX));
-            self.reconnect_at = Some(now.plus_micros(backoff));
-            let text = self.last_error_text();
-            let queued: Vec<Entry> = self.queue.drain(..).collect();
-            for entry in queued {
-                if entry.owed {
-                    self.queue.push_back(entry);
-                } else {
-                    self.deliver_failure(entry, text.clone());
-                }
+            self.attempt_failed(now);
+        }
+    }
+
+    /// A connection attempt failed (the link is closed now): what is queued fails with
+    /// its cause, owed releases wait, and the next attempt waits its backoff.
+    fn attempt_failed(&mut self, now: Time) {
+        self.failures = self.failures.saturating_add(1);
+        let shift = self.failures.saturating_sub(1).min(16);
+        let backoff = micros_floor(RECONNECT_MIN)
+            .saturating_mul(1u64 << shift)
+            .min(micros_floor(RECONNECT_MAX));
+        self.reconnect_at = Some(now.plus_micros(backoff));
+        let text = self.last_error_text();
+        let queued: Vec<Entry> = self.queue.drain(..).collect();
+        for entry in queued {
+            if entry.owed {
+                self.queue.push_back(entry);
+            } else {
+                self.deliver_failure(entry, text.clone());
             }
         }
     }
@@ -416,11 +455,23 @@ impl Link {
         self.pump(now);
     }
 
-    /// Time has reached `now`: drops what is past its time, closes a connection stalled
-    /// too long, reconnects when due. Calling it early is harmless.
+    /// Time has reached `now`: drops what is past its time, gives up a connection
+    /// attempt past its timeout, closes a connection stalled too long, reconnects when
+    /// due. Calling it early is harmless.
     pub fn handle_timeout(&mut self, now: Time) {
         let now = self.observe(now);
         self.owed.retain(|_, until| *until > now);
+        if let State::Connecting { until } = self.state {
+            if until <= now {
+                self.outputs.push_back(LinkOutput::Close);
+                let text = format!(
+                    "no connection within {} ms; given up",
+                    self.connect_timeout_us / 1000
+                );
+                self.close(LinkCause::Timeout, &text, now);
+                self.attempt_failed(now);
+            }
+        }
         if self.state == State::Open {
             if let Some(since) = self.stalled_since() {
                 if since.plus_micros(micros_floor(STALL_CLOSE)) <= now {
@@ -447,6 +498,9 @@ impl Link {
     pub fn poll_timeout(&self) -> Option<Time> {
         let mut next: Option<Time> = None;
         let mut consider = |at: Time| next = Some(next.map_or(at, |n| n.min(at)));
+        if let State::Connecting { until } = self.state {
+            consider(until);
+        }
         if self.state == State::Open {
             match self.stalled_since() {
                 Some(since) => consider(since.plus_micros(micros_floor(STALL_CLOSE))),
@@ -591,10 +645,12 @@ impl Link {
         self.queue
             .retain(|entry| entry.owed || now < entry.command.deadline());
         match self.state {
-            State::Connecting => {}
+            State::Connecting { .. } => {}
             State::Closed => {
                 if !self.queue.is_empty() && self.reconnect_at.is_none_or(|at| at <= now) {
-                    self.state = State::Connecting;
+                    self.state = State::Connecting {
+                        until: now.plus_micros(self.connect_timeout_us),
+                    };
                     self.outputs.push_back(LinkOutput::Connect);
                 }
             }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use redlock_core::{
     Command, CommandKind, Config, Delivery, KeepAlive, KeepAliveAction, Lease, Link, LinkCause,
     LinkOutput, LostReason, Operation, Outcome, Output, Redlock, Reply, Time, Write, WriteId,
-    MAX_IN_FLIGHT, RECONNECT_MIN, STALL_CLOSE,
+    CONNECT_TIMEOUT_DEFAULT_MS, MAX_IN_FLIGHT, RECONNECT_MIN, STALL_CLOSE,
 };
 
 fn at(us: u64) -> Time {
@@ -349,6 +349,103 @@ fn a_refused_node_fails_fast_and_reconnects_with_backoff() {
     let mut op3 = redlock.acquire(&["t"], at(later)).unwrap();
     link.submit(3, sends(&mut op3).remove(0), at(later));
     assert_eq!(drain(&mut link).connects, 1);
+}
+
+#[test]
+fn a_connection_that_never_opens_is_given_up_after_the_connect_timeout() {
+    // A node whose address never answers (black-holed): the attempt is the link's to give
+    // up, so no driver needs a timer of its own.
+    let mut link = Link::new();
+    let timeout = CONNECT_TIMEOUT_DEFAULT_MS * 1000;
+    assert_eq!(link.connect_timeout(), ms(CONNECT_TIMEOUT_DEFAULT_MS));
+    let mut redlock = client(1);
+    let mut op = redlock.acquire(&["r"], at(0)).unwrap();
+    link.submit(1, sends(&mut op).remove(0), at(0));
+    assert_eq!(drain(&mut link).connects, 1);
+    // Due at the timeout at the latest (earlier: the SET's own deadline).
+    assert!(link.poll_timeout().is_some_and(|t| t <= at(timeout)));
+    link.handle_timeout(at(timeout - 1));
+    let d = drain(&mut link);
+    assert_eq!(
+        (d.connects, d.closes),
+        (0, 0),
+        "one microsecond early: still trying"
+    );
+    assert_eq!(link.poll_timeout(), Some(at(timeout)));
+    link.handle_timeout(at(timeout));
+    let d = drain(&mut link);
+    assert_eq!(d.closes, 1, "the attempt is given up");
+    assert!(
+        d.deliveries.is_empty(),
+        "the SET was dropped at its own deadline"
+    );
+    // It counts as a failed attempt with `timeout`: during the backoff a command fails
+    // at once with that cause, without a new attempt.
+    let mut op2 = redlock.acquire(&["s"], at(timeout + 10)).unwrap();
+    link.submit(2, sends(&mut op2).remove(0), at(timeout + 10));
+    let d = drain(&mut link);
+    assert_eq!(d.connects, 0);
+    assert_eq!(
+        d.deliveries[0].reply,
+        Reply::ConnectionFailed("timeout: no connection within 2000 ms; given up".into())
+    );
+    // A report of the abandoned attempt's failure changes nothing.
+    link.handle_closed(LinkCause::Refused, "late", at(timeout + 20));
+    assert!(drain(&mut link).deliveries.is_empty());
+    // After the backoff the next command opens a connection, with a fresh limit.
+    let later = timeout + RECONNECT_MIN.as_micros() as u64;
+    let mut op3 = redlock.acquire(&["t"], at(later)).unwrap();
+    link.submit(3, sends(&mut op3).remove(0), at(later));
+    assert_eq!(drain(&mut link).connects, 1);
+    link.handle_timeout(at(later + timeout - 1));
+    assert_eq!(drain(&mut link).closes, 0);
+    link.handle_connected(at(later + timeout - 1));
+    assert!(link.is_open());
+    link.handle_timeout(at(later + 2 * timeout));
+    assert_eq!(
+        drain(&mut link).closes,
+        0,
+        "an open connection has no connect limit"
+    );
+}
+
+#[test]
+fn an_owed_release_outlives_connection_attempts_that_time_out() {
+    // The user's client's own connect timeout replaces the core's.
+    let mut link = Link::with_connect_timeout(ms(500));
+    assert_eq!(link.connect_timeout(), ms(500));
+    link.handle_connected(at(0));
+    let _ = drain(&mut link);
+    let mut redlock = client(1);
+    let mut op = redlock.acquire(&["r"], at(0)).unwrap();
+    link.submit(1, sends(&mut op).remove(0), at(0));
+    let _ = drain(&mut link);
+    link.handle_closed(LinkCause::Closed, "reset", at(10));
+    let _ = drain(&mut link);
+    // The SET was written, so its release is owed: it waits through failed attempts.
+    let lease = redlock.lease(&["r"], op.token().as_str(), at(0)).unwrap();
+    let mut release = redlock.release(&lease, at(20));
+    link.submit(2, sends(&mut release).remove(0), at(20));
+    assert_eq!(drain(&mut link).connects, 1);
+    link.handle_timeout(at(20 + 500_000));
+    let d = drain(&mut link);
+    assert_eq!(d.closes, 1);
+    assert!(d.deliveries.is_empty(), "the owed release waits");
+    assert_eq!(link.queued(), 1);
+    let retry = 20 + 500_000 + RECONNECT_MIN.as_micros() as u64;
+    assert_eq!(link.poll_timeout(), Some(at(retry)));
+    link.handle_timeout(at(retry));
+    assert_eq!(
+        drain(&mut link).connects,
+        1,
+        "tried again after the backoff"
+    );
+    link.handle_connected(at(retry + 1000));
+    let names: Vec<String> = drain(&mut link).writes.iter().map(name).collect();
+    assert!(names[3].starts_with("EVALSHA"), "{names:?}");
+    // Less than a millisecond counts as one.
+    link.set_connect_timeout(Duration::ZERO);
+    assert_eq!(link.connect_timeout(), ms(1));
 }
 
 #[test]

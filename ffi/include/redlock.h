@@ -338,7 +338,8 @@
 #define REDLOCK_LINK_OUTPUT_WRITE 2
 
 /**
- * Close the current connection; report nothing more for it.
+ * Close the current connection, or give up the attempt to open one that is under way
+ * (it took longer than the link's connect timeout); report nothing more for it.
  */
 #define REDLOCK_LINK_OUTPUT_CLOSE 3
 
@@ -1671,6 +1672,20 @@ const char *redlock_lost_reason_name(uint32_t reason);
  * A link with no connection yet. Free it with `redlock_link_free`.
  */
 redlock_result redlock_link_new(redlock_link **out_link);
+
+/**
+ * How long the link's connection attempts may take (TCP, TLS, `AUTH`, `SELECT`), in
+ * milliseconds, before it gives one up with `REDLOCK_LINK_OUTPUT_CLOSE` and counts it
+ * failed with `timeout`: the user's client's connect timeout when it has one; a new
+ * link has `redlock_connect_timeout_default_ms()`. 0 is taken as 1 ms; an attempt
+ * already under way keeps its limit.
+ */
+redlock_result redlock_link_set_connect_timeout(redlock_link *link, uint64_t timeout_ms);
+
+/**
+ * The link's connect timeout in milliseconds (0 for NULL).
+ */
+uint64_t redlock_link_connect_timeout_ms(const redlock_link *link);
 
 /**
  * Frees a link. NULL is ignored.

@@ -23,7 +23,8 @@ pub const REDLOCK_LINK_OUTPUT_CONNECT: u32 = 1;
 /// Write the current command (`redlock_link_write*`) on the connection now, and hand its
 /// reply to `redlock_link_handle_reply*` with its write id.
 pub const REDLOCK_LINK_OUTPUT_WRITE: u32 = 2;
-/// Close the current connection; report nothing more for it.
+/// Close the current connection, or give up the attempt to open one that is under way
+/// (it took longer than the link's connect timeout); report nothing more for it.
 pub const REDLOCK_LINK_OUTPUT_CLOSE: u32 = 3;
 /// Hand the current delivery (`redlock_link_delivery*`) to the operation it is tagged
 /// with, for instance with `redlock_operation_handle_delivery`.
@@ -109,6 +110,33 @@ pub unsafe extern "C" fn redlock_link_new(out_link: *mut *mut redlock_link) -> r
             resp_ready: false,
         }));
         R::REDLOCK_OK
+    })
+}
+
+/// How long the link's connection attempts may take (TCP, TLS, `AUTH`, `SELECT`), in
+/// milliseconds, before it gives one up with `REDLOCK_LINK_OUTPUT_CLOSE` and counts it
+/// failed with `timeout`: the user's client's connect timeout when it has one; a new
+/// link has `redlock_connect_timeout_default_ms()`. 0 is taken as 1 ms; an attempt
+/// already under way keeps its limit.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_link_set_connect_timeout(
+    link: *mut redlock_link,
+    timeout_ms: u64,
+) -> redlock_result {
+    guard(|| {
+        let link = arg_mut!(link);
+        link.inner
+            .set_connect_timeout(core::time::Duration::from_millis(timeout_ms));
+        R::REDLOCK_OK
+    })
+}
+
+/// The link's connect timeout in milliseconds (0 for NULL).
+#[no_mangle]
+pub unsafe extern "C" fn redlock_link_connect_timeout_ms(link: *const redlock_link) -> u64 {
+    guard_value(0, || {
+        let timeout = arg_ref!(link, 0).inner.connect_timeout();
+        u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)
     })
 }
 

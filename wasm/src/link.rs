@@ -21,6 +21,7 @@ use crate::types::{LinkCauseJs, LinkOptionsJs, OutputJs, ReplyJs};
 struct Options {
     resp: Option<bool>,
     hold_replies: Option<bool>,
+    connect_timeout_ms: Option<f64>,
 }
 
 /// One node's link. Keep one per node for as long as the client lives.
@@ -33,7 +34,8 @@ struct Options {
 ///   name first; the writes of one round to N links share one array: never change it),
 ///   or, for a link made with `{ resp: true }`, the RESP `bytes`; hand its reply to
 ///   `handleReply(id, reply)` (or feed the bytes received to `handleData`);
-/// - `close`: close the current connection and report nothing more for it;
+/// - `close`: close the current connection, or give up the attempt to open one that is
+///   under way (it took longer than the connect timeout), and report nothing more for it;
 /// - `deliver`: hand `reply` to the operation tagged `tag`:
 ///   `operation.handleReply(request, reply, now)`; a link made with
 ///   `{ holdReplies: true }` outputs the tag alone (a number) and keeps the reply:
@@ -124,17 +126,33 @@ impl Link {
 #[wasm_bindgen]
 impl Link {
     /// A link with no connection yet. `{ resp: true }`: writes come as RESP bytes, and
-    /// the bytes received go to `handleData` (raw sockets).
+    /// the bytes received go to `handleData` (raw sockets). `{ connectTimeoutMs }`: how
+    /// long a connection attempt may take before the link gives it up (`close`) and
+    /// counts it failed with `timeout`: the user's client's connect timeout when it has
+    /// one, otherwise the core's (`defaults().connectTimeoutDefaultMs`); below 1 ms
+    /// counts as 1 ms.
     #[wasm_bindgen(constructor)]
     pub fn new(options: Option<LinkOptionsJs>) -> Result<Link, JsValue> {
         let options: Options = match options {
-            Some(options) if !options.is_undefined() && !options.is_null() => {
-                options_from_js(options.into(), &["resp", "holdReplies"], "link options")?
-            }
+            Some(options) if !options.is_undefined() && !options.is_null() => options_from_js(
+                options.into(),
+                &["resp", "holdReplies", "connectTimeoutMs"],
+                "link options",
+            )?,
             _ => Options::default(),
         };
+        let mut inner = redlock_core::Link::new();
+        if let Some(ms) = options.connect_timeout_ms {
+            if !(ms.is_finite() && ms >= 0.0) {
+                return Err(invalid_argument(&format!(
+                    "link options: connectTimeoutMs must be a non-negative number of milliseconds, got {ms}"
+                )));
+            }
+            // `as` saturates; the core floors it at 1 ms.
+            inner.set_connect_timeout(core::time::Duration::from_micros((ms * 1000.0) as u64));
+        }
         Ok(Link {
-            inner: redlock_core::Link::new(),
+            inner,
             resp: options.resp.unwrap_or(false),
             front: VecDeque::new(),
             decoder: None,
@@ -387,6 +405,12 @@ impl Link {
             Some(_) => return Err(error::error("unknown_output", "unknown link output")),
         };
         Ok(value)
+    }
+
+    /// The connect timeout in milliseconds (see the constructor's `connectTimeoutMs`).
+    #[wasm_bindgen(getter, js_name = connectTimeoutMs)]
+    pub fn connect_timeout_ms(&self) -> f64 {
+        self.inner.connect_timeout().as_micros() as f64 / 1000.0
     }
 
     /// When `handleTimeout` is next due (us), or `undefined` if nothing waits on time.

@@ -179,6 +179,12 @@ export interface LinkOptions {
    * JS object and reading it back. Default false.
    */
   holdReplies?: boolean;
+  /**
+   * How long a connection attempt may take before the link gives it up (a `close`
+   * output) and counts it failed with `timeout`: the user's client's connect timeout
+   * when it has one. Default: the core's, `defaults().connectTimeoutDefaultMs`.
+   */
+  connectTimeoutMs?: number;
 }
 
 /** Open a connection to the node; then `handleConnected`, or `handleClosed` on failure. */

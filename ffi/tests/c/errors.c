@@ -935,6 +935,35 @@ static void links_and_keepalive(void) {
     CHECK(redlock_link_is_idle(NULL) && !redlock_link_is_stalled(NULL, 1));
     CHECK(!redlock_link_is_open(NULL) && redlock_link_in_flight(NULL) == 0);
     CHECK(redlock_link_queued(NULL) == 0 && redlock_link_owed(NULL) == 0);
+    NUL_ARG(redlock_link_set_connect_timeout(NULL, 500));
+    CHECK(redlock_link_connect_timeout_ms(NULL) == 0);
+    CHECK(redlock_link_connect_timeout_ms(link) == redlock_connect_timeout_default_ms());
+
+    /* A connection attempt is given up at the connect timeout (0 counts as 1 ms). */
+    {
+        redlock_link *slow = NULL;
+        redlock_operation *first = NULL;
+        OK(redlock_link_new(&slow));
+        OK(redlock_link_set_connect_timeout(slow, 0));
+        CHECK(redlock_link_connect_timeout_ms(slow) == 1);
+        OK(redlock_link_set_connect_timeout(slow, 500));
+        CHECK(redlock_link_connect_timeout_ms(slow) == 500);
+        OK(redlock_client_acquire(client, ONE, ONE_LEN, 1, 1000, &first));
+        OK(redlock_operation_poll_output(first, &kind));
+        OK(redlock_link_submit_current(slow, 1, first, 1000));
+        OK(redlock_link_poll_output(slow, &kind));
+        CHECK(kind == REDLOCK_LINK_OUTPUT_CONNECT);
+        OK(redlock_link_poll_timeout(slow, &flag, &u64));
+        CHECK(flag && u64 <= 1000 + 500000);
+        OK(redlock_link_handle_timeout(slow, 1000 + 500000 - 1));
+        OK(redlock_link_poll_output(slow, &kind));
+        CHECK(kind == REDLOCK_LINK_OUTPUT_NONE);
+        OK(redlock_link_handle_timeout(slow, 1000 + 500000));
+        OK(redlock_link_poll_output(slow, &kind));
+        CHECK(kind == REDLOCK_LINK_OUTPUT_CLOSE && !redlock_link_is_open(slow));
+        redlock_operation_free(first);
+        redlock_link_free(slow);
+    }
 
     /* Nothing polled yet: the accessors have no value and write nothing. */
     OK(redlock_link_poll_output(link, &kind));
