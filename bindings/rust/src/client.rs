@@ -19,8 +19,9 @@ use crate::trace::{Hooks, OpSpan};
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
 
 /// How long one connection attempt (a node's link or its notice subscriber) may take by
-/// default: the core's `CONNECT_TIMEOUT_DEFAULT_MS`, 2 s, as in every binding. It runs
-/// in the node's task: commands wait for it only until their own deadline.
+/// default: the core's `CONNECT_TIMEOUT_DEFAULT_MS`, 2 s, as in every binding. The core
+/// gives an attempt up at it (the link's and the subscriptions' `Close`); commands wait
+/// for an attempt only until their own deadline.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration =
     Duration::from_millis(redlock_core::CONNECT_TIMEOUT_DEFAULT_MS);
 

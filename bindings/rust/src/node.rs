@@ -159,7 +159,6 @@ pub(crate) struct Node {
     /// The URL with any password replaced by `***`, for messages.
     label: String,
     client: Source,
-    connect_timeout: Duration,
     clock: Clock,
     routes: Arc<Routes>,
     state: Mutex<State>,
@@ -188,11 +187,11 @@ impl Node {
         Node {
             label,
             client,
-            connect_timeout,
             clock,
             routes,
             state: Mutex::new(State {
-                link: Link::new(),
+                // The link gives a connection attempt up at the connect timeout.
+                link: Link::with_connect_timeout(connect_timeout),
                 task: None,
                 shutdown: None,
             }),
@@ -325,6 +324,9 @@ impl Node {
                         }
                     },
                     LinkOutput::Close => {
+                        // The connection, or the attempt to open one the link gave up
+                        // (dropping its future cancels it).
+                        connecting = None;
                         connection = None;
                         writes = FuturesUnordered::new();
                         ready.clear();
@@ -427,13 +429,12 @@ impl Node {
         }
     }
 
-    /// One connection attempt, bounded by the connect timeout.
+    /// One connection attempt; the link gives it up at the connect timeout (`Close`).
     fn connect(
         &self,
     ) -> impl Future<Output = Result<MultiplexedConnection, (LinkCause, String)>> + Send + 'static
     {
         let client = self.client.clone();
-        let timeout = self.connect_timeout;
         let broken = self.broken.load(Ordering::Relaxed);
         async move {
             if broken {
@@ -445,15 +446,9 @@ impl Node {
                     ),
                 ));
             }
-            let attempt = tokio::time::timeout(timeout, open(&client)).await;
-            match attempt {
-                Ok(Ok(connection)) => Ok(connection),
-                Ok(Err(error)) => Err((link_cause(&error), error.to_string())),
-                Err(_) => Err((
-                    LinkCause::Timeout,
-                    format!("no connection within {} ms", timeout.as_millis()),
-                )),
-            }
+            open(&client)
+                .await
+                .map_err(|error| (link_cause(&error), error.to_string()))
         }
     }
 

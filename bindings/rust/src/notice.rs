@@ -37,6 +37,15 @@ struct Subscriber {
     control: mpsc::UnboundedSender<Control>,
     /// Tells this connection's reports from an older one's.
     generation: u64,
+    /// The connection's task: aborted when the core closes the connection, which also
+    /// gives up an attempt to open it (the core's connect timeout).
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 struct State {
@@ -58,7 +67,6 @@ struct State {
 
 struct Shared {
     clients: Vec<redis::Client>,
-    connect_timeout: Duration,
     origin: Instant,
     state: Mutex<State>,
     /// Wakes the timer task: the core's next instant may have changed.
@@ -111,7 +119,6 @@ impl Notices {
         Notices {
             shared: Arc::new(Shared {
                 clients,
-                connect_timeout,
                 origin: Instant::now(),
                 state: Mutex::new(State {
                     core,
@@ -208,11 +215,14 @@ fn pump(shared: &Arc<Shared>, state: &mut State) {
                 let (control, receiver) = mpsc::unbounded_channel();
                 let generation = state.next_generation;
                 state.next_generation += 1;
+                let task = runtime
+                    .spawn(subscriber(Arc::clone(shared), node, generation, receiver))
+                    .abort_handle();
                 state.subscribers[node] = Some(Subscriber {
                     control,
                     generation,
+                    task,
                 });
-                runtime.spawn(subscriber(Arc::clone(shared), node, generation, receiver));
             }
             SubscriberOutput::Subscribe { node, channel } => {
                 send(state, node, Control::Subscribe(channel))
@@ -220,7 +230,8 @@ fn pump(shared: &Arc<Shared>, state: &mut State) {
             SubscriberOutput::Unsubscribe { node, channel } => {
                 send(state, node, Control::Unsubscribe(channel));
             }
-            // Dropping the sender ends the task, which closes its connection.
+            // Dropping it aborts the task, which closes its connection (or gives up
+            // opening it).
             SubscriberOutput::Close { node } => state.subscribers[node] = None,
         }
     }
@@ -366,32 +377,26 @@ async fn subscriber(
     mut control: mpsc::UnboundedReceiver<Control>,
 ) {
     let client = &shared.clients[node];
-    let pubsub = match tokio::time::timeout(shared.connect_timeout, client.get_async_pubsub()).await
-    {
-        Ok(Ok(pubsub)) => pubsub,
-        _ => return report(&shared, node, generation, Report::Lost),
+    // No timeouts here: a connection that does not open, or a subscription not confirmed,
+    // within the connect timeout is the core's to give up (its `Close` aborts this task).
+    let Ok(pubsub) = client.get_async_pubsub().await else {
+        return report(&shared, node, generation, Report::Lost);
     };
     report(&shared, node, generation, Report::Opened);
     let (mut sink, mut stream) = pubsub.split();
     loop {
         tokio::select! {
             change = control.recv() => {
-                // A node that does not answer within the connect timeout fails the
-                // connection here; the core gives it up at the same time.
                 match change {
-                    Some(Control::Subscribe(channel)) => {
-                        match tokio::time::timeout(shared.connect_timeout, sink.subscribe(&channel)).await {
-                            Ok(Ok(())) => report(&shared, node, generation, Report::Confirmed(channel)),
-                            Ok(Err(error)) if !error.is_io_error() => {
-                                return report(&shared, node, generation, Report::Refused);
-                            }
-                            _ => return report(&shared, node, generation, Report::Lost),
+                    Some(Control::Subscribe(channel)) => match sink.subscribe(&channel).await {
+                        Ok(()) => report(&shared, node, generation, Report::Confirmed(channel)),
+                        Err(error) if !error.is_io_error() => {
+                            return report(&shared, node, generation, Report::Refused);
                         }
-                    }
+                        Err(_) => return report(&shared, node, generation, Report::Lost),
+                    },
                     Some(Control::Unsubscribe(channel)) => {
-                        let result =
-                            tokio::time::timeout(shared.connect_timeout, sink.unsubscribe(channel)).await;
-                        if !matches!(result, Ok(Ok(()))) {
+                        if sink.unsubscribe(channel).await.is_err() {
                             return report(&shared, node, generation, Report::Lost);
                         }
                     }

@@ -643,12 +643,51 @@ fn the_same_node_twice_is_refused() {
 /// binding), not after the system's SYN retries or the link's stall.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_never_opens_is_given_up_after_the_core_connect_timeout() {
-    use std::io::Read;
-
     assert_eq!(
         redlock_client::DEFAULT_CONNECT_TIMEOUT,
         Duration::from_millis(redlock_core::CONNECT_TIMEOUT_DEFAULT_MS)
     );
+    let held = held_by_a_silent_node(None).await;
+    assert!(
+        held >= Duration::from_millis(1900) && held < Duration::from_millis(3500),
+        "given up after {held:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_connection_that_never_opens_is_given_up_after_the_clients_connect_timeout() {
+    // The link gives the attempt up at the builder's timeout, and the socket is closed.
+    let held = held_by_a_silent_node(Some(Duration::from_millis(500))).await;
+    assert!(
+        held >= Duration::from_millis(450) && held < Duration::from_millis(1500),
+        "given up after {held:?}"
+    );
+}
+
+/// How long a client's connection to a node that accepts and never answers stayed open
+/// (`connect_timeout` given to the builder, or its default).
+async fn held_by_a_silent_node(connect_timeout: Option<Duration>) -> Duration {
+    let (port, held) = silent_node();
+    let mut builder = Client::builder(vec![format!("redis://127.0.0.1:{port}")]).attempts(1);
+    if let Some(timeout) = connect_timeout {
+        builder = builder.connect_timeout(timeout);
+    }
+    let client = builder.build().unwrap();
+    assert!(client
+        .lock("silent", Duration::from_secs(10))
+        .await
+        .is_err());
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(6)))
+        .await
+        .unwrap()
+        .expect("the connection was never given up")
+}
+
+/// A listener on a free port that accepts connections and never answers; for each
+/// connection, how long it stayed open comes out of the receiver when the client closes it.
+fn silent_node() -> (u16, std::sync::mpsc::Receiver<Duration>) {
+    use std::io::Read;
+
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let (closed, held) = std::sync::mpsc::channel();
@@ -665,20 +704,43 @@ async fn a_connection_that_never_opens_is_given_up_after_the_core_connect_timeou
             });
         }
     });
+    (port, held)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_connection_that_never_confirms_is_given_up_by_the_core() {
+    // A waiter listens for release notices from its start: its subscriber connection to a
+    // node that never answers is given up (and closed) at the connect timeout, like the
+    // link's, and opened again after the core's pause.
+    let (port, held) = silent_node();
     let client = Client::builder(vec![format!("redis://127.0.0.1:{port}")])
-        .attempts(1)
+        .connect_timeout(Duration::from_millis(400))
         .build()
         .unwrap();
-    assert!(client
-        .lock("silent", Duration::from_secs(10))
-        .await
-        .is_err());
-    let held = tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(6)))
-        .await
-        .unwrap()
-        .expect("the connection was never given up");
+    let started = Instant::now();
+    let result = client
+        .lock_with(
+            &["silent"],
+            redlock_client::LockOptions::new().wait(Duration::from_millis(1500)),
+        )
+        .await;
+    assert!(result.is_err());
+    let closed: Vec<Duration> = tokio::task::spawn_blocking(move || {
+        let mut closed = Vec::new();
+        while let Ok(duration) = held.recv_timeout(Duration::from_secs(2)) {
+            closed.push(duration);
+        }
+        closed
+    })
+    .await
+    .unwrap();
+    // The link's attempts and the subscriber's, each closed within the timeout (plus
+    // scheduling); none was left open, and the waiter kept trying for its whole limit.
+    assert!(closed.len() >= 4, "{closed:?}");
     assert!(
-        held >= Duration::from_millis(1900) && held < Duration::from_millis(3500),
-        "given up after {held:?}"
+        closed.iter().all(|d| *d < Duration::from_millis(900)),
+        "{closed:?}"
     );
+    assert!(started.elapsed() >= Duration::from_millis(1400));
+    drop(client);
 }
