@@ -605,7 +605,7 @@ impl State {
                     let link = get(&self.links, link);
                     let now = u64::from(now);
                     let text_len = text.len();
-                    match what % 5 {
+                    match what % 6 {
                         0 => no_panic(redlock_link_handle_connected(link, now)),
                         1 => no_panic(redlock_link_handle_closed(
                             link,
@@ -629,9 +629,11 @@ impl State {
                             get(&self.replies, reply),
                             now,
                         )),
-                        _ => no_panic(redlock_link_handle_timeout(link, now)),
+                        4 => no_panic(redlock_link_handle_timeout(link, now)),
+                        _ => no_panic(redlock_link_set_connect_timeout(link, integer as u64)),
                     };
                     std::hint::black_box((
+                        redlock_link_connect_timeout_ms(link),
                         redlock_link_is_idle(link),
                         redlock_link_is_stalled(link, now),
                         redlock_link_is_open(link),
