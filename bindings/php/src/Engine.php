@@ -51,7 +51,14 @@ final class Engine
     {
         $links = [];
         for ($i = 0; $i < $nodes; $i++) {
-            $links[] = Link::create($native);
+            $link = Link::create($native);
+            // The user's client's connect timeout, else the core's: the link gives a
+            // connection attempt up at that time with a Close (rule 4).
+            $timeoutMs = $driver->connectTimeoutMs($i);
+            if ($timeoutMs !== null) {
+                $link->setConnectTimeout($timeoutMs);
+            }
+            $links[] = $link;
         }
         $this->links = $links;
         $this->events = new Events();
@@ -167,15 +174,20 @@ final class Engine
     }
 
     /**
-     * Per node: writes awaiting replies (script loads included), commands queued, and
-     * releases owed (diagnostics and tests).
+     * Per node: writes awaiting replies (script loads included), commands queued,
+     * releases owed, and how long a connection attempt may take (diagnostics and tests).
      *
-     * @return list<array{in_flight: int, queued: int, owed: int}>
+     * @return list<array{in_flight: int, queued: int, owed: int, connect_timeout_ms: int}>
      */
     public function linkState(): array
     {
         return array_map(
-            static fn (Link $l): array => ['in_flight' => $l->inFlight(), 'queued' => $l->queued(), 'owed' => $l->owed()],
+            static fn (Link $l): array => [
+                'in_flight' => $l->inFlight(),
+                'queued' => $l->queued(),
+                'owed' => $l->owed(),
+                'connect_timeout_ms' => $l->connectTimeoutMs(),
+            ],
             $this->links,
         );
     }
@@ -278,6 +290,9 @@ final class Engine
                         [$id, $argc] = $link->write();
                         $this->driver->write($node, $id, $argc, $link);
                     } elseif ($kind === Constants::LINK_OUTPUT_CLOSE) {
+                        // The connection, or the attempt to open one that took longer
+                        // than the link's connect timeout: the driver closes it and
+                        // reports nothing more for it.
                         $this->driver->close($node);
                     } elseif ($kind === Constants::LINK_OUTPUT_DELIVER) {
                         $delivered = $this->deliver($link) || $delivered;
@@ -372,7 +387,8 @@ final class Engine
                 $this->linkTimeouts($now);
                 continue;
             }
-            // A write has its deadline as the link's due time; a connection, a bounded wait.
+            // A write has its deadline as the link's due time, a connection its connect
+            // timeout; otherwise a bounded wait.
             $this->driver->wait($due ?? $now + 100_000, $this->events);
             if (!$this->driver->hasPendingIo()) {
                 $this->pump();

@@ -403,9 +403,10 @@ final class Redlock
 
     /**
      * Per node, what its link holds: writes awaiting replies (script loads included),
-     * commands queued, releases owed (diagnostics).
+     * commands queued, releases owed, and the connect timeout it gives a connection
+     * attempt (the driver's client's, else the core's 2 s) (diagnostics).
      *
-     * @return list<array{in_flight: int, queued: int, owed: int}>
+     * @return list<array{in_flight: int, queued: int, owed: int, connect_timeout_ms: int}>
      */
     public function linkState(): array
     {

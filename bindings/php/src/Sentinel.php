@@ -6,6 +6,7 @@ namespace Redlock;
 
 use Redlock\Driver\NodeAddress;
 use Redlock\Exception\InvalidArgumentException;
+use Redlock\Ffi\Link;
 
 /**
  * A single Redis node found through Redis Sentinel: the master the Sentinels name for
@@ -58,6 +59,18 @@ final class Sentinel
             $addresses[] = NodeAddress::fromUrl($url, $tlsOptions);
         }
         $this->sentinels = $addresses;
+    }
+
+    /**
+     * How long one connection attempt to the master may take (ms), for the node's link:
+     * every Sentinel's `$queryTimeoutMs` (they are asked in turn), then `$connectMs`
+     * (the core's connect timeout) for the master's own connection; at most
+     * Link::CONNECT_TIMEOUT_MAX_MS.
+     */
+    public function attemptTimeoutMs(int $connectMs): int
+    {
+        // Past PHP_INT_MAX the product is a float, and larger than the bound.
+        return (int) min(count($this->sentinels) * $this->queryTimeoutMs + $connectMs, Link::CONNECT_TIMEOUT_MAX_MS);
     }
 
     /** The node's label: what per-node results and messages show for it. */

@@ -145,6 +145,50 @@ final class NoticeListenerTest extends TestCase
         $this->assertGreaterThanOrEqual(150_000 + $firstUs - 20_000, Clock::nowUs() - $asked, 'opened again after the pause');
     }
 
+    /**
+     * A node whose subscriber connection never opens (its accept queue is full): the
+     * core's Subscriptions give it up at their timeout with their own Close, and the
+     * listener closes the socket under way and reports nothing for it; it is opened
+     * again after the pause. No timer of the binding's.
+     */
+    public function testASubscriberConnectionThatNeverOpensIsGivenUpAtTheTimeoutAndItsSocketClosed(): void
+    {
+        if (!FullAcceptQueue::canCount()) {
+            $this->markTestSkipped('counts opening sockets in /proc/net/tcp (Linux)');
+        }
+        $firstUs = 1000 * Native::get()->ffi->redlock_subscriber_reopen_first_ms();
+        $node = new FullAcceptQueue();
+        try {
+            $listener = $this->listener = new NoticeListener(Native::get(), [0 => NodeAddress::fromUrl($node->url())], 150);
+            $events = new Events();
+            $listener->listen([self::CHANNEL], $events);
+            $opened = Clock::nowUs();
+            $this->assertSame(1, $node->synSent(), 'opening');
+            $this->assertEqualsWithDelta($opened + 150_000, $listener->nextDue(), 20_000, 'due at the timeout');
+
+            while ($node->synSent() > 0 && Clock::nowUs() < $opened + 1_000_000) {
+                $listener->select(5_000);
+            }
+            $gaveUp = Clock::nowUs();
+            $this->assertSame(0, $node->synSent(), 'its socket is closed');
+            $this->assertGreaterThanOrEqual(145_000, $gaveUp - $opened, 'at the timeout');
+            $this->assertLessThan(400_000, $gaveUp - $opened, 'at the timeout');
+            $this->assertSame([], $listener->streams(), 'nothing left to select');
+            $this->assertSame([], self::notices($events), 'nothing reported');
+
+            while ($node->synSent() === 0 && Clock::nowUs() < $gaveUp + 1_000_000) {
+                $listener->select(5_000);
+            }
+            $this->assertSame(1, $node->synSent(), 'opened again');
+            $this->assertGreaterThanOrEqual($firstUs - 10_000, Clock::nowUs() - $gaveUp, 'after the pause');
+            $listener->shutdown();
+            $this->listener = null;
+            $this->assertSame(0, $node->synSent(), 'closed with the client');
+        } finally {
+            $node->close();
+        }
+    }
+
     public function testAChannelLingersAfterTheWaitThenIsUnsubscribedAndTheConnectionClosed(): void
     {
         $lingerUs = 1000 * Native::get()->ffi->redlock_notice_channel_linger_ms();

@@ -7,43 +7,40 @@ namespace Redlock\Tests;
 use PHPUnit\Framework\TestCase;
 use Redlock\Clock;
 use Redlock\Driver\ConnectionListener;
+use Redlock\Driver\Events;
 use Redlock\Driver\NodeAddress;
+use Redlock\Driver\StreamChannel;
 use Redlock\Driver\StreamConnection;
 use Redlock\Ffi\Native;
 use Redlock\Ffi\Reply;
 
 /**
- * How long a node's stream connection may take to open: the core's connect timeout, the
- * same in every binding.
+ * What a node's stream connection still does about opening: it keeps no deadline of its
+ * own (the node's link gives an attempt up at its connect timeout, see
+ * ConnectTimeoutTest), and a close while it opens closes the socket under way; the
+ * node's channel then reports nothing for it.
  */
 final class StreamConnectionTest extends TestCase
 {
-    /**
-     * A node whose accept queue is full drops new connection requests, as an address that
-     * never answers does: the connection is given up with `timeout` once the core's 2 s
-     * have passed, instead of after the system's SYN retries (minutes).
-     */
-    public function testAConnectionNotReadyInTimeIsGivenUpAfterTheCoresConnectTimeout(): void
-    {
-        $native = Native::get();
-        $this->assertSame(2000, $native->connectTimeoutDefaultMs());
-        $context = stream_context_create(['socket' => ['backlog' => 1]]);
-        $server = stream_socket_server('tcp://127.0.0.1:0', $errno, $errstr, STREAM_SERVER_BIND | STREAM_SERVER_LISTEN, $context);
-        $this->assertNotFalse($server, $errstr);
-        $port = (int) substr((string) stream_socket_get_name($server, false), strrpos((string) stream_socket_get_name($server, false), ':') + 1);
-        // Nobody accepts: once the queue is full, the next connection requests are dropped.
-        $queued = [];
-        $hangs = false;
-        for ($i = 0; $i < 16 && !$hangs; $i++) {
-            $client = @stream_socket_client("tcp://127.0.0.1:$port", $errno, $errstr, 0.3);
-            if ($client === false) {
-                $hangs = true;
-            } else {
-                $queued[] = $client;
-            }
-        }
-        $this->assertTrue($hangs, 'the accept queue never filled');
+    private ?FullAcceptQueue $node = null;
 
+    protected function setUp(): void
+    {
+        if (!FullAcceptQueue::canCount()) {
+            $this->markTestSkipped('counts opening sockets in /proc/net/tcp (Linux)');
+        }
+        $this->node = new FullAcceptQueue();
+    }
+
+    protected function tearDown(): void
+    {
+        $this->node?->close();
+        $this->node = null;
+    }
+
+    public function testAConnectionThatNeverOpensKeepsOpeningUntilClosedThenItsSocketIsGone(): void
+    {
+        $node = $this->node();
         $listener = new class implements ConnectionListener {
             /** @var list<string> */
             public array $events = [];
@@ -63,35 +60,77 @@ final class StreamConnectionTest extends TestCase
                 $this->events[] = 'reply ' . $reply->kind();
             }
         };
-        $connection = new StreamConnection($native, NodeAddress::fromUrl("redis://127.0.0.1:$port"), $listener);
-        $opened = Clock::nowUs();
+        $connection = new StreamConnection(Native::get(), NodeAddress::fromUrl($node->url()), $listener);
         $connection->connect();
-        $deadline = $connection->openDeadlineUs();
-        $this->assertNotNull($deadline, 'an opening connection has a deadline');
-        $this->assertEqualsWithDelta(2_000_000, $deadline - $opened, 50_000);
-        while ($listener->events === [] && Clock::nowUs() < $opened + 6_000_000) {
+        // Past the time the connection takes to open on loopback: still opening, nothing
+        // reported, no timer of its own.
+        self::serve($connection, 300_000);
+        $this->assertSame([], $listener->events);
+        $this->assertTrue($connection->isOpen());
+        $this->assertFalse($connection->isReady());
+        $this->assertNotNull($connection->writeStream(), 'waits to become writable');
+        $this->assertSame(1, $node->synSent(), 'its socket is opening');
+
+        $connection->close();
+        $this->assertSame(['closed other: closed by the client'], $listener->events);
+        $this->assertFalse($connection->isOpen());
+        $this->assertNull($connection->readStream());
+        $this->assertSame(0, $node->synSent(), 'its socket is closed');
+        $connection->close();
+        $this->assertCount(1, $listener->events, 'closed once');
+    }
+
+    /**
+     * The link's Close while the node's connection opens (what it says at its connect
+     * timeout): the channel gives the attempt up, closing the socket, and reports nothing
+     * more for it; the next open() is a new attempt.
+     */
+    public function testAChannelGivesUpAnAttemptOnTheLinksCloseAndReportsNothingForIt(): void
+    {
+        $node = $this->node();
+        $channel = new StreamChannel(Native::get(), NodeAddress::fromUrl($node->url()), 3);
+        $events = new Events();
+        $channel->open($events);
+        $connection = $channel->active();
+        $this->assertNotNull($connection);
+        self::serve($connection, 100_000);
+        $this->assertTrue($events->isEmpty());
+        $this->assertSame(1, $node->synSent());
+        $this->assertNull($channel->deadlineUs(), 'no deadline of its own');
+
+        $channel->close();
+        $this->assertTrue($events->isEmpty(), 'nothing reported for the attempt given up');
+        $this->assertSame(0, $node->synSent(), 'its socket is closed');
+        $this->assertNull($channel->active()?->readStream(), 'nothing left to select');
+
+        $channel->open($events);
+        $this->assertSame(1, $node->synSent(), 'a new attempt');
+        $channel->close();
+        $this->assertTrue($events->isEmpty());
+        $this->assertSame(0, $node->synSent());
+    }
+
+    /** Selects on `$connection` as the driver does, for `$forUs`. */
+    private static function serve(StreamConnection $connection, int $forUs): void
+    {
+        $until = Clock::nowUs() + $forUs;
+        while (Clock::nowUs() < $until) {
+            $stream = $connection->writeStream();
+            if ($stream === null) {
+                return;
+            }
             $read = [];
-            $write = [];
-            if (($stream = $connection->writeStream()) !== null) {
-                $write[] = $stream;
-            }
+            $write = [$stream];
             $except = null;
-            if ($write !== [] && @stream_select($read, $write, $except, 0, 20_000) > 0) {
+            if (@stream_select($read, $write, $except, 0, 20_000) > 0) {
                 $connection->onWritable();
-            } else {
-                usleep(20_000);
             }
-            $connection->checkOpenDeadline(Clock::nowUs());
         }
-        $took = (Clock::nowUs() - $opened) / 1000;
-        $this->assertCount(1, $listener->events, implode(', ', $listener->events));
-        $this->assertStringStartsWith('closed timeout: ', $listener->events[0]);
-        $this->assertGreaterThanOrEqual(1990, $took);
-        $this->assertLessThan(3500, $took);
-        $this->assertNull($connection->openDeadlineUs(), 'a closed connection has no deadline');
-        foreach ($queued as $client) {
-            fclose($client);
-        }
-        fclose($server);
+    }
+
+    private function node(): FullAcceptQueue
+    {
+        $this->assertNotNull($this->node);
+        return $this->node;
     }
 }

@@ -29,13 +29,27 @@ interface Driver
      */
     public function addresses(): array;
 
-    /** Opens node `$node`'s connection (TLS, AUTH, SELECT included); events follow. */
+    /**
+     * How long opening node `$node`'s connection may take (ms): the connect timeout of
+     * the client the driver works through, if it has one; null: the core's
+     * (CONNECT_TIMEOUT_DEFAULT_MS). The engine gives it to the node's link, which gives
+     * an attempt up at that time (close() is then called while it opens).
+     */
+    public function connectTimeoutMs(int $node): ?int;
+
+    /**
+     * Opens node `$node`'s connection (TLS, AUTH, SELECT included); events follow. How
+     * long it may take is the link's decision: close() gives an attempt up.
+     */
     public function connect(int $node, Events $events): void;
 
     /** Writes the link's current write (`$writeId`, `$argc` arguments) on `$node`. */
     public function write(int $node, int $writeId, int $argc, Link $link): void;
 
-    /** Closes node `$node`'s connection; nothing more is reported for it. */
+    /**
+     * Closes node `$node`'s connection, or gives up the one being opened; nothing more
+     * is reported for it.
+     */
     public function close(int $node): void;
 
     /**

@@ -48,7 +48,11 @@ final class NoticeSubscriber implements ConnectionListener
         }
     }
 
-    /** Closes the connection without reporting it. */
+    /**
+     * Closes the connection without reporting it: the core's Close, also for one still
+     * opening (the Subscriptions give up a connection that neither opens nor confirms a
+     * subscription within their timeout), whose socket under way is closed.
+     */
     public function close(): void
     {
         $this->closing = true;

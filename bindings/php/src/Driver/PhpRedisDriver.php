@@ -45,7 +45,10 @@ use Redlock\Sentinel;
  * schedule.
  *
  * Reconnecting uses `$reconnect($node, $redis, $timeoutSeconds)` if given, else
- * connect() to the same host, port and timeout, then AUTH and SELECT as before.
+ * connect() to the same host, port and timeout, then AUTH and SELECT as before. Each
+ * node's link gets its object's connect timeout (the core's 2 s for an object without
+ * one) and gives up at that time an attempt not carried out yet; the blocking connect
+ * itself is bounded by the object's timeout and the instant the loop waits for.
  *
  * PhpRedisDriver::sentinel() makes the one node the master Redis Sentinels name,
  * resolved with phpredis' own `RedisSentinel` at every connection attempt. phpredis reports every status
@@ -75,6 +78,8 @@ final class PhpRedisDriver implements Driver
     private ?NoticeListener $notices = null;
     /** Whether the nodes keep their addresses (not so a Sentinel's master): notices need it. */
     private bool $fixedAddresses = true;
+    /** Through Sentinels: how long one attempt (the Sentinels asked, the master connected) may take. */
+    private ?int $sentinelAttemptMs = null;
 
     /**
      * @param list<\Redis> $nodes connected phpredis objects, one per node
@@ -168,6 +173,7 @@ final class PhpRedisDriver implements Driver
         $driver = new self([new \Redis()], $resolve, $native);
         $driver->labels = [$sentinel->label()];
         $driver->fixedAddresses = false;
+        $driver->sentinelAttemptMs = $sentinel->attemptTimeoutMs($driver->native->connectTimeoutDefaultMs());
         return $driver;
     }
 
@@ -203,6 +209,25 @@ final class PhpRedisDriver implements Driver
         return $out;
     }
 
+    /**
+     * The `Redis` object's own connect timeout (what its owner chose, `getTimeout()`), if
+     * it has one; null (the core's) for an object without one or not connected when the
+     * driver was made. Through Sentinels: every Sentinel's query timeout, then the core's.
+     */
+    public function connectTimeoutMs(int $node): ?int
+    {
+        if (!$this->fixedAddresses) {
+            return $this->sentinelAttemptMs;
+        }
+        $timeout = $this->endpoints[$node][2] ?? 0.0;
+        return $timeout > 0 ? (int) min(ceil($timeout * 1000), Link::CONNECT_TIMEOUT_MAX_MS) : null;
+    }
+
+    /**
+     * Accepts the link's Connect: carried out in wait(). The link gives it up (close())
+     * if it is not done within its connect timeout; the object's own connect timeout
+     * bounds the blocking connect meanwhile.
+     */
     public function connect(int $node, Events $events): void
     {
         $this->pending[] = [$node, 0, null];
@@ -213,6 +238,10 @@ final class PhpRedisDriver implements Driver
         $this->pending[] = [$node, $writeId, $link->writeArgs($argc)];
     }
 
+    /**
+     * The link's Close: what was accepted for the node and not carried out (a Connect
+     * included) is dropped, and its connection closed; nothing more is reported for it.
+     */
     public function close(int $node): void
     {
         $this->drop($node);

@@ -17,6 +17,10 @@ use Redlock\Sentinel;
  * the Sentinels in turn (SentinelQuery, on the same select loop) and connects to the
  * master the first one names; when none does, the connection is reported closed with
  * each Sentinel's failure.
+ *
+ * How long an attempt may take is the node's link's decision (its connect timeout): at
+ * that time it says Close, and close() gives the attempt up (the Sentinel query or the
+ * socket under way) and reports nothing more for it.
  */
 final class StreamChannel implements ConnectionListener
 {
@@ -71,20 +75,25 @@ final class StreamChannel implements ConnectionListener
     }
 
     /**
-     * When the Sentinel being asked must have answered by, or the connection opening must
-     * be ready by, for select; null: nothing due.
+     * How long an attempt may take (ms), for the node's link: null (the core's connect
+     * timeout) for a fixed address; through Sentinels, every Sentinel's query timeout
+     * (they are asked in turn) and then the core's connect timeout for the master.
      */
-    public function deadlineUs(): ?int
+    public function connectTimeoutMs(): ?int
     {
-        $query = $this->query?->deadlineUs;
-        $open = $this->connection?->openDeadlineUs();
-        return $query === null ? $open : ($open === null ? $query : min($query, $open));
+        return $this->sentinel?->attemptTimeoutMs($this->native->connectTimeoutDefaultMs());
     }
 
+    /** When the Sentinel being asked must have answered by, for select; null: nothing due. */
+    public function deadlineUs(): ?int
+    {
+        return $this->query?->deadlineUs;
+    }
+
+    /** Gives the Sentinel being asked up at its query timeout (the next one is asked). */
     public function checkTimeout(int $nowUs): void
     {
         $this->query?->checkTimeout($nowUs);
-        $this->connection?->checkOpenDeadline($nowUs);
     }
 
     public function open(Events $events): void
@@ -113,6 +122,10 @@ final class StreamChannel implements ConnectionListener
         $this->connection->write($resp);
     }
 
+    /**
+     * The link's Close: closes the connection, or gives up the attempt under way (the
+     * Sentinel query, the socket opening); nothing more is reported for it.
+     */
     public function close(): void
     {
         $this->closing = true;

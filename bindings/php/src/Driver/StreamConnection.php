@@ -4,7 +4,6 @@ declare(strict_types=1);
 
 namespace Redlock\Driver;
 
-use Redlock\Clock;
 use Redlock\Exception\CoreException;
 use Redlock\Ffi\Constants;
 use Redlock\Ffi\Decoder;
@@ -18,9 +17,10 @@ use Redlock\Ffi\Reply;
  * and reports three events to its listener: connected, closed(cause, text), reply.
  * It decides nothing about commands, deadlines or order: that is the link's.
  *
- * Causes of `closed`: `refused`, `auth`, `tls`, `timeout`, `other`. A connection not
- * ready (TCP, TLS and the handshake done) within the core's connect timeout fails with
- * `timeout` when its owner checks it (openDeadlineUs(), checkOpenDeadline()).
+ * Causes of `closed`: `refused`, `auth`, `tls`, `timeout`, `other`. It keeps no
+ * deadline of its own: a connection opens for as long as the system lets it, until its
+ * owner closes it (a node's link gives an attempt up at its connect timeout, the core's
+ * Subscriptions a subscriber connection at theirs, a Sentinel query at its own).
  */
 final class StreamConnection
 {
@@ -37,8 +37,6 @@ final class StreamConnection
     private ?Decoder $decoder = null;
     /** Replies still owed to the AUTH / SELECT handshake. */
     private int $handshakeReplies = 0;
-    /** When the connection under way must be ready by (µs), while it opens. */
-    private ?int $openDeadlineUs = null;
 
     public function __construct(
         private readonly Native $native,
@@ -88,7 +86,6 @@ final class StreamConnection
         stream_set_write_buffer($stream, 0);
         $this->stream = $stream;
         $this->state = self::CONNECTING;
-        $this->openDeadlineUs = Clock::nowUs() + 1000 * $this->native->connectTimeoutDefaultMs();
         $this->decoder = new Decoder($this->native);
         $this->outgoing = '';
     }
@@ -188,27 +185,10 @@ final class StreamConnection
         }
     }
 
-    /** While it opens: when it must be ready by (µs on Clock::nowUs()); null otherwise. */
-    public function openDeadlineUs(): ?int
-    {
-        return $this->state === self::READY || $this->state === self::DISCONNECTED ? null : $this->openDeadlineUs;
-    }
-
     /**
-     * Gives the connection up (`closed('timeout', ...)`) when it is still opening past
-     * its deadline: an address that never answers is then opened again after the link's
-     * pause instead of after the system's SYN retries.
+     * Closes the connection, or gives up the one being opened (its socket is closed);
+     * the listener hears `closed($cause, $text)`, then nothing more from it.
      */
-    public function checkOpenDeadline(int $nowUs): void
-    {
-        $due = $this->openDeadlineUs();
-        if ($due !== null && $nowUs >= $due) {
-            $ms = $this->native->connectTimeoutDefaultMs();
-            $this->fail('timeout', "{$this->address->host}:{$this->address->port}: connecting took over $ms ms");
-        }
-    }
-
-    /** Closes the connection; the listener hears `closed($cause, $text)`. */
     public function close(string $cause = 'other', string $text = 'closed by the client'): void
     {
         if ($this->state !== self::DISCONNECTED) {

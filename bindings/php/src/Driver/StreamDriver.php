@@ -24,7 +24,9 @@ use Redlock\Sentinel;
  * `SUBSCRIBE` mode (NoticeListener), opened, subscribed and closed as the core's
  * Subscriptions decide and served by the same select loop. Every connection, the
  * nodes' and the subscribers', gets the core's connect timeout (2 s, as in every
- * binding) to open, and a subscriber as long to confirm a subscription.
+ * binding) to open, and a subscriber as long to confirm a subscription: the core gives
+ * an attempt up at that time (the node's link, or the Subscriptions, output Close) and
+ * the driver then closes the socket under way; it keeps no timer of its own.
  *
  * With a Sentinel (see Redlock\Sentinel) the one node is the master the Sentinels name,
  * asked on its own sockets at every connection attempt (StreamChannel).
@@ -67,6 +69,11 @@ final class StreamDriver implements Driver
     public function addresses(): array
     {
         return array_map(static fn (StreamChannel $c): string => $c->hostPort(), $this->channels);
+    }
+
+    public function connectTimeoutMs(int $node): ?int
+    {
+        return $this->channels[$node]->connectTimeoutMs();
     }
 
     public function connect(int $node, Events $events): void
@@ -164,8 +171,8 @@ final class StreamDriver implements Driver
             }
         }
         if ($deadline !== null) {
-            // A Sentinel query gives up at its own deadline, a connection opening at the
-            // core's connect timeout.
+            // A Sentinel query gives up at its own deadline (a node's connection opening
+            // is given up by its link, whose deadline bounds the engine's wait).
             $timeoutUs = max(0, min($timeoutUs, $deadline - Clock::nowUs()));
         }
         if ($noticesDue !== null) {

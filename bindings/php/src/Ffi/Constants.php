@@ -11,6 +11,7 @@ namespace Redlock\Ffi;
 final class Constants
 {
     public const OK = 9000;
+    public const NULL_PARAMETER = 9001;
     public const NO_VALUE = 9006;
     public const INVALID_TTL = 9109;
 

@@ -6,15 +6,22 @@ namespace Redlock\Ffi;
 
 use FFI;
 use FFI\CData;
+use Redlock\Exception\InvalidArgumentException;
 
 /**
  * One node's core Link (`redlock_link_*`): the per-node command policy (order, the
  * bound in flight, stalled nodes, owed releases, scripts first on every connection,
- * reconnect backoff). The loop submits every command for the node here and does what
- * poll() says; see Redlock\Engine.
+ * reconnect backoff, how long a connection attempt may take). The loop submits every
+ * command for the node here and does what poll() says; see Redlock\Engine.
  */
 final class Link
 {
+    /**
+     * The longest connect timeout setConnectTimeout() takes (ms): the link's deadlines
+     * stay within the microseconds a PHP int counts on Clock::nowUs().
+     */
+    public const CONNECT_TIMEOUT_MAX_MS = PHP_INT_MAX >> 11;
+
     private readonly \FFI $ffi;
     private ?CData $args = null;
     private ?CData $argLens = null;
@@ -30,6 +37,42 @@ final class Link
         $out = $native->ffi->new('redlock_link*');
         $native->check($native->ffi->redlock_link_new(FFI::addr($out)), 'link');
         return new self($native, $out);
+    }
+
+    /**
+     * How long a connection attempt (TCP, TLS, AUTH, SELECT) may take before the link
+     * gives it up: poll() then says LINK_OUTPUT_CLOSE (close the socket under way,
+     * report nothing more for it) and the attempt counts failed with cause `timeout`.
+     * The user's client's connect timeout when it has one; a new link has the core's
+     * (Native::connectTimeoutDefaultMs()). 0 is taken as 1 ms; an attempt already
+     * under way keeps its limit.
+     *
+     * @throws InvalidArgumentException a negative timeout or one over
+     *     CONNECT_TIMEOUT_MAX_MS, or a freed link (`null_parameter`)
+     */
+    public function setConnectTimeout(int $ms): void
+    {
+        if ($ms < 0 || $ms > self::CONNECT_TIMEOUT_MAX_MS) {
+            throw new InvalidArgumentException(
+                "the connect timeout must be between 0 and " . self::CONNECT_TIMEOUT_MAX_MS . " ms, got $ms",
+            );
+        }
+        $this->native->check($this->ffi->redlock_link_set_connect_timeout($this->handle, $ms), 'connect timeout');
+    }
+
+    /**
+     * The connect timeout (ms) the link's next connection attempt gets.
+     *
+     * @throws InvalidArgumentException a freed link (`null_parameter`)
+     */
+    public function connectTimeoutMs(): int
+    {
+        $ms = $this->ffi->redlock_link_connect_timeout_ms($this->handle);
+        if ($ms === 0) {
+            // The library's answer for NULL: a link's timeout is at least 1 ms.
+            throw $this->native->error(Constants::NULL_PARAMETER, 'connect timeout');
+        }
+        return $ms;
     }
 
     /** Hands the operation's current send to this link, tagged with `$tag`. */
