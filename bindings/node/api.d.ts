@@ -392,10 +392,16 @@ export function linkCause(error: unknown): core.LinkCause;
 /** A client library's value as a core reply (`OK` is ok, other strings status, ...). */
 export function replyFromValue(value: unknown): Reply;
 
-/** Opens a byte stream: resolves once connected. */
+/**
+ * Opens a byte stream: resolves once connected. `signal` aborts when the attempt is
+ * given up (not open within the link's connect timeout, or the Redlock closed): abandon
+ * the connection under way then (rejecting is fine; nothing more is reported for it,
+ * and a stream still resolved is closed at once).
+ */
 export type StreamOpener = (handlers: {
   onData(bytes: Uint8Array): void;
   onClose(error?: unknown): void;
+  signal: AbortSignal;
 }) => Promise<{ write(bytes: Uint8Array): void; close(): void }>;
 
 /** One connection at a time over a byte stream: the transport of a RESP link. */
@@ -406,6 +412,13 @@ export class StreamTransport {
   readonly label: string;
   /** `host:port`, compared to refuse the same server twice. */
   readonly address: string;
+  /**
+   * How long a connection (the link's, and the subscriber connections') may take to
+   * open before it is given up with cause `timeout`, in milliseconds: unset, the core's
+   * default (`core.defaults().connectTimeoutDefaultMs`, 2 s). Read when a Redlock is
+   * made with this transport.
+   */
+  connectTimeoutMs: number | undefined;
 }
 
 /** A node reached over raw sockets; every Redlock given it opens its own connection. */

@@ -83,6 +83,14 @@ function hasConstructorNamed(error, name) {
   return false;
 }
 
+/** A client's connect timeout setting in milliseconds, or undefined for none (0, unset). */
+function positiveMs(value) {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+/** node-redis's `socket.connectTimeout` when the client sets none. */
+const NODE_REDIS_CONNECT_TIMEOUT_MS = 5000;
+
 const isIoredis = (c) => typeof c?.call === 'function' && typeof c?.callBuffer === 'function';
 const isNodeRedis = (c) => typeof c?.sendCommand === 'function' && 'isOpen' in c;
 
@@ -254,9 +262,13 @@ class IoredisTransport extends LibraryTransport {
     );
   }
 
-  /** How long a subscriber connection may take to open: the client's `connectTimeout`. */
+  /**
+   * How long a connection may take to open (the link's connect timeout, and the
+   * subscriber connections'): the client's `connectTimeout` (ioredis's default 10 s),
+   * or undefined when it sets none (the core's default then).
+   */
   get connectTimeoutMs() {
-    return this.client.options?.connectTimeout || undefined;
+    return positiveMs(this.client.options?.connectTimeout);
   }
 
   /** The node's subscriber connection for release notices (see IoredisSubscriber). */
@@ -302,11 +314,12 @@ class NodeRedisTransport extends LibraryTransport {
   }
 
   /**
-   * How long a subscriber connection may take to open: the client's
-   * `socket.connectTimeout` (node-redis's default 5 s).
+   * How long a connection may take to open (the link's connect timeout, and the
+   * subscriber connections'): the client's `socket.connectTimeout` (node-redis's
+   * default 5 s).
    */
   get connectTimeoutMs() {
-    return this.client.options?.socket?.connectTimeout || 5000;
+    return positiveMs(this.client.options?.socket?.connectTimeout) ?? NODE_REDIS_CONNECT_TIMEOUT_MS;
   }
 
   /** The node's subscriber connection for release notices (see NodeRedisSubscriber). */

@@ -70,8 +70,13 @@ class Node {
     this.driver = driver;
     this.transport = transport;
     // Replies stay in the link until flush() hands them to their operations: they never
-    // become JS objects on the way.
-    this.link = new Link({ resp: transport.resp === true, holdReplies: true });
+    // become JS objects on the way. A connection attempt gets the client's connect
+    // timeout when the transport names one (`connectTimeoutMs`), else the core's
+    // default: the link gives it up past that (`close`) and counts it failed.
+    const options = { resp: transport.resp === true, holdReplies: true };
+    const connectTimeoutMs = transport.connectTimeoutMs;
+    if (connectTimeoutMs != null) options.connectTimeoutMs = connectTimeoutMs;
+    this.link = new Link(options);
     this.alarm = new Alarm(() => this.#input(TIMEOUT));
     transport.attach(this);
   }
@@ -101,6 +106,9 @@ class Node {
           arm = true;
           break;
         case 'close':
+          // The connection, or the attempt to open one under way (past the connect
+          // timeout): the transport closes or gives it up and reports nothing more for
+          // it (a client library's transport takes it as a hint).
           this.transport.close();
           arm = true;
           break;

@@ -4,7 +4,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 
-import { Decoder, defaults, encodeCommand } from '../wasm/redlock_wasm.js';
+import { Decoder, encodeCommand } from '../wasm/redlock_wasm.js';
 import { SocketNode } from './resp.js';
 
 
@@ -23,31 +23,51 @@ function parseAddress(address) {
 
 /**
  * A TCP (or TLS) socket to `host:port`, with Nagle off; resolves once connected (TLS
- * handshake included), or rejects with ETIMEDOUT after `timeoutMs`, the socket closed.
+ * handshake included), or rejects, the socket destroyed: when it fails, after
+ * `timeoutMs` (ETIMEDOUT) when one is given, or as soon as `signal` aborts (the attempt
+ * was given up).
  */
-function connectWithin({ host, port, tls: tlsOptions }, timeoutMs) {
+function connectWithin({ host, port, tls: tlsOptions }, timeoutMs, signal) {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(givenUp(`${host}:${port}`));
+      return;
+    }
     const socket = tlsOptions
       ? tls.connect({ host, port, servername: host, ...tlsOptions })
       : net.connect({ host, port });
     socket.setNoDelay(true);
-    const fail = (error) => {
+    let timer;
+    const abort = () => fail(givenUp(`${host}:${port}`));
+    const settle = () => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', abort);
+    };
+    const fail = (error) => {
+      settle();
       socket.destroy();
       reject(error);
     };
-    const timer = setTimeout(
-      () => fail(failure(`${host}:${port}: connecting took over ${timeoutMs} ms`, 'ETIMEDOUT')),
-      timeoutMs,
-    );
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(
+        () => fail(failure(`${host}:${port}: connecting took over ${timeoutMs} ms`, 'ETIMEDOUT')),
+        timeoutMs,
+      );
+    }
+    signal?.addEventListener('abort', abort, { once: true });
     socket.once('error', fail);
     socket.once('close', () => fail(new Error('connection closed')));
     socket.once(tlsOptions ? 'secureConnect' : 'connect', () => {
-      clearTimeout(timer);
+      settle();
       socket.removeListener('error', fail);
       resolve(socket);
     });
   });
+}
+
+/** The rejection of an attempt given up through its signal (nobody reports it). */
+function givenUp(what) {
+  return failure(`${what}: connection attempt given up`);
 }
 
 /** Hands a connected socket to the link's transport: its data, its close, write, close. */
@@ -71,11 +91,10 @@ function asStream(socket, { onData, onClose }) {
  */
 export function netSocket(address) {
   const target = parseAddress(address);
-  // Opening the socket (TCP, TLS) takes at most the core's connect timeout, the same in
-  // every binding: an address that never answers fails in that time and the link opens
-  // it again after its pause, instead of waiting out the system's SYN retries.
-  const open = async (handlers) =>
-    asStream(await connectWithin(target, defaults().connectTimeoutDefaultMs), handlers);
+  // No timer of its own: the link gives up an attempt that is not open within its
+  // connect timeout (the core's, as this socket sets none) with a `close`, and the
+  // transport then aborts `signal`, which destroys the socket.
+  const open = async (handlers) => asStream(await connectWithin(target, undefined, handlers.signal), handlers);
   return new SocketNode(open, { label: `${target.host}:${target.port}` });
 }
 
@@ -93,13 +112,20 @@ function failure(message, code) {
 
 /**
  * Sends one command on a fresh socket and resolves to its first reply, then leaves the
- * socket as it is (the caller closes it or keeps it). At most `timeoutMs` in all.
+ * socket as it is (the caller closes it or keeps it). At most `timeoutMs` in all, and
+ * no longer once `signal` aborts.
  */
-function ask(socket, args, timeoutMs, what) {
+function ask(socket, args, timeoutMs, what, signal) {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(givenUp(what));
+      return;
+    }
     const decoder = new Decoder();
+    const onAbort = () => done(reject, givenUp(what));
     const done = (call, value) => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       socket.removeListener('data', onData);
       socket.removeListener('close', onClose);
       socket.removeListener('error', onError);
@@ -120,6 +146,7 @@ function ask(socket, args, timeoutMs, what) {
     const onClose = () => done(reject, failure(`${what}: connection closed`));
     const onError = (error) => done(reject, error);
     const timer = setTimeout(() => done(reject, failure(`${what}: no reply in ${timeoutMs} ms`, 'ETIMEDOUT')), timeoutMs);
+    signal?.addEventListener('abort', onAbort, { once: true });
     socket.on('data', onData);
     socket.once('close', onClose);
     socket.once('error', onError);
@@ -133,18 +160,19 @@ function bulkText(reply) {
 
 /**
  * Asks each Sentinel in turn for the master of `name`: `{ host, port }`, or throws (no
- * Sentinel answered, or they know no such service).
+ * Sentinel answered, they know no such service, or `signal` aborted).
  */
-async function masterAddress(sentinels, name, timeoutMs) {
+async function masterAddress(sentinels, name, timeoutMs, signal) {
   const problems = [];
   let unknown = 0;
   let lastCode;
   for (const sentinel of sentinels) {
     const where = `Sentinel ${sentinel.host}:${sentinel.port}`;
+    if (signal?.aborted) throw givenUp(where);
     let socket;
     try {
-      socket = await connectWithin(sentinel, timeoutMs);
-      const reply = await ask(socket, ['SENTINEL', 'get-master-addr-by-name', name], timeoutMs, where);
+      socket = await connectWithin(sentinel, timeoutMs, signal);
+      const reply = await ask(socket, ['SENTINEL', 'get-master-addr-by-name', name], timeoutMs, where, signal);
       if (reply.type === 'nil' || (reply.type === 'array' && reply.value.length === 0)) {
         unknown += 1;
         problems.push(`${where} knows no master named ${JSON.stringify(name)}`);
@@ -200,15 +228,18 @@ export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeo
   if (typeof name !== 'string' || name === '') throw new TypeError('name must be the service name the Sentinels monitor');
   const addresses = sentinels.map(parseAddress);
   const timeoutMs = positiveMs(sentinelTimeoutMs, 'sentinelTimeoutMs') ?? SENTINEL_TIMEOUT_MS;
+  // Each step keeps its own bound (sentinelTimeoutMs); the whole attempt is the link's
+  // to give up (its connect timeout: the core's), which aborts `signal`.
   const open = async (handlers) => {
-    const master = await masterAddress(addresses, name, timeoutMs);
+    const { signal } = handlers;
+    const master = await masterAddress(addresses, name, timeoutMs, signal);
     const target = { ...master, tls: tlsOptions };
     const where = `${master.host}:${master.port} (master of ${JSON.stringify(name)})`;
-    const socket = await connectWithin(target, timeoutMs);
+    const socket = await connectWithin(target, timeoutMs, signal);
     try {
       // During a failover a Sentinel can still name the old master: only a master takes
       // locks (a replica would answer READONLY to every write).
-      const role = await ask(socket, ['ROLE'], timeoutMs, where);
+      const role = await ask(socket, ['ROLE'], timeoutMs, where, signal);
       const first = role.type === 'array' ? bulkText(role.value[0]) : undefined;
       if (first !== 'master') {
         throw failure(`${where} is not a master (ROLE: ${first ?? role.value ?? role.type})`);

@@ -142,6 +142,11 @@ export class Redlock extends Emitter {
           `node ${index} is neither an ioredis client, a node-redis client, a socket transport, nor a connection with send(args)`,
         );
       }
+      // The connect timeout its links get (unset: the core's default).
+      const timeout = transport.connectTimeoutMs;
+      if (timeout != null && !(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0)) {
+        throw invalid(`node ${index}: connectTimeoutMs must be a positive number of milliseconds, got ${String(timeout)}`);
+      }
       return transport;
     });
     const duplicate = duplicateNode(transports.map((t) => t.address));

@@ -8,21 +8,28 @@ import { linkCause } from './clients.js';
 const lossy = new TextDecoder();
 
 /**
- * Opens byte streams. Called with handlers `{ onData(bytes), onClose(error?) }`, it
- * resolves to `{ write(bytes), close() }` once connected (TLS and all), or rejects.
- * @typedef {(handlers: { onData(bytes: Uint8Array): void, onClose(error?: unknown): void }) => Promise<{ write(bytes: Uint8Array): void, close(): void }>} StreamOpener
+ * Opens byte streams. Called with handlers `{ onData(bytes), onClose(error?), signal }`,
+ * it resolves to `{ write(bytes), close() }` once connected (TLS and all), or rejects.
+ * `signal` (an AbortSignal) aborts when the attempt is given up (the link's connect
+ * timeout, or the Redlock closed): the opener then abandons the connection under way
+ * (it may reject; nothing more is reported for it, and a stream it still resolves to is
+ * closed at once).
+ * @typedef {(handlers: { onData(bytes: Uint8Array): void, onClose(error?: unknown): void, signal: AbortSignal }) => Promise<{ write(bytes: Uint8Array): void, close(): void }>} StreamOpener
  */
 
 /** A node reached over a byte stream: the transport of a link made with `{ resp: true }`. */
 export class StreamTransport {
   resp = true;
   /**
-   * How long a subscriber connection may take to open before it counts as lost: unset,
-   * as the opener sets no limit of its own, so the core's default applies (notices.js).
+   * How long a connection may take to open (the link's connect timeout, and the
+   * subscriber connections'): unset, as the opener sets no limit of its own, so the
+   * core's default applies. The link gives up an attempt past it with a `close`.
    */
   connectTimeoutMs = undefined;
   #open;
   #stream = null;
+  /** The attempt under way, until it opens or fails: aborting it gives the attempt up. */
+  #attempt = null;
   /** Counts connections: events of an older one are ignored. */
   #generation = 0;
 
@@ -41,9 +48,15 @@ export class StreamTransport {
   }
 
   connect() {
+    this.#giveUp();
     const generation = ++this.#generation;
     const current = () => generation === this.#generation;
     const node = this.node;
+    const attempt = new AbortController();
+    this.#attempt = attempt;
+    const settled = () => {
+      if (this.#attempt === attempt) this.#attempt = null;
+    };
     let opened;
     try {
       opened = this.#open({
@@ -52,16 +65,19 @@ export class StreamTransport {
         },
         onClose: (error) => {
           if (!current()) return;
+          settled();
           this.#stream = null;
           this.#generation += 1;
           node.closed(error ? linkCause(error) : 'closed', error ? String(error.message ?? error) : 'closed by the node');
         },
+        signal: attempt.signal,
       });
     } catch (error) {
       opened = Promise.reject(error);
     }
     Promise.resolve(opened).then(
       (stream) => {
+        settled();
         if (!current()) {
           stream.close();
           return;
@@ -70,11 +86,19 @@ export class StreamTransport {
         node.connected();
       },
       (error) => {
+        settled();
         if (!current()) return;
         this.#generation += 1;
         node.closed(linkCause(error), String(error?.message ?? error) || 'connection failed');
       },
     );
+  }
+
+  /** Aborts the attempt under way, if any (its events are already ignored). */
+  #giveUp() {
+    const attempt = this.#attempt;
+    this.#attempt = null;
+    attempt?.abort();
   }
 
   write({ bytes }) {
@@ -102,8 +126,13 @@ export class StreamTransport {
     return new StreamSubscriber(this.#open, events);
   }
 
+  /**
+   * The link's `close`: closes the connection, or gives up the attempt to open one (the
+   * link's connect timeout passed); nothing more is reported for either.
+   */
   close() {
     this.#generation += 1;
+    this.#giveUp();
     const stream = this.#stream;
     this.#stream = null;
     try {
@@ -131,6 +160,8 @@ class StreamSubscriber {
   #open;
   #events;
   #stream = null;
+  /** The opening under way, until it opens or fails: aborting it gives it up. */
+  #attempt = null;
   /** Counts connections: events of an older one are ignored. */
   #generation = 0;
 
@@ -164,14 +195,20 @@ class StreamSubscriber {
         this.#reply(reply);
       }
     };
+    const attempt = new AbortController();
+    this.#attempt = attempt;
+    const settled = () => {
+      if (this.#attempt === attempt) this.#attempt = null;
+    };
     let opened;
     try {
-      opened = this.#open({ onData, onClose: lost });
+      opened = this.#open({ onData, onClose: lost, signal: attempt.signal });
     } catch (error) {
       opened = Promise.reject(error);
     }
     Promise.resolve(opened).then(
       (stream) => {
+        settled();
         if (!current()) {
           stream.close();
           return;
@@ -179,7 +216,10 @@ class StreamSubscriber {
         this.#stream = stream;
         this.#events.opened();
       },
-      lost,
+      () => {
+        settled();
+        lost();
+      },
     );
   }
 
@@ -210,9 +250,16 @@ class StreamSubscriber {
     }
   }
 
-  /** Forgets the current connection (its events are ignored from now on) and closes it. */
+  /**
+   * Forgets the current connection (its events are ignored from now on) and closes it,
+   * or gives up the opening under way (the core's Subscriptions close a connection that
+   * did not open within the connect timeout).
+   */
   #drop() {
     this.#generation += 1;
+    const attempt = this.#attempt;
+    this.#attempt = null;
+    attempt?.abort();
     const stream = this.#stream;
     this.#stream = null;
     try {
@@ -247,14 +294,29 @@ class StreamSubscriber {
 /**
  * A StreamOpener over a `connect({ hostname, port })` that returns a socket with web
  * streams (`readable`, `writable`, `opened`, `close()`), as Cloudflare's
- * `cloudflare:sockets` does.
+ * `cloudflare:sockets` does. An attempt given up (`signal`) closes the socket.
  */
 export function socketStreams(connect, address) {
-  return async ({ onData, onClose }) => {
+  return async ({ onData, onClose, signal }) => {
+    if (signal?.aborted) throw new Error(`${address.hostname}:${address.port}: connection attempt given up`);
     const socket = connect(address);
     const writer = socket.writable.getWriter();
     const reader = socket.readable.getReader();
-    if (socket.opened) await socket.opened;
+    if (socket.opened) {
+      let abandon;
+      const givenUp = new Promise((_, reject) => {
+        abandon = () => {
+          socket.close().catch(() => {});
+          reject(new Error(`${address.hostname}:${address.port}: connection attempt given up`));
+        };
+        signal?.addEventListener('abort', abandon, { once: true });
+      });
+      try {
+        await Promise.race([socket.opened, givenUp]);
+      } finally {
+        signal?.removeEventListener('abort', abandon);
+      }
+    }
     (async () => {
       try {
         for (;;) {

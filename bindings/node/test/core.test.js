@@ -295,6 +295,65 @@ test('Link over RESP: bytes out, bytes in, a protocol error closes; a refused no
   assert.ok(refused.pollTimeout() === undefined || refused.pollTimeout() > 2100);
 });
 
+test('Link connectTimeoutMs: an attempt not open in time is given up with a close, cause timeout', () => {
+  assert.equal(new core.Link().connectTimeoutMs, core.defaults().connectTimeoutDefaultMs, "the core's default");
+  assert.equal(new core.Link({ connectTimeoutMs: undefined }).connectTimeoutMs, 2000);
+  assert.equal(new core.Link({ connectTimeoutMs: null }).connectTimeoutMs, 2000, 'null: unset');
+  assert.equal(new core.Link({ resp: true, holdReplies: true, connectTimeoutMs: 750 }).connectTimeoutMs, 750);
+  assert.equal(new core.Link({ connectTimeoutMs: 1234.5 }).connectTimeoutMs, 1234.5);
+  assert.equal(new core.Link({ connectTimeoutMs: 0 }).connectTimeoutMs, 1, 'less than 1 ms counts as 1 ms');
+  assert.equal(new core.Link({ connectTimeoutMs: 0.25 }).connectTimeoutMs, 1);
+  for (const bad of [-1, NaN, Infinity, -Infinity, '100', true, {}]) {
+    assert.throws(() => new core.Link({ connectTimeoutMs: bad }), isCode('invalid_argument'), String(bad));
+  }
+  assert.throws(() => new core.Link({ connectTimeoutMs: -1 }), /connectTimeoutMs must be a non-negative number of milliseconds/);
+
+  // A node timeout longer than the connect timeout: the queued command is still waiting
+  // when the attempt is given up, and fails with its cause.
+  const client = new core.Redlock(
+    new core.Config({ nodes: 1, ttlMs: 10_000, attempts: 1, nodeTimeoutUs: 1_000_000 }),
+    new Uint8Array(32),
+  );
+  const op = client.acquire('r', 1000);
+  assert.equal(op.pollOutput().type, 'send');
+  const link = new core.Link({ resp: true, connectTimeoutMs: 300 });
+  link.submit(1, op, 1000);
+  assert.deepEqual(drainLink(link), [{ type: 'connect' }]);
+  assert.equal(link.pollTimeout(), 1000 + 300_000, 'the link wakes at the attempt\'s deadline');
+  link.handleTimeout(300_999);
+  assert.deepEqual(drainLink(link), [], 'not yet');
+  link.handleTimeout(301_000);
+  assert.deepEqual(drainLink(link), [
+    { type: 'close' },
+    {
+      type: 'deliver',
+      tag: 1,
+      request: 1,
+      reply: { type: 'connection_failed', value: 'timeout: no connection within 300 ms; given up' },
+    },
+  ]);
+  assert.equal(link.isOpen, false);
+  // The given-up attempt's own failure, reported late, changes nothing.
+  link.handleClosed('refused', 'ECONNREFUSED', 301_500);
+  assert.deepEqual(drainLink(link), []);
+  assert.equal(link.pollTimeout(), undefined, 'nothing queued: nothing to wake for');
+  // The next command waits for the backoff (50 ms) and fails at once with the cause.
+  const op2 = client.acquire('s', 320_000);
+  op2.pollOutput();
+  link.submit(2, op2, 320_000);
+  const [failed] = drainLink(link);
+  assert.deepEqual(failed.reply, { type: 'connection_failed', value: 'timeout: no connection within 300 ms; given up' });
+  // After the backoff, a new attempt, with the same limit.
+  const op3 = client.acquire('t', 400_000);
+  op3.pollOutput();
+  link.submit(3, op3, 400_000);
+  assert.deepEqual(drainLink(link), [{ type: 'connect' }]);
+  assert.equal(link.pollTimeout(), 700_000);
+  link.handleConnected(500_000);
+  assert.equal(link.isOpen, true);
+  assert.ok(link.pollTimeout() === undefined || link.pollTimeout() > 700_000, 'an open link has no connect deadline');
+});
+
 test('abandon releases an acquisition in flight; the one output rule', () => {
   const client = new core.Redlock(config(), new Uint8Array(32));
   const op = client.acquire('r', 1000);

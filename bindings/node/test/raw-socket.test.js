@@ -87,13 +87,15 @@ test("a node that never finishes its handshake is given up after the core's conn
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address();
   const node = netSocket({ host: '127.0.0.1', port, tls: { rejectUnauthorized: false } });
-  const redlock = new Redlock([node], { ttlMs: 1000, attempts: 1 });
+  // A node timeout past the connect timeout: the first acquisition waits for the link.
+  const redlock = new Redlock([node], { ttlMs: 10_000, nodeTimeoutMs: 2500, attempts: 1 });
   const fails = async () => {
     const error = await redlock.acquire('silent').then(
       () => assert.fail('locked on a node that never answers'),
       (e) => e,
     );
     assert.ok(error instanceof NodesFailingError, String(error));
+    return error;
   };
   const until = async (condition) => {
     const deadline = performance.now() + 6000;
@@ -101,7 +103,10 @@ test("a node that never finishes its handshake is given up after the core's conn
     assert.ok(condition(), `connections: ${JSON.stringify(connections)}`);
   };
   try {
-    await fails();
+    const first = await fails();
+    // Given up by the link at the core's deadline (netSocket has no timer of its own).
+    assert.equal(first.nodes[0].cause, 'timeout', JSON.stringify(first.nodes));
+    assert.match(first.nodes[0].error, /no connection within 2000 ms; given up/);
     await until(() => connections[0]?.closed !== undefined);
     const held = connections[0].closed - connections[0].opened;
     assert.ok(held >= 1900 && held < 3500, `the first connection was given up after ${held} ms`);

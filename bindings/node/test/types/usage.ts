@@ -14,6 +14,7 @@ import {
   NodesFailingError,
   NotHeldError,
   Redlock,
+  StreamTransport,
   UsedAfterCloseError,
   core,
   fencedSet,
@@ -22,6 +23,7 @@ import {
   type Lock,
   type NodeDetail,
   type RedlockEvent,
+  type StreamOpener,
 } from '../../index.js';
 
 export async function run(urls: string[]): Promise<void> {
@@ -95,6 +97,18 @@ export async function run(urls: string[]): Promise<void> {
     const settings: core.ConfigSettings = settingsRedlock.settings;
     assert.equal(settings.quorum, 3);
     settingsRedlock.close();
+    // A transport of one's own: its opener gives up an attempt when `signal` aborts, and
+    // its connect timeout is the link's.
+    const opener: StreamOpener = ({ signal }) =>
+      new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('given up'))));
+    const own = new StreamTransport(opener, { label: 'own', address: 'own.invalid:1' });
+    own.connectTimeoutMs = 500;
+    const ownMs: number | undefined = own.connectTimeoutMs;
+    assert.equal(ownMs, 500);
+    const link = new core.Link({ resp: true, connectTimeoutMs: 500 });
+    const linkMs: number = link.connectTimeoutMs;
+    assert.equal(linkMs, 500);
+    link.free();
   } finally {
     ioredis.forEach((c) => c.disconnect());
     await Promise.all(nodeRedis.map((c) => c.quit()));
