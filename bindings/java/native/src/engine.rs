@@ -20,7 +20,8 @@
 //! instant to call `loopTimeout` (-1: none). Then, from index 4, one record per event:
 //! - `1, node`: open the node's connection;
 //! - `2, node, write, length`: write the next `length` bytes (RESP) to the node;
-//! - `3, node`: close the node's connection;
+//! - `3, node`: close the node's connection, or give up the attempt to open one (the
+//!   link's connect timeout passed): nothing more is reported for it;
 //! - `5, tag, count, ...count numbers`: the operation's outcome (see `outcome_record`),
 //!   its token and node texts in the bytes;
 //! - `6, tag`: the operation ended without an outcome (abandoned);
@@ -330,7 +331,8 @@ impl Engine {
     }
 
     fn settle_links(&mut self, now: Time) -> Result<()> {
-        // A link whose timeout is due (a stall, a reconnect) acts on it with this input.
+        // A link whose timeout is due (a connection attempt past its connect timeout, a
+        // stall, a reconnect) acts on it with this input.
         if self.link_wake.is_some_and(|at| at <= now) {
             for (link, wake) in self.links.iter_mut().zip(self.link_wakes.iter_mut()) {
                 if wake.0.is_some_and(|at| at <= now) {
@@ -923,6 +925,30 @@ export!(Java_io_github_redlockcore_internal_Native_loopRunning(env, engine: jlon
     let _ = env;
     let engine: &mut Engine = handle(engine, "loop")?;
     Ok(engine.ops.len() as jint)
+});
+
+// How long node `node`'s link lets a connection attempt take (`timeout_ms`: the user's
+// client's connect timeout, else the core's default, which a new link has) before it gives
+// the attempt up: a `3, node` close event, the attempt counted failed with `timeout`. 0
+// counts as 1 ms (the core's least); an attempt already under way keeps its limit.
+export!(Java_io_github_redlockcore_internal_Native_loopSetConnectTimeout(env, engine: jlong, node: jint, timeout_ms: jlong) -> () = (), {
+    let _ = env;
+    let engine: &mut Engine = handle(engine, "loop")?;
+    let timeout_ms = u64::try_from(timeout_ms).map_err(|_| {
+        Failure::argument("invalid_argument", "the connect timeout must not be negative")
+    })?;
+    engine
+        .link(node)?
+        .set_connect_timeout(std::time::Duration::from_millis(timeout_ms));
+    Ok(())
+});
+
+// Node `node`'s link's connect timeout, in whole milliseconds.
+export!(Java_io_github_redlockcore_internal_Native_loopConnectTimeoutMs(env, engine: jlong, node: jint) -> jlong = -1, {
+    let _ = env;
+    let engine: &mut Engine = handle(engine, "loop")?;
+    let millis = engine.link(node)?.connect_timeout().as_millis();
+    Ok(jlong::try_from(millis).unwrap_or(jlong::MAX))
 });
 
 // One node's link: in flight, queued, owed, idle (0/1), stalled at `now` (0/1), open (0/1).

@@ -95,6 +95,71 @@ class ErrorPathsTest {
     assertThrows(RedlockArgumentException.class, () -> new CoreLinks(0, false));
   }
 
+  /**
+   * A link's connect timeout (the low-level setter and getter): the core's by default, set
+   * per link, 0 taken as the core's least (1 ms); a negative one, an unknown node, null and
+   * a closed handle are refused clearly and change nothing.
+   */
+  @Test
+  void aLinksConnectTimeoutIsSetPerLinkAndBadArgumentsAreRefused() {
+    Duration core = Duration.ofMillis(Native.connectTimeoutDefaultMs());
+    try (CoreLinks links = new CoreLinks(2, true)) {
+      assertEquals(core, links.connectTimeout(0));
+      assertEquals(core, links.connectTimeout(1));
+      links.connectTimeout(1, Duration.ofMillis(750));
+      assertEquals(Duration.ofMillis(750), links.connectTimeout(1));
+      assertEquals(core, links.connectTimeout(0));
+      links.connectTimeout(0, Duration.ZERO);
+      assertEquals(Duration.ofMillis(1), links.connectTimeout(0));
+      links.connectTimeout(0, Duration.ofNanos(999_999));
+      assertEquals(Duration.ofMillis(1), links.connectTimeout(0));
+      // Whole milliseconds, rounded down.
+      links.connectTimeout(0, Duration.ofNanos(2_500_000));
+      assertEquals(Duration.ofMillis(2), links.connectTimeout(0));
+      // Far beyond what a long holds in milliseconds: as long as the core keeps.
+      links.connectTimeout(0, Duration.ofSeconds(Long.MAX_VALUE));
+      assertTrue(links.connectTimeout(0).compareTo(Duration.ofDays(365L * 100_000)) > 0);
+
+      assertEquals("invalid_argument", code(RedlockArgumentException.class,
+          () -> links.connectTimeout(1, Duration.ofMillis(-1))));
+      assertEquals("invalid_argument", code(RedlockArgumentException.class,
+          () -> links.connectTimeout(1, Duration.ofNanos(-1))));
+      assertEquals("invalid_argument", code(RedlockArgumentException.class,
+          () -> links.connectTimeout(1, Duration.ofSeconds(Long.MIN_VALUE))));
+      assertEquals("NullPointerException", code(NullPointerException.class,
+          () -> links.connectTimeout(1, null)));
+      assertEquals(Duration.ofMillis(750), links.connectTimeout(1));
+      for (int node : new int[] {2, -1}) {
+        assertEquals("unknown_node", code(RedlockArgumentException.class,
+            () -> links.connectTimeout(node, Duration.ofSeconds(1))));
+        assertEquals("unknown_node", code(RedlockArgumentException.class,
+            () -> links.connectTimeout(node)));
+      }
+      // The JNI functions themselves, without the wrapper's checks.
+      assertEquals("invalid_argument", code(RedlockArgumentException.class,
+          () -> Native.loopSetConnectTimeout(links.raw(), 0, -5)));
+      assertEquals("used_after_close", code(RedlockStateException.class,
+          () -> Native.loopSetConnectTimeout(0, 0, 5)));
+      assertEquals("used_after_close", code(RedlockStateException.class,
+          () -> Native.loopConnectTimeoutMs(0, 0)));
+    }
+    try (CoreLinks every = new CoreLinks(3, false, Duration.ofMillis(1500))) {
+      for (int node = 0; node < 3; node++) {
+        assertEquals(Duration.ofMillis(1500), every.connectTimeout(node));
+      }
+    }
+    assertEquals("invalid_argument", code(RedlockArgumentException.class,
+        () -> new CoreLinks(2, false, Duration.ofMillis(-1))));
+    assertEquals("NullPointerException", code(NullPointerException.class,
+        () -> new CoreLinks(2, false, null)));
+    CoreLinks closed = new CoreLinks(1, false);
+    closed.close();
+    assertEquals("used_after_close", code(RedlockStateException.class,
+        () -> closed.connectTimeout(0)));
+    assertEquals("used_after_close", code(RedlockStateException.class,
+        () -> closed.connectTimeout(0, Duration.ofSeconds(1))));
+  }
+
   @Test
   void fencedWritesRefuseBadInputs() {
     assertEquals("invalid_fencing_token", assertThrows(RedlockArgumentException.class,

@@ -1,6 +1,8 @@
 package io.github.redlockcore.internal;
 
 import io.github.redlockcore.RedlockStateException;
+import java.time.Duration;
+import java.util.Objects;
 
 /**
  * The loop's native half ({@code native/src/engine.rs}): the core's node links
@@ -21,7 +23,10 @@ public final class CoreLinks extends NativeHandle {
   public static final int CONNECT = 1;
   /** Write to the node: {@code node, write id, length} (the RESP bytes, in order). */
   public static final int WRITE = 2;
-  /** Close the node's connection: {@code node}. */
+  /**
+   * Close the node's connection, or give up the attempt to open one (its link's connect
+   * timeout passed): {@code node}. Nothing more is reported for that connection.
+   */
   public static final int CLOSE = 3;
   /** An operation's outcome: {@code tag, count, ...count numbers} (see {@code Outcome}). */
   public static final int OUTCOME = 5;
@@ -47,6 +52,55 @@ public final class CoreLinks extends NativeHandle {
   public CoreLinks(int nodes, boolean raw) {
     super(Native.loopNew(nodes, raw), Native::loopFree, "links");
     this.nodes = nodes;
+  }
+
+  /**
+   * As {@link #CoreLinks(int, boolean)}, every link giving a connection attempt up after
+   * {@code connectTimeout} (see {@link #connectTimeout(int, Duration)}).
+   */
+  public CoreLinks(int nodes, boolean raw, Duration connectTimeout) {
+    this(nodes, raw);
+    try {
+      for (int node = 0; node < nodes; node++) {
+        connectTimeout(node, connectTimeout);
+      }
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  /**
+   * Node {@code node}'s link gives a connection attempt (TCP, TLS, {@code AUTH}, {@code
+   * SELECT}) up when it is not open within {@code timeout}: a {@link #CLOSE} event, after
+   * which the driver reports nothing more for that attempt, and the attempt counts as
+   * failed with the cause {@code timeout} (the link's pause, queued commands failed, owed
+   * releases kept). The user's client's connect timeout when it has one; a new link has the
+   * core's ({@link Native#connectTimeoutDefaultMs()}, 2 s). Whole milliseconds, at least 1
+   * (less counts as 1 ms); an attempt already under way keeps its limit. Throws {@code
+   * RedlockArgumentException} {@code invalid_argument} for a negative timeout and {@code
+   * unknown_node} for a node outside the count.
+   */
+  public void connectTimeout(int node, Duration timeout) {
+    Objects.requireNonNull(timeout, "timeout");
+    long millis;
+    if (timeout.isNegative()) {
+      // Refused natively (toMillis would round one above -1 ms to 0).
+      millis = -1;
+    } else {
+      try {
+        millis = timeout.toMillis();
+      } catch (ArithmeticException e) {
+        // Beyond a long's milliseconds: as long as can be said.
+        millis = Long.MAX_VALUE;
+      }
+    }
+    Native.loopSetConnectTimeout(handle(), node, millis);
+  }
+
+  /** Node {@code node}'s link's connect timeout ({@link #connectTimeout(int, Duration)}). */
+  public Duration connectTimeout(int node) {
+    return Duration.ofMillis(Native.loopConnectTimeoutMs(handle(), node));
   }
 
   public long raw() {

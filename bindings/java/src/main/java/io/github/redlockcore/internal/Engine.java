@@ -31,6 +31,7 @@ import java.util.PriorityQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.function.Consumer;
 
 /**
@@ -69,6 +70,13 @@ public final class Engine implements LoopContext, AutoCloseable {
   private final CoreLinks links;
   private final long linksHandle;
   private final NodeConnection[] connections;
+  /**
+   * Per node, how many times the loop closed its connection (the link's {@link
+   * CoreLinks#CLOSE}, or bytes that are not RESP): a node event reported before the close
+   * that followed it is dropped, so nothing from a connection (or an attempt) the link gave
+   * up reaches the link afterwards. Written on the loop thread, read by drivers' threads.
+   */
+  private final AtomicIntegerArray closes;
   private final Map<Long, Op> ops = new HashMap<>();
   private final PriorityQueue<Timer> timers = new PriorityQueue<>();
   /** Operations that ended in the events being processed, completed after them. */
@@ -153,7 +161,11 @@ public final class Engine implements LoopContext, AutoCloseable {
     this.wantsArgs = driver instanceof ArgsDriver;
     this.raw = driver instanceof RawDriver;
     int n = driver.nodes();
-    this.subscriptions = new Subscriptions(n, driver.connectTimeout());
+    // The user's client's connect timeout, else the core's: the same bound for every link's
+    // connection attempts and for the subscriber connections (docs/bindings.md, rule 4).
+    java.time.Duration connectTimeout = driver.connectTimeout();
+    this.subscriptions = new Subscriptions(n, connectTimeout);
+    this.closes = new AtomicIntegerArray(n);
     this.subscribers = new SubscriberConnection[n];
     try {
       this.selector = Selector.open();
@@ -161,7 +173,17 @@ public final class Engine implements LoopContext, AutoCloseable {
       subscriptions.close();
       throw new UncheckedIOException(e);
     }
-    links = new CoreLinks(n, raw);
+    try {
+      links = new CoreLinks(n, raw, connectTimeout);
+    } catch (RuntimeException e) {
+      subscriptions.close();
+      try {
+        selector.close();
+      } catch (IOException closing) {
+        e.addSuppressed(closing);
+      }
+      throw e;
+    }
     linksHandle = links.raw();
     connections = new NodeConnection[n];
     thread = new Thread(this::loop, "redlock-loop-" + driver.name());
@@ -231,21 +253,41 @@ public final class Engine implements LoopContext, AutoCloseable {
 
   /** A snapshot of one node's link, taken on the loop thread (diagnostics, tests). */
   public CoreLinks.Info linkInfo(int node) {
+    return onLoop(() -> links.info(node, now()));
+  }
+
+  /**
+   * How long node {@code node}'s link lets a connection attempt take (the driver's {@link
+   * Driver#connectTimeout()}), read on the loop thread (diagnostics, tests).
+   */
+  public java.time.Duration connectTimeout(int node) {
+    return onLoop(() -> links.connectTimeout(node));
+  }
+
+  /** {@code read} on the loop thread, and its result (or what it threw). */
+  private <T> T onLoop(java.util.function.Supplier<T> read) {
     if (!running) {
       throw new RedlockStateException("used_after_close", "the Redlock client was closed");
     }
     if (inLoop()) {
-      return links.info(node, now());
+      return read.get();
     }
-    CompletableFuture<CoreLinks.Info> info = new CompletableFuture<>();
+    CompletableFuture<T> result = new CompletableFuture<>();
     execute(() -> {
       try {
-        info.complete(links.info(node, now()));
+        result.complete(read.get());
       } catch (RuntimeException e) {
-        info.completeExceptionally(e);
+        result.completeExceptionally(e);
       }
     });
-    return info.join();
+    try {
+      return result.join();
+    } catch (java.util.concurrent.CompletionException e) {
+      if (e.getCause() instanceof RuntimeException) {
+        throw (RuntimeException) e.getCause();
+      }
+      throw e;
+    }
   }
 
   // ---- operations ----
@@ -591,7 +633,9 @@ public final class Engine implements LoopContext, AutoCloseable {
           break;
         }
         case CoreLinks.CLOSE:
-          connections[(int) r[at + 1]].close();
+          // The connection, or the attempt to open one, is given up: the driver closes it
+          // and reports nothing more for it; what it reported before is dropped.
+          closeConnection((int) r[at + 1]);
           at += 2;
           break;
         case CoreLinks.OUTCOME: {
@@ -733,7 +777,23 @@ public final class Engine implements LoopContext, AutoCloseable {
     return args;
   }
 
-  /** A node's events, taken over by the loop thread (always queued: never re-entrant). */
+  /**
+   * Closes node {@code node}'s connection (or gives up the attempt to open one) and drops
+   * what it reported and the loop has not taken yet. Loop thread.
+   */
+  private void closeConnection(int node) {
+    connections[node].close();
+    // After close() returned: a driver reporting from its own thread reports nothing more
+    // for that connection from then on, and what it reported before is now stale.
+    closes.incrementAndGet(node);
+  }
+
+  /**
+   * A node's events, taken over by the loop thread (always queued: never re-entrant). An
+   * event reported before the loop closed the node's connection, and taken after, belongs
+   * to the connection (or the connection attempt) the link gave up: it is dropped, never
+   * reported to the link as the next connection's.
+   */
   private final class Events implements NodeEvents {
     private final int node;
 
@@ -742,8 +802,9 @@ public final class Engine implements LoopContext, AutoCloseable {
     }
 
     private void later(Runnable task) {
+      int connection = closes.get(node);
       tasks.add(() -> {
-        if (!running) {
+        if (!running || closes.get(node) != connection) {
           return;
         }
         task.run();
@@ -773,7 +834,7 @@ public final class Engine implements LoopContext, AutoCloseable {
           links.feed(node, copy, 0, copy.length, now());
         } catch (RedlockProtocolException e) {
           // Not RESP: the connection cannot be trusted any more.
-          connections[node].close();
+          closeConnection(node);
           links.closed(node, CloseCause.OTHER.ordinal(), e.getMessage(), now());
         }
       });

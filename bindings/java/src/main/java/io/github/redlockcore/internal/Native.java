@@ -46,8 +46,9 @@ public final class Native {
   public static native long subscriberReopenMaxMs();
 
   /**
-   * How long a connection may take to open, and a subscriber connection to confirm a
-   * subscription, when the client sets no bound of its own (ms; the core's).
+   * How long a connection attempt may take before the core gives it up (a node's link), and
+   * a subscriber connection to open and confirm a subscription, when the client sets no
+   * connect timeout of its own (ms; the core's).
    */
   public static native long connectTimeoutDefaultMs();
 
@@ -253,6 +254,16 @@ public final class Native {
 
   /** In flight, queued, owed, idle, stalled, open. */
   public static native long[] loopLinkInfo(long loop, int node, long now);
+
+  /**
+   * How long node {@code node}'s link lets a connection attempt take before it gives it up
+   * (a close event, the attempt failed with {@code timeout}); 0 counts as 1 ms, negative is
+   * {@code invalid_argument}, an unknown node {@code unknown_node}.
+   */
+  public static native void loopSetConnectTimeout(long loop, int node, long timeoutMs);
+
+  /** Node {@code node}'s link's connect timeout (ms). */
+  public static native long loopConnectTimeoutMs(long loop, int node);
 
   /** The first two indexes naming one server, or null. */
   public static native int[] duplicateNode(String[] addresses);

@@ -21,7 +21,10 @@ import redis.clients.jedis.exceptions.JedisDataException;
 /**
  * One node over Jedis: a single thread runs the node's commands in order on one
  * connection. {@link #close()} (from the loop) closes the socket under a blocked read, so
- * the thread is freed and the node's later commands fail instead of waiting.
+ * the thread is freed and the node's later commands fail instead of waiting. A connection
+ * being opened when the loop closes it (the link gave the attempt up at its connect
+ * timeout) cannot be interrupted: Jedis's own connection timeout ends it, and what it
+ * comes to is dropped (a connection closed, a failure unreported).
  */
 final class JedisConnection implements NodeConnection {
   private static final byte[] OK = "OK".getBytes(StandardCharsets.US_ASCII);
@@ -31,7 +34,11 @@ final class JedisConnection implements NodeConnection {
   private final ExecutorService thread;
   /** The connection in use; written by the node's thread, read by the loop to close it. */
   private volatile Jedis jedis;
-  /** Bumped on every close, so queued work of an old connection is dropped. */
+  /**
+   * Bumped on every close, so queued work of an old connection is dropped and what it comes
+   * to is not reported; reports are checked against it under this object's lock, which
+   * {@link #close()} takes to bump it.
+   */
   private volatile int generation;
 
   JedisConnection(int index, Supplier<Jedis> factory, NodeEvents events) {
@@ -51,17 +58,52 @@ final class JedisConnection implements NodeConnection {
       if (gen != generation) {
         return;
       }
+      Jedis j = null;
       try {
-        Jedis j = factory.get();
+        j = factory.get();
         if (!j.isConnected()) {
           j.connect();
         }
-        jedis = j;
-        events.connected();
       } catch (RuntimeException e) {
-        events.closed(cause(e), String.valueOf(e.getMessage()));
+        if (j != null) {
+          discard(j);
+        }
+        report(gen, () -> events.closed(cause(e), String.valueOf(e.getMessage())));
+        return;
+      }
+      Jedis opened = j;
+      if (!report(gen, () -> {
+        jedis = opened;
+        events.connected();
+      })) {
+        // Given up while it was being opened (the link's connect timeout): closed unused
+        // (never back to a pool), and nothing is reported for it.
+        discard(opened);
       }
     });
+  }
+
+  /**
+   * Runs {@code report} (an event for the connection of generation {@code gen}) unless the
+   * loop closed that connection since; false if it did. Under the lock {@link #close()}
+   * takes, so nothing is reported for a connection once its close returned.
+   */
+  private synchronized boolean report(int gen, Runnable report) {
+    if (gen != generation) {
+      return false;
+    }
+    report.run();
+    return true;
+  }
+
+  /** Closes a connection that is never used, or no longer (a pool discards it). */
+  private static void discard(Jedis j) {
+    try {
+      j.getConnection().setBroken();
+      j.close();
+    } catch (RuntimeException e) {
+      // Broken anyway.
+    }
   }
 
   @Override
@@ -81,11 +123,12 @@ final class JedisConnection implements NodeConnection {
       } catch (RuntimeException e) {
         if (gen == generation) {
           drop(j);
-          events.closed(cause(e), String.valueOf(e.getMessage()));
+          report(gen, () -> events.closed(cause(e), String.valueOf(e.getMessage())));
         }
         return;
       }
-      events.reply(writeId, reply);
+      Object answer = reply;
+      report(gen, () -> events.reply(writeId, answer));
     });
   }
 
@@ -161,22 +204,27 @@ final class JedisConnection implements NodeConnection {
   }
 
   private void drop(Jedis j) {
-    if (jedis == j) {
-      jedis = null;
+    synchronized (this) {
+      if (jedis == j) {
+        jedis = null;
+      }
     }
-    try {
-      j.close();
-    } catch (RuntimeException e) {
-      // Broken anyway.
-    }
+    discard(j);
   }
 
-  /** From the loop: close the connection now, even under a blocked read. */
+  /**
+   * From the loop: close the connection now, even under a blocked read, or give up the
+   * attempt to open one (its result is dropped when it comes). Nothing more is reported
+   * for it once this returns.
+   */
   @Override
   public void close() {
-    generation++;
-    Jedis j = jedis;
-    jedis = null;
+    Jedis j;
+    synchronized (this) {
+      generation++;
+      j = jedis;
+      jedis = null;
+    }
     if (j != null) {
       try {
         // Closes the socket: a read blocked on a frozen node fails at once.

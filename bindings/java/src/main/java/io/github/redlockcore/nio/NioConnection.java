@@ -10,13 +10,14 @@ import io.github.redlockcore.spi.NodeConnection;
 import io.github.redlockcore.spi.NodeEvents;
 import java.io.IOException;
 import java.net.ConnectException;
-import java.net.SocketTimeoutException;
 import java.net.InetSocketAddress;
 
 /**
  * One node's socket on the loop's selector. Writes go out in order (buffered while the
  * socket is full); each decoded reply answers the oldest write still waiting, as Redis
- * answers in order on one connection. Every method runs on the loop thread.
+ * answers in order on one connection. How long a connection may take to open is the
+ * link's decision: it closes one that takes longer than its connect timeout. Every method
+ * runs on the loop thread.
  */
 final class NioConnection implements NodeConnection, NioSocket.Handler {
   private final NioDriver.Node node;
@@ -67,10 +68,8 @@ final class NioConnection implements NodeConnection, NioSocket.Handler {
     }
   }
 
+  /** A failure's cause (a connection that takes too long is the link's to give up). */
   private static CloseCause cause(Exception e) {
-    if (e instanceof SocketTimeoutException) {
-      return CloseCause.TIMEOUT;
-    }
     return e instanceof ConnectException ? CloseCause.REFUSED : CloseCause.OTHER;
   }
 
@@ -158,7 +157,11 @@ final class NioConnection implements NodeConnection, NioSocket.Handler {
     ready = false;
   }
 
-  /** The link asked for it: close, and report nothing more for this connection. */
+  /**
+   * The link asked for it: close the connection, or give up the attempt under way (the
+   * link's connect timeout passed: the socket still connecting, or the Sentinel lookup, or
+   * the {@code AUTH} unanswered), and report nothing more for it.
+   */
   @Override
   public void close() {
     if (lookup != null) {

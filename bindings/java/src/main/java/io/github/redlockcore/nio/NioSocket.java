@@ -2,11 +2,9 @@ package io.github.redlockcore.nio;
 
 import io.github.redlockcore.RedlockProtocolException;
 import io.github.redlockcore.core.RespDecoder;
-import io.github.redlockcore.internal.Native;
 import io.github.redlockcore.spi.LoopContext;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.SocketTimeoutException;
 import java.net.StandardSocketOptions;
 import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
@@ -19,8 +17,11 @@ import java.util.Arrays;
  * One non-blocking socket on the loop's selector, with the core's RESP decoder and the
  * bytes still to write: what a node's connection, its notice subscriber and a Sentinel
  * lookup share. Its owner says what to do once connected, when bytes can be read, and on
- * a failure; closing frees the key, the channel and the decoder. Every method runs on the
- * loop thread.
+ * a failure; closing frees the key, the channel and the decoder, and gives up a
+ * connection still being established (nothing more is reported for it). It has no
+ * deadline of its own: how long a connection may take to open is the core's decision (a
+ * node's link, or the core's subscriptions, gives the attempt up and its owner closes the
+ * socket). Every method runs on the loop thread.
  */
 final class NioSocket {
   /** What the socket's owner does when the selector reports it ready. */
@@ -43,8 +44,6 @@ final class NioSocket {
   private SocketChannel channel;
   private SelectionKey key;
   private RespDecoder decoder;
-  /** Gives the connection up if it is not established in time (while connecting). */
-  private LoopContext.Scheduled connectDeadline;
 
   /** A closed socket that reads up to {@code readSize} bytes at a time. */
   NioSocket(int readSize) {
@@ -53,10 +52,8 @@ final class NioSocket {
 
   /**
    * Opens a connection to {@code target} (resolved now); {@code handler} hears the rest.
-   * On an exception the socket may be half open: the owner closes it. A connection not
-   * established within the core's connect timeout (2 s, the same in every binding) fails
-   * with a {@link SocketTimeoutException}: an address that never answers is then tried
-   * again after the link's pause instead of after the system's SYN retries.
+   * On an exception the socket may be half open: the owner closes it. A connection that is
+   * never established (an address that never answers) waits until its owner closes it.
    *
    * @throws UnknownHostException when the host cannot be resolved
    */
@@ -73,27 +70,6 @@ final class NioSocket {
     if (channel.connect(address)) {
       key.interestOps(SelectionKey.OP_READ);
       handler.connected();
-      return;
-    }
-    SocketChannel connecting = channel;
-    long timeoutMs = Native.connectTimeoutDefaultMs();
-    connectDeadline =
-        loop.schedule(
-            loop.now() + timeoutMs * 1000,
-            () -> {
-              connectDeadline = null;
-              if (channel == connecting && !connecting.isConnected()) {
-                handler.failed(
-                    new SocketTimeoutException(
-                        "connecting to " + address + " took over " + timeoutMs + " ms"));
-              }
-            });
-  }
-
-  private void cancelConnectDeadline() {
-    if (connectDeadline != null) {
-      connectDeadline.cancel();
-      connectDeadline = null;
     }
   }
 
@@ -101,7 +77,6 @@ final class NioSocket {
     try {
       if (k.isConnectable()) {
         if (channel.finishConnect()) {
-          cancelConnectDeadline();
           key.interestOps(SelectionKey.OP_READ);
           handler.connected();
         }
@@ -189,9 +164,11 @@ final class NioSocket {
     }
   }
 
-  /** Cancels the key, closes the channel, frees the decoder and drops unsent bytes. */
+  /**
+   * Cancels the key, closes the channel (connected or still connecting), frees the decoder
+   * and drops unsent bytes; the handler hears nothing more.
+   */
   void close() {
-    cancelConnectDeadline();
     if (key != null) {
       key.cancel();
       key = null;

@@ -16,7 +16,9 @@ import java.util.Arrays;
  * when opened, then sends the {@code SUBSCRIBE} and {@code UNSUBSCRIBE} commands the
  * loop gives it and reports what it reads: messages, confirmed subscriptions, a refused
  * {@code SUBSCRIBE}. When the socket fails it reports the connection lost and stops; the
- * core decides when a new one is opened.
+ * core decides when a new one is opened. It has no deadline of its own: one that neither
+ * opens nor confirms a subscription within the driver's connect timeout is given up by the
+ * core's subscriptions, and the loop closes it (nothing more is reported).
  */
 final class NioSubscriber implements NoticeSubscriber, NioSocket.Handler {
   private static final byte[] MESSAGE = "message".getBytes(StandardCharsets.US_ASCII);

@@ -25,9 +25,15 @@ public interface Driver extends AutoCloseable {
   }
 
   /**
-   * How long a subscriber connection may take to open, or to confirm a subscription, before
-   * the core counts it lost (and closes it, to open it again after its pause). By default the
-   * core's connect timeout, 2 s, the same in every binding.
+   * The connect timeout: how long a node's connection attempt may take (TCP, TLS, {@code
+   * AUTH}, {@code SELECT}, a Sentinel lookup: until {@link NodeEvents#connected()}) before
+   * the node's link gives it up ({@link NodeConnection#close()} while it connects, counted
+   * failed with the cause {@code timeout}, opened again after the link's pause), and how
+   * long a subscriber connection may take to open, or to confirm a subscription, before the
+   * core counts it lost (and closes it, to open it again after its pause). The core enforces
+   * both: a driver needs no timer of its own. By default the core's connect timeout, 2 s,
+   * the same in every binding; a driver over a client whose connect timeout the user set
+   * returns that one. Read once, when the client is built.
    */
   default java.time.Duration connectTimeout() {
     return java.time.Duration.ofMillis(io.github.redlockcore.internal.Native.connectTimeoutDefaultMs());

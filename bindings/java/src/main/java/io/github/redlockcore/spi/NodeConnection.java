@@ -11,7 +11,11 @@ import io.github.redlockcore.core.Command;
  * its own, and applies no timeouts of its own that the loop relies on.
  */
 public interface NodeConnection {
-  /** Opens a connection; report {@link NodeEvents#connected()} or {@link NodeEvents#closed}. */
+  /**
+   * Opens a connection; report {@link NodeEvents#connected()} or {@link NodeEvents#closed},
+   * unless {@link #close()} gives the attempt up first. Needs no deadline of its own: the
+   * link gives up an attempt that takes longer than {@link Driver#connectTimeout()}.
+   */
   void connect();
 
   /**
@@ -30,6 +34,12 @@ public interface NodeConnection {
     write(writeId, null, java.util.Arrays.copyOfRange(resp, offset, offset + length), null);
   }
 
-  /** Closes the connection; writes without a reply are reported failed by the loop. */
+  /**
+   * Closes the connection, or gives up the attempt to open one that is under way (the
+   * link's connect timeout passed): writes without a reply are reported failed by the loop.
+   * Once this returns, nothing more is reported for that connection or attempt (not {@link
+   * NodeEvents#connected()} when it opens later, nor its failure); the loop drops what was
+   * reported for it and not taken yet.
+   */
   void close();
 }

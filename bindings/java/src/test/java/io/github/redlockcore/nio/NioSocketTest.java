@@ -1,85 +1,83 @@
 package io.github.redlockcore.nio;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.redlockcore.Unanswered;
 import io.github.redlockcore.internal.Native;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.CompletableFuture;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
-/** How long a nio connection may take to open: the core's connect timeout. */
+/**
+ * A nio socket has no connect deadline of its own: how long a connection may take to open is
+ * the core's decision (a node's link, the core's subscriptions), and the socket's owner
+ * closes it then. See {@code ConnectTimeoutTest} for the deadline itself.
+ */
 class NioSocketTest {
   /**
-   * A node whose accept queue is full drops new connection requests, as an address that
-   * never answers does: the connection fails with a timeout after the core's 2 s, instead
-   * of after the system's SYN retries (minutes).
+   * A connection that is never established (a node whose accept queue is full drops new
+   * connection requests, as an address that never answers does) reports nothing, even past
+   * the core's connect timeout; closing it gives the attempt up: its socket is gone, and
+   * nothing is reported after.
    */
   @Test
-  void aConnectionNotEstablishedInTimeFailsAfterTheCoresConnectTimeout() throws Exception {
-    assertEquals(2000, Native.connectTimeoutDefaultMs());
-    List<Socket> queued = new ArrayList<>();
+  void aConnectionNeverEstablishedWaitsForItsOwnerWhoGivesItUp() throws Exception {
+    assumeTrue(Unanswered.tableReadable(), "needs Linux's /proc/net/tcp");
     try (NioSubscriberTest.TestLoop loop = new NioSubscriberTest.TestLoop();
-        ServerSocket full = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      InetSocketAddress address =
-          new InetSocketAddress(InetAddress.getLoopbackAddress(), full.getLocalPort());
-      // Nobody accepts: once the queue is full, the next connection requests are dropped.
-      boolean hangs = false;
-      for (int i = 0; i < 16 && !hangs; i++) {
-        Socket socket = new Socket();
-        try {
-          socket.connect(address, 300);
-          queued.add(socket);
-        } catch (SocketTimeoutException e) {
-          socket.close();
-          hangs = true;
-        }
-      }
-      assertTrue(hangs, "the accept queue never filled");
-
-      CompletableFuture<Exception> failure = new CompletableFuture<>();
+        Unanswered node = new Unanswered()) {
+      BlockingQueue<String> heard = new LinkedBlockingQueue<>();
       NioSocket socket = new NioSocket(1024);
-      long[] opened = new long[1];
       loop.run(() -> {
-        opened[0] = System.nanoTime();
         try {
-          socket.open(loop, address, new NioSocket.Handler() {
+          socket.open(loop, node.address(), new NioSocket.Handler() {
             @Override
             public void connected() {
-              failure.completeExceptionally(new AssertionError("connected to a full queue"));
+              heard.add("connected");
             }
 
             @Override
-            public void received(byte[] data, int length) {}
+            public void received(byte[] data, int length) {
+              heard.add("received");
+            }
 
             @Override
-            public void ended() {}
+            public void ended() {
+              heard.add("ended");
+            }
 
             @Override
             public void failed(Exception e) {
-              failure.complete(e);
+              heard.add("failed: " + e);
             }
           });
         } catch (java.io.IOException e) {
-          failure.complete(e);
+          heard.add("open failed: " + e);
         }
       });
-      Exception e = failure.get(10, TimeUnit.SECONDS);
-      long tookMs = (System.nanoTime() - opened[0]) / 1_000_000;
-      assertTrue(e instanceof SocketTimeoutException, String.valueOf(e));
-      assertTrue(tookMs >= 1900 && tookMs < 4000, "failed after " + tookMs + " ms");
-      loop.run(socket::close);
-    } finally {
-      for (Socket s : queued) {
-        s.close();
-      }
+      // Past the core's connect timeout: still connecting, nothing reported, no timer.
+      assertEquals(null, heard.poll(Native.connectTimeoutDefaultMs() + 300, TimeUnit.MILLISECONDS));
+      Set<Integer> attempt = node.connecting();
+      assertEquals(1, attempt.size(), "one connection attempt under way: " + attempt);
+      int[] timers = new int[1];
+      boolean[] open = new boolean[2];
+      loop.run(() -> {
+        timers[0] = loop.timers.size();
+        open[0] = socket.isOpen();
+        socket.close();
+        open[1] = socket.isOpen();
+      });
+      assertEquals(0, timers[0], "the socket scheduled a timer of its own");
+      assertTrue(open[0], "it gave up by itself");
+      assertFalse(open[1]);
+      Set<Integer> left = node.sockets();
+      left.retainAll(attempt);
+      assertEquals(Set.of(), left, "the given-up attempt's socket is still there");
+      assertEquals(null, heard.poll(200, TimeUnit.MILLISECONDS), "reported after its close");
     }
   }
 }

@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.redlockcore.Unanswered;
 import io.github.redlockcore.core.Reply;
 import io.github.redlockcore.core.RespDecoder;
 import io.github.redlockcore.spi.LoopContext;
@@ -23,6 +25,7 @@ import java.nio.channels.Selector;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -315,6 +318,37 @@ class NioSubscriberTest {
         assertEquals(-1, peer.getInputStream().read(), "the socket is closed");
       }
       assertNull(second.events.poll(200, TimeUnit.MILLISECONDS), "a closed one reported");
+    }
+  }
+
+  /**
+   * A connection that never opens reports nothing by itself (no deadline of its own: the
+   * core's subscriptions give it up at the driver's connect timeout); closed by the loop
+   * while it connects, its socket is gone and nothing is reported.
+   */
+  @Test
+  void aConnectionClosedWhileItOpensIsGivenUp() throws Exception {
+    assumeTrue(Unanswered.tableReadable(), "needs Linux's /proc/net/tcp");
+    try (TestLoop loop = new TestLoop(); Unanswered unanswered = new Unanswered()) {
+      Reports reports = new Reports();
+      NioDriver.Node node = NioDriver.parse(unanswered.url());
+      NioSubscriber[] subscriber = new NioSubscriber[1];
+      loop.run(() -> {
+        subscriber[0] = new NioSubscriber(node, loop, reports);
+        subscriber[0].open();
+      });
+      Set<Integer> attempt = Set.of();
+      for (int i = 0; i < 100 && attempt.isEmpty(); i++) {
+        Thread.sleep(10);
+        attempt = unanswered.connecting();
+      }
+      assertEquals(1, attempt.size(), "one connection attempt: " + attempt);
+      assertNull(reports.events.poll(300, TimeUnit.MILLISECONDS), "reported by itself");
+      loop.run(() -> subscriber[0].close());
+      Set<Integer> left = unanswered.sockets();
+      left.retainAll(attempt);
+      assertEquals(Set.of(), left, "the given-up attempt's socket is still there");
+      assertNull(reports.events.poll(200, TimeUnit.MILLISECONDS), "a closed one reported");
     }
   }
 
