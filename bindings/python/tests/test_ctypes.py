@@ -294,6 +294,64 @@ def test_the_core_says_when_an_acquisition_listens_for_notices() -> None:
             assert not op.listens, "no attempt can follow"
 
 
+def test_a_links_connect_timeout_is_set_read_back_and_gives_an_attempt_up() -> None:
+    """Link.set_connect_timeout / connect_timeout_ms: the core's default on a new link,
+    the value set (0 taken as 1 ms), clear errors for bad arguments and a closed link;
+    an attempt not reported open within it is given up by the core (CLOSE, then the
+    queued command fails with cause timeout)."""
+    from redlock_core._handle import connect_timeout_default_ms
+
+    with core.Link() as link:
+        assert link.connect_timeout_ms == connect_timeout_default_ms() == 2000
+        link.set_connect_timeout(250)
+        assert link.connect_timeout_ms == 250
+        link.set_connect_timeout(0)
+        assert link.connect_timeout_ms == 1
+        with pytest.raises(TypeError, match="timeout_ms"):
+            link.set_connect_timeout("250")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="timeout_ms"):
+            link.set_connect_timeout(True)
+        with pytest.raises(TypeError, match="timeout_ms"):
+            link.set_connect_timeout(0.25)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="timeout_ms"):
+            link.set_connect_timeout(-1)
+        with pytest.raises(ValueError, match="timeout_ms"):
+            link.set_connect_timeout(2**64)
+        assert link.connect_timeout_ms == 1  # unchanged by the refused calls
+    with pytest.raises(ValueError, match="Link is closed"):
+        link.set_connect_timeout(250)
+    with pytest.raises(ValueError, match="Link is closed"):
+        _ = link.connect_timeout_ms
+    with pytest.raises(ValueError, match="timeout_ms"):
+        core.Link(connect_timeout_ms=-5)
+    # The C functions themselves refuse NULL.
+    assert ffi.lib.redlock_link_set_connect_timeout(None, 250) == ffi.NULL_PARAMETER
+    assert ffi.lib.redlock_link_connect_timeout_ms(None) == 0
+
+    # The command may wait a second for its node: the connect timeout comes first.
+    config = core.Config(1, 10_000, node_timeout_us=1_000_000)
+    with config, core.Client(config, seed=bytes(32)) as client:
+        with core.Link(connect_timeout_ms=500) as link, client.acquire("r", 1000) as op:
+            assert link.connect_timeout_ms == 500
+            assert op.poll() == ffi.OUTPUT_SEND
+            link.submit(7, op, 1000)
+            assert link.poll() == ffi.LINK_OUTPUT_CONNECT
+            assert link.poll() == ffi.LINK_OUTPUT_NONE
+            assert link.poll_timeout() == 1000 + 500_000  # the attempt's deadline
+            link.handle_timeout(1000 + 499_999)
+            assert link.poll() == ffi.LINK_OUTPUT_NONE  # not yet
+            link.handle_timeout(1000 + 500_000)
+            assert link.poll() == ffi.LINK_OUTPUT_CLOSE
+            assert not link.is_open
+            assert link.poll() == ffi.LINK_OUTPUT_DELIVER
+            delivery = link.delivery()
+            assert delivery.tag == 7 and delivery.kind == ffi.REPLY_CONNECTION_FAILED
+            assert delivery.text.startswith(b"timeout: no connection within 500 ms"), delivery
+            # What the driver reports for the attempt given up changes nothing.
+            link.handle_closed(ffi.LINK_CAUSE_CLOSED, "late", 1000 + 600_000)
+            assert link.poll() == ffi.LINK_OUTPUT_NONE
+
+
 def test_closed_handles_raise_instead_of_touching_freed_memory() -> None:
     config = core.Config(3, 1000)
     client = core.Client(config)

@@ -269,9 +269,9 @@ def test_a_connection_that_never_opens_is_given_up_after_the_core_connect_timeou
     driver: str,
 ) -> None:
     """A node that never finishes the handshake, through a client that bounds neither
-    connecting nor reading (redis-py 8's own defaults are 5 s, and would apply): each
-    connection is given up after the core's connect timeout (CONNECT_TIMEOUT_DEFAULT_MS,
-    2 s, as in every binding), not after minutes."""
+    connecting nor reading (redis-py 8's own defaults are 5 s, and would apply): the
+    node's link gives each connection up after the core's connect timeout
+    (CONNECT_TIMEOUT_DEFAULT_MS, 2 s, as in every binding), not after minutes."""
     from redlock_core._handle import connect_timeout_default_ms
 
     silent = _SilentNode()
@@ -301,5 +301,126 @@ def test_a_connection_that_never_opens_is_given_up_after_the_core_connect_timeou
         held = first["closed"] - first["opened"]
         limit = connect_timeout_default_ms() / 1000
         assert limit * 0.95 <= held < limit + 1.5, held
+    finally:
+        silent.close()
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_each_link_gets_its_clients_connect_timeout(driver: str) -> None:
+    """Rule 4: a node's link gives a connection attempt the client's
+    socket_connect_timeout (redis-py's default is its own 5 s), or the core's 2 s for a
+    client that sets none; a subscriber connection the longest of them."""
+    from redlock_core._handle import connect_timeout_default_ms
+
+    module = redis if driver == "sync" else redis.asyncio
+    redlock_class = Redlock if driver == "sync" else AsyncRedlock
+    clients = [
+        module.Redis(port=1, socket_connect_timeout=0.25),
+        module.Redis(port=2),
+        module.Redis(port=3, socket_connect_timeout=None),
+        module.Redis.from_url("redis://127.0.0.1:4"),  # no timeout in its settings
+        module.Redis(port=5, socket_connect_timeout=1.5),
+        module.Redis(port=6, socket_connect_timeout=0.0004),  # rounded up to 1 ms
+    ]
+    redlock = redlock_class(clients)  # type: ignore[arg-type]
+    try:
+        timeouts = [node.link.connect_timeout_ms for node in redlock._engine.nodes]
+        default = connect_timeout_default_ms()
+        assert timeouts == [250, 5000, default, default, 1500, 1], timeouts
+    finally:
+        if driver == "sync":
+            redlock.close()  # type: ignore[union-attr]
+        else:
+            asyncio.run(redlock.aclose())  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="socket_connect_timeout"):
+        redlock_class([module.Redis(port=1, socket_connect_timeout=-1)])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_a_connection_given_up_by_the_core_leaves_no_socket_open(driver: str) -> None:
+    """A node that accepts and never answers, through a client whose connect timeout is
+    0.3 s and whose handshake would wait 2 s (its socket_timeout unset: the core's
+    default), the command allowed 1 s: the link gives the attempt up at 0.3 s (cause
+    timeout, the core's text, which the command fails with),
+    and the driver closes the socket then, not when redis-py's own bound ends it; no
+    socket to the node is left open, and (sync) no thread opening one."""
+    silent = _SilentNode()
+    errors: list[NodesFailedError] = []
+    failed_at: list[float] = []
+    try:
+        if driver == "sync":
+            client = redis.Redis(port=silent.port, socket_timeout=None, socket_connect_timeout=0.3)
+            with Redlock([client], attempts=1, node_timeout=1.0) as redlock:
+                with pytest.raises(NodesFailedError) as raised:
+                    redlock.acquire("silent")
+                errors.append(raised.value)
+                failed_at.append(time.monotonic())
+                _eventually(lambda: any("closed" in c for c in silent.connections), timeout=3)
+            _eventually(lambda: not [t for t in threading.enumerate() if "connect" in t.name])
+        else:
+
+            async def main() -> None:
+                client = redis.asyncio.Redis(
+                    port=silent.port, socket_timeout=None, socket_connect_timeout=0.3
+                )
+                async with AsyncRedlock([client], attempts=1, node_timeout=1.0) as r:
+                    with pytest.raises(NodesFailedError) as raised:
+                        await r.acquire("silent")
+                    errors.append(raised.value)
+                    failed_at.append(time.monotonic())
+                    deadline = time.monotonic() + 3
+                    while not any("closed" in c for c in silent.connections):
+                        assert time.monotonic() < deadline, silent.connections
+                        await asyncio.sleep(0.05)
+
+            asyncio.run(main())
+        (node,) = errors[0].nodes
+        assert node.cause == "timeout", node
+        assert "no connection within 300 ms; given up" in (node.error or ""), node
+        # Closed as the core gave the attempt up (when the acquisition failed), not at
+        # redis-py's 2 s. (The asyncio driver's first operation waits for the spare
+        # connection first, up to the node timeout, before the link's attempt takes it.)
+        first = min((c for c in silent.connections if "closed" in c), key=lambda c: c["closed"])
+        assert abs(first["closed"] - failed_at[0]) < 0.25, (first, failed_at)
+        assert first["closed"] - first["opened"] < 1.9, first
+        # Every socket the Redlock opened to the node is closed (the node sees EOF).
+        _eventually(lambda: all("closed" in c for c in silent.connections), timeout=3)
+        assert silent.connections
+    finally:
+        silent.close()
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_a_subscriber_connection_given_up_by_the_core_leaves_no_socket_open(driver: str) -> None:
+    """A waiter on a node that accepts and never answers, through a client whose
+    connect timeout is 0.3 s and whose handshake would wait 2 s: the core's
+    subscriptions give the subscriber connection up at 0.3 s (as the link gives up the
+    command connection), and the driver closes its socket then; every connection the
+    Redlock opened to the node is closed well before redis-py's own 2 s."""
+    silent = _SilentNode()
+    opened_subscriber: list[bool] = []
+    try:
+        if driver == "sync":
+            client = redis.Redis(port=silent.port, socket_timeout=None, socket_connect_timeout=0.3)
+            with Redlock([client]) as redlock:
+                with pytest.raises(NodesFailedError):
+                    redlock.acquire("silent", blocking_timeout=1.2)
+                opened_subscriber.append(redlock._subscribers[0] is not None)
+        else:
+
+            async def main() -> None:
+                client = redis.asyncio.Redis(
+                    port=silent.port, socket_timeout=None, socket_connect_timeout=0.3
+                )
+                async with AsyncRedlock([client]) as r:
+                    with pytest.raises(NodesFailedError):
+                        await r.acquire("silent", blocking_timeout=1.2)
+                    opened_subscriber.append(r._subscribers[0] is not None)
+
+            asyncio.run(main())
+        assert opened_subscriber == [True]  # the waiter listened: a subscriber was opened
+        _eventually(lambda: all("closed" in c for c in silent.connections), timeout=3)
+        held = [round(c["closed"] - c["opened"], 3) for c in silent.connections]
+        assert len(held) >= 2 and max(held) < 0.8, held
     finally:
         silent.close()

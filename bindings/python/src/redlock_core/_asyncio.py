@@ -4,10 +4,11 @@ The node protocol is :mod:`redlock_core._protocol`'s, shared with the synchronou
 driver; this module only runs it on the event loop. A link's ``CONNECT`` starts a task
 that opens a connection made like the client's own (TLS, ``AUTH``, ``SELECT``), then
 reads the node's bytes into the core's decoder; ``WRITE`` puts the core's RESP bytes on
-the stream at once; one timer task per Redlock hands the links their time. The
-coroutine that acquires, extends or releases awaits a wake-up until its operation
-decides; cancelling it abandons the operation (the core's release of an acquisition's
-token goes to the links) and the ``CancelledError`` propagates.
+the stream at once; ``CLOSE`` closes it, or cancels the task while it is still opening
+(the link gives an attempt up at its connect timeout). One timer task per Redlock hands
+the links their time. The coroutine that acquires, extends or releases awaits a wake-up
+until its operation decides; cancelling it abandons the operation (the core's release
+of an acquisition's token goes to the links) and the ``CancelledError`` propagates.
 """
 
 from __future__ import annotations
@@ -109,48 +110,80 @@ class _StreamIO(_ActionIO):
         self._writer: asyncio.StreamWriter | None = None
         self._connection: Any = None
         self._task: asyncio.Task[None] | None = None
-        # A connection opened ahead of the link's first CONNECT (see AsyncRedlock._warm).
+        # A connection opened ahead of the link's first CONNECT (see AsyncRedlock._warm),
+        # and the task opening it: the link's first CONNECT takes it over.
         self._spare: Any = None
+        self._warming: asyncio.Task[Any] | None = None
 
     def _new_connection(self) -> Any:
         return connection_like(self._client, AsyncRetry(NoBackoff(), 0))
 
-    async def warm(self) -> None:
+    def warm(self) -> asyncio.Task[Any]:
+        """Starts opening the spare connection."""
+        task = self._warming = _spawn(self._warm_up())
+        task.add_done_callback(self._warm_done)
+        return task
+
+    async def _warm_up(self) -> Any:
         connection = self._new_connection()
         try:
             await connection.connect()
-        except Exception:  # the link's own CONNECT will try again and say why
+        except BaseException:  # failed, or cancelled: nothing is left open
             await _quietly(connection.disconnect())
+            raise
+        return connection
+
+    def _warm_done(self, task: asyncio.Task[Any]) -> None:
+        """The spare is open (or could not be): kept if no CONNECT took it over."""
+        if task.cancelled():
             return
+        error = task.exception()  # retrieved either way
+        if task is not self._warming:
+            return  # taken over: its CONNECT's task has it
+        self._warming = None
+        if error is not None:
+            return  # the link's own CONNECT will try again and say why
+        connection = task.result()
         if self._spare is None and self._task is None and not self._owner._closed:
             self._spare = connection
         else:
-            await _quietly(connection.disconnect())
+            _spawn(_quietly(connection.disconnect()))
 
     def _open(self) -> None:
         spare, self._spare = self._spare, None
-        self._task = _spawn(self._serve(self._node.generation, spare))
+        warming, self._warming = self._warming, None
+        self._task = _spawn(self._serve(self._node.generation, spare, warming))
 
     def _not_connected(self) -> None:
         self._node.failed(self._node.generation, ConnectionError("not connected"), now_us())
         self._owner._pump(self._node)
 
-    async def _serve(self, generation: int, spare: Any) -> None:
+    async def _serve(self, generation: int, spare: Any, warming: asyncio.Task[Any] | None) -> None:
+        """Opens the connection (or takes the spare, or the spare being opened), then
+        reads it. Cancelled (a ``CLOSE``: the link gave the attempt up, or closed the
+        connection), it closes what it opened."""
         node, owner = self._node, self._owner
-        connection = spare if spare is not None else self._new_connection()
+        connection = spare
         try:
-            if spare is None:
+            if connection is None and warming is not None:
+                connection = await warming  # cancelled with this task
+            if connection is None:
+                connection = self._new_connection()
                 await connection.connect()
             reader, writer = connection._reader, connection._writer
             if reader is None or writer is None:
                 raise ConnectionError("the client's connection has no streams")
         except asyncio.CancelledError:
-            await _quietly(connection.disconnect())
+            if connection is None and warming is not None:
+                connection = _opened(warming)  # cancelled just as the spare opened
+            if connection is not None:
+                await _quietly(connection.disconnect())
             raise
         except Exception as error:
             node.failed(generation, error, now_us())
             owner._pump(node)
-            await _quietly(connection.disconnect())
+            if connection is not None:
+                await _quietly(connection.disconnect())
             return
         if generation != node.generation:
             await _quietly(connection.disconnect())
@@ -181,6 +214,13 @@ class _StreamIO(_ActionIO):
     async def aclose(self) -> None:
         task = self._task
         self._forget()
+        warming, self._warming = self._warming, None
+        if warming is not None:
+            warming.cancel()
+            await asyncio.gather(warming, return_exceptions=True)
+            opened = _opened(warming)  # it opened before the cancel
+            if opened is not None:
+                await _quietly(opened.disconnect())
         spare, self._spare = self._spare, None
         if spare is not None:
             await _quietly(spare.disconnect())
@@ -262,6 +302,13 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+def _opened(task: asyncio.Task[Any]) -> Any:
+    """The connection ``task`` opened, or ``None`` (not done, failed or cancelled)."""
+    if not task.done() or task.cancelled() or task.exception() is not None:
+        return None
+    return task.result()
+
+
 async def _quietly(awaitable: Any) -> None:
     try:
         await awaitable
@@ -313,7 +360,7 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
         if self._warmed or self._closed:
             return
         self._warmed = True
-        tasks = [asyncio.ensure_future(stream.warm()) for stream in self._streams]
+        tasks = [stream.warm() for stream in self._streams]
         await asyncio.wait(tasks, timeout=self._config.node_timeout_us / 1e6)
 
     @classmethod
@@ -335,6 +382,10 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
 
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
         self._streams[node.index].act(actions)
+        if any(action[0] == CONNECT for action in actions):
+            # The link gives the attempt up at its connect timeout: the timer task must
+            # look at its instant, whoever pumped the link.
+            self._poke_timer()
 
     def _act_subscriber(self, subscriber: Subscriber, actions: list[Action]) -> None:
         io = self._subscribers[subscriber.index]

@@ -422,10 +422,25 @@ def shown(resources: Resources, names: list[bytes]) -> list[str | bytes]:
 OPEN_TIMEOUT = connect_timeout_default_ms() / 1000
 
 
+def connect_timeout_ms(client: Any) -> int | None:
+    """The client's connect timeout (its ``socket_connect_timeout``) in whole
+    milliseconds, rounded up, or ``None`` when it sets none: what the node's link gives
+    a connection attempt before it gives it up (``None``: the core's default). Refused
+    with ``TypeError``/``ValueError`` when it is not a duration."""
+    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
+    value = kwargs.get("socket_connect_timeout") if isinstance(kwargs, dict) else None
+    if value is None:
+        return None
+    return -(-micros(value, "socket_connect_timeout") // 1000)
+
+
 def connection_like(client: Any, retry: Any, **overrides: Any) -> Any:
     """A new connection made like the client's own (TLS, password, database), with
     ``retry`` (none: the core's link decides about reconnecting) and a bounded time to
-    open, whatever the client's settings; ``overrides`` replace other settings."""
+    open, whatever the client's settings; ``overrides`` replace other settings. The
+    node's link decides when an attempt is given up (the client's connect timeout,
+    :func:`connect_timeout_ms`, else the core's); these bounds only end the I/O of an
+    attempt the driver cannot interrupt."""
     pool = client.connection_pool
     kwargs = dict(pool.connection_kwargs)
     kwargs["retry"] = retry
@@ -601,12 +616,18 @@ class RedlockBase(Generic[LockT, ContextT]):
         # asks for it (same settings otherwise).
         self._other: Client | None = None
         self._labels = tuple(label_of(client, i) for i, client in enumerate(clients))
+        # Each node's link gives a connection attempt the client's connect timeout (rule
+        # 4), else the core's; a subscriber connection the longest of them.
+        timeouts = [connect_timeout_ms(client) for client in clients]
         self._engine = Engine(
             self._client,
             self._labels,
             self._act,
             self._act_subscriber,
-            subscriber_timeout_ms=round(OPEN_TIMEOUT * 1000),
+            connect_timeouts_ms=timeouts,
+            subscriber_timeout_ms=max(
+                connect_timeout_default_ms() if ms is None else ms for ms in timeouts
+            ),
         )
         self._engine.notices = notices
 

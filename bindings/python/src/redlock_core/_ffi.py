@@ -454,6 +454,8 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         [BYTES_ARRAY, SIZES, c_size_t, OUT_BOOL, OUT_SIZE, OUT_SIZE],
     ),
     "redlock_link_new": (RESULT, [OUT_HANDLE]),
+    "redlock_link_set_connect_timeout": (RESULT, [HANDLE, c_uint64]),
+    "redlock_link_connect_timeout_ms": (c_uint64, [HANDLE]),
     "redlock_link_free": (None, [HANDLE]),
     "redlock_link_submit_current": (RESULT, [HANDLE, c_uint64, HANDLE, c_uint64]),
     "redlock_link_handle_connected": (RESULT, [HANDLE, c_uint64]),

@@ -6,6 +6,14 @@ the node's connection, and does what :meth:`Link.poll` says: ``LINK_OUTPUT_CONNE
 ``_WRITE`` (:meth:`Link.write`), ``_CLOSE``, ``_DELIVER`` (:meth:`Link.delivery`,
 then :meth:`Operation.handle_delivery`). It calls :meth:`Link.handle_timeout` at
 :meth:`Link.poll_timeout`.
+
+The link owns the connection attempt's deadline: an attempt not reported open
+(:meth:`Link.handle_connected`) within its connect timeout (the core's
+``CONNECT_TIMEOUT_DEFAULT_MS`` unless the driver sets the user's client's,
+:meth:`Link.set_connect_timeout`) is given up at :meth:`Link.handle_timeout`: the link
+outputs ``LINK_OUTPUT_CLOSE`` and counts the attempt failed with cause ``timeout``. The
+driver then gives the attempt up (closes or cancels what it was opening) and reports
+nothing more for it.
 """
 
 from __future__ import annotations
@@ -32,12 +40,14 @@ class Delivery(NamedTuple):
 
 
 class Link(_Handle):
-    """One node's command policy and connection state."""
+    """One node's command policy and connection state. ``connect_timeout_ms``, when
+    given, is :meth:`set_connect_timeout`'s (otherwise the core's default)."""
 
     __slots__ = ("_argc", "_id", "_kind", "_kind_ref", "_len_out", "_ptr_out")
     _free_name = "redlock_link_free"
 
-    def __init__(self) -> None:
+    def __init__(self, connect_timeout_ms: int | None = None) -> None:
+        timeout = None if connect_timeout_ms is None else _u64(connect_timeout_ms, "timeout_ms")
         out = _new_handle()
         _ffi.check(lib.redlock_link_new(byref(out)), "link_new")
         super().__init__(out.value)
@@ -47,6 +57,26 @@ class Link(_Handle):
         self._argc = c_size_t()
         self._ptr_out = c_void_p()
         self._len_out = c_size_t()
+        if timeout is not None:
+            self.set_connect_timeout(timeout)
+
+    # settings
+
+    def set_connect_timeout(self, timeout_ms: int) -> None:
+        """How long a connection attempt (TCP, TLS, ``AUTH``, ``SELECT``) may take, in
+        milliseconds, before the link gives it up with ``LINK_OUTPUT_CLOSE`` and counts
+        it failed with ``timeout``: the user's client's connect timeout when it has one
+        (a new link has the core's ``CONNECT_TIMEOUT_DEFAULT_MS``). 0 is taken as 1 ms;
+        an attempt already under way keeps its limit."""
+        _ffi.check(
+            lib.redlock_link_set_connect_timeout(self._p(), _u64(timeout_ms, "timeout_ms")),
+            "link_set_connect_timeout",
+        )
+
+    @property
+    def connect_timeout_ms(self) -> int:
+        """The link's connect timeout in milliseconds (see :meth:`set_connect_timeout`)."""
+        return int(lib.redlock_link_connect_timeout_ms(self._p()))
 
     # inputs
 

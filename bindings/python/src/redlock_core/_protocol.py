@@ -100,13 +100,21 @@ class NodeProtocol:
     """One node's protocol state: its link, its decoder, the writes awaiting replies.
 
     ``generation`` numbers the connections: an event an I/O adapter reports for an
-    older connection (one the link already closed) is ignored.
+    older connection (one the link already closed, or an attempt it gave up) is
+    ignored. The link gives a connection attempt ``connect_timeout_ms`` (the client's
+    connect timeout; ``None``: the core's default), then outputs ``CLOSE``.
     """
 
-    def __init__(self, index: int, label: str, deliver: Callable[[Link, int], None]) -> None:
+    def __init__(
+        self,
+        index: int,
+        label: str,
+        deliver: Callable[[Link, int], None],
+        connect_timeout_ms: int | None = None,
+    ) -> None:
         self.index = index
         self.label = label
-        self.link = Link()
+        self.link = Link(connect_timeout_ms)
         self._deliver = deliver
         self._decoder = Decoder()
         self._written: deque[int] = deque()
@@ -235,9 +243,11 @@ class Engine:
     synchronous driver calls it under one lock, the asyncio driver from its loop.
 
     ``io`` is called with each node's actions as they arise, ``subscriber_io`` with each
-    node's subscriber actions: the driver's I/O adapters. A subscriber connection that
-    neither opens nor confirms a subscription within ``subscriber_timeout_ms`` (the
-    driver's connect timeout) counts as lost.
+    node's subscriber actions: the driver's I/O adapters. Node ``i``'s link gives a
+    connection attempt ``connect_timeout_ms[i]`` (``None``, or no list: the core's
+    default) and then outputs ``CLOSE``. A subscriber connection that neither opens nor
+    confirms a subscription within ``subscriber_timeout_ms`` (the driver's connect
+    timeout) counts as lost, and the core's subscriptions output its ``CLOSE``.
     """
 
     def __init__(
@@ -247,10 +257,16 @@ class Engine:
         io: Callable[[NodeProtocol, list[Action]], None],
         subscriber_io: Callable[[Subscriber, list[Action]], None],
         *,
+        connect_timeouts_ms: Sequence[int | None] | None = None,
         subscriber_timeout_ms: int,
     ) -> None:
         self.client = client
-        self.nodes = [NodeProtocol(i, label, self._deliver) for i, label in enumerate(labels)]
+        timeouts = list(connect_timeouts_ms or [None] * len(labels))
+        if len(timeouts) != len(labels):
+            raise ValueError("connect_timeouts_ms must have one entry per node")
+        self.nodes = [
+            NodeProtocol(i, label, self._deliver, timeouts[i]) for i, label in enumerate(labels)
+        ]
         self.running: dict[int, Running] = {}
         self._io = io
         self._tags = itertools.count(1)

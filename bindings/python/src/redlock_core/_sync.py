@@ -2,10 +2,11 @@
 
 The node protocol is :mod:`redlock_core._protocol`'s, shared with the asyncio driver;
 this module only does its I/O with threads and sockets. Each node gets one daemon
-thread that opens the node's connection when its link asks (through the client's own
-connection class, so TLS, ``AUTH`` and ``SELECT`` are redis-py's), reads what the node
-sends into the core's decoder, and hands its link the time. Writes are the core's RESP
-bytes, written on the socket as the link emits them. Every core call happens under one
+thread that reads what the node sends into the core's decoder and hands its link the
+time; each connection the link asks for is opened on a short-lived thread (through the
+client's own connection class, so TLS, ``AUTH`` and ``SELECT`` are redis-py's), which
+the link gives up at its connect timeout. Writes are the core's RESP bytes, written on
+the socket as the link emits them. Every core call happens under one
 lock per Redlock; the thread that calls ``acquire``/``extend``/``release`` waits on it
 until the operation decides.
 """
@@ -47,9 +48,41 @@ __all__ = ["Lock", "LockContext", "Redlock"]
 IDLE_POLL = 1.0
 
 
+class _Attempt:
+    """One connection attempt, on a thread of its own: the connection being opened
+    (once made), the generation it is for (``None``: a spare, opened ahead of the
+    link's first ``CONNECT``), and whether it was given up. Changed under the Redlock's
+    lock."""
+
+    __slots__ = ("connection", "generation", "given_up")
+
+    def __init__(self, generation: int | None) -> None:
+        self.connection: Any = None
+        self.generation = generation
+        self.given_up = False
+
+    def give_up(self) -> None:
+        """Under the lock: nothing the attempt learns counts any more. A handshake under
+        way (its socket open) ends at once; a TCP connect cannot be interrupted and ends
+        at the connection's own timeout, its socket closed then."""
+        self.given_up = True
+        sock = getattr(self.connection, "_sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the handshake's read
+            except OSError:
+                pass
+
+
 class _SocketIO:
     """One node's I/O: its thread, connection and socket. Everything it learns goes to
-    the node's protocol under the Redlock's lock."""
+    the node's protocol under the Redlock's lock.
+
+    The node's thread hands the link its time (the link gives up a connection attempt
+    at its connect timeout, and stalled connections) and reads the open connection.
+    Each connection attempt runs on a short-lived thread of its own, so that a connect
+    that blocks never holds the link's timers back: when the link gives the attempt up
+    (``CLOSE``), its later result is ignored and its connection closed."""
 
     def __init__(self, owner: Redlock, node: NodeProtocol, client: redis.Redis) -> None:
         self._owner = owner
@@ -58,11 +91,11 @@ class _SocketIO:
         self._connection: Any = None
         self._sock: socket.socket | None = None
         self._generation = -1
-        self._connect_wanted: int | None = None
+        # The connection attempt under way, if any.
+        self._attempt: _Attempt | None = None
         # A connection opened ahead of the link's first CONNECT, so that the first
         # operation does not pay for TCP and the client's handshake within its deadline.
         self._spare: Any = None
-        self._spare_tried = False
         self.thread: threading.Thread | None = None
 
     # under the owner's lock ---------------------------------------------------------
@@ -72,12 +105,17 @@ class _SocketIO:
         for action in actions:
             if action[0] == CONNECT:
                 self._drop()
+                generation = self._node.generation
                 spare, self._spare = self._spare, None
                 if spare is not None:
-                    self._adopt(spare, self._node.generation)
+                    self._adopt(spare, generation)
                     continue
-                self._connect_wanted = self._node.generation
-                self._start()
+                attempt = self._attempt
+                if attempt is not None and attempt.generation is None:
+                    attempt.generation = generation  # the spare under way is this one
+                else:
+                    self._begin(generation)
+                self._start()  # the node's thread times the attempt
             elif action[0] == WRITE and failure is None:
                 sock = self._sock
                 try:
@@ -87,11 +125,29 @@ class _SocketIO:
                 except OSError as error:
                     failure = error
             elif action[0] == CLOSE:
-                self._drop()
+                self._drop()  # the connection, or the attempt the link gave up
         if failure is not None:
             self._drop()
             self._node.failed(self._node.generation, failure, now_us())
             self._owner._engine.pump(self._node)
+
+    def warm(self) -> None:
+        """Starts the node's thread, and opens a spare connection ahead of the first
+        command."""
+        self._start()
+        if self._attempt is None and self._spare is None and self._sock is None:
+            self._begin(None)
+
+    def _begin(self, generation: int | None) -> None:
+        """Starts a connection attempt for ``generation`` (``None``: a spare)."""
+        attempt = _Attempt(generation)
+        self._attempt = attempt
+        threading.Thread(
+            target=self._open,
+            args=(attempt,),
+            name=f"redlock-{self._owner.serial}-node-{self._node.index}-connect",
+            daemon=True,
+        ).start()
 
     def _adopt(self, connection: Any, generation: int) -> None:
         """Makes ``connection`` the node's current one and tells the link."""
@@ -111,14 +167,21 @@ class _SocketIO:
         self._owner._cond.notify_all()
 
     def _drop(self) -> None:
+        """Closes the current connection and gives up the link's attempt under way (a
+        spare's too once the Redlock stops)."""
         sock, self._sock = self._sock, None
         connection, self._connection = self._connection, None
+        stopped = self._owner._stopped
+        attempt = self._attempt
+        if attempt is not None and (attempt.generation is not None or stopped):
+            self._attempt = None
+            attempt.give_up()
         if sock is not None:
             try:
                 sock.shutdown(socket.SHUT_RDWR)  # wakes the thread's read
             except OSError:
                 pass
-        for stale in (connection, self._spare if self._owner._stopped else None):
+        for stale in (connection, self._spare if stopped else None):
             if stale is not None:
                 try:
                     stale.disconnect()
@@ -137,61 +200,55 @@ class _SocketIO:
                     return
                 node.timeout(now_us())
                 owner._engine.pump(node)
-                wanted, self._connect_wanted = self._connect_wanted, None
                 sock, generation = self._sock, self._generation
-                warm = wanted is None and sock is None and not self._spare_tried
-                self._spare_tried = True
-                if wanted is None and sock is None and not warm:
+                if sock is None:
                     cond.wait(_seconds_until(node.next_timeout))
                     continue
-            if warm:
-                self._warm()
-            elif wanted is not None:
-                self._open(wanted)
-            elif sock is not None:
-                self._read(sock, generation)
+            self._read(sock, generation)
 
-    def _warm(self) -> None:
-        connection = connection_like(self._client, Retry(NoBackoff(), 0))
-        try:
-            connection.connect()
-        except Exception:  # the link's own CONNECT will try, and report why
-            connection.disconnect()
-            return
-        with self._owner._cond:
-            if self._owner._stopped or self._spare is not None:
-                connection.disconnect()
-            elif self._connect_wanted is not None and self._sock is None:
-                self._connect_wanted = None
-                self._adopt(connection, self._node.generation)
-            else:
-                self._spare = connection
+    # an attempt's thread -----------------------------------------------------------
 
-    def _open(self, generation: int) -> None:
+    def _open(self, attempt: _Attempt) -> None:
+        """Opens a connection made like the client's own for ``attempt``, then hands it
+        over: to the link (as connected, or failed with why) if the attempt still counts,
+        as the spare if it was one, otherwise it is closed."""
         owner, node = self._owner, self._node
-        connection = connection_like(self._client, Retry(NoBackoff(), 0))
+        connection: Any = None
+        error: BaseException | None = None
         try:
-            connection.connect()
-            sock = connection._sock
-            if sock is None:
-                raise ConnectionError("the client's connection has no socket")
-        except BaseException as error:
+            connection = connection_like(self._client, Retry(NoBackoff(), 0))
             with owner._cond:
-                if not owner._stopped:
-                    node.failed(generation, error, now_us())
-                    owner._engine.pump(node)
-            try:
-                connection.disconnect()
-            except Exception:
-                pass
-            return
+                attempt.connection = connection
+                given_up = attempt.given_up
+            if given_up:
+                raise ConnectionError("the connection attempt was given up")
+            connection.connect()
+            if connection._sock is None:
+                raise ConnectionError("the client's connection has no socket")
+        except BaseException as raised:
+            error = raised
+        kept = False
         with owner._cond:
-            if generation != node.generation or owner._stopped:
-                connection.disconnect()
-                return
-            self._connection, self._sock, self._generation = connection, sock, generation
-            node.connected(generation, now_us())
-            owner._engine.pump(node)
+            current = self._attempt is attempt and not owner._stopped
+            if current:
+                self._attempt = None
+            generation = attempt.generation
+            if not current:
+                pass  # given up: nothing more is reported for it
+            elif generation is None:
+                if error is None:
+                    self._spare, kept = connection, True
+                # A failed spare: the link's own CONNECT will try, and report why.
+            elif generation != node.generation:
+                pass  # the link moved on (it always gives the attempt up first)
+            elif error is None:
+                self._adopt(connection, generation)
+                kept = True
+            else:
+                node.failed(generation, error, now_us())
+                owner._engine.pump(node)
+        if not kept and connection is not None:
+            _disconnect(connection)
 
     def _read(self, sock: socket.socket, generation: int) -> None:
         owner, node = self._owner, self._node
@@ -223,15 +280,21 @@ class _SubscriberIO:
     own, speaking RESP2), and the daemon thread that does its I/O: it opens, writes and
     closes the connection as the core's subscriptions say (:meth:`act`, under the
     Redlock's lock, queues their actions and wakes it through a pipe), hands what it
-    reads to the engine, and hands the subscriptions their time. Made on the node's
-    first ``CONNECT``."""
+    reads to the engine, and hands the subscriptions their time. Each connection is
+    opened on a short-lived thread, so that the subscriptions get their time while it
+    opens: they give up one that does not open in time (``CLOSE``), whose later result
+    is then ignored and its connection closed. Made on the node's first ``CONNECT``."""
 
     def __init__(self, owner: Redlock, subscriber: Subscriber, client: redis.Redis) -> None:
         self._owner = owner
         self._subscriber = subscriber
         self._client = client
-        # Under the owner's lock: the actions to do, each with the generation it is for.
+        # Under the owner's lock: the actions to do, each with the generation it is for;
+        # the attempt to open the connection under way; a connection it opened, for the
+        # thread to take.
         self._todo: deque[tuple[Action, int]] = deque()
+        self._opening: _Attempt | None = None
+        self._opened: tuple[Any, int] | None = None
         # The thread's own: its connection, and the generation it belongs to.
         self._connection: Any = None
         self._sock: socket.socket | None = None
@@ -248,10 +311,24 @@ class _SubscriberIO:
         self.thread.start()
 
     def act(self, actions: list[Action]) -> None:
-        """Under the owner's lock: the subscriptions' actions for this node."""
+        """Under the owner's lock: the subscriptions' actions for this node. A ``CLOSE``
+        while the connection is being opened (the core gave it up: it did not open in
+        time) gives the attempt up at once."""
         generation = self._subscriber.generation
+        if any(action[0] == CLOSE for action in actions):
+            self._give_up()
         self._todo.extend((action, generation) for action in actions)
         self.poke()
+
+    def _give_up(self) -> None:
+        """Under the owner's lock: the attempt under way, and a connection it opened that
+        the thread has not taken yet, count no more."""
+        opening, self._opening = self._opening, None
+        if opening is not None:
+            opening.give_up()
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            _disconnect(opened[0])
 
     def poke(self) -> None:
         """Under the owner's lock: something to do, the timer moved, or the Redlock
@@ -270,16 +347,20 @@ class _SubscriberIO:
                 with owner._cond:
                     if owner._stopped:
                         return
+                    opened, self._opened = self._opened, None
                     todo = list(self._todo)
                     self._todo.clear()
-                    due = None if todo else owner._engine.subscriber_timers()
-                if not todo:
+                    due = None if todo or opened else owner._engine.subscriber_timers()
+                if opened is not None:
+                    self._adopt(*opened)
+                if not todo and opened is None:
                     self._wait(_seconds_until(due))
                 for action, generation in todo:
                     self._do(action, generation)
         finally:
             self._drop()
             with owner._cond:
+                self._give_up()
                 self._pipe_open = False
                 os.close(self._wake_read)
                 os.close(self._wake_write)
@@ -287,7 +368,7 @@ class _SubscriberIO:
     def _do(self, action: Action, generation: int) -> None:
         if action[0] == CONNECT:
             self._drop()
-            self._open(generation)
+            self._begin(generation)
         elif action[0] == WRITE:
             sock = self._sock
             if sock is None or generation != self._generation:
@@ -299,25 +380,62 @@ class _SubscriberIO:
         elif action[0] == CLOSE:
             self._drop()
 
-    def _open(self, generation: int) -> None:
+    def _begin(self, generation: int) -> None:
+        """Starts opening connection ``generation`` on a thread of its own."""
+        attempt = _Attempt(generation)
+        with self._owner._cond:
+            if self._owner._stopped or generation != self._subscriber.generation:
+                return  # closed already
+            self._give_up()  # superseded
+            self._opening = attempt
+        threading.Thread(
+            target=self._open,
+            args=(attempt,),
+            name=f"redlock-{self._owner.serial}-notices-{self._subscriber.index}-connect",
+            daemon=True,
+        ).start()
+
+    def _open(self, attempt: _Attempt) -> None:
+        """An attempt's thread: opens the connection, then hands it to the subscriber's
+        thread, or reports it failed, unless the attempt was given up."""
         owner = self._owner
         connection: Any = None
+        failed = False
         try:
             connection = subscriber_like(self._client, Retry(NoBackoff(), 0))
+            with owner._cond:
+                attempt.connection = connection
+                given_up = attempt.given_up
+            if given_up:
+                raise ConnectionError("the connection attempt was given up")
             connection.connect()
             if connection._sock is None:
                 raise ConnectionError("the client's connection has no socket")
         except Exception:  # no notices from this node for a while; waits go on
-            if connection is not None:
-                connection.disconnect()
-            self._failed(generation)
-            return
+            failed = True
+        generation = attempt.generation
         with owner._cond:
+            if self._opening is attempt and not owner._stopped and generation is not None:
+                self._opening = None
+                if not failed:
+                    self._opened = (connection, generation)
+                    self.poke()
+                    return
+                owner._engine.subscriber_failed(self._subscriber, generation)
+        if connection is not None:
+            _disconnect(connection)
+
+    def _adopt(self, connection: Any, generation: int) -> None:
+        """The thread takes the connection an attempt opened."""
+        self._drop()
+        with self._owner._cond:
             # Current before the engine hears of it: the subscriptions it writes at once
             # are for this connection.
             self._connection, self._sock = connection, connection._sock
             self._generation = generation
-            if owner._stopped or not owner._engine.subscriber_opened(self._subscriber, generation):
+            if self._owner._stopped or not self._owner._engine.subscriber_opened(
+                self._subscriber, generation
+            ):
                 self._drop()
 
     def _failed(self, generation: int) -> None:
@@ -329,10 +447,7 @@ class _SubscriberIO:
     def _drop(self) -> None:
         connection, self._connection, self._sock = self._connection, None, None
         if connection is not None:
-            try:
-                connection.disconnect()
-            except Exception:  # closing a connection that failed anyway
-                pass
+            _disconnect(connection)
 
     def _wait(self, timeout: float) -> None:
         sock = self._sock
@@ -367,8 +482,16 @@ class _SubscriberIO:
 
     def join(self, timeout: float) -> None:
         with self._owner._cond:
+            self._give_up()
             self.poke()
         self.thread.join(timeout)
+
+
+def _disconnect(connection: Any) -> None:
+    try:
+        connection.disconnect()
+    except Exception:  # closing a connection that failed anyway
+        pass
 
 
 class _Sentinel(redis.sentinel.Sentinel):
@@ -402,9 +525,11 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
     notices (waits then end at the retry delays only). ``on_event`` is a hook called
     with every :class:`~redlock_core.Event` (see :meth:`add_listener`).
 
-    Each node gets one long-lived thread and one connection made like its client's, and,
-    from the first acquisition that waits, a subscriber connection for release notices
-    with a thread of its own. The clients' own timeouts and retries do not matter: the
+    Each node gets one long-lived thread and one connection made like its client's
+    (opened on a short-lived thread, and given up by the node's link at the client's
+    ``socket_connect_timeout``, or the core's 2 s when it sets none), and, from the
+    first acquisition that waits, a subscriber connection for release notices with a
+    thread of its own. The clients' own timeouts and retries do not matter: the
     core's deadlines and node links decide.
     """
 
@@ -428,7 +553,7 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
         self._engine.on_subscriber_timer = self._subscriber_timer
         with self._cond:
             for io in self._io:
-                io._start()  # opens a spare connection ahead of the first command
+                io.warm()  # opens a spare connection ahead of the first command
         _live.add(self)
 
     def _act(self, node: NodeProtocol, actions: list[Action]) -> None:
@@ -570,8 +695,9 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
                 io._drop()
             self._cond.notify_all()
             subscribers = [io for io in self._subscribers if io is not None]
-        # A thread still opening a connection to a frozen node ends within
-        # OPEN_TIMEOUT; close does not wait that long for it.
+        # A thread still opening a subscriber connection to an address that never
+        # answers ends at the connection's connect timeout; close does not wait that
+        # long for it (given up, its connection is closed then).
         for subscriber in subscribers:
             subscriber.join(0.5)
         for io in self._io:
