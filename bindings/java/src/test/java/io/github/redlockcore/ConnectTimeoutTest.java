@@ -160,6 +160,27 @@ class ConnectTimeoutTest {
       assertEquals("unknown_node", assertThrows(RedlockArgumentException.class,
           () -> user.engine().connectTimeout(3)).code());
     }
+    // The drivers' own setting, for clients whose connect timeout the driver cannot read
+    // (nio sockets, Jedis pools).
+    try (RedlockClient nio = RedlockClient.builder(
+        NioDriver.of(urls).withConnectTimeout(Duration.ofMillis(1250))).build()) {
+      assertEquals(Duration.ofMillis(1250), nio.engine().connectTimeout(2));
+    }
+    List<java.util.function.Supplier<redis.clients.jedis.Jedis>> factories =
+        List.of(() -> new redis.clients.jedis.Jedis("127.0.0.1", 1));
+    try (RedlockClient jedis = RedlockClient.builder(
+        io.github.redlockcore.jedis.JedisDriver.ofClients(factories)
+            .withConnectTimeout(Duration.ofSeconds(5))).build()) {
+      assertEquals(Duration.ofSeconds(5), jedis.engine().connectTimeout(0));
+    }
+    for (Duration bad : List.of(Duration.ZERO, Duration.ofMillis(-1))) {
+      assertEquals("invalid_argument", assertThrows(RedlockArgumentException.class,
+          () -> NioDriver.of(urls).withConnectTimeout(bad)).code());
+      assertEquals("invalid_argument", assertThrows(RedlockArgumentException.class,
+          () -> io.github.redlockcore.jedis.JedisDriver.ofClients(factories)
+              .withConnectTimeout(bad)).code());
+    }
+    assertThrows(NullPointerException.class, () -> NioDriver.of(urls).withConnectTimeout(null));
     // A driver's timeout the core refuses fails the client's construction, clearly.
     assertEquals("invalid_argument", assertThrows(RedlockArgumentException.class,
         () -> RedlockClient.builder(new Timed(NioDriver.of(urls), Duration.ofMillis(-1)))
@@ -222,8 +243,8 @@ class ConnectTimeoutTest {
   void theUsersConnectTimeoutIsTheOneTheLinkKeeps() throws Exception {
     assumeTrue(Unanswered.tableReadable(), "needs Linux's /proc/net/tcp");
     try (Unanswered node = new Unanswered()) {
-      givenUpAt(new Timed(NioDriver.of(List.of(node.url())), Duration.ofMillis(500)), node,
-          500, 1900);
+      givenUpAt(NioDriver.of(List.of(node.url())).withConnectTimeout(Duration.ofMillis(500)),
+          node, 500, 1900);
     }
   }
 

@@ -40,6 +40,9 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
   /** False for a Sentinel's master: no subscriber connections for release notices. */
   private boolean notices = true;
 
+  /** Set by withConnectTimeout; null: the core's. */
+  private java.time.Duration connectTimeout;
+
   private JedisDriver(List<Supplier<Jedis>> nodes) {
     if (nodes.isEmpty()) {
       throw new RedlockArgumentException("no_nodes", "a Redlock client needs at least one node");
@@ -141,6 +144,31 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
     subscribers.add(s);
     s.start();
     return s;
+  }
+
+  /**
+   * Sets how long this driver's connection attempts may take (TCP, TLS, {@code AUTH},
+   * {@code SELECT}, a Sentinel lookup) before the core gives one up with the cause {@code
+   * timeout}, and its subscriber connections the same ({@link Driver#connectTimeout()}).
+   * By default the core's, 2 s, as is Jedis's own default; give the one your pools' or factories' clients use (a pool does not expose it). Read when a client is built
+   * over this driver. Returns this driver.
+   *
+   * @throws RedlockArgumentException {@code invalid_argument} for a timeout that is not
+   *     positive
+   */
+  public JedisDriver withConnectTimeout(java.time.Duration timeout) {
+    Objects.requireNonNull(timeout, "timeout");
+    if (timeout.isNegative() || timeout.isZero()) {
+      throw new RedlockArgumentException("invalid_argument",
+          "the connect timeout must be positive, got " + timeout);
+    }
+    this.connectTimeout = timeout;
+    return this;
+  }
+
+  @Override
+  public java.time.Duration connectTimeout() {
+    return connectTimeout != null ? connectTimeout : Driver.super.connectTimeout();
   }
 
   @Override

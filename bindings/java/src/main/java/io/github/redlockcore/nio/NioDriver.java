@@ -12,6 +12,7 @@ import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * Per-node I/O over plain {@code java.nio} socket channels, served by the client's loop
@@ -48,6 +49,9 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
   }
 
   private final List<Node> nodes;
+
+  /** Set by withConnectTimeout; null: the core's. */
+  private java.time.Duration connectTimeout;
 
   private NioDriver(List<Node> nodes) {
     if (nodes.isEmpty()) {
@@ -160,6 +164,31 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
     NioSubscriber subscriber = new NioSubscriber(nodes.get(index), loop, listener);
     subscriber.open();
     return subscriber;
+  }
+
+  /**
+   * Sets how long this driver's connection attempts may take (TCP, TLS, {@code AUTH},
+   * {@code SELECT}, a Sentinel lookup) before the core gives one up with the cause {@code
+   * timeout}, and its subscriber connections the same ({@link Driver#connectTimeout()}).
+   * By default the core's, 2 s, the same in every binding. Read when a client is built
+   * over this driver. Returns this driver.
+   *
+   * @throws RedlockArgumentException {@code invalid_argument} for a timeout that is not
+   *     positive
+   */
+  public NioDriver withConnectTimeout(java.time.Duration timeout) {
+    Objects.requireNonNull(timeout, "timeout");
+    if (timeout.isNegative() || timeout.isZero()) {
+      throw new RedlockArgumentException("invalid_argument",
+          "the connect timeout must be positive, got " + timeout);
+    }
+    this.connectTimeout = timeout;
+    return this;
+  }
+
+  @Override
+  public java.time.Duration connectTimeout() {
+    return connectTimeout != null ? connectTimeout : Driver.super.connectTimeout();
   }
 
   @Override
