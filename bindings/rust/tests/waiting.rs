@@ -304,9 +304,13 @@ fn lost_notices_are_caught_when_the_subscriber_is_back() {
             after_release < Duration::from_millis(1500),
             "{after_release:?}"
         );
-        // Those subscribers are open; the others may have found nobody waiting any more
-        // when their pause ended, and the next waiter opens them.
-        assert!(waiter.notice_subscribers() >= 3);
+        // A subscriber is back (its confirmation started the attempt). Not necessarily a
+        // quorum of them: confirmations the waiter counted before the kill, on subscriptions
+        // that took effect after a node refused its last attempt, still count as releases
+        // it may have missed, so one new confirmation can complete the quorum; the nodes
+        // whose pause ends after the waiter got the lock find nobody waiting, and the next
+        // waiter opens them.
+        assert!(waiter.notice_subscribers() >= 1);
         lock.release().await.unwrap();
     });
 }
