@@ -5,7 +5,6 @@
 // process that accepts connections and never answers.
 
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { test } from 'node:test';
 
 import Redis from 'ioredis';
@@ -15,6 +14,7 @@ import { createClient as createClient4 } from 'redis4';
 import { InvalidArgumentError, NodesFailingError, Redlock, StreamTransport, core, netSocket } from '../index.js';
 import { toTransport } from '../src/clients.js';
 import { Driver } from '../src/driver.js';
+import { silentServer } from './helpers.js';
 
 /** The links' connect timeouts (ms) of a driver made as a Redlock makes it, for `clients`. */
 function linkTimeouts(clients) {
@@ -94,7 +94,8 @@ function silentNode(connectTimeoutMs) {
 
 test("a link gives up an attempt at its client's connect timeout: the transport aborts it", async () => {
   const { attempts, node } = silentNode(300);
-  const redlock = new Redlock([node], { ttlMs: 10_000, attempts: 1, nodeTimeoutMs: 1000, notices: false });
+  // A node timeout well past the connect timeout: the failure is the link's, not the command's.
+  const redlock = new Redlock([node], { ttlMs: 10_000, attempts: 1, nodeTimeoutMs: 2500, notices: false });
   try {
     const started = performance.now();
     const error = await redlock.acquire('r').then(
@@ -105,12 +106,12 @@ test("a link gives up an attempt at its client's connect timeout: the transport 
     assert.ok(error instanceof NodesFailingError, String(error));
     assert.equal(error.nodes[0].cause, 'timeout', JSON.stringify(error.nodes));
     assert.match(error.nodes[0].error, /no connection within 300 ms; given up/);
-    assert.ok(took >= 290 && took < 900, `failed after ${took} ms`);
+    assert.ok(took >= 290 && took < 2000, `failed after ${took} ms`);
     assert.equal(attempts.length, 1);
     // The close came before the failure was delivered: the attempt is already given up.
     assert.notEqual(attempts[0].abandoned, undefined, 'the attempt was aborted');
     const held = attempts[0].abandoned - attempts[0].started;
-    assert.ok(held >= 290 && held < 900, `given up after ${held} ms`);
+    assert.ok(held >= 290 && held < 2000, `given up after ${held} ms`);
   } finally {
     redlock.close();
   }
@@ -139,8 +140,9 @@ test('subscriber connections that never open are given up too, at the same timeo
   for (const attempt of attempts) {
     assert.notEqual(attempt.abandoned, undefined, `an attempt left open: ${JSON.stringify(attempts)}`);
     const held = attempt.abandoned - attempt.started;
-    if (attempt.abandoned >= closedAt) assert.ok(held < 400, `held ${held} ms before the close`);
-    else assert.ok(held >= 240 && held < 700, `given up after ${held} ms: ${JSON.stringify(attempts)}`);
+    // (Upper bounds with room for a loaded machine; without the give-up nothing is abandoned.)
+    if (attempt.abandoned >= closedAt) assert.ok(held < 1000, `held ${held} ms before the close`);
+    else assert.ok(held >= 240 && held < 1000, `given up after ${held} ms: ${JSON.stringify(attempts)}`);
   }
   // Both kinds: the subscriber's attempt opened while the link's was under way.
   const overlapping = attempts.some((a, i) =>
@@ -155,18 +157,7 @@ test("real sockets the core gives up (the link's and the subscriber's) are close
   // sets none, and gets the core's 2 s). With a wait limit the acquisition listens from
   // its start, so the node's subscriber socket opens alongside the link's, and both are
   // opened again after their pauses while the acquisition keeps trying.
-  const connections = [];
-  const sockets = [];
-  const server = net.createServer((socket) => {
-    const entry = { opened: performance.now(), closed: undefined };
-    connections.push(entry);
-    sockets.push(socket);
-    socket.on('error', () => {});
-    socket.on('close', () => (entry.closed = performance.now()));
-    socket.resume(); // reads, so the client's close is seen
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
+  const { port, connections, close: closeServer } = await silentServer();
   const openSockets = () => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
   const before = openSockets();
   const node = netSocket({ host: '127.0.0.1', port, tls: { rejectUnauthorized: false, servername: 'silent.invalid' } });
@@ -193,7 +184,7 @@ test("real sockets the core gives up (the link's and the subscriber's) are close
     for (const c of connections) {
       assert.notEqual(c.closed, undefined, `a socket left open: ${JSON.stringify(connections)}`);
       const held = c.closed - c.opened;
-      assert.ok(held >= 350 && held < 1000, `a socket given up after ${held} ms: ${JSON.stringify(connections)}`);
+      assert.ok(held >= 350 && held < 1500, `a socket given up after ${held} ms: ${JSON.stringify(connections)}`);
     }
     const overlapping = connections.some((a, i) =>
       connections.some((b, j) => i !== j && b.opened >= a.opened && b.opened < a.closed),
@@ -203,8 +194,6 @@ test("real sockets the core gives up (the link's and the subscriber's) are close
   } finally {
     redlock.close();
     node.close();
-    const closed = new Promise((resolve) => server.close(resolve));
-    sockets.forEach((socket) => socket.destroy());
-    await closed;
+    await closeServer();
   }
 });

@@ -2,6 +2,7 @@
 // project's script (scripts/redis-nodes.sh), and small helpers around them.
 
 import { execFileSync } from 'node:child_process';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const script = fileURLToPath(new URL('../../../scripts/redis-nodes.sh', import.meta.url));
@@ -80,3 +81,32 @@ export function commandStats(port) {
 }
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A server on a free loopback port that accepts TCP connections and never answers (a
+ * TLS client's handshake then waits forever, as for an address that drops every packet).
+ * `connections` records when each opened and when the client closed it; `close()` stops
+ * the server and drops what it still holds.
+ */
+export async function silentServer() {
+  const connections = [];
+  const sockets = [];
+  const server = net.createServer((socket) => {
+    const entry = { opened: performance.now(), closed: undefined };
+    connections.push(entry);
+    sockets.push(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => (entry.closed = performance.now()));
+    socket.resume(); // reads, so the client's close is seen
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: server.address().port,
+    connections,
+    close: async () => {
+      const closed = new Promise((resolve) => server.close(resolve));
+      sockets.forEach((socket) => socket.destroy());
+      await closed;
+    },
+  };
+}

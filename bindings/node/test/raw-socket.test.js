@@ -6,6 +6,7 @@ import net from 'node:net';
 import { test } from 'node:test';
 
 import { NodesFailingError, Redlock, StreamTransport, netSocket } from '../index.js';
+import { silentServer } from './helpers.js';
 import { integrationSuite } from './suite.js';
 
 integrationSuite('raw sockets', 7240, async (urls) => {
@@ -74,18 +75,7 @@ test("a node that never finishes its handshake is given up after the core's conn
   // A server that accepts TCP connections and never answers: a TLS client's handshake
   // waits forever, as for an address that drops every packet. The core's default bounds
   // it (2 s); the next acquisition opens a new connection.
-  const connections = [];
-  const sockets = [];
-  const server = net.createServer((socket) => {
-    const entry = { opened: performance.now(), closed: undefined };
-    connections.push(entry);
-    sockets.push(socket);
-    socket.on('error', () => {});
-    socket.on('close', () => (entry.closed = performance.now()));
-    socket.resume(); // reads, so the client's close is seen
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
+  const { port, connections, close: closeServer } = await silentServer();
   const node = netSocket({ host: '127.0.0.1', port, tls: { rejectUnauthorized: false } });
   // A node timeout past the connect timeout: the first acquisition waits for the link.
   const redlock = new Redlock([node], { ttlMs: 10_000, nodeTimeoutMs: 2500, attempts: 1 });
@@ -121,8 +111,6 @@ test("a node that never finishes its handshake is given up after the core's conn
   } finally {
     redlock.close();
     node.close();
-    const closed = new Promise((resolve) => server.close(resolve));
-    sockets.forEach((socket) => socket.destroy());
-    await closed;
+    await closeServer();
   }
 });

@@ -164,7 +164,7 @@ final class NoticeListenerTest extends TestCase
             $listener->listen([self::CHANNEL], $events);
             $opened = Clock::nowUs();
             $this->assertSame(1, $node->synSent(), 'opening');
-            $this->assertEqualsWithDelta($opened + 150_000, $listener->nextDue(), 20_000, 'due at the timeout');
+            $this->assertEqualsWithDelta($opened + 150_000, $listener->nextDue(), 100_000, 'due at the timeout');
 
             while ($node->synSent() > 0 && Clock::nowUs() < $opened + 1_000_000) {
                 $listener->select(5_000);
@@ -172,7 +172,7 @@ final class NoticeListenerTest extends TestCase
             $gaveUp = Clock::nowUs();
             $this->assertSame(0, $node->synSent(), 'its socket is closed');
             $this->assertGreaterThanOrEqual(145_000, $gaveUp - $opened, 'at the timeout');
-            $this->assertLessThan(400_000, $gaveUp - $opened, 'at the timeout');
+            $this->assertLessThan(900_000, $gaveUp - $opened, 'at the timeout (room for a loaded machine)');
             $this->assertSame([], $listener->streams(), 'nothing left to select');
             $this->assertSame([], self::notices($events), 'nothing reported');
 

@@ -659,7 +659,8 @@ async fn a_connection_that_never_opens_is_given_up_after_the_clients_connect_tim
     // The link gives the attempt up at the builder's timeout, and the socket is closed.
     let held = held_by_a_silent_node(Some(Duration::from_millis(500))).await;
     assert!(
-        held >= Duration::from_millis(450) && held < Duration::from_millis(1500),
+        // Short of the 2 s default, with room for a loaded machine.
+        held >= Duration::from_millis(450) && held < Duration::from_millis(1900),
         "given up after {held:?}"
     );
 }
@@ -738,7 +739,7 @@ async fn a_subscriber_connection_that_never_confirms_is_given_up_by_the_core() {
     // scheduling); none was left open, and the waiter kept trying for its whole limit.
     assert!(closed.len() >= 4, "{closed:?}");
     assert!(
-        closed.iter().all(|d| *d < Duration::from_millis(900)),
+        closed.iter().all(|d| *d < Duration::from_millis(1300)),
         "{closed:?}"
     );
     assert!(started.elapsed() >= Duration::from_millis(1400));

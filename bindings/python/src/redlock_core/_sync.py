@@ -22,7 +22,7 @@ import ssl
 import threading
 import weakref
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -54,12 +54,37 @@ class _Attempt:
     link's first ``CONNECT``), and whether it was given up. Changed under the Redlock's
     lock."""
 
-    __slots__ = ("connection", "generation", "given_up")
+    __slots__ = ("connection", "error", "generation", "given_up")
 
     def __init__(self, generation: int | None) -> None:
         self.connection: Any = None
+        self.error: Exception | None = None
         self.generation = generation
         self.given_up = False
+
+    def start(self, opener: Callable[[_Attempt], None], name: str) -> None:
+        """Runs ``opener(self)`` on a daemon thread named ``name``."""
+        threading.Thread(target=opener, args=(self,), name=name, daemon=True).start()
+
+    def open(self, lock: threading.Condition, make: Callable[[], Any]) -> tuple[Any, bool]:
+        """On the attempt's thread: the connection ``make()`` builds, opened (TCP, TLS, the
+        client's handshake) unless the attempt was given up first, and whether that
+        worked. ``lock`` is the Redlock's."""
+        connection: Any = None
+        try:
+            connection = make()
+            with lock:
+                self.connection = connection
+                given_up = self.given_up
+            if given_up:
+                raise ConnectionError("the connection attempt was given up")
+            connection.connect()
+            if connection._sock is None:
+                raise ConnectionError("the client's connection has no socket")
+        except Exception as error:
+            self.error = error
+            return connection, False
+        return connection, True
 
     def give_up(self) -> None:
         """Under the lock: nothing the attempt learns counts any more. A handshake under
@@ -142,12 +167,7 @@ class _SocketIO:
         """Starts a connection attempt for ``generation`` (``None``: a spare)."""
         attempt = _Attempt(generation)
         self._attempt = attempt
-        threading.Thread(
-            target=self._open,
-            args=(attempt,),
-            name=f"redlock-{self._owner.serial}-node-{self._node.index}-connect",
-            daemon=True,
-        ).start()
+        attempt.start(self._open, f"redlock-{self._owner.serial}-node-{self._node.index}-connect")
 
     def _adopt(self, connection: Any, generation: int) -> None:
         """Makes ``connection`` the node's current one and tells the link."""
@@ -213,20 +233,9 @@ class _SocketIO:
         over: to the link (as connected, or failed with why) if the attempt still counts,
         as the spare if it was one, otherwise it is closed."""
         owner, node = self._owner, self._node
-        connection: Any = None
-        error: BaseException | None = None
-        try:
-            connection = connection_like(self._client, Retry(NoBackoff(), 0))
-            with owner._cond:
-                attempt.connection = connection
-                given_up = attempt.given_up
-            if given_up:
-                raise ConnectionError("the connection attempt was given up")
-            connection.connect()
-            if connection._sock is None:
-                raise ConnectionError("the client's connection has no socket")
-        except BaseException as raised:
-            error = raised
+        connection, opened = attempt.open(
+            owner._cond, lambda: connection_like(self._client, Retry(NoBackoff(), 0))
+        )
         kept = False
         with owner._cond:
             current = self._attempt is attempt and not owner._stopped
@@ -236,15 +245,16 @@ class _SocketIO:
             if not current:
                 pass  # given up: nothing more is reported for it
             elif generation is None:
-                if error is None:
+                if opened:
                     self._spare, kept = connection, True
                 # A failed spare: the link's own CONNECT will try, and report why.
             elif generation != node.generation:
                 pass  # the link moved on (it always gives the attempt up first)
-            elif error is None:
+            elif opened:
                 self._adopt(connection, generation)
                 kept = True
             else:
+                error = attempt.error or ConnectionError("the connection failed")
                 node.failed(generation, error, now_us())
                 owner._engine.pump(node)
         if not kept and connection is not None:
@@ -388,36 +398,23 @@ class _SubscriberIO:
                 return  # closed already
             self._give_up()  # superseded
             self._opening = attempt
-        threading.Thread(
-            target=self._open,
-            args=(attempt,),
-            name=f"redlock-{self._owner.serial}-notices-{self._subscriber.index}-connect",
-            daemon=True,
-        ).start()
+        attempt.start(
+            self._open, f"redlock-{self._owner.serial}-notices-{self._subscriber.index}-connect"
+        )
 
     def _open(self, attempt: _Attempt) -> None:
         """An attempt's thread: opens the connection, then hands it to the subscriber's
         thread, or reports it failed, unless the attempt was given up."""
         owner = self._owner
-        connection: Any = None
-        failed = False
-        try:
-            connection = subscriber_like(self._client, Retry(NoBackoff(), 0))
-            with owner._cond:
-                attempt.connection = connection
-                given_up = attempt.given_up
-            if given_up:
-                raise ConnectionError("the connection attempt was given up")
-            connection.connect()
-            if connection._sock is None:
-                raise ConnectionError("the client's connection has no socket")
-        except Exception:  # no notices from this node for a while; waits go on
-            failed = True
+        # A failure means no notices from this node for a while; waits go on.
+        connection, opened = attempt.open(
+            owner._cond, lambda: subscriber_like(self._client, Retry(NoBackoff(), 0))
+        )
         generation = attempt.generation
         with owner._cond:
             if self._opening is attempt and not owner._stopped and generation is not None:
                 self._opening = None
-                if not failed:
+                if opened:
                     self._opened = (connection, generation)
                     self.poke()
                     return
