@@ -1,6 +1,7 @@
 package io.github.redlockcore.jedis;
 
 import io.github.redlockcore.RedlockArgumentException;
+import io.github.redlockcore.internal.ConnectTimeout;
 import io.github.redlockcore.internal.Engine;
 import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
@@ -40,8 +41,8 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
   /** False for a Sentinel's master: no subscriber connections for release notices. */
   private boolean notices = true;
 
-  /** Set by withConnectTimeout; null: the core's. */
-  private java.time.Duration connectTimeout;
+  /** Set by withConnectTimeout, else the core's. */
+  private final ConnectTimeout connectTimeout = new ConnectTimeout();
 
   private JedisDriver(List<Supplier<Jedis>> nodes) {
     if (nodes.isEmpty()) {
@@ -150,25 +151,21 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
    * Sets how long this driver's connection attempts may take (TCP, TLS, {@code AUTH},
    * {@code SELECT}, a Sentinel lookup) before the core gives one up with the cause {@code
    * timeout}, and its subscriber connections the same ({@link Driver#connectTimeout()}).
-   * By default the core's, 2 s, as is Jedis's own default; give the one your pools' or factories' clients use (a pool does not expose it). Read when a client is built
-   * over this driver. Returns this driver.
+   * By default the core's, 2 s, as is Jedis's own; give the one your pools' or factories'
+   * clients use (a pool does not expose it). Read when a client is built over this driver.
+   * Returns this driver.
    *
    * @throws RedlockArgumentException {@code invalid_argument} for a timeout that is not
    *     positive
    */
   public JedisDriver withConnectTimeout(java.time.Duration timeout) {
-    Objects.requireNonNull(timeout, "timeout");
-    if (timeout.isNegative() || timeout.isZero()) {
-      throw new RedlockArgumentException("invalid_argument",
-          "the connect timeout must be positive, got " + timeout);
-    }
-    this.connectTimeout = timeout;
+    connectTimeout.set(timeout);
     return this;
   }
 
   @Override
   public java.time.Duration connectTimeout() {
-    return connectTimeout != null ? connectTimeout : Driver.super.connectTimeout();
+    return connectTimeout.get();
   }
 
   @Override

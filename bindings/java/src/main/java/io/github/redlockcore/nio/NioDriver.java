@@ -1,6 +1,7 @@
 package io.github.redlockcore.nio;
 
 import io.github.redlockcore.RedlockArgumentException;
+import io.github.redlockcore.internal.ConnectTimeout;
 import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
 import io.github.redlockcore.spi.NodeConnection;
@@ -12,7 +13,6 @@ import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 
 /**
  * Per-node I/O over plain {@code java.nio} socket channels, served by the client's loop
@@ -50,8 +50,8 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
 
   private final List<Node> nodes;
 
-  /** Set by withConnectTimeout; null: the core's. */
-  private java.time.Duration connectTimeout;
+  /** Set by withConnectTimeout, else the core's. */
+  private final ConnectTimeout connectTimeout = new ConnectTimeout();
 
   private NioDriver(List<Node> nodes) {
     if (nodes.isEmpty()) {
@@ -170,25 +170,20 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
    * Sets how long this driver's connection attempts may take (TCP, TLS, {@code AUTH},
    * {@code SELECT}, a Sentinel lookup) before the core gives one up with the cause {@code
    * timeout}, and its subscriber connections the same ({@link Driver#connectTimeout()}).
-   * By default the core's, 2 s, the same in every binding. Read when a client is built
-   * over this driver. Returns this driver.
+   * By default the core's, 2 s, the same in every binding. Read when a client is
+   * built over this driver. Returns this driver.
    *
    * @throws RedlockArgumentException {@code invalid_argument} for a timeout that is not
    *     positive
    */
   public NioDriver withConnectTimeout(java.time.Duration timeout) {
-    Objects.requireNonNull(timeout, "timeout");
-    if (timeout.isNegative() || timeout.isZero()) {
-      throw new RedlockArgumentException("invalid_argument",
-          "the connect timeout must be positive, got " + timeout);
-    }
-    this.connectTimeout = timeout;
+    connectTimeout.set(timeout);
     return this;
   }
 
   @Override
   public java.time.Duration connectTimeout() {
-    return connectTimeout != null ? connectTimeout : Driver.super.connectTimeout();
+    return connectTimeout.get();
   }
 
   @Override
