@@ -7,7 +7,6 @@ import tls from 'node:tls';
 import { Decoder, encodeCommand } from '../wasm/redlock_wasm.js';
 import { SocketNode } from './resp.js';
 
-
 function parseAddress(address) {
   if (typeof address !== 'string') return address;
   const url = new URL(address.includes('://') ? address : `redis://${address}`);

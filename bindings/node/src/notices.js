@@ -20,7 +20,6 @@ import { nowUs } from './clock.js';
 
 const { Open, Subscribe, Unsubscribe, Close } = SubscriberOutputKind;
 
-
 /**
  * The subscriber of a node whose transport cannot subscribe (a `send(args)` connection,
  * or one whose `subscriber()` threw): every opening fails, so the core keeps it closed
