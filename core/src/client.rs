@@ -8,6 +8,7 @@ use core::time::Duration;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
+use crate::command::LISTENER_ID_BYTES;
 use crate::config::Config;
 use crate::error::UsageError;
 use crate::operation::Operation;
@@ -60,15 +61,20 @@ impl AcquireOptions {
 pub struct Redlock {
     config: Arc<Config>,
     source: Source,
+    /// The listener id ([`crate::waiter_channel`]), once drawn: at the start, or at the
+    /// first waiting acquisition if the OS source failed then.
+    listener: Option<[u8; LISTENER_ID_BYTES]>,
 }
 
 impl Redlock {
     /// A client whose tokens come from the operating system's CSPRNG.
     #[cfg(feature = "os-random")]
     pub fn new(config: Config) -> Redlock {
+        let source = Source::Os;
         Redlock {
             config: Arc::new(config),
-            source: Source::Os,
+            listener: source.listener_id().ok(),
+            source,
         }
     }
 
@@ -76,9 +82,11 @@ impl Redlock {
     /// where no OS randomness exists; the seed MUST itself be secret and random, or
     /// tokens become predictable. The same seed gives the same tokens (for simulations).
     pub fn with_seed(config: Config, seed: [u8; 32]) -> Redlock {
+        let source = Source::Seeded(alloc::boxed::Box::new(ChaCha20Rng::from_seed(seed)));
         Redlock {
             config: Arc::new(config),
-            source: Source::Seeded(alloc::boxed::Box::new(ChaCha20Rng::from_seed(seed))),
+            listener: source.listener_id().ok(),
+            source,
         }
     }
 
@@ -118,9 +126,42 @@ impl Redlock {
             None => Arc::clone(&self.config),
         };
         let keys = self.keys(resources)?;
-        let random = self.source.operation_random(self.config.token_bytes())?;
+        let mut random = self.source.operation_random(self.config.token_bytes())?;
         let wait_until = options.wait.map(|wait| now.saturating_add(wait));
+        if wait_until.is_some() && !config.fencing() {
+            // A waiter: its id (the first token) begins with the listener id, so that
+            // the releases naming it reach this client's waiter channel only.
+            let listener = match self.listener {
+                Some(listener) => listener,
+                None => {
+                    let listener = self.source.listener_id()?;
+                    self.listener = Some(listener);
+                    listener
+                }
+            };
+            random.prefix_first_token(&listener);
+        }
         Ok(Operation::acquire(config, keys, random, now, wait_until))
+    }
+
+    /// The channels to subscribe to, on every node, for the release notices of an
+    /// acquisition of `resources` by this client: per key, its [`crate::notice_channel`]
+    /// (releases that name no waiter) and this client's [`crate::waiter_channel`]
+    /// (releases that name one of its waiters), the same as
+    /// [`crate::Operation::notice_channels`] of its waiting acquisitions. For drivers that
+    /// subscribe before the acquisition starts. The same resource rules as
+    /// [`Redlock::acquire`] apply. Without a listener id (the OS source failed so far),
+    /// only the notice channels.
+    pub fn notice_channels<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+    ) -> Result<Vec<Vec<u8>>, UsageError> {
+        let keys = self.keys(resources)?;
+        let listener = self.listener.map(|id| Token::from_random_bytes(&id));
+        Ok(crate::command::listening_channels(
+            &keys,
+            listener.as_ref().map(Token::as_bytes),
+        ))
     }
 
     /// Like [`Redlock::acquire_with`], with tokens and jitter drawn from `random` as

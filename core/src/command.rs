@@ -33,17 +33,19 @@ return 1
 
 /// Deletes each key that holds the token and answers `{deleted, listeners}`: how many
 /// keys it deleted and how many subscribers its notices reached. It never deletes a key
-/// that holds another value. For each key it deletes it publishes a release notice on
-/// the key's notice channel ([`notice_channel`]), so that waiters try again at once. The
-/// notice's message names the waiter first in the queue of the first key
-/// ([`queue_keys`], kept by [`QUEUED_ACQUIRE_SCRIPT`]; entries past their time are
-/// dropped first), or is empty when nobody waits there: that waiter tries at once and
-/// the others give it time. With a second argument, a waiter id, it first takes that
+/// that holds another value. For each key it deletes it publishes a release notice, so
+/// that a waiter tries again at once. The notice's message names the waiter first in
+/// the queue of the first key ([`queue_keys`], kept by [`QUEUED_ACQUIRE_SCRIPT`];
+/// entries past their time are dropped first), and goes to that waiter's client alone,
+/// on [`waiter_channel`] of the waiter and the key: the others keep their retry
+/// schedule, as the named one has the turn. When nobody waits there the message is
+/// empty and goes to the key's [`notice_channel`], for every listener. With a second argument, a waiter id, it first takes that
 /// waiter out of the queue (a held lock's release, or an abandoned acquisition's: its
 /// waiting is over). A server that refuses `PUBLISH` (an ACL) still releases.
 ///
-/// When its notice reached a subscriber, the waiter it names gets **the turn** on that
-/// node: `{key}:waiters:turn` holds its id for [`HANDOFF_TURN_MS`]. While that waiter is
+/// When its notice reached a subscriber (of the named waiter's channel), the waiter it
+/// names gets **the turn** on that node: `{key}:waiters:turn` holds its id for
+/// [`HANDOFF_TURN_MS`]. While that waiter is
 /// still queued and its turn runs, [`QUEUED_ACQUIRE_SCRIPT`] grants the free key only to
 /// waiters already in the queue, never to a newcomer (such as the releaser coming back
 /// at once), which joins the queue's end instead. A turn still running for a waiter still
@@ -86,7 +88,9 @@ for _, key in ipairs(KEYS) do
         end
       end
     end
-    local heard = redis.pcall('PUBLISH', 'redlock:released:' .. key, first)
+    local channel = 'redlock:released:' .. key
+    if first ~= '' then channel = 'redlock:waiter:' .. string.sub(first, 1, 16) .. ':' .. key end
+    local heard = redis.pcall('PUBLISH', channel, first)
     if type(heard) == 'number' then
       listeners = listeners + heard
       if give and heard > 0 then redis.call('SET', turn, first, 'PX', 50) end
@@ -95,9 +99,40 @@ for _, key in ipairs(KEYS) do
 end
 return {released, listeners}";
 
-/// The prefix of every notice channel: a release of key `k` is announced on
-/// `redlock:released:k`.
+/// The prefix of every notice channel: a release of key `k` that names no waiter is
+/// announced on `redlock:released:k`.
 pub const NOTICE_CHANNEL_PREFIX: &str = "redlock:released:";
+
+/// The prefix of every waiter channel ([`waiter_channel`]): a release of key `k` that
+/// names a waiter whose id begins with listener id `l` is announced on
+/// `redlock:waiter:l:k`, and nowhere else.
+pub const WAITER_CHANNEL_PREFIX: &str = "redlock:waiter:";
+
+/// How many random bytes make a client's listener id: a client draws them once, and
+/// the first token of each of its waiting acquisitions (the waiter id) begins with
+/// their hex.
+pub const LISTENER_ID_BYTES: usize = 8;
+
+/// The length of a listener id in a waiter id: the hex of [`LISTENER_ID_BYTES`] bytes.
+/// [`RELEASE_SCRIPT`] carries it as a literal; a test checks that they agree.
+pub const LISTENER_ID_CHARS: usize = 2 * LISTENER_ID_BYTES;
+
+/// The channel on which releases of `key` that name one of a listener's waiters are
+/// announced (see [`RELEASE_SCRIPT`]): `redlock:waiter:<listener>:<key>`, where
+/// `<listener>` is the first [`LISTENER_ID_CHARS`] bytes of `waiter` (a waiter id, or a
+/// client's listener id). A release that names a waiter publishes there only, so that
+/// of all the clients waiting for a lock only the one whose waiter has the turn wakes;
+/// a release that names nobody publishes on [`notice_channel`].
+pub fn waiter_channel(waiter: &[u8], key: &[u8]) -> Vec<u8> {
+    let listener = &waiter[..waiter.len().min(LISTENER_ID_CHARS)];
+    let mut channel =
+        Vec::with_capacity(WAITER_CHANNEL_PREFIX.len() + listener.len() + 1 + key.len());
+    channel.extend_from_slice(WAITER_CHANNEL_PREFIX.as_bytes());
+    channel.extend_from_slice(listener);
+    channel.push(b':');
+    channel.extend_from_slice(key);
+    channel
+}
 
 /// The channel on which releases of `key` are announced (see [`RELEASE_SCRIPT`]): a
 /// waiter subscribes to it on every node and hands each message to
@@ -107,6 +142,16 @@ pub fn notice_channel(key: &[u8]) -> Vec<u8> {
     channel.extend_from_slice(NOTICE_CHANNEL_PREFIX.as_bytes());
     channel.extend_from_slice(key);
     channel
+}
+
+/// The channels a listener subscribes to for `keys`: each key's [`notice_channel`], then,
+/// with a listener (or waiter) id, each key's [`waiter_channel`].
+pub(crate) fn listening_channels(keys: &[Vec<u8>], listener: Option<&[u8]>) -> Vec<Vec<u8>> {
+    let mut channels: Vec<Vec<u8>> = keys.iter().map(|key| notice_channel(key)).collect();
+    if let Some(listener) = listener {
+        channels.extend(keys.iter().map(|key| waiter_channel(listener, key)));
+    }
+    channels
 }
 
 /// If every key holds the token, sets each key's TTL and returns 1. Otherwise it changes
@@ -261,7 +306,7 @@ pub const CONNECT_TIMEOUT_DEFAULT_MS: u64 = 2_000;
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].
-pub const RELEASE_SHA1: &str = "bd76b1cd38ee44577c55312ceb9dd08a6e2a5a16";
+pub const RELEASE_SHA1: &str = "5c61ee297e2e4d3a29b3b9035e8f0b69d04ae219";
 /// SHA-1 of [`EXTEND_SCRIPT`].
 pub const EXTEND_SHA1: &str = "6aec6dabb71e80f87fc28910be87b135f17d85ab";
 /// SHA-1 of [`FENCED_ACQUIRE_SCRIPT`].
@@ -669,6 +714,33 @@ mod tests {
         let literal = alloc::format!("redis.call('SET', turn, first, 'PX', {HANDOFF_TURN_MS}) end");
         assert!(RELEASE_SCRIPT.contains(&literal), "{literal}");
         assert_eq!(RELEASE_SCRIPT.matches("'PX'").count(), 1);
+    }
+
+    #[test]
+    fn the_release_script_reads_listener_id_chars_of_a_waiter_id() {
+        let literal = alloc::format!(
+            "'{WAITER_CHANNEL_PREFIX}' .. string.sub(first, 1, {LISTENER_ID_CHARS}) .. ':' .. key"
+        );
+        assert!(RELEASE_SCRIPT.contains(&literal), "{literal}");
+        assert!(RELEASE_SCRIPT.contains(&alloc::format!("'{NOTICE_CHANNEL_PREFIX}' .. key")));
+    }
+
+    #[test]
+    fn a_waiter_channel_carries_the_listener_part_of_a_waiter_id() {
+        let waiter = b"0123456789abcdef0011223344556677";
+        assert_eq!(
+            waiter_channel(waiter, b"orders:42"),
+            b"redlock:waiter:0123456789abcdef:orders:42".to_vec()
+        );
+        // A listener id itself names the same channel; a shorter id is taken whole.
+        assert_eq!(
+            waiter_channel(&waiter[..LISTENER_ID_CHARS], b"orders:42"),
+            waiter_channel(waiter, b"orders:42")
+        );
+        assert_eq!(
+            waiter_channel(b"abc", b"k"),
+            b"redlock:waiter:abc:k".to_vec()
+        );
     }
 
     #[test]

@@ -780,18 +780,17 @@ impl Operation {
             && self.attempt < self.config.attempts()
     }
 
-    /// The channels on which releases of this acquisition's keys are announced, one per
-    /// key ([`crate::notice_channel`]): subscribe to them on every node while the
-    /// acquisition waits, and hand each message to [`Operation::handle_notice`]. Empty
-    /// for extensions, releases and finished acquisitions.
+    /// The channels on which releases of this acquisition's keys are announced: each
+    /// key's [`crate::notice_channel`] (releases that name no waiter) and, for a waiting
+    /// acquisition, each key's [`crate::waiter_channel`] of its waiter id (releases that
+    /// name one of its client's waiters). Subscribe to them on every node while the
+    /// acquisition listens, and hand each message to [`Operation::handle_notice_message`].
+    /// Empty for extensions, releases and finished acquisitions.
     pub fn notice_channels(&self) -> Vec<Vec<u8>> {
         if self.kind != OperationKind::Acquire || self.phase == Phase::Done {
             return Vec::new();
         }
-        self.keys
-            .iter()
-            .map(|key| crate::command::notice_channel(key))
-            .collect()
+        crate::command::listening_channels(&self.keys, self.waiter.as_ref().map(Token::as_bytes))
     }
 
     /// The live per-node view of the current (or last) round, late replies included.

@@ -90,6 +90,23 @@ pub(crate) enum Source {
 }
 
 impl Source {
+    /// A client's listener id ([`crate::LISTENER_ID_BYTES`] random bytes), drawn apart
+    /// from its operations' randomness: from the OS, or from stream 1 of the seed (the
+    /// operations draw from stream 0, so a seeded client's tokens do not move).
+    pub(crate) fn listener_id(&self) -> Result<[u8; crate::LISTENER_ID_BYTES], UsageError> {
+        let mut id = [0u8; crate::LISTENER_ID_BYTES];
+        match self {
+            #[cfg(feature = "os-random")]
+            Source::Os => getrandom::fill(&mut id).map_err(|_| UsageError::RandomSourceFailed)?,
+            Source::Seeded(rng) => {
+                let mut stream = ChaCha20Rng::from_seed(rng.get_seed());
+                stream.set_stream(1);
+                stream.fill_bytes(&mut id);
+            }
+        }
+        Ok(id)
+    }
+
     /// Randomness for one operation: the first token's bytes drawn now, and a seed for
     /// the stream later attempts draw from, expanded only if a retry needs it.
     pub(crate) fn operation_random(
@@ -149,6 +166,20 @@ impl OperationRandom {
         match self {
             OperationRandom::Bytes { bytes, used } => bytes.len().saturating_sub(*used) >= len,
             _ => true,
+        }
+    }
+
+    /// Makes the first token begin with `prefix` (a client's listener id, for its
+    /// waiting acquisitions; see [`crate::waiter_channel`]): the first `prefix.len()` of
+    /// its bytes, drawn from the client's source, are replaced. Caller-supplied bytes
+    /// are left as given.
+    pub(crate) fn prefix_first_token(&mut self, prefix: &[u8]) {
+        if let OperationRandom::Stream {
+            first, first_len, ..
+        } = self
+        {
+            let len = prefix.len().min(*first_len);
+            first[..len].copy_from_slice(&prefix[..len]);
         }
     }
 

@@ -599,3 +599,63 @@ fn extensions_releases_and_inspections_never_listen() {
     assert!(!client.release(&lease, at(200)).listens());
     assert!(!client.inspect(&["r"], at(200)).unwrap().listens());
 }
+
+#[test]
+fn a_clients_waiting_acquisitions_carry_its_listener_id_and_listen_on_its_waiter_channels() {
+    let config = Config::builder(3, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config.clone(), [8; 32]);
+    let waiting = redlock_core::AcquireOptions::new().wait(ms(2_000));
+    let one = client.acquire_with(&["a", "b"], &waiting, at(0)).unwrap();
+    let two = client.acquire_with(&["a", "b"], &waiting, at(0)).unwrap();
+    // The waiter id (the first token) begins with the client's listener id, the same for
+    // each of its waiting acquisitions; the rest is the acquisition's own.
+    let listener = &one.token().as_str()[..redlock_core::LISTENER_ID_CHARS];
+    assert!(listener.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(&two.token().as_str()[..16], listener);
+    assert_ne!(one.token(), two.token());
+    // Per key its notice channel, then the waiter channel of the listener id: what the
+    // client names for drivers that subscribe before the acquisition starts.
+    let expected: Vec<Vec<u8>> = vec![
+        b"redlock:released:a".to_vec(),
+        b"redlock:released:b".to_vec(),
+        format!("redlock:waiter:{listener}:a").into_bytes(),
+        format!("redlock:waiter:{listener}:b").into_bytes(),
+    ];
+    assert_eq!(one.notice_channels(), expected);
+    assert_eq!(client.notice_channels(&["a", "b"]).unwrap(), expected);
+    assert_eq!(
+        client.notice_channels::<&str>(&[]),
+        Err(UsageError::NoResources)
+    );
+    // An acquisition without a wait limit is no waiter: its token is all its own, and
+    // it listens on the notice channels only.
+    let mut plain = client.acquire(&["a"], at(0)).unwrap();
+    assert_ne!(&plain.token().as_str()[..16], listener);
+    let (sends, _, _) = drain(&mut plain);
+    let _ = answer(&mut plain, &sends, 100, |_| Reply::Nil);
+    assert_eq!(
+        plain.notice_channels(),
+        vec![b"redlock:released:a".to_vec()]
+    );
+    // The same seed, the same listener id (simulations replay); another seed, another.
+    let mut again = Redlock::with_seed(config.clone(), [8; 32]);
+    let replayed = again.acquire_with(&["a"], &waiting, at(0)).unwrap();
+    assert_eq!(replayed.token(), one.token());
+    let mut other = Redlock::with_seed(config, [9; 32]);
+    let theirs = other.acquire_with(&["a"], &waiting, at(0)).unwrap();
+    assert_ne!(&theirs.token().as_str()[..16], listener);
+}
+
+#[test]
+fn the_listener_id_leaves_a_seeded_clients_other_tokens_as_they_were() {
+    // The listener id comes from a stream of its own: the tokens of acquisitions without
+    // a wait limit are the seed's stream 0, as before listener ids existed.
+    let config = Config::builder(3, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [8; 32]);
+    let first = client.acquire(&["a"], at(0)).unwrap();
+    let mut stream = [0u8; 52];
+    use rand_chacha::rand_core::{RngCore, SeedableRng};
+    rand_chacha::ChaCha20Rng::from_seed([8; 32]).fill_bytes(&mut stream);
+    let hex: String = stream[..20].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(first.token().as_str(), hex);
+}

@@ -121,22 +121,17 @@ impl Redlock {
     }
 
     /// The channels on which releases of `resources` (one or an array; the key prefix
-    /// is applied) are announced, one per key: a waiter subscribes to them on every
-    /// node and hands each message to `Operation.handleNoticeMessage` with its node's index.
+    /// is applied) are announced to this client's acquisitions: per key, its notice
+    /// channel (releases that name no waiter) and this client's waiter channel (releases
+    /// that name one of its waiters). A waiter subscribes to them on every node and hands
+    /// each message to `Operation.handleNoticeMessage` with its node's index.
     #[wasm_bindgen(js_name = noticeChannels)]
     pub fn notice_channels(&self, resources: ResourcesJs) -> Result<KeysJs, JsValue> {
         let resources = crate::convert::resources(&resources)?;
-        // The lease of a placeholder token holds the keys exactly as an acquisition forms
-        // them (prefix, checks): the core's rule, not a copy of it.
-        let lease = self
+        let channels = self
             .inner
-            .lease(&resources, "0", redlock_core::Time::from_micros(0))
+            .notice_channels(&resources)
             .map_err(error::usage)?;
-        let channels: Vec<Vec<u8>> = lease
-            .keys()
-            .iter()
-            .map(|key| redlock_core::notice_channel(key))
-            .collect();
         let refs: Vec<BytesRef> = channels.iter().map(|c| BytesRef(c)).collect();
         to_js(&refs).map(JsValue::unchecked_into)
     }

@@ -139,7 +139,7 @@ test('RESP codec, scripts, limits and version', () => {
   assert.throws(() => decoder.nextReply(), isCode('too_large'));
   assert.throws(() => new core.Decoder({ maxBulk: -1 }), isCode('invalid_argument'));
   const scripts = core.scripts();
-  assert.equal(scripts.release.sha1, 'bd76b1cd38ee44577c55312ceb9dd08a6e2a5a16');
+  assert.equal(scripts.release.sha1, '5c61ee297e2e4d3a29b3b9035e8f0b69d04ae219');
   assert.match(scripts.extend.text, /PEXPIRE/);
   assert.equal(core.limits().maxNodes, 255);
   assert.equal(core.defaults().driftFixedUs, 2000);
@@ -454,7 +454,16 @@ test('notice channels and fence keys are the core\'s names', () => {
   assert.equal(core.fenceGuardKey('item'), '{item}:fence:accepted');
   assert.throws(() => core.noticeChannel(3), isCode('invalid_argument'));
   const redlock = new core.Redlock(new core.Config({ nodes: 3, ttlMs: 1000, keyPrefix: 'app:' }));
-  assert.deepEqual(redlock.noticeChannels(['a', 'b']), ['redlock:released:app:a', 'redlock:released:app:b']);
+  // Per key its notice channel, then this client's waiter channel (its listener id, the
+  // same for both keys and for every call).
+  const channels = redlock.noticeChannels(['a', 'b']);
+  assert.deepEqual(channels.slice(0, 2), ['redlock:released:app:a', 'redlock:released:app:b']);
+  const listener = /^redlock:waiter:([0-9a-f]{16}):app:a$/.exec(channels[2])?.[1];
+  assert.ok(listener, channels[2]);
+  assert.equal(channels[3], `redlock:waiter:${listener}:app:b`);
+  assert.deepEqual(redlock.noticeChannels(['a', 'b']), channels);
+  const other = new core.Redlock(new core.Config({ nodes: 3, ttlMs: 1000, keyPrefix: 'app:' }));
+  assert.notEqual(other.noticeChannels(['a'])[1], channels[2], 'each client has its own listener id');
   assert.throws(() => redlock.noticeChannels([]), isCode('no_resources'));
   assert.throws(() => redlock.noticeChannels(['a', 'a']), isCode('duplicate_resource'));
 });

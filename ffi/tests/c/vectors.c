@@ -742,14 +742,16 @@ static bool step(replay *r, const json *s, const char **error, json **outputs) {
         if (!op) return fail("no operation %s", target);
         uint64_t node;
         if (!json_u64(json_get(args, "node"), &node)) return fail("notice needs node");
-        /* Every channel the acquisition names is its key's, under the core's prefix. */
+        /* Every channel the acquisition names is one of its keys' under the core's
+           prefixes: the notice channels, then (a waiter) its waiter channels. */
         for (size_t i = 0; i < redlock_operation_notice_channel_count(op); i++) {
             char channel[512];
             size_t len = 0;
             if (redlock_operation_notice_channel(op, i, (uint8_t *)channel, sizeof channel, &len) !=
                     REDLOCK_OK ||
-                len < 17 || memcmp(channel, "redlock:released:", 17) != 0)
-                return fail("notice channel %zu is not a release channel", i);
+                !((len > 17 && memcmp(channel, "redlock:released:", 17) == 0) ||
+                  (len > 32 && memcmp(channel, "redlock:waiter:", 15) == 0 && channel[31] == ':')))
+                return fail("notice channel %zu is neither a release nor a waiter channel", i);
         }
         /* `message`: the text the notice carried; without it, the bare notice. */
         const char *message = json_string(json_get(args, "message"));

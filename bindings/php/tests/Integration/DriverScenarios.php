@@ -234,7 +234,7 @@ abstract class DriverScenarios extends TestCase
         $second->release();
         $redlock->flush();
         // The scripts were loaded on the new connection before any EVALSHA.
-        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', 'bd76b1cd38ee44577c55312ceb9dd08a6e2a5a16');
+        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', '5c61ee297e2e4d3a29b3b9035e8f0b69d04ae219');
         $this->assertSame([1], $exists);
     }
 
