@@ -909,7 +909,7 @@ impl Inner {
             // listens before its first attempt is sent, a retrying one as its failed
             // attempt's cleanup goes out.
             if listen && listening.is_none() && op.listens() {
-                listening = Some(self.notices.listen(keys));
+                listening = Some(self.notices.listen(op.notice_channels()));
             }
             let mut wake = None;
             let mut done = None;

@@ -1,10 +1,12 @@
 //! Release notices: one subscriber connection per node, shared by every waiting
 //! acquisition of the client.
 //!
-//! The release script publishes each key it deletes on the key's notice channel
-//! ([`redlock_core::notice_channel`]). An acquisition with a wait limit (from its start)
-//! or one that may retry and found its key held ([`Notices::listen`]) listens on its
-//! keys' channels on every node, and the driver hands each message to
+//! The release script publishes each key it deletes: on the waiter channel of the waiter
+//! it names ([`redlock_core::waiter_channel`]), or on the key's notice channel
+//! ([`redlock_core::notice_channel`]) when it names nobody. An acquisition with a wait
+//! limit (from its start) or one that may retry and found its key held
+//! ([`Notices::listen`]) listens on its channels
+//! ([`redlock_core::Operation::notice_channels`]) on every node, and the driver hands each message to
 //! [`redlock_core::Operation::handle_notice_message`] with the node it came from; the core
 //! decides whether to try again at once. A notice that is lost costs at most the retry
 //! delay the core would have waited anyway, and a forged one at most one early attempt.
@@ -134,15 +136,12 @@ impl Notices {
         }
     }
 
-    /// Starts listening for releases of `keys` on every node. The notices come out of
-    /// the returned [`Listening`] as node indexes; dropping it stops listening.
+    /// Starts listening on `channels` (an acquisition's
+    /// [`redlock_core::Operation::notice_channels`]) on every node. The notices come out
+    /// of the returned [`Listening`] with their node's index; dropping it stops listening.
     /// Must run inside a Tokio runtime (subscriber tasks may start).
-    pub(crate) fn listen(&self, keys: &[Vec<u8>]) -> Listening {
+    pub(crate) fn listen(&self, channels: Vec<Vec<u8>>) -> Listening {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let channels: Vec<Vec<u8>> = keys
-            .iter()
-            .map(|key| redlock_core::notice_channel(key))
-            .collect();
         let now = self.shared.now();
         let mut state = self.shared.state();
         let id = state.next_waiter;
@@ -507,7 +506,7 @@ mod tests {
         runtime.block_on(async {
             let client = redis::Client::open(url.as_str()).unwrap();
             let notices = Notices::new(vec![client], Duration::from_secs(2));
-            let mut listening = notices.listen(&[b"k".to_vec()]);
+            let mut listening = notices.listen(vec![b"k".to_vec()]);
             // The confirmation is reported (rule 13), then the message.
             assert_eq!(next(&mut listening).await, Some(Notice::Subscribed(0)));
             assert_eq!(

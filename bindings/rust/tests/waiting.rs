@@ -2,7 +2,8 @@
 //! waiter long before its retry delay, notices lost with their subscriber connections,
 //! caught again when the subscribers are back or left to the retry schedule when they are
 //! not, cancelled waits, fairness while a holder re-acquires in a loop, the turn a
-//! release gives the waiter it names (a newcomer cannot take the lock first), and
+//! release gives the waiter it names (a newcomer cannot take the lock first), a release
+//! that names a waiter reaching that waiter's client alone, and
 //! subscribers through AUTH and TLS. Nodes on base ports 7176 (shared), 7723 and 7728
 //! (the tests that kill subscriber connections), 7733 (password) and 7736 (TLS). The
 //! tests measure time, so they run one at a time.
@@ -12,7 +13,9 @@ mod common;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use redlock_client::core::{notice_channel, queue_keys, QUEUED_ACQUIRE_SCRIPT, RELEASE_SCRIPT};
+use redlock_client::core::{
+    notice_channel, queue_keys, waiter_channel, QUEUED_ACQUIRE_SCRIPT, RELEASE_SCRIPT,
+};
 use redlock_client::{Client, ErrorClass, LockOptions};
 
 use common::Nodes;
@@ -54,17 +57,38 @@ fn spawn_waiter(
     })
 }
 
-/// Subscribers of `resource`'s notice channel on each node.
+/// Subscribers of `resource`'s channels on each node: of its notice channel, once every
+/// waiter channel of it has as many (a waiter subscribes to both), otherwise -1.
 fn listeners(nodes: &Nodes, resource: &str) -> Vec<i64> {
+    listeners_of(nodes, resource, true)
+}
+
+/// As [`listeners`]; without `waiting` (acquisitions without a wait limit are no
+/// waiters), of its notice channel.
+fn listeners_of(nodes: &Nodes, resource: &str, waiting: bool) -> Vec<i64> {
     let channel = notice_channel(resource.as_bytes());
+    let pattern = waiter_channel(b"*", resource.as_bytes());
     (0..nodes.urls.len())
         .map(|i| {
-            let reply: (Vec<u8>, i64) = redis::cmd("PUBSUB")
+            let mut conn = nodes.conn(i);
+            let waiters: Vec<Vec<u8>> = redis::cmd("PUBSUB")
+                .arg("CHANNELS")
+                .arg(&pattern)
+                .query(&mut conn)
+                .unwrap();
+            let counts: Vec<(Vec<u8>, i64)> = redis::cmd("PUBSUB")
                 .arg("NUMSUB")
                 .arg(&channel)
-                .query(&mut nodes.conn(i))
+                .arg(waiters)
+                .query(&mut conn)
                 .unwrap();
-            reply.1
+            let shared = counts[0].1;
+            let waiters: i64 = counts[1..].iter().map(|(_, n)| n).sum();
+            if !waiting || shared == waiters {
+                shared
+            } else {
+                -1
+            }
         })
         .collect()
 }
@@ -146,7 +170,7 @@ fn a_retrying_acquisition_without_a_wait_limit_listens_once_its_first_attempt_fa
             })
         };
         assert!(eventually(
-            || listeners(&nodes, "wait:retrying") == vec![1; 5]
+            || listeners_of(&nodes, "wait:retrying", false) == vec![1; 5]
         ));
         let released = Instant::now();
         lock.release().await.unwrap();
@@ -570,6 +594,123 @@ fn a_newcomer_does_not_take_the_lock_from_the_waiter_a_release_names() {
                 .unwrap();
         }
     });
+}
+
+/// What `subscriber` receives within 200 ms: the channel and the message, if anything.
+fn received(subscriber: &mut redis::PubSub) -> Option<(Vec<u8>, Vec<u8>)> {
+    let message = subscriber.get_message().ok()?;
+    Some((
+        message.get_channel_name().as_bytes().to_vec(),
+        message.get_payload_bytes().to_vec(),
+    ))
+}
+
+#[test]
+fn a_release_that_names_a_waiter_reaches_that_waiters_client_alone() {
+    let _serial = serial();
+    let nodes = common::shared(7176);
+    let key = "wait:addressed";
+    let [order, expiry] = queue_keys(key.as_bytes());
+    // Two waiters of two clients (their ids begin with their listener ids), queued in
+    // this order behind a holder.
+    let (first, second) = ("0123456789abcdef-first", "fedcba9876543210-second");
+    let mut conn = nodes.conn(0);
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg("holder")
+        .arg("PX")
+        .arg(10_000)
+        .query(&mut conn)
+        .unwrap();
+    for (place, waiter) in [first, second].into_iter().enumerate() {
+        let refused: i64 = redis::cmd("EVAL")
+            .arg(QUEUED_ACQUIRE_SCRIPT)
+            .arg(3)
+            .arg(key)
+            .arg(&order)
+            .arg(&expiry)
+            .arg(format!("{waiter}-attempt"))
+            .arg(10_000)
+            .arg(waiter)
+            .arg(5_000)
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(refused, -(place as i64));
+    }
+    // A listener on the notice channel and one on each waiter's channel.
+    let channels = [
+        notice_channel(key.as_bytes()),
+        waiter_channel(first.as_bytes(), key.as_bytes()),
+        waiter_channel(second.as_bytes(), key.as_bytes()),
+    ];
+    assert_eq!(
+        channels[1],
+        b"redlock:waiter:0123456789abcdef:wait:addressed"
+    );
+    let mut connections: Vec<redis::Connection> = channels.iter().map(|_| nodes.conn(0)).collect();
+    let mut subscribers: Vec<redis::PubSub> = connections
+        .iter_mut()
+        .zip(&channels)
+        .map(|(connection, channel)| {
+            let mut subscriber = connection.as_pubsub();
+            subscriber.subscribe(channel).unwrap();
+            subscriber
+                .set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            subscriber
+        })
+        .collect();
+    let release = |token: &str, leaving: Option<&str>, conn: &mut redis::Connection| {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(RELEASE_SCRIPT).arg(1).arg(key).arg(token);
+        if let Some(waiter) = leaving {
+            cmd.arg(waiter);
+        }
+        cmd.query::<(i64, i64)>(conn).unwrap()
+    };
+    let take = |token: &str, conn: &mut redis::Connection| {
+        let _: () = redis::cmd("SET")
+            .arg(key)
+            .arg(token)
+            .arg("PX")
+            .arg(10_000)
+            .query(conn)
+            .unwrap();
+    };
+    // The holder's release names the first waiter, on its channel alone: one listener
+    // heard it (which gives it the turn).
+    assert_eq!(release("holder", None, &mut conn), (1, 1));
+    assert_eq!(
+        received(&mut subscribers[1]),
+        Some((channels[1].clone(), first.as_bytes().to_vec()))
+    );
+    assert_eq!(received(&mut subscribers[0]), None);
+    assert_eq!(received(&mut subscribers[2]), None);
+    // The first waiter's lock, released as a held lock is (it leaves the queue): names
+    // the second.
+    take("first-lock", &mut conn);
+    assert_eq!(release("first-lock", Some(first), &mut conn), (1, 1));
+    assert_eq!(
+        received(&mut subscribers[2]),
+        Some((channels[2].clone(), second.as_bytes().to_vec()))
+    );
+    assert_eq!(received(&mut subscribers[0]), None);
+    assert_eq!(received(&mut subscribers[1]), None);
+    // Nobody left: the release names nobody, on the notice channel, for every listener.
+    take("second-lock", &mut conn);
+    assert_eq!(release("second-lock", Some(second), &mut conn), (1, 1));
+    assert_eq!(
+        received(&mut subscribers[0]),
+        Some((channels[0].clone(), Vec::new()))
+    );
+    assert_eq!(received(&mut subscribers[1]), None);
+    assert_eq!(received(&mut subscribers[2]), None);
+    let _: () = redis::cmd("DEL")
+        .arg(&order)
+        .arg(&expiry)
+        .arg(format!("{{{key}}}:waiters:turn"))
+        .query(&mut conn)
+        .unwrap();
 }
 
 /// Hand-off through notices on `nodes` with `waiter`: fast although its retry delay is 2 s.
