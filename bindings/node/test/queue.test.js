@@ -70,12 +70,15 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
     const { clients, close } = await connect();
     const holder = new Redlock(clients, OPTIONS);
     const waiters = [0, 1, 2].map(() => new Redlock(clients, OPTIONS));
-    // What each release published on node 0: the id it named, or nothing.
+    // What each release published on node 0, and where: the id it named on that waiter's
+    // channel, or nothing on the resource's notice channel.
     const heard = [];
     const listener = new Redis(urls[0]).on('error', () => {});
-    listener.on('messageBuffer', (_channel, message) => heard.push(message.toString()));
+    listener.on('messageBuffer', (where, message) => heard.push([where.toString(), message.toString()]));
+    listener.on('pmessageBuffer', (_pattern, where, message) => heard.push([where.toString(), message.toString()]));
     try {
       await listener.subscribe(channel);
+      await listener.psubscribe(`redlock:waiter:*:${resource}`);
       const held = await holder.acquire(resource);
       const order = [];
       const handOffs = [];
@@ -115,12 +118,16 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
       const shown = `order ${order}, hand-offs ${handOffs.map((ms) => ms.toFixed(1)).join(', ')} ms`;
       assert.deepEqual(order, [0, 1, 2], `first come, first served: ${shown}`);
       assert.ok(Math.max(...handOffs) < BOUND_MS, `every hand-off well inside the retry delay: ${shown}`);
-      // Each release named the next waiter in the queue; the last one nobody.
+      // Each release named the next waiter in the queue, on that waiter's channel alone
+      // (its client's listener id, the id's first 16 characters); the last one nobody, on
+      // the notice channel.
       await until(
         async () => heard.length === 4,
         async () => `heard ${JSON.stringify(heard)}`,
       );
-      assert.deepEqual(heard, [...ids, '']);
+      const waiterChannel = (id) => `redlock:waiter:${id.slice(0, 16)}:${resource}`;
+      assert.deepEqual(heard, [...ids.map((id) => [waiterChannel(id), id]), [channel, '']]);
+      assert.equal(new Set(ids.map((id) => id.slice(0, 16))).size, 3, 'each client its own listener id');
       // Every waiter left the queue on every node.
       assert.deepEqual(await perNode((client) => client.exists(queue)), Array(5).fill(0));
       console.log(`named hand-offs (${name}): ${shown}`);
