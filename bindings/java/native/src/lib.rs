@@ -899,17 +899,17 @@ export!(Java_io_github_redlockcore_internal_Native_fencedSetReply(env, write: jl
     }
 });
 
-// The release-notice channel of each resource's key under this configuration's prefix
-// (the core's `notice_channel`), for the subscribers of waiting acquisitions.
-export!(Java_io_github_redlockcore_internal_Native_noticeChannels(env, config: jlong, resource_list: JObjectArray<'local>) -> jobjectArray = std::ptr::null_mut(), {
-    let config: &mut Config = handle(config, "configuration")?;
+// The channels this client's acquisitions of the resources listen on (the core's
+// `Redlock::notice_channels`: each key's notice channel, then this client's waiter
+// channel of each key), for the subscribers of waiting acquisitions.
+export!(Java_io_github_redlockcore_internal_Native_noticeChannels(env, client: jlong, resource_list: JObjectArray<'local>) -> jobjectArray = std::ptr::null_mut(), {
+    let client: &mut Redlock = handle(client, "client")?;
     let names = resources(env, &resource_list)?;
+    let channels = client.notice_channels(&names).map_err(usage_failure)?;
     let bytes = classes::class(&classes::classes(env)?.bytes);
-    let array = env.new_object_array(names.len() as i32, bytes, JObject::null())?;
-    for (i, name) in names.iter().enumerate() {
-        let mut key = config.key_prefix().to_vec();
-        key.extend_from_slice(name);
-        let channel = env.byte_array_from_slice(&redlock_core::notice_channel(&key))?;
+    let array = env.new_object_array(channels.len() as i32, bytes, JObject::null())?;
+    for (i, channel) in channels.iter().enumerate() {
+        let channel = env.byte_array_from_slice(channel)?;
         env.set_object_array_element(&array, i as i32, channel)?;
     }
     Ok(array.into_raw())

@@ -130,14 +130,14 @@ public final class Client extends NativeHandle {
   }
 
   /**
-   * The channels the nodes announce releases of {@code resources} on (the core's {@code
-   * notice_channel} of each key), for a waiting acquisition's subscribers.
+   * The channels the nodes announce releases of {@code resources} to this client's
+   * acquisitions on (the core's {@code Redlock::notice_channels}: each key's notice
+   * channel, for releases that name no waiter, then this client's waiter channel of each
+   * key, for releases that name one of its waiters), for a waiting acquisition's
+   * subscribers.
    */
-  public List<byte[]> noticeChannels(List<String> resources) {
-    byte[][] names = names(resources);
-    synchronized (config) {
-      return List.of(Native.noticeChannels(config.handle0(), names));
-    }
+  public synchronized List<byte[]> noticeChannels(List<String> resources) {
+    return List.of(Native.noticeChannels(handle(), names(resources)));
   }
 
   /** Starts acquiring with tokens and jitter drawn from {@code random} (tests, vectors). */

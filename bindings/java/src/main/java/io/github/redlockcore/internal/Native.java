@@ -155,8 +155,11 @@ public final class Native {
   public static native void operationHandleNoticeMessage(long operation, int node,
       byte[] message, long now);
 
-  /** Each resource's release-notice channel (the key with the configuration's prefix). */
-  public static native byte[][] noticeChannels(long config, byte[][] resources);
+  /**
+   * The channels the client's acquisitions of the resources listen on: each key's notice
+   * channel, then the client's waiter channel of each key.
+   */
+  public static native byte[][] noticeChannels(long client, byte[][] resources);
 
   // ---- the resource-side fencing check (the core's FencedSet) ----
 
