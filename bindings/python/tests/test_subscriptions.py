@@ -229,7 +229,10 @@ def test_the_engine_does_what_the_core_subscriptions_say(
     # A waiting acquisition listens from its start: the core opens every node.
     op = engine_.client.acquire("res", clock.now, wait_us=5_000_000)
     running = engine_.start(op)
-    (channel,) = running.channels
+    # The resource's notice channel and the client's waiter channel of it.
+    (channel, waiter_channel) = running.channels
+    assert channel == b"redlock:released:res"
+    assert waiter_channel.startswith(b"redlock:waiter:") and waiter_channel.endswith(b":res")
     assert done == [(0, (CONNECT,)), (1, (CONNECT,)), (2, (CONNECT,))]
     assert timer_pokes == [clock.now]  # the openings' deadline
     generations = [s.generation for s in subs]
@@ -238,24 +241,39 @@ def test_the_engine_does_what_the_core_subscriptions_say(
     # Node 0 opens: subscribed there; its confirmation counts once, and goes to the
     # waiting acquisition; a notice goes to it too.
     assert engine_.subscriber_opened(subs[0], generations[0])
-    assert done == [(0, (WRITE, encode([b"SUBSCRIBE", channel])))]
+    assert done == [
+        (0, (WRITE, encode([b"SUBSCRIBE", channel]))),
+        (0, (WRITE, encode([b"SUBSCRIBE", waiter_channel]))),
+    ]
     assert engine_.subscriber_received(subs[0], generations[0], confirmation(channel))
     assert engine_.subscriber_received(subs[0], generations[0], confirmation(channel))
     assert subscribed == [0]
-    message = b"*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$2\r\nid\r\n" % (len(channel), channel)
-    assert engine_.subscriber_received(subs[0], generations[0], message)
-    assert heard == [(0, b"id")]
+    assert engine_.subscriber_received(subs[0], generations[0], confirmation(waiter_channel))
+    assert subscribed == [0, 0]
+    for where, text in ((channel, b""), (waiter_channel, b"id")):
+        message = b"*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (
+            len(where),
+            where,
+            len(text),
+            text,
+        )
+        assert engine_.subscriber_received(subs[0], generations[0], message)
+    assert heard == [(0, b""), (0, b"id")]
     # What an older connection reports is ignored.
     assert not engine_.subscriber_opened(subs[1], generations[1] - 1)
     assert not engine_.subscriber_received(subs[0], generations[0] - 1, confirmation(channel))
-    assert subscribed == [0]
+    assert subscribed == [0, 0]
 
     # Node 1 refuses SUBSCRIBE: the core closes it, and opens it again only after its
     # pause, however often the timers look.
     done.clear()
     assert engine_.subscriber_opened(subs[1], generations[1])
     assert not engine_.subscriber_received(subs[1], generations[1], b"-NOPERM no\r\n")
-    assert done == [(1, (WRITE, encode([b"SUBSCRIBE", channel]))), (1, (CLOSE,))]
+    assert done == [
+        (1, (WRITE, encode([b"SUBSCRIBE", channel]))),
+        (1, (WRITE, encode([b"SUBSCRIBE", waiter_channel]))),
+        (1, (CLOSE,)),
+    ]
     refused_at = clock.now
     done.clear()
     for _ in range(5):
@@ -266,7 +284,7 @@ def test_the_engine_does_what_the_core_subscriptions_say(
     # Node 2 could not open: the same pause.
     done.clear()
     engine_.subscriber_failed(subs[2], generations[2])
-    assert done == [] and subscribed == [0]
+    assert done == [] and subscribed == [0, 0]
 
     # The acquisition ends: its channel lingers, then is unsubscribed and the open
     # connection closed.
@@ -278,7 +296,11 @@ def test_the_engine_does_what_the_core_subscriptions_say(
     assert (0, (CLOSE,)) not in done
     clock.now = ended + LINGER_US
     engine_.subscriber_timers()
-    assert done[:2] == [(0, (WRITE, encode([b"UNSUBSCRIBE", channel]))), (0, (CLOSE,))]
+    assert done[:3] == [
+        (0, (WRITE, encode([b"UNSUBSCRIBE", channel]))),
+        (0, (WRITE, encode([b"UNSUBSCRIBE", waiter_channel]))),
+        (0, (CLOSE,)),
+    ]
 
 
 # ---- both drivers on real nodes -------------------------------------------------------

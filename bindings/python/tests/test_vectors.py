@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -282,8 +283,17 @@ class Replay:
             name = name or self.last
             assert name is not None
             op = self.ops[name]
-            # Every channel an acquisition names is its key's release channel.
-            assert all(c.startswith(b"redlock:released:") for c in op.notice_channels())
+            # Every channel an acquisition names is one of its keys': its notice channel,
+            # or (a waiter) its waiter channel, named by the waiter id's first 16
+            # characters (one listener id for all of them).
+            channels = op.notice_channels()
+            listeners = {c[15:31] for c in channels if c.startswith(b"redlock:waiter:")}
+            assert len(listeners) <= 1, channels
+            assert all(
+                c.startswith(b"redlock:released:")
+                or re.fullmatch(rb"redlock:waiter:[0-9a-f]{16}:.+", c, re.S)
+                for c in channels
+            ), channels
             notice = step["notice"]
             try:
                 # ``message``: the text the notice carried; without it, the bare notice.

@@ -26,13 +26,22 @@ from .conftest import Nodes
 NOTICE_BOUND = 0.1
 
 
-def subscribers(nodes: Nodes, resource: str) -> list[int]:
-    """How many connections listen for releases of ``resource`` on each node."""
+def subscribers(nodes: Nodes, resource: str, waiting: bool = True) -> list[int]:
+    """How many connections listen for releases of ``resource`` on each node: on its
+    notice channel, once its waiter channels have as many in all (a waiter subscribes to
+    both), otherwise -1; with ``waiting`` false (acquisitions without a wait limit, which
+    are no waiters), on its notice channel."""
     channel = f"redlock:released:{resource}"
     counts = []
     for port in nodes.ports:
         with redis.Redis(port=port) as client:
-            counts.append(int(client.pubsub_numsub(channel)[0][1]))
+            shared = int(client.pubsub_numsub(channel)[0][1])
+            if not waiting:
+                counts.append(shared)
+                continue
+            waiters = client.pubsub_channels(f"redlock:waiter:*:{resource}")
+            waiting = sum(int(n) for _, n in client.pubsub_numsub(*waiters)) if waiters else 0
+            counts.append(shared if shared == waiting else -1)
     return counts
 
 
@@ -44,11 +53,12 @@ def wait_for(condition: Any, timeout: float = 2.0) -> None:
 
 
 def hand_off_by_notice(
-    nodes: Nodes, resource: str, holder_side: Redlock, acquire: Any
+    nodes: Nodes, resource: str, holder_side: Redlock, acquire: Any, waiting: bool = True
 ) -> dict[str, Any]:
-    """The holder takes ``resource``; a thread waits for it with ``acquire()`` (a Lock),
-    listening on every node; the holder releases. Returns how long the hand-off took
-    after the release (``after``) and the waiter's ``attempts``."""
+    """The holder takes ``resource``; a thread waits for it with ``acquire()`` (a Lock;
+    ``waiting``: with a wait limit), listening on every node; the holder releases.
+    Returns how long the hand-off took after the release (``after``) and the waiter's
+    ``attempts``."""
     got: dict[str, Any] = {}
 
     def wait() -> None:
@@ -60,7 +70,7 @@ def hand_off_by_notice(
     waiter = threading.Thread(target=wait)
     waiter.start()
     # The waiter failed once and listens on every node.
-    wait_for(lambda: subscribers(nodes, resource) == [1] * 5)
+    wait_for(lambda: subscribers(nodes, resource, waiting) == [1] * 5)
     released = time.monotonic()
     holder.release()
     waiter.join(5)
@@ -101,7 +111,7 @@ def test_a_retrying_acquisition_without_a_limit_listens_once_it_failed(
 
     with holder_side, waiter_side:
         got = hand_off_by_notice(
-            nodes, resource, holder_side, lambda: waiter_side.acquire(resource)
+            nodes, resource, holder_side, lambda: waiter_side.acquire(resource), waiting=False
         )
         assert got["after"] < NOTICE_BOUND, got["after"]
         assert got["attempts"] == 2, got["attempts"]
@@ -439,7 +449,7 @@ def test_a_waiter_hands_each_notice_message_to_the_core(
     assert heard, "no notice reached the core"
     assert {node for node, _ in heard} <= set(range(5)), heard
     assert {message for _, message in heard} == {waiter_id}
-    assert sorted(subscribed) == [0, 1, 2, 3, 4]
+    assert sorted(subscribed) == sorted(list(range(5)) * 2), "per node, both its channels"
 
 
 def check_queue_order(got: list[tuple[int, float]], released: list[float]) -> None:
