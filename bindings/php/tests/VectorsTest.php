@@ -85,9 +85,18 @@ final class VectorsTest extends TestCase
                     $op = isset($step['acquire']['wait_ms'])
                         ? $client->acquireWaitingWithRandom($step['acquire']['resources'], $step['acquire']['wait_ms'] * 1000, $random, $step['now'])
                         : $client->acquireWithRandom($step['acquire']['resources'], $random, $step['now']);
-                    foreach ($op->noticeChannels() as $channel) {
-                        $this->assertStringStartsWith('redlock:released:', $channel);
+                    // Per key its notice channel, then (a waiter) its waiter channel, named
+                    // by the first 16 characters of the waiter id (the first token).
+                    $prefix = (string) ($vector['config']['key_prefix'] ?? '');
+                    $resources = array_map(static fn (string $r): string => $prefix . $r, $step['acquire']['resources']);
+                    $expected = array_map(static fn (string $r): string => 'redlock:released:' . $r, $resources);
+                    if (isset($step['acquire']['wait_ms']) && empty($vector['config']['fencing'])) {
+                        $listener = bin2hex(substr($random, 0, 8));
+                        foreach ($resources as $r) {
+                            $expected[] = "redlock:waiter:{$listener}:{$r}";
+                        }
                     }
+                    $this->assertSame($expected, $op->noticeChannels(), $where);
                     $ops[$step['op']] = $op;
                     $last = $step['op'];
                 } elseif (isset($step['inspect'])) {

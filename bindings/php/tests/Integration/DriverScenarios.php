@@ -1067,14 +1067,17 @@ abstract class DriverScenarios extends TestCase
         do {
             $counts = [];
             for ($i = 0; $i < 5; $i++) {
-                $counts[] = Nodes::redis(static::basePort(), $i)->rawCommand('PUBSUB', 'NUMSUB', $channel)[1];
+                $node = Nodes::redis(static::basePort(), $i);
+                // The notice channel's subscribers, and every waiter channel of the resource.
+                $counts[] = $node->rawCommand('PUBSUB', 'NUMSUB', $channel)[1]
+                    + count($node->rawCommand('PUBSUB', 'CHANNELS', 'redlock:waiter:*:' . $resource));
             }
             if ($counts === array_fill(0, 5, 0)) {
                 break;
             }
             usleep(10_000);
         } while (Clock::nowUs() < $deadline);
-        $this->assertSame(array_fill(0, 5, 0), $counts, 'subscribers left on the notice channel');
+        $this->assertSame(array_fill(0, 5, 0), $counts, 'subscribers left on the notice or waiter channels');
     }
 
     /**

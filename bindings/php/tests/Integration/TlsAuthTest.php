@@ -63,12 +63,13 @@ final class TlsAuthTest extends TestCase
         $waiter = Redlock::create(self::$urls, new Options(nodeTimeoutMs: 1_000, retryDelayMs: 100, retryJitterMs: 0), ['cafile' => self::$ca]);
         $this->assertNull($waiter->tryAcquire('php-tls:wait', waitMs: 1_500));
         $waiter->flush();
-        // The waiter's subscriber connection came through TLS and AUTH and subscribed; its
-        // channel lingers after the wait, and the waiter's first call after the linger
+        // The waiter's subscriber connection came through TLS and AUTH and subscribed to
+        // its two channels (the resource's notice channel and the client's waiter channel);
+        // they linger after the wait, and the waiter's first call after the linger
         // unsubscribes and closes it.
         $admin = new StreamCommand(Native::get(), NodeAddress::fromUrl(self::$urls[0], ['cafile' => self::$ca]));
         $clients = $admin->call(['CLIENT', 'LIST'], 2_000_000)->bytes();
-        $this->assertMatchesRegularExpression('/ sub=1 .* cmd=subscribe /', $clients);
+        $this->assertMatchesRegularExpression('/ sub=2 .* cmd=subscribe /', $clients);
         usleep(1000 * Native::get()->ffi->redlock_notice_channel_linger_ms() + 50_000);
         $waiter->flush();
         $deadline = Clock::nowUs() + 1_000_000;
