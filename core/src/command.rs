@@ -39,18 +39,18 @@ return 1
 /// entries past their time are dropped first), and goes to that waiter's client alone,
 /// on [`waiter_channel`] of the waiter and the key: the others keep their retry
 /// schedule, as the named one has the turn. When nobody waits there the message is
-/// empty and goes to the key's [`notice_channel`], for every listener. With a second argument, a waiter id, it first takes that
-/// waiter out of the queue (a held lock's release, or an abandoned acquisition's: its
-/// waiting is over). A server that refuses `PUBLISH` (an ACL) still releases.
+/// empty and goes to the key's [`notice_channel`], for every listener. With a second
+/// argument, a waiter id, it first takes that waiter out of the queue (a held lock's
+/// release, or an abandoned acquisition's: its waiting is over). A server that refuses
+/// `PUBLISH` (an ACL) still releases.
 ///
 /// When its notice reached a subscriber (of the named waiter's channel), the waiter it
 /// names gets **the turn** on that node: `{key}:waiters:turn` holds its id for
-/// [`HANDOFF_TURN_MS`]. While that waiter is
-/// still queued and its turn runs, [`QUEUED_ACQUIRE_SCRIPT`] grants the free key only to
-/// waiters already in the queue, never to a newcomer (such as the releaser coming back
-/// at once), which joins the queue's end instead. A turn still running for a waiter still
-/// queued is kept (not renewed) and that waiter named again, so every turn ends by its
-/// time at the latest. A release that waiters heard also gives them a short head start
+/// [`HANDOFF_TURN_MS`]. While that waiter is still queued and its turn runs,
+/// [`QUEUED_ACQUIRE_SCRIPT`] grants the free key only to waiters already in the queue,
+/// never to a newcomer (such as the releaser coming back at once), which joins the
+/// queue's end instead. A turn still running for a waiter still queued is kept (not
+/// renewed) and that waiter named again, so every turn ends by its time at the latest
 /// (`docs/waiting.md`, "Fairness").
 pub const RELEASE_SCRIPT: &str = "local lock = KEYS[1]
 local open = string.find(lock, '{', 1, true)
@@ -134,9 +134,9 @@ pub fn waiter_channel(waiter: &[u8], key: &[u8]) -> Vec<u8> {
     channel
 }
 
-/// The channel on which releases of `key` are announced (see [`RELEASE_SCRIPT`]): a
-/// waiter subscribes to it on every node and hands each message to
-/// [`crate::Operation::handle_notice`] with the node it came from.
+/// The channel on which releases of `key` that name no waiter are announced (see
+/// [`RELEASE_SCRIPT`]): a listener subscribes to it on every node and hands each message
+/// to [`crate::Operation::handle_notice_message`] with the node it came from.
 pub fn notice_channel(key: &[u8]) -> Vec<u8> {
     let mut channel = Vec::with_capacity(NOTICE_CHANNEL_PREFIX.len() + key.len());
     channel.extend_from_slice(NOTICE_CHANNEL_PREFIX.as_bytes());
