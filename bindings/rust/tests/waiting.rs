@@ -202,6 +202,17 @@ fn a_wait_limit_gives_up_at_the_limit_with_held_elsewhere() {
             .lock("wait:limit", Duration::from_secs(10))
             .await
             .unwrap();
+        // The holder's lock is decided at a quorum; its last SETs may still be on their
+        // way, and a waiter's attempt that reached a node first would take it there (and
+        // give it back), leaving that node empty. Wait for the holder's key everywhere.
+        let token = lock.token().to_string();
+        let held_everywhere = || {
+            nodes
+                .values("wait:limit")
+                .iter()
+                .all(|v| v.as_deref() == Some(token.as_str()))
+        };
+        assert!(eventually(&held_everywhere));
         for limit in [Duration::from_millis(500), Duration::from_millis(1200)] {
             let started = Instant::now();
             let error = waiter
@@ -223,11 +234,7 @@ fn a_wait_limit_gives_up_at_the_limit_with_held_elsewhere() {
             .unwrap_err();
         assert!(matches!(&error, redlock_client::Error::NotAcquired(n) if n.attempts == 1));
         // Nothing left behind: the holder's keys, no subscription.
-        let token = lock.token().to_string();
-        assert!(nodes
-            .values("wait:limit")
-            .iter()
-            .all(|v| v.as_deref() == Some(token.as_str())));
+        assert!(held_everywhere());
         assert!(eventually(|| listeners(&nodes, "wait:limit") == vec![0; 5]));
         lock.release().await.unwrap();
     });
