@@ -6,10 +6,11 @@
 //! ([`redlock_core::notice_channel`]) when it names nobody. An acquisition with a wait
 //! limit (from its start) or one that may retry and found its key held
 //! ([`Notices::listen`]) listens on its channels
-//! ([`redlock_core::Operation::notice_channels`]) on every node, and the driver hands each message to
-//! [`redlock_core::Operation::handle_notice_message`] with the node it came from; the core
-//! decides whether to try again at once. A notice that is lost costs at most the retry
-//! delay the core would have waited anyway, and a forged one at most one early attempt.
+//! ([`redlock_core::Operation::notice_channels`]) on every node, and the driver hands
+//! each message to [`redlock_core::Operation::handle_notice_message`] with the node it
+//! came from; the core decides whether to try again at once. A notice that is lost costs
+//! at most the retry delay the core would have waited anyway, and a forged one at most
+//! one early attempt.
 //!
 //! The connections follow the core's [`Subscriptions`] (its docs give the policy: when a
 //! node's subscriber connection opens and closes, which channels it subscribes, how long
