@@ -209,6 +209,7 @@ class Running:
     __slots__ = (
         "changed",
         "channels",
+        "error",
         "events",
         "last_deadline",
         "may_listen",
@@ -223,6 +224,8 @@ class Running:
         self.tag = tag
         self.wait_until: int | None = None
         self.changed = False
+        #: What polling it raised where a delivery arrived, for its waiter to raise.
+        self.error: Exception | None = None
         self.outcome: Outcome | None = None
         self.last_deadline = 0
         self.may_listen = False
@@ -270,8 +273,15 @@ class Engine:
         self.running: dict[int, Running] = {}
         self._io = io
         self._tags = itertools.count(1)
-        #: Called with each operation a delivery changed (the driver wakes its waiter).
+        #: Called with an operation that has something for its waiter: its outcome,
+        #: events, or another wait (the driver wakes the waiter).
         self.on_change: Callable[[Running], None] = lambda running: None
+        #: Operations a delivery changed, to poll once the node's outputs are handed
+        #: out (:meth:`_settle`); ``_stepping`` inside :meth:`step`, ``_settling``
+        #: inside :meth:`_settle`.
+        self._stale: deque[Running] = deque()
+        self._stepping = False
+        self._settling = False
         #: Whether acquisitions listen for release notices once an attempt failed.
         self.notices = False
         #: The core's policy for the subscriber connections, and each node's connection.
@@ -295,12 +305,48 @@ class Engine:
         except Exception:  # a duplicate: the core refused it and changed nothing
             return
         running.changed = True
-        self.on_change(running)
+        self._stale.append(running)
 
     def pump(self, node: NodeProtocol) -> None:
         actions = node.pump()
         if actions:
             self._io(node, actions)
+        if not self._stepping:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Polls each operation a delivery changed, where the input arrived (a node's
+        reader), not after its waiter wakes: the next round goes out at once, and the
+        waiter is woken only when there is something for it (:meth:`_poll`). Never
+        while a link's outputs are being handed out (a write the poll submits would
+        overtake one collected before it) nor inside another poll."""
+        if self._settling:
+            return
+        self._settling = True
+        try:
+            stale = self._stale
+            while stale:
+                running = stale.popleft()
+                if (
+                    running.changed
+                    and running.outcome is None
+                    and self.running.get(running.tag) is running
+                ):
+                    try:
+                        self._poll(running)
+                    except Exception as error:  # raised to the waiter, not in a reader
+                        running.error = error
+                        self.on_change(running)
+        finally:
+            self._settling = False
+
+    def _poll(self, running: Running) -> None:
+        """:meth:`step`, then wakes the waiter if the operation decided, has events, or
+        waits for another instant than before (its waiter sleeps until the old one)."""
+        wait_until = running.wait_until
+        self.step(running)
+        if running.outcome is not None or running.events or running.wait_until != wait_until:
+            self.on_change(running)
 
     def start(self, operation: Operation, *, events: bool = False) -> Running:
         """Starts ``operation``. An acquisition listens for release notices while the
@@ -460,13 +506,24 @@ class Engine:
                 continue
             # Polled here, so that an attempt it starts goes out at once, not after the
             # waiter was woken to poll it.
-            self.step(running)
-            self.on_change(running)
+            self._poll(running)
 
     def step(self, running: Running) -> None:
         """Polls the operation until it waits or decides, handing its commands to the
         links (the one output rule: ``WAIT`` is its only wake-up), then drains its
-        events when they are wanted."""
+        events when they are wanted. Deliveries its commands meet at once are polled
+        after it (:meth:`_settle`)."""
+        outer = not self._stepping
+        self._stepping = True
+        try:
+            self._step(running)
+        finally:
+            if outer:
+                self._stepping = False
+        if outer:
+            self._settle()
+
+    def _step(self, running: Running) -> None:
         op = running.operation
         running.changed = False
         # After every input, before its outputs go out: the core says when an
@@ -508,7 +565,11 @@ class Engine:
 
     def advance(self, running: Running) -> bool:
         """Does what is due for the operation now (a delivery to poll, its wait come
-        due); True once it decided, False while it waits for a delivery or its wait."""
+        due); True once it decided, False while it waits for a delivery or its wait.
+        Raises what polling it raised where a delivery arrived."""
+        error, running.error = running.error, None
+        if error is not None:
+            raise error
         while running.outcome is None:
             if running.changed:
                 self.step(running)
