@@ -238,8 +238,15 @@ def test_threads_exclude_each_other(nodes: Nodes, resource: str) -> None:
         for thread in threads:
             thread.join()
         assert overlaps == 0 and count == 40
-        # Workers are bounded per node and long-lived, whatever the contention.
-        assert all(redlock.workers_alive())  # one long-lived worker per node
+        # One long-lived reader for every node, whatever the contention.
+        assert all(redlock.workers_alive())
+        prefix = f"redlock-{redlock.serial}-"
+        readers = [
+            t.name
+            for t in threading.enumerate()
+            if t.name.startswith(prefix) and "connect" not in t.name and "notices" not in t.name
+        ]
+        assert readers == [f"{prefix}reader"], readers
     nodes.settle(resource, [None] * 5)
 
 

@@ -1,14 +1,15 @@
 """The synchronous driver: the core's operations over ``redis.Redis`` clients.
 
 The node protocol is :mod:`redlock_core._protocol`'s, shared with the asyncio driver;
-this module only does its I/O with threads and sockets. Each node gets one daemon
-thread that reads what the node sends into the core's decoder and hands its link the
-time; each connection the link asks for is opened on a short-lived thread (through the
-client's own connection class, so TLS, ``AUTH`` and ``SELECT`` are redis-py's), which
-the link gives up at its connect timeout. Writes are the core's RESP bytes, written on
-the socket as the link emits them. Every core call happens under one
-lock per Redlock; the thread that calls ``acquire``/``extend``/``release`` waits on it
-until the operation decides.
+this module only does its I/O with threads and sockets. One daemon thread per Redlock
+waits on every node's socket at once, reads what the nodes send into the core's
+decoders and hands the links the time; each connection a link asks for is opened on a
+short-lived thread (through the client's own connection class, so TLS, ``AUTH`` and
+``SELECT`` are redis-py's), which the link gives up at its connect timeout. Writes are
+the core's RESP bytes, written on the socket as the link emits them. Every core call
+happens under one lock per Redlock; the thread that calls ``acquire``/``extend``/
+``release`` waits on it until the operation decides (the reader polls the operation a
+reply changed, and wakes that thread only for its outcome or another wait).
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Lock", "LockContext", "Redlock"]
 
-#: The longest a node thread sleeps without looking at its link's timers.
+#: The longest the reader sleeps without looking at the links' timers.
 IDLE_POLL = 1.0
+#: A node socket's timeout: how long a read the reader began on a ready socket (a TLS
+#: record that came in part) or a write that finds the send buffer full may block.
+_SOCKET_TIMEOUT = 0.05
 
 
 class _Attempt:
@@ -100,14 +104,15 @@ class _Attempt:
 
 
 class _SocketIO:
-    """One node's I/O: its thread, connection and socket. Everything it learns goes to
-    the node's protocol under the Redlock's lock.
+    """One node's I/O: its connection and socket. Everything it learns goes to the
+    node's protocol under the Redlock's lock.
 
-    The node's thread hands the link its time (the link gives up a connection attempt
-    at its connect timeout, and stalled connections) and reads the open connection.
-    Each connection attempt runs on a short-lived thread of its own, so that a connect
-    that blocks never holds the link's timers back: when the link gives the attempt up
-    (``CLOSE``), its later result is ignored and its connection closed."""
+    The Redlock's reader thread (:class:`_Reader`) reads the open connection and hands
+    the link its time (the link gives up a connection attempt at its connect timeout,
+    and stalled connections). Each connection attempt runs on a short-lived thread of
+    its own, so that a connect that blocks never holds the link's timers back: when the
+    link gives the attempt up (``CLOSE``), its later result is ignored and its
+    connection closed."""
 
     def __init__(self, owner: Redlock, node: NodeProtocol, client: redis.Redis) -> None:
         self._owner = owner
@@ -121,7 +126,6 @@ class _SocketIO:
         # A connection opened ahead of the link's first CONNECT, so that the first
         # operation does not pay for TCP and the client's handshake within its deadline.
         self._spare: Any = None
-        self.thread: threading.Thread | None = None
 
     # under the owner's lock ---------------------------------------------------------
 
@@ -140,7 +144,7 @@ class _SocketIO:
                     attempt.generation = generation  # the spare under way is this one
                 else:
                     self._begin(generation)
-                self._start()  # the node's thread times the attempt
+                self._owner._reader.poke()  # the reader times the attempt
             elif action[0] == WRITE and failure is None:
                 sock = self._sock
                 try:
@@ -157,9 +161,7 @@ class _SocketIO:
             self._owner._engine.pump(self._node)
 
     def warm(self) -> None:
-        """Starts the node's thread, and opens a spare connection ahead of the first
-        command."""
-        self._start()
+        """Opens a spare connection ahead of the first command."""
         if self._attempt is None and self._spare is None and self._sock is None:
             self._begin(None)
 
@@ -172,19 +174,12 @@ class _SocketIO:
     def _adopt(self, connection: Any, generation: int) -> None:
         """Makes ``connection`` the node's current one and tells the link."""
         self._connection, self._sock, self._generation = connection, connection._sock, generation
+        # The socket's timeout bounds a read the reader starts on it (a TLS record that
+        # came in part) and a write that finds the send buffer full.
+        connection._sock.settimeout(_SOCKET_TIMEOUT)
         self._node.connected(generation, now_us())
         self._owner._engine.pump(self._node)
-        self._owner._cond.notify_all()
-
-    def _start(self) -> None:
-        if self.thread is None or not self.thread.is_alive():
-            self.thread = threading.Thread(
-                target=self._run,
-                name=f"redlock-{self._owner.serial}-node-{self._node.index}",
-                daemon=True,
-            )
-            self.thread.start()
-        self._owner._cond.notify_all()
+        self._owner._reader.poke()  # a socket to wait on
 
     def _drop(self) -> None:
         """Closes the current connection and gives up the link's attempt under way (a
@@ -198,33 +193,16 @@ class _SocketIO:
             attempt.give_up()
         if sock is not None:
             try:
-                sock.shutdown(socket.SHUT_RDWR)  # wakes the thread's read
+                sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            self._owner._reader.poke()  # one socket less to wait on
         for stale in (connection, self._spare if stopped else None):
             if stale is not None:
                 try:
                     stale.disconnect()
                 except Exception:  # the socket is gone either way
                     pass
-
-    # the node's thread ---------------------------------------------------------------
-
-    def _run(self) -> None:
-        owner, node = self._owner, self._node
-        cond = owner._cond
-        while True:
-            with cond:
-                if owner._stopped or (owner._closed and node.link.is_idle):
-                    self._drop()
-                    return
-                node.timeout(now_us())
-                owner._engine.pump(node)
-                sock, generation = self._sock, self._generation
-                if sock is None:
-                    cond.wait(_seconds_until(node.next_timeout))
-                    continue
-            self._read(sock, generation)
 
     # an attempt's thread -----------------------------------------------------------
 
@@ -260,29 +238,138 @@ class _SocketIO:
         if not kept and connection is not None:
             _disconnect(connection)
 
-    def _read(self, sock: socket.socket, generation: int) -> None:
+    def received(self, sock: socket.socket, generation: int, read: bytes | BaseException) -> None:
+        """Under the owner's lock: what the reader read from ``sock`` (connection
+        ``generation``), or why reading it failed."""
         owner, node = self._owner, self._node
-        failure: BaseException | None
-        try:
-            sock.settimeout(_seconds_until(node.next_timeout))
-            data = sock.recv(65536)
-        except (socket.timeout, TimeoutError):
-            return  # time to look at the link's timers
-        except OSError as error:
-            data, failure = b"", error
-        else:
-            failure = None if data else ConnectionError("the node closed the connection")
-        with owner._cond:
-            if owner._stopped:
-                return
-            if failure is None and node.data_received(generation, data, now_us()):
-                owner._engine.pump(node)
-                return
-            if self._sock is sock:
-                self._drop()
-                if failure is not None:
-                    node.failed(generation, failure, now_us())
+        failure: BaseException | None = None
+        if isinstance(read, BaseException):
+            failure = read
+        elif not read:
+            failure = ConnectionError("the node closed the connection")
+        elif node.data_received(generation, read, now_us()):
             owner._engine.pump(node)
+            return
+        # Out of step (the protocol failed the connection already), closed or failed.
+        if self._sock is sock:
+            self._drop()
+            if failure is not None:
+                node.failed(generation, failure, now_us())
+        owner._engine.pump(node)
+
+
+class _Reader:
+    """The Redlock's reader: one daemon thread that waits on every node's open socket
+    at once (``poll``), reads those that are ready, and hands what it read to their
+    nodes under the Redlock's lock, all of them in one go; between reads it hands the
+    links their time. One thread for all nodes, rather than one per node, because each
+    thread woken by a reply costs a switch of the interpreter's lock: a round's five
+    replies usually wake it once or twice. :meth:`poke` (through a pipe) makes it look
+    again at once: a socket came or went, a connection attempt began, the Redlock
+    stops."""
+
+    def __init__(self, owner: Redlock) -> None:
+        self._owner = owner
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+        self._pipe_open = True  # changed under the owner's lock
+        self._poked = False  # under the owner's lock: a poke not yet seen
+        self.thread = threading.Thread(
+            target=self._run, name=f"redlock-{owner.serial}-reader", daemon=True
+        )
+        self.thread.start()
+
+    def poke(self) -> None:
+        """Under the owner's lock: look again at the sockets and the timers."""
+        if self._poked or not self._pipe_open:
+            return
+        self._poked = True
+        try:
+            os.write(self._wake_write, b"\0")
+        except OSError:  # the pipe is full: already poked
+            pass
+
+    def _run(self) -> None:
+        owner = self._owner
+        try:
+            self._loop(owner, owner._cond, owner._engine)
+        finally:
+            with owner._cond:
+                for io in owner._io:
+                    io._drop()
+                self._pipe_open = False
+                os.close(self._wake_read)
+                os.close(self._wake_write)
+
+    def _loop(self, owner: Redlock, cond: threading.Condition, engine: Any) -> None:
+        nodes = engine.nodes
+        while True:
+            with cond:
+                if owner._stopped or (owner._closed and engine.idle()):
+                    return
+                self._poked = False
+                now = now_us()
+                due: int | None = None
+                for node in nodes:
+                    node.timeout(now)
+                    engine.pump(node)
+                    at = node.next_timeout
+                    if at is not None and (due is None or at < due):
+                        due = at
+                # Each open socket, with the connection it belongs to.
+                open_ = [(io, io._sock, io._generation) for io in owner._io if io._sock is not None]
+            ready = [
+                entry
+                for entry in open_
+                if isinstance(entry[1], ssl.SSLSocket) and entry[1].pending()
+            ]
+            if not ready:
+                poller = select.poll()
+                poller.register(self._wake_read, select.POLLIN)
+                for entry in open_:
+                    try:
+                        poller.register(entry[1], select.POLLIN)
+                    except (OSError, ValueError):  # closed meanwhile: looked at again
+                        ready.append(entry)
+                timeout_ms = _seconds_until(due) * 1000
+                fds = {fd for fd, _ in poller.poll(timeout_ms)}
+                if self._wake_read in fds:
+                    try:
+                        while os.read(self._wake_read, 4096):
+                            pass
+                    except BlockingIOError:
+                        pass
+                ready += [entry for entry in open_ if _fileno(entry[1]) in fds]
+            if not ready:
+                continue
+            reads: list[tuple[_SocketIO, socket.socket, int, bytes | BaseException]] = []
+            for io, sock, generation in ready:
+                try:
+                    reads.append((io, sock, generation, sock.recv(65536)))
+                except (socket.timeout, TimeoutError, BlockingIOError, ssl.SSLWantReadError):
+                    continue  # nothing whole yet
+                except OSError as error:
+                    reads.append((io, sock, generation, error))
+            if not reads:
+                continue
+            with cond:
+                if owner._stopped:
+                    return
+                for io, sock, generation, read in reads:
+                    io.received(sock, generation, read)
+
+    def join(self, timeout: float) -> None:
+        with self._owner._cond:
+            self.poke()
+        self.thread.join(timeout)
+
+
+def _fileno(sock: socket.socket) -> int:
+    try:
+        return sock.fileno()
+    except OSError:
+        return -1
 
 
 class _SubscriberIO:
@@ -522,11 +609,11 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
     notices (waits then end at the retry delays only). ``on_event`` is a hook called
     with every :class:`~redlock_core.Event` (see :meth:`add_listener`).
 
-    Each node gets one long-lived thread and one connection made like its client's
-    (opened on a short-lived thread, and given up by the node's link at the client's
-    ``socket_connect_timeout``, or the core's 2 s when it sets none), and, from the
-    first acquisition that waits, a subscriber connection for release notices with a
-    thread of its own. The clients' own timeouts and retries do not matter: the
+    Each node gets one connection made like its client's (opened on a short-lived
+    thread, and given up by the node's link at the client's ``socket_connect_timeout``,
+    or the core's 2 s when it sets none), read by the Redlock's one long-lived reader
+    thread, and, from the first acquisition that waits, a subscriber connection for
+    release notices with a thread of its own. The clients' own timeouts and retries do not matter: the
     core's deadlines and node links decide.
     """
 
@@ -548,6 +635,7 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
         self._engine.on_change = lambda running: self._cond.notify_all()
         self._subscribers: list[_SubscriberIO | None] = [None] * len(node_clients)
         self._engine.on_subscriber_timer = self._subscriber_timer
+        self._reader = _Reader(self)
         with self._cond:
             for io in self._io:
                 io.warm()  # opens a spare connection ahead of the first command
@@ -590,8 +678,8 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
         return redlock
 
     def workers_alive(self) -> list[bool]:
-        """Whether each node's thread runs (for diagnostics)."""
-        return [io.thread is not None and io.thread.is_alive() for io in self._io]
+        """Whether the thread that reads each node runs (for diagnostics)."""
+        return [self._reader.thread.is_alive()] * len(self._io)
 
     def in_flight(self) -> list[int]:
         """Commands each node's link has written and awaits replies to."""
@@ -678,7 +766,7 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
 
     def close(self) -> None:
         """Lets the commands still on their way finish (up to their deadlines), then
-        stops the node threads and closes the clients :meth:`from_urls` made. Locks
+        stops the reader thread and closes the clients :meth:`from_urls` made. Locks
         still held are not released: release them first. Later calls raise
         :class:`UsedAfterCloseError`."""
         if self._closed:
@@ -697,9 +785,7 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
         # long for it (given up, its connection is closed then).
         for subscriber in subscribers:
             subscriber.join(0.5)
-        for io in self._io:
-            if io.thread is not None:
-                io.thread.join(0.5)
+        self._reader.join(0.5)
         with self._cond:
             self._engine.close()
         self._close_owned()
@@ -722,7 +808,7 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
 
 
 # Redlocks not closed yet: their last commands are flushed when the interpreter exits
-# (the node threads are daemons and would be stopped mid-write).
+# (the reader thread is a daemon and would be stopped mid-read).
 _live: weakref.WeakSet[Redlock] = weakref.WeakSet()
 _FLUSH_LIMIT_US = 1_000_000
 # Numbers the Redlocks of this process, for their threads' names.
