@@ -22,7 +22,6 @@ import socket
 import ssl
 import threading
 import weakref
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -259,14 +258,15 @@ class _SocketIO:
 
 
 class _Reader:
-    """The Redlock's reader: one daemon thread that waits on every node's open socket
-    at once (``poll``), reads those that are ready, and hands what it read to their
-    nodes under the Redlock's lock, all of them in one go; between reads it hands the
-    links their time. One thread for all nodes, rather than one per node, because each
+    """The Redlock's reader: one daemon thread that waits on every open socket at once
+    (``poll``: the nodes' connections and their subscriber connections), reads those
+    that are ready, and hands what it read to their owners under the Redlock's lock, all
+    of them in one go; between reads it hands the links and the subscriptions their
+    time. One thread for all of them, rather than one per connection, because each
     thread woken by a reply costs a switch of the interpreter's lock: a round's five
-    replies usually wake it once or twice. :meth:`poke` (through a pipe) makes it look
-    again at once: a socket came or went, a connection attempt began, the Redlock
-    stops."""
+    replies, or a release's five notices, usually wake it once or twice. :meth:`poke`
+    (through a pipe) makes it look again at once: a socket came or went, a connection
+    attempt began, a timer moved sooner, the Redlock stops."""
 
     def __init__(self, owner: Redlock) -> None:
         self._owner = owner
@@ -298,6 +298,9 @@ class _Reader:
             with owner._cond:
                 for io in owner._io:
                     io._drop()
+                for subscriber in owner._subscribers:
+                    if subscriber is not None:
+                        subscriber._stop()
                 self._pipe_open = False
                 os.close(self._wake_read)
                 os.close(self._wake_write)
@@ -317,8 +320,18 @@ class _Reader:
                     at = node.next_timeout
                     if at is not None and (due is None or at < due):
                         due = at
-                # Each open socket, with the connection it belongs to.
-                open_ = [(io, io._sock, io._generation) for io in owner._io if io._sock is not None]
+                at = engine.subscriber_timers()
+                if at is not None and (due is None or at < due):
+                    due = at
+                # Each open socket, with its owner and the connection it belongs to.
+                open_: list[tuple[_SocketIO | _SubscriberIO, socket.socket, int]] = [
+                    (io, io._sock, io._generation) for io in owner._io if io._sock is not None
+                ]
+                open_ += [
+                    (io, io._sock, io._generation)
+                    for io in owner._subscribers
+                    if io is not None and io._sock is not None
+                ]
             ready = [
                 entry
                 for entry in open_
@@ -343,7 +356,8 @@ class _Reader:
                 ready += [entry for entry in open_ if _fileno(entry[1]) in fds]
             if not ready:
                 continue
-            reads: list[tuple[_SocketIO, socket.socket, int, bytes | BaseException]] = []
+            reads: list[tuple[_SocketIO | _SubscriberIO, socket.socket, int, bytes | BaseException]]
+            reads = []
             for io, sock, generation in ready:
                 try:
                     reads.append((io, sock, generation, sock.recv(65536)))
@@ -374,124 +388,54 @@ def _fileno(sock: socket.socket) -> int:
 
 class _SubscriberIO:
     """One node's subscriber connection for release notices (made like the client's
-    own, speaking RESP2), and the daemon thread that does its I/O: it opens, writes and
-    closes the connection as the core's subscriptions say (:meth:`act`, under the
-    Redlock's lock, queues their actions and wakes it through a pipe), hands what it
-    reads to the engine, and hands the subscriptions their time. Each connection is
-    opened on a short-lived thread, so that the subscriptions get their time while it
-    opens: they give up one that does not open in time (``CLOSE``), whose later result
-    is then ignored and its connection closed. Made on the node's first ``CONNECT``."""
+    own, speaking RESP2). The core's subscriptions say when to open, write and close it
+    (:meth:`act`, under the Redlock's lock, done at once); the Redlock's reader reads it
+    with the node sockets, hands what it reads to the engine, and hands the
+    subscriptions their time. Each connection is opened on a short-lived thread: the
+    subscriptions give up one that does not open in time (``CLOSE``), whose later
+    result is then ignored and its connection closed. Made on the node's first
+    ``CONNECT``."""
 
     def __init__(self, owner: Redlock, subscriber: Subscriber, client: redis.Redis) -> None:
         self._owner = owner
         self._subscriber = subscriber
         self._client = client
-        # Under the owner's lock: the actions to do, each with the generation it is for;
-        # the attempt to open the connection under way; a connection it opened, for the
-        # thread to take.
-        self._todo: deque[tuple[Action, int]] = deque()
+        # All under the owner's lock: the attempt to open a connection under way, the
+        # open connection, and the generation it belongs to.
         self._opening: _Attempt | None = None
-        self._opened: tuple[Any, int] | None = None
-        # The thread's own: its connection, and the generation it belongs to.
         self._connection: Any = None
         self._sock: socket.socket | None = None
         self._generation = -1
-        self._wake_read, self._wake_write = os.pipe()
-        self._pipe_open = True  # changed under the owner's lock
-        os.set_blocking(self._wake_read, False)
-        os.set_blocking(self._wake_write, False)
-        self.thread = threading.Thread(
-            target=self._run,
-            name=f"redlock-{owner.serial}-notices-{subscriber.index}",
-            daemon=True,
-        )
-        self.thread.start()
 
     def act(self, actions: list[Action]) -> None:
-        """Under the owner's lock: the subscriptions' actions for this node. A ``CLOSE``
-        while the connection is being opened (the core gave it up: it did not open in
-        time) gives the attempt up at once."""
+        """Under the owner's lock: the subscriptions' actions for this node."""
         generation = self._subscriber.generation
-        if any(action[0] == CLOSE for action in actions):
-            self._give_up()
-        self._todo.extend((action, generation) for action in actions)
-        self.poke()
-
-    def _give_up(self) -> None:
-        """Under the owner's lock: the attempt under way, and a connection it opened that
-        the thread has not taken yet, count no more."""
-        opening, self._opening = self._opening, None
-        if opening is not None:
-            opening.give_up()
-        opened, self._opened = self._opened, None
-        if opened is not None:
-            _disconnect(opened[0])
-
-    def poke(self) -> None:
-        """Under the owner's lock: something to do, the timer moved, or the Redlock
-        closes."""
-        if not self._pipe_open:
-            return
-        try:
-            os.write(self._wake_write, b"\0")
-        except OSError:  # the pipe is full: already poked
-            pass
-
-    def _run(self) -> None:
-        owner = self._owner
-        try:
-            while True:
-                with owner._cond:
-                    if owner._stopped:
-                        return
-                    opened, self._opened = self._opened, None
-                    todo = list(self._todo)
-                    self._todo.clear()
-                    due = None if todo or opened else owner._engine.subscriber_timers()
-                if opened is not None:
-                    self._adopt(*opened)
-                if not todo and opened is None:
-                    self._wait(_seconds_until(due))
-                for action, generation in todo:
-                    self._do(action, generation)
-        finally:
-            self._drop()
-            with owner._cond:
-                self._give_up()
-                self._pipe_open = False
-                os.close(self._wake_read)
-                os.close(self._wake_write)
-
-    def _do(self, action: Action, generation: int) -> None:
-        if action[0] == CONNECT:
-            self._drop()
-            self._begin(generation)
-        elif action[0] == WRITE:
-            sock = self._sock
-            if sock is None or generation != self._generation:
-                return  # for a connection already gone
-            try:
-                sock.sendall(action[1])  # type: ignore[misc]
-            except OSError:
-                self._failed(generation)
-        elif action[0] == CLOSE:
-            self._drop()
+        for action in actions:
+            if action[0] == CONNECT:
+                self._stop()
+                self._begin(generation)
+            elif action[0] == WRITE:
+                sock = self._sock
+                if sock is None or generation != self._generation:
+                    continue  # for a connection already gone
+                try:
+                    sock.sendall(action[1])  # type: ignore[misc]
+                except OSError:
+                    self._failed(generation)
+            elif action[0] == CLOSE:
+                self._stop()
 
     def _begin(self, generation: int) -> None:
         """Starts opening connection ``generation`` on a thread of its own."""
         attempt = _Attempt(generation)
-        with self._owner._cond:
-            if self._owner._stopped or generation != self._subscriber.generation:
-                return  # closed already
-            self._give_up()  # superseded
-            self._opening = attempt
+        self._opening = attempt
         attempt.start(
             self._open, f"redlock-{self._owner.serial}-notices-{self._subscriber.index}-connect"
         )
 
     def _open(self, attempt: _Attempt) -> None:
-        """An attempt's thread: opens the connection, then hands it to the subscriber's
-        thread, or reports it failed, unless the attempt was given up."""
+        """An attempt's thread: opens the connection, then makes it the node's
+        subscriber connection, or reports it failed, unless the attempt was given up."""
         owner = self._owner
         # A failure means no notices from this node for a while; waits go on.
         connection, opened = attempt.open(
@@ -501,74 +445,49 @@ class _SubscriberIO:
         with owner._cond:
             if self._opening is attempt and not owner._stopped and generation is not None:
                 self._opening = None
-                if opened:
-                    self._opened = (connection, generation)
-                    self.poke()
+                if not opened:
+                    owner._engine.subscriber_failed(self._subscriber, generation)
+                else:
+                    # Current before the engine hears of it: the subscriptions it writes
+                    # at once are for this connection.
+                    self._connection, self._sock = connection, connection._sock
+                    self._generation = generation
+                    connection._sock.settimeout(_SOCKET_TIMEOUT)
+                    if owner._engine.subscriber_opened(self._subscriber, generation):
+                        owner._reader.poke()  # a socket to wait on
+                        return
+                    self._drop()
                     return
-                owner._engine.subscriber_failed(self._subscriber, generation)
         if connection is not None:
             _disconnect(connection)
 
-    def _adopt(self, connection: Any, generation: int) -> None:
-        """The thread takes the connection an attempt opened."""
-        self._drop()
-        with self._owner._cond:
-            # Current before the engine hears of it: the subscriptions it writes at once
-            # are for this connection.
-            self._connection, self._sock = connection, connection._sock
-            self._generation = generation
-            if self._owner._stopped or not self._owner._engine.subscriber_opened(
-                self._subscriber, generation
-            ):
-                self._drop()
+    def received(self, sock: socket.socket, generation: int, read: bytes | BaseException) -> None:
+        """Under the owner's lock: what the reader read from ``sock``, or why reading it
+        failed."""
+        if self._sock is not sock:
+            return  # closed meanwhile
+        if isinstance(read, BaseException) or not read:
+            self._failed(generation)
+        elif not self._owner._engine.subscriber_received(self._subscriber, generation, read):
+            self._drop()  # refused, out of step, or closed by the subscriptions already
 
     def _failed(self, generation: int) -> None:
         self._drop()
-        with self._owner._cond:
-            if not self._owner._stopped:
-                self._owner._engine.subscriber_failed(self._subscriber, generation)
+        if not self._owner._stopped:
+            self._owner._engine.subscriber_failed(self._subscriber, generation)
+
+    def _stop(self) -> None:
+        """The attempt under way (if any) counts no more, and the connection closes."""
+        opening, self._opening = self._opening, None
+        if opening is not None:
+            opening.give_up()
+        self._drop()
 
     def _drop(self) -> None:
         connection, self._connection, self._sock = self._connection, None, None
         if connection is not None:
             _disconnect(connection)
-
-    def _wait(self, timeout: float) -> None:
-        sock = self._sock
-        ready: list[Any] = []
-        if isinstance(sock, ssl.SSLSocket) and sock.pending():
-            ready = [sock]
-        else:
-            readable = [self._wake_read] + ([sock] if sock is not None else [])
-            ready, _, _ = select.select(readable, [], [], timeout)
-        if self._wake_read in ready:
-            try:
-                while os.read(self._wake_read, 4096):
-                    pass
-            except BlockingIOError:
-                pass
-        if sock is None or sock not in ready:
-            return
-        generation = self._generation
-        try:
-            data = sock.recv(65536)
-            if not data:
-                raise ConnectionError("the node closed the connection")
-        except Exception:  # the connection is lost
-            self._failed(generation)
-            return
-        with self._owner._cond:
-            if self._owner._stopped:
-                return
-            if self._owner._engine.subscriber_received(self._subscriber, generation, data):
-                return
-        self._drop()  # refused, out of step, or closed by the subscriptions already
-
-    def join(self, timeout: float) -> None:
-        with self._owner._cond:
-            self._give_up()
-            self.poke()
-        self.thread.join(timeout)
+            self._owner._reader.poke()  # one socket less to wait on
 
 
 def _disconnect(connection: Any) -> None:
@@ -611,9 +530,9 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
 
     Each node gets one connection made like its client's (opened on a short-lived
     thread, and given up by the node's link at the client's ``socket_connect_timeout``,
-    or the core's 2 s when it sets none), read by the Redlock's one long-lived reader
-    thread, and, from the first acquisition that waits, a subscriber connection for
-    release notices with a thread of its own. The clients' own timeouts and retries do not matter: the
+    or the core's 2 s when it sets none), and, from the first acquisition that waits, a
+    subscriber connection for release notices; the Redlock's one long-lived reader
+    thread reads them all. The clients' own timeouts and retries do not matter: the
     core's deadlines and node links decide.
     """
 
@@ -646,7 +565,7 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
 
     def _act_subscriber(self, subscriber: Subscriber, actions: list[Action]) -> None:
         """Under the lock: the subscriptions' actions for a node's subscriber connection
-        go to its thread (made on the first)."""
+        (made on the first)."""
         io = self._subscribers[subscriber.index]
         if io is None:
             if self._stopped:
@@ -656,10 +575,8 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
         io.act(actions)
 
     def _subscriber_timer(self) -> None:
-        """Under the lock: the subscriptions are due sooner; their threads look again."""
-        for io in self._subscribers:
-            if io is not None:
-                io.poke()
+        """Under the lock: the subscriptions are due sooner; the reader looks again."""
+        self._reader.poke()
 
     @classmethod
     def from_urls(cls, urls: Sequence[str], **settings: Any) -> Redlock:
@@ -778,13 +695,13 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
             self._stopped = True
             for io in self._io:
                 io._drop()
+            # A thread still opening a subscriber connection to an address that never
+            # answers ends at the connection's connect timeout; close does not wait
+            # that long for it (given up, its connection is closed then).
+            for subscriber in self._subscribers:
+                if subscriber is not None:
+                    subscriber._stop()
             self._cond.notify_all()
-            subscribers = [io for io in self._subscribers if io is not None]
-        # A thread still opening a subscriber connection to an address that never
-        # answers ends at the connection's connect timeout; close does not wait that
-        # long for it (given up, its connection is closed then).
-        for subscriber in subscribers:
-            subscriber.join(0.5)
         self._reader.join(0.5)
         with self._cond:
             self._engine.close()
