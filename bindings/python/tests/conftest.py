@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -149,3 +151,14 @@ def single_node() -> Iterator[Nodes]:
 def resource() -> str:
     """A resource name no other test uses."""
     return f"test:{uuid.uuid4().hex[:12]}"
+
+
+def long_lived_threads(redlock: Any) -> list[str]:
+    """The names of a sync Redlock's threads that live as long as it does (not its
+    short-lived connection attempts')."""
+    prefix = f"redlock-{redlock.serial}-"
+    return [
+        thread.name
+        for thread in threading.enumerate()
+        if thread.name.startswith(prefix) and not thread.name.endswith("-connect")
+    ]

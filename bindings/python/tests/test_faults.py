@@ -16,7 +16,7 @@ import redis.asyncio
 
 from redlock_core import AsyncRedlock, LockHeldError, LockLostError, NodesFailedError, Redlock
 
-from .conftest import Nodes
+from .conftest import Nodes, long_lived_threads
 
 
 def sync_redlock(nodes: Nodes, **settings: Any) -> Redlock:
@@ -163,13 +163,8 @@ def test_a_frozen_node_stalls_nothing_and_piles_nothing_up(
         assert max(times) < 0.5, f"slowest acquire+release {max(times):.3f} s"
         # One reader thread for every node, whatever the settings and however long
         # the node stays frozen: nothing waits on it but the reader's poll.
-        prefix = f"redlock-{redlock.serial}-"
-        workers = [
-            t.name
-            for t in threading.enumerate()
-            if t.name.startswith(prefix) and "connect" not in t.name and "notices" not in t.name
-        ]
-        assert workers == [f"{prefix}reader"], workers
+        threads = long_lived_threads(redlock)
+        assert threads == [f"redlock-{redlock.serial}-reader"], threads
         # The core's link for node 2 bounds what waits for it: nothing new is written
         # to a stalled node, and what is past its deadline is dropped, not queued.
         link = redlock._engine.nodes[2].link

@@ -21,7 +21,7 @@ from redlock_core import (
     UsedAfterCloseError,
 )
 
-from .conftest import Nodes
+from .conftest import Nodes, long_lived_threads
 
 WORKER = Path(__file__).resolve().parents[1] / "examples" / "worker.py"
 
@@ -240,13 +240,8 @@ def test_threads_exclude_each_other(nodes: Nodes, resource: str) -> None:
         assert overlaps == 0 and count == 40
         # One long-lived reader for every node, whatever the contention.
         assert all(redlock.workers_alive())
-        prefix = f"redlock-{redlock.serial}-"
-        readers = [
-            t.name
-            for t in threading.enumerate()
-            if t.name.startswith(prefix) and "connect" not in t.name and "notices" not in t.name
-        ]
-        assert readers == [f"{prefix}reader"], readers
+        threads = long_lived_threads(redlock)
+        assert threads == [f"redlock-{redlock.serial}-reader"], threads
     nodes.settle(resource, [None] * 5)
 
 
