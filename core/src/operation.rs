@@ -674,14 +674,24 @@ impl Operation {
     ///   waiting to retry has nothing set: neither emits anything.
     /// - An extension emits nothing: a `PEXPIRE` that lands only lengthens our own key,
     ///   which the holder still releases or lets expire.
+    /// - An acquisition that decided "acquired" whose outcome was not polled yet (so its
+    ///   caller never got the lock) emits a release of its token to every node, as one
+    ///   in flight does.
     /// - A release emits nothing more: its commands are out.
     ///
     /// Replies to requests of the operation may still be handed in; they change nothing.
-    /// Abandoning a finished operation does nothing.
+    /// Abandoning a finished operation whose outcome was polled does nothing: a lock
+    /// handed out is its holder's to release.
     pub fn abandon(&mut self, now: Time) {
         let now = self.observe(now);
         self.wait_due = false;
-        if matches!(self.phase, Phase::Acquiring | Phase::WritingBack) {
+        if let Some(Outcome::Acquired(acquired)) = self.outcome.take() {
+            // The lease took the keys; the release needs them back.
+            self.keys = acquired.lease.keys;
+            self.sends.clear();
+            self.leaving = true;
+            self.start_round(CommandKind::Release, now);
+        } else if matches!(self.phase, Phase::Acquiring | Phase::WritingBack) {
             // Commands not polled yet were never sent; the release covers every node
             // (and takes a waiter out of the queue).
             self.sends.clear();

@@ -768,3 +768,46 @@ fn a_connection_loads_the_fencing_scripts_before_its_first_fenced_command() {
         "{names:?}"
     );
 }
+
+#[test]
+fn an_acquisition_abandoned_before_its_outcome_was_polled_releases_its_keys() {
+    // A driver that hands replies in and is cancelled before it polls the outcome (its
+    // caller never got the lock): the keys must not stay until their TTL.
+    let mut redlock = client(3);
+    let mut op = redlock.acquire(&["orders"], at(1_000)).unwrap();
+    let sets = sends(&mut op);
+    let token = sets[0].token().to_vec();
+    for set in &sets {
+        op.handle_reply(set.request_id(), Reply::Ok, at(1_100))
+            .unwrap();
+    }
+    op.abandon(at(1_200));
+    let releases: Vec<Command> = std::iter::from_fn(|| match op.poll_output() {
+        Some(Output::Send(command)) => Some(command),
+        Some(other) => panic!("only the releases follow an abandon, got {other:?}"),
+        None => None,
+    })
+    .collect();
+    assert_eq!(releases.len(), 3);
+    for (node, release) in releases.iter().enumerate() {
+        assert_eq!(release.node(), node);
+        assert_eq!(release.kind(), CommandKind::Release);
+        assert_eq!(release.token(), token.as_slice());
+        // EVALSHA <sha> 1 orders <token>: the key the lease had taken.
+        assert_eq!(release.arg(3), Some(&b"orders"[..]));
+    }
+    assert!(op.is_finished());
+
+    // Once the outcome was polled, the lock is its holder's: abandoning changes nothing.
+    let mut op = redlock.acquire(&["orders"], at(2_000)).unwrap();
+    for set in sends(&mut op) {
+        op.handle_reply(set.request_id(), Reply::Ok, at(2_100))
+            .unwrap();
+    }
+    assert!(matches!(
+        op.poll_output(),
+        Some(Output::Outcome(Outcome::Acquired(_)))
+    ));
+    op.abandon(at(2_200));
+    assert!(op.poll_output().is_none());
+}
