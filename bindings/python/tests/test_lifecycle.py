@@ -425,3 +425,76 @@ def test_a_subscriber_connection_given_up_by_the_core_leaves_no_socket_open(driv
         assert len(held) >= 2 and max(held) < 1.6, held
     finally:
         silent.close()
+
+
+class _PollFailure(Exception):
+    pass
+
+
+def test_what_polling_raises_where_a_reply_is_read_reaches_the_caller(
+    nodes: Nodes, resource: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader of a reply polls the operation it changed (the sync driver's reader
+    thread, the asyncio driver's stream task). Whatever that raises is raised by the
+    call waiting on the operation, which then abandons it (no key left behind); the
+    reader goes on serving the next operations."""
+    from redlock_core import _protocol
+
+    def failing_poll(engine: _protocol.Engine, running: _protocol.Running) -> None:
+        raise _PollFailure("polled where the reply was read")
+
+    with Redlock(nodes.clients()) as redlock:
+        with monkeypatch.context() as patch:
+            patch.setattr(_protocol.Engine, "_poll", failing_poll)
+            with pytest.raises(_PollFailure):
+                redlock.acquire(resource)
+        nodes.settle(resource, [None] * 5)
+        assert redlock.workers_alive() == [True] * 5
+        redlock.acquire(resource).release()
+
+    async def run() -> None:
+        clients = [redis.asyncio.Redis(port=port) for port in nodes.ports]
+        async with AsyncRedlock(clients) as async_redlock:
+            with monkeypatch.context() as patch:
+                patch.setattr(_protocol.Engine, "_poll", failing_poll)
+                with pytest.raises(_PollFailure):
+                    await async_redlock.acquire(resource)
+            nodes.settle(resource, [None] * 5)
+            await (await async_redlock.acquire(resource)).release()
+        for client in clients:
+            await client.aclose()
+
+    asyncio.run(run())
+    nodes.settle(resource, [None] * 5)
+
+
+def test_a_wait_cancelled_as_its_lock_is_decided_leaves_no_key(nodes: Nodes, resource: str) -> None:
+    """asyncio: the reader decides the acquisition ("acquired") and wakes the waiting
+    task, which is cancelled before it resumes (a timeout, a task group): the caller
+    never gets the lock, so its keys are released, not left until their TTL."""
+
+    async def run() -> None:
+        clients = [redis.asyncio.Redis(port=port) for port in nodes.ports]
+        async with AsyncRedlock(clients) as redlock:
+            await (await redlock.acquire(f"{resource}:warm")).release()
+            engine = redlock._engine
+            decided = engine.on_change
+            acquiring: asyncio.Task[object] | None = None
+
+            def cancel_once_acquired(running: object) -> None:
+                decided(running)  # type: ignore[arg-type]
+                outcome = getattr(running, "outcome", None)
+                if acquiring is not None and outcome is not None and outcome.kind == "acquired":
+                    acquiring.cancel()
+
+            engine.on_change = cancel_once_acquired
+            acquiring = asyncio.ensure_future(redlock.acquire(resource))
+            with pytest.raises(asyncio.CancelledError):
+                await acquiring
+            engine.on_change = decided
+            nodes.settle(resource, [None] * 5)
+            await (await redlock.acquire(resource)).release()
+        for client in clients:
+            await client.aclose()
+
+    asyncio.run(run())

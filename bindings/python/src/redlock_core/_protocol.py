@@ -241,6 +241,10 @@ class Running:
         return events
 
 
+#: The tag of commands no operation waits for (operations are tagged from 1).
+_UNTRACKED = 0
+
+
 class Engine:
     """Every node of one Redlock and the operations under way. Not thread-safe: the
     synchronous driver calls it under one lock, the asyncio driver from its loop.
@@ -592,12 +596,38 @@ class Engine:
 
     def abandon(self, running: Running) -> None:
         """The caller cancelled: the core says what must still be sent (the release of
-        an acquisition's token), the links send it; the operation is then forgotten."""
-        if running.outcome is None:
+        an acquisition's token), the links send it; the operation is then forgotten. An
+        acquisition polled to "acquired" where its reply was read, whose caller stopped
+        waiting before it got the lock, has its lock released the same way."""
+        outcome = running.outcome
+        if outcome is None:
             running.may_listen = False
             running.operation.abandon(now_us())
             self.step(running)
         self.finish(running)
+        if outcome is not None and outcome.kind == "acquired":
+            lease = outcome.lease()
+            if lease is not None:
+                try:
+                    self._send_untracked(self.client.release(lease, now_us()))
+                finally:
+                    lease.close()
+
+    def _send_untracked(self, operation: Operation) -> None:
+        """Hands the commands ``operation`` outputs to the links under no operation's
+        tag (their replies go nowhere), then frees it."""
+        try:
+            now = now_us()
+            submitted: list[NodeProtocol] = []
+            while operation.poll() == _ffi.OUTPUT_SEND:
+                node = self.nodes[operation.target()[0]]
+                node.submit(_UNTRACKED, operation, now)
+                if node not in submitted:
+                    submitted.append(node)
+            for node in submitted:
+                self.pump(node)
+        finally:
+            operation.close()
 
     def finish(self, running: Running) -> None:
         self.running.pop(running.tag, None)
