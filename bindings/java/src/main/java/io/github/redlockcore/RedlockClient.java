@@ -45,6 +45,10 @@ public final class RedlockClient implements AutoCloseable {
       }
     }
     this.engine = new Engine(driver);
+    // A lock acquired after its caller was interrupted is released, not left to its TTL.
+    engine.onUnclaimedLock(lease -> engine.run(
+        (links, tag, now) -> client.startRelease(links, tag, lease, now))
+        .whenComplete((outcome, error) -> lease.close()));
     if (!listeners.isEmpty()) {
       RedlockListener[] all = listeners.toArray(new RedlockListener[0]);
       engine.listener(event -> {
@@ -214,16 +218,28 @@ public final class RedlockClient implements AutoCloseable {
     try {
       return future.get();
     } catch (InterruptedException e) {
-      // Cancelling abandons the operation (the core releases what it may have set).
-      future.cancel(true);
       Thread.currentThread().interrupt();
-      throw new LockCancelledException("");
-    } catch (java.util.concurrent.ExecutionException e) {
-      if (e.getCause() instanceof RuntimeException) {
-        throw (RuntimeException) e.getCause();
+      // Cancelling abandons the operation (the core releases what it may have set).
+      if (future.cancel(true)) {
+        throw new LockCancelledException("");
       }
-      throw new RedlockStateException("jni", String.valueOf(e.getCause()));
+      // It ended first: its result stands (a lock it acquired is handed out, not lost),
+      // and the thread stays interrupted.
+      try {
+        return future.join();
+      } catch (java.util.concurrent.CompletionException c) {
+        throw unwrap(c.getCause());
+      }
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw unwrap(e.getCause());
     }
+  }
+
+  private static RuntimeException unwrap(Throwable cause) {
+    if (cause instanceof RuntimeException) {
+      return (RuntimeException) cause;
+    }
+    return new RedlockStateException("jni", String.valueOf(cause));
   }
 
   /**

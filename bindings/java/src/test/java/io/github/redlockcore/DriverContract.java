@@ -748,6 +748,60 @@ abstract class DriverContract {
     }
   }
 
+  /**
+   * An interrupt that cancels an acquisition just as the loop decided it "acquired": the
+   * caller stops waiting before its future completes, so nobody gets the lock. It is
+   * released at once, not left on the nodes until its TTL. The listener hears the
+   * acquisition's event before the loop completes its future, interrupts the caller and
+   * holds the loop until the caller has given up.
+   */
+  @Test
+  void aLockDecidedAsItsCallerIsInterruptedIsReleased() throws Exception {
+    java.util.concurrent.atomic.AtomicReference<Thread> caller =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    try (RedlockClient client = RedlockClient.builder(driver(nodes.urls()))
+        .ttl(Duration.ofSeconds(30))
+        .listener(event -> {
+          Thread t = caller.get();
+          if (t != null && event.kind().equals("acquired")) {
+            t.interrupt();
+            try {
+              t.join(5000);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }
+        })
+        .build()) {
+      CompletableFutureHolder result = new CompletableFutureHolder();
+      Thread t = new Thread(() -> {
+        try {
+          client.acquire(resource);
+          result.error = new AssertionError("the lock was handed to an interrupted caller");
+        } catch (LockCancelledException e) {
+          result.cancelled = true;
+        } catch (RuntimeException | AssertionError e) {
+          result.error = e;
+        }
+      });
+      caller.set(t);
+      t.start();
+      t.join(10_000);
+      assertFalse(t.isAlive());
+      assertTrue(result.cancelled, String.valueOf(result.error));
+      waitUntil(() -> {
+        for (int i = 0; i < 5; i++) {
+          if (get(i, resource) != null) {
+            return false;
+          }
+        }
+        return true;
+      });
+      caller.set(null);
+      client.acquire(resource).release();
+    }
+  }
+
   static final class CompletableFutureHolder {
     volatile boolean cancelled;
     volatile Throwable error;

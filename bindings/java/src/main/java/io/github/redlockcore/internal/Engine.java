@@ -94,6 +94,8 @@ public final class Engine implements LoopContext, AutoCloseable {
   private long nextTag = 1;
   /** Hears the core's events (null: none, and the native half does not report them). */
   private volatile Consumer<io.github.redlockcore.core.Event> listener;
+  /** Releases a lock nobody claimed (see {@link #onUnclaimedLock}); null: none. */
+  private volatile Consumer<io.github.redlockcore.core.Lease> unclaimed;
   /** Events read from the last native call, handed to the listener after the others. */
   private final ArrayList<io.github.redlockcore.core.Event> heardEvents = new ArrayList<>();
   private long timerSeq;
@@ -706,9 +708,35 @@ public final class Engine implements LoopContext, AutoCloseable {
       Object[] done = finished.toArray();
       finished.clear();
       for (int i = 0; i < done.length; i += 2) {
-        ((Op) done[i]).future.complete((Outcome) done[i + 1]);
+        Outcome outcome = (Outcome) done[i + 1];
+        if (!((Op) done[i]).future.complete(outcome) && outcome != null) {
+          claimNobody(outcome);
+        }
       }
     }
+  }
+
+  /**
+   * An outcome whose future was cancelled just before it could complete: its caller
+   * stopped waiting, so a lock it acquired is nobody's and is released at once.
+   */
+  private void claimNobody(Outcome outcome) {
+    Consumer<io.github.redlockcore.core.Lease> release = unclaimed;
+    if (outcome.kind() == Outcome.Kind.ACQUIRED && release != null) {
+      // On the loop's next turn, not inside the completions being handed out.
+      outcome.lease().ifPresent(lease -> tasks.add(() -> release.accept(lease)));
+    } else {
+      outcome.lease().ifPresent(io.github.redlockcore.core.Lease::close);
+    }
+  }
+
+  /**
+   * Sets what releases a lock an acquisition took after its caller stopped waiting (its
+   * future cancelled by an interrupt as it completed); it gets the lease to release and
+   * close. Before the first operation.
+   */
+  public void onUnclaimedLock(Consumer<io.github.redlockcore.core.Lease> release) {
+    this.unclaimed = release;
   }
 
   /**
