@@ -1971,7 +1971,9 @@ redlock_result redlock_operation_take_outcome(redlock_operation *operation,
  * whose commands are out gives the sends of a release of its token (hand them to the
  * links like any other command), then `REDLOCK_OUTPUT_NONE`; no outcome and no wait
  * follow. Replies handed in later change nothing. Abandoning a finished operation does
- * nothing.
+ * nothing once its outcome was polled; an acquisition that decided "acquired" on an
+ * input not polled since gives the sends of a release of its token (its caller never
+ * got the lock).
  */
 redlock_result redlock_operation_abandon(redlock_operation *operation, uint64_t now_us);
 
