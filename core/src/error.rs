@@ -32,6 +32,10 @@ pub enum UsageError {
     UnknownNode,
     /// A fencing token of 0 or above [`crate::MAX_FENCING_TOKEN`] given to a fenced write.
     InvalidFencingToken,
+    /// An outcome given back ([`crate::Operation::decline`]) to an operation that did
+    /// not hand it out: another operation's, one not polled yet, or one given back
+    /// already.
+    ForeignOutcome,
 }
 
 impl UsageError {
@@ -50,6 +54,7 @@ impl UsageError {
             UsageError::InvalidTtl(_) => "invalid_ttl",
             UsageError::UnknownNode => "unknown_node",
             UsageError::InvalidFencingToken => "invalid_fencing_token",
+            UsageError::ForeignOutcome => "foreign_outcome",
         }
     }
 }
@@ -77,6 +82,9 @@ impl fmt::Display for UsageError {
             UsageError::UnknownNode => "no node with this index in the configuration",
             UsageError::InvalidFencingToken => {
                 "a fencing token must be an integer from 1 to 2^53-1"
+            }
+            UsageError::ForeignOutcome => {
+                "this outcome was not handed out by this operation, or was given back already"
             }
         };
         f.write_str(text)

@@ -46,8 +46,9 @@
 //!   to its node's link and do what the link outputs.
 //! - **Keep-alive** ([`KeepAlive`]): when to extend, when to retry a failed extension,
 //!   when the lock counts as lost, the extension bound.
-//! - **Cancellation** ([`Operation::abandon`]): what a cancelled operation must still
-//!   send so that nothing it may have set outlives it.
+//! - **Cancellation** ([`Operation::abandon`], [`Operation::decline`]): what a cancelled
+//!   operation must still send so that nothing it may have set outlives it, also when
+//!   its outcome was polled but never reached the caller.
 //! - **Error classes** ([`ErrorClass`], [`NodeCause`]): held elsewhere, nodes failing
 //!   (each node's cause), lock lost, not held, invalid argument, used after close,
 //!   cancelled; every binding maps them to its own errors.

@@ -247,6 +247,8 @@ pub struct Operation {
     waiter: Option<Token>,
     /// An abandoned acquisition's release: the waiter leaves the queue.
     leaving: bool,
+    /// The outcome was polled and may still be given back ([`Operation::decline`]).
+    handed_out: bool,
     /// Inspect: per node, what it holds on the lock's keys, once it answered.
     held: Vec<Option<Held>>,
     /// When the operation started, for events' `elapsed`.
@@ -385,6 +387,7 @@ impl Operation {
             notice_delay: 0,
             waiter: None,
             leaving: false,
+            handed_out: false,
             held: Vec::new(),
             started: now,
             events: VecDeque::new(),
@@ -702,6 +705,45 @@ impl Operation {
         self.outcome = None;
     }
 
+    /// Gives back, at `now`, the outcome this operation handed out when it reached no
+    /// caller: the caller stopped waiting (a cancelled future, an interrupted thread)
+    /// as the outcome was decided, on a thread of the driver's that had already polled
+    /// it. The operation then does what [`Operation::abandon`] does for an outcome not
+    /// polled yet: an acquired lock is nobody's, so [`Operation::poll_output`] yields
+    /// the release of its token to every node, then `None`. Every other outcome holds
+    /// nothing that its caller would have released (a failed acquisition cleaned up
+    /// after itself; an extension's lease stays its holder's) and emits nothing.
+    ///
+    /// Drivers that poll outcomes where the caller waits never need this: they abandon
+    /// before polling.
+    ///
+    /// # Errors
+    ///
+    /// [`UsageError::ForeignOutcome`] for an outcome this operation did not hand out
+    /// (another operation's, or a lock whose token is not this acquisition's), before
+    /// its outcome was polled, or a second time; the operation is left unchanged.
+    pub fn decline(&mut self, outcome: Outcome, now: Time) -> Result<(), UsageError> {
+        let ours = match (&outcome, self.kind) {
+            (Outcome::Acquired(acquired), OperationKind::Acquire) => {
+                acquired.lease.token == self.token
+            }
+            (Outcome::NotAcquired(_), OperationKind::Acquire)
+            | (Outcome::Extended(_) | Outcome::NotExtended(_), OperationKind::Extend)
+            | (Outcome::Released(_) | Outcome::NotReleased(_), OperationKind::Release)
+            | (Outcome::Inspected(_) | Outcome::NotInspected(_), OperationKind::Inspect) => true,
+            _ => false,
+        };
+        if !self.handed_out || !ours {
+            return Err(UsageError::ForeignOutcome);
+        }
+        self.handed_out = false;
+        if matches!(outcome, Outcome::Acquired(_)) {
+            self.outcome = Some(outcome);
+            self.abandon(now);
+        }
+        Ok(())
+    }
+
     // ---- output -------------------------------------------------------------------
 
     /// The next output, or `None` when there is nothing more to do until the next input.
@@ -714,6 +756,7 @@ impl Operation {
         }
         if let Some(outcome) = self.outcome.take() {
             self.wait_due = false;
+            self.handed_out = true;
             return Some(Output::Outcome(outcome));
         }
         if self.wait_due {

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use redlock_core::{
     Command, CommandKind, Config, Delivery, KeepAlive, KeepAliveAction, Lease, Link, LinkCause,
-    LinkOutput, LostReason, Operation, Outcome, Output, Redlock, Reply, Time, Write, WriteId,
-    CONNECT_TIMEOUT_DEFAULT_MS, MAX_IN_FLIGHT, RECONNECT_MIN, STALL_CLOSE,
+    LinkOutput, LostReason, Operation, Outcome, Output, Redlock, Reply, Time, UsageError, Write,
+    WriteId, CONNECT_TIMEOUT_DEFAULT_MS, MAX_IN_FLIGHT, RECONNECT_MIN, STALL_CLOSE,
 };
 
 fn at(us: u64) -> Time {
@@ -810,4 +810,105 @@ fn an_acquisition_abandoned_before_its_outcome_was_polled_releases_its_keys() {
     ));
     op.abandon(at(2_200));
     assert!(op.poll_output().is_none());
+}
+
+/// An acquisition that reached "acquired" on every node, polled to its outcome.
+fn polled_acquisition(redlock: &mut Redlock, resource: &str, now: u64) -> (Operation, Outcome) {
+    let mut op = redlock.acquire(&[resource], at(now)).unwrap();
+    for set in sends(&mut op) {
+        op.handle_reply(set.request_id(), Reply::Ok, at(now + 100))
+            .unwrap();
+    }
+    match op.poll_output() {
+        Some(Output::Outcome(outcome @ Outcome::Acquired(_))) => (op, outcome),
+        other => panic!("expected the lock, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_acquired_outcome_that_reached_no_caller_is_given_back_and_released() {
+    // A driver polls outcomes on its own thread; the caller was interrupted as the lock
+    // was decided, so the outcome it polled reaches nobody. Given back, the core releases
+    // the lock on every node, as for an outcome never polled.
+    let mut redlock = client(3);
+    let (mut op, outcome) = polled_acquisition(&mut redlock, "orders", 1_000);
+    let token = outcome.lease().unwrap().token().as_bytes().to_vec();
+    op.decline(outcome, at(1_300)).unwrap();
+    let releases: Vec<Command> = std::iter::from_fn(|| match op.poll_output() {
+        Some(Output::Send(command)) => Some(command),
+        Some(other) => panic!("only the releases follow a decline, got {other:?}"),
+        None => None,
+    })
+    .collect();
+    assert_eq!(releases.len(), 3);
+    for (node, release) in releases.iter().enumerate() {
+        assert_eq!(release.node(), node);
+        assert_eq!(release.kind(), CommandKind::Release);
+        assert_eq!(release.token(), token.as_slice());
+        assert_eq!(release.arg(3), Some(&b"orders"[..]));
+    }
+    // Their replies are taken and change nothing; no outcome follows.
+    for release in &releases {
+        op.handle_reply(release.request_id(), Reply::Integer(1), at(1_400))
+            .unwrap();
+    }
+    assert!(op.poll_output().is_none());
+    assert!(op.is_finished());
+}
+
+#[test]
+fn an_outcome_is_given_back_only_to_the_operation_that_handed_it_out() {
+    let mut redlock = client(3);
+    let (mut first, first_outcome) = polled_acquisition(&mut redlock, "orders", 1_000);
+    let (mut second, second_outcome) = polled_acquisition(&mut redlock, "orders", 5_000);
+
+    // Another acquisition's lock: refused, nothing sent, the operation unchanged.
+    assert_eq!(
+        first.decline(second_outcome.clone(), at(6_000)),
+        Err(UsageError::ForeignOutcome)
+    );
+    assert!(first.poll_output().is_none());
+
+    // Another kind of operation's outcome.
+    let lease = first_outcome.lease().unwrap().clone();
+    let mut release = redlock.release(&lease, at(6_100));
+    for command in sends(&mut release) {
+        release
+            .handle_reply(command.request_id(), Reply::Integer(1), at(6_200))
+            .unwrap();
+    }
+    let Some(Output::Outcome(released)) = release.poll_output() else {
+        panic!("the release decides once every node confirmed");
+    };
+    assert_eq!(
+        first.decline(released.clone(), at(6_300)),
+        Err(UsageError::ForeignOutcome)
+    );
+    // The release's own outcome: nothing to undo, nothing sent.
+    release.decline(released.clone(), at(6_300)).unwrap();
+    assert!(release.poll_output().is_none());
+    // Given back once only.
+    assert_eq!(
+        release.decline(released, at(6_400)),
+        Err(UsageError::ForeignOutcome)
+    );
+
+    // Before its outcome was polled, there is nothing handed out to give back.
+    let mut third = redlock.acquire(&["orders"], at(7_000)).unwrap();
+    let sets = sends(&mut third);
+    assert_eq!(
+        third.decline(first_outcome.clone(), at(7_100)),
+        Err(UsageError::ForeignOutcome)
+    );
+    assert_eq!(sends(&mut third).len(), 0, "nothing more to send: {sets:?}");
+
+    // The first acquisition's own outcome is taken back once.
+    first.decline(first_outcome.clone(), at(8_000)).unwrap();
+    assert_eq!(sends(&mut first).len(), 3);
+    assert_eq!(
+        first.decline(first_outcome, at(8_100)),
+        Err(UsageError::ForeignOutcome)
+    );
+    second.decline(second_outcome, at(8_200)).unwrap();
+    assert_eq!(sends(&mut second).len(), 3);
 }
