@@ -739,6 +739,11 @@ enum redlock_result
      */
     REDLOCK_INVALID_FENCING_TOKEN = 9111,
     /**
+     * An outcome given back (`redlock_operation_decline`) to an operation that did not
+     * hand it out: another operation's, one not polled yet, or one given back already.
+     */
+    REDLOCK_FOREIGN_OUTCOME = 9112,
+    /**
      * No nodes: N must be at least 1.
      */
     REDLOCK_CONFIG_NO_NODES = 9200,
@@ -1996,6 +2001,22 @@ redlock_result redlock_operation_take_outcome(redlock_operation *operation,
  * got the lock).
  */
 redlock_result redlock_operation_abandon(redlock_operation *operation, uint64_t now_us);
+
+/**
+ * Gives back, at `now_us`, the outcome this operation handed out when it reached no
+ * caller: the caller stopped waiting (a cancelled future, an interrupt) as the outcome
+ * was decided, after a thread of the driver's had taken it. An acquired lock is then
+ * nobody's: poll afterwards for the sends of a release of its token to every node (hand
+ * them to the links like any other command), then `REDLOCK_OUTPUT_NONE`. Any other
+ * outcome emits nothing. `outcome` is consumed whatever the result (it must not be used
+ * or freed afterwards), so that a lock handle is never left to two owners.
+ * `REDLOCK_FOREIGN_OUTCOME` when this operation did not hand `outcome` out (another
+ * operation's, before its own outcome was polled, or a second time); the operation is
+ * then unchanged.
+ */
+redlock_result redlock_operation_decline(redlock_operation *operation,
+                                         redlock_outcome *outcome,
+                                         uint64_t now_us);
 
 /**
  * Hands in a release notice for this acquisition's resource from node `node` (0-based,

@@ -63,6 +63,9 @@ pub enum redlock_result {
     REDLOCK_UNKNOWN_NODE = 9110,
     /// A fencing token of 0 or above `REDLOCK_MAX_FENCING_TOKEN` given to a fenced write.
     REDLOCK_INVALID_FENCING_TOKEN = 9111,
+    /// An outcome given back (`redlock_operation_decline`) to an operation that did not
+    /// hand it out: another operation's, one not polled yet, or one given back already.
+    REDLOCK_FOREIGN_OUTCOME = 9112,
 
     /// No nodes: N must be at least 1.
     REDLOCK_CONFIG_NO_NODES = 9200,
@@ -138,6 +141,7 @@ const NAMES: &[(redlock_result, &std::ffi::CStr)] = &[
     (R::REDLOCK_INVALID_TTL, c"invalid_ttl"),
     (R::REDLOCK_UNKNOWN_NODE, c"unknown_node"),
     (R::REDLOCK_INVALID_FENCING_TOKEN, c"invalid_fencing_token"),
+    (R::REDLOCK_FOREIGN_OUTCOME, c"foreign_outcome"),
     (R::REDLOCK_CONFIG_NO_NODES, c"no_nodes"),
     (R::REDLOCK_CONFIG_TOO_MANY_NODES, c"too_many_nodes"),
     (R::REDLOCK_CONFIG_TTL_ZERO, c"ttl_zero"),
@@ -198,6 +202,7 @@ const USAGE: &[(redlock_result, UsageError)] = &[
         R::REDLOCK_INVALID_FENCING_TOKEN,
         UsageError::InvalidFencingToken,
     ),
+    (R::REDLOCK_FOREIGN_OUTCOME, UsageError::ForeignOutcome),
 ];
 
 const CONFIG: &[(redlock_result, ConfigError)] = &[

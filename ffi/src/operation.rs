@@ -451,6 +451,35 @@ pub unsafe extern "C" fn redlock_operation_abandon(
     })
 }
 
+/// Gives back, at `now_us`, the outcome this operation handed out when it reached no
+/// caller: the caller stopped waiting (a cancelled future, an interrupt) as the outcome
+/// was decided, after a thread of the driver's had taken it. An acquired lock is then
+/// nobody's: poll afterwards for the sends of a release of its token to every node (hand
+/// them to the links like any other command), then `REDLOCK_OUTPUT_NONE`. Any other
+/// outcome emits nothing. `outcome` is consumed whatever the result (it must not be used
+/// or freed afterwards), so that a lock handle is never left to two owners.
+/// `REDLOCK_FOREIGN_OUTCOME` when this operation did not hand `outcome` out (another
+/// operation's, before its own outcome was polled, or a second time); the operation is
+/// then unchanged.
+#[no_mangle]
+pub unsafe extern "C" fn redlock_operation_decline(
+    operation: *mut redlock_operation,
+    outcome: *mut redlock_outcome,
+    now_us: u64,
+) -> redlock_result {
+    guard(|| {
+        if outcome.is_null() {
+            return R::REDLOCK_NULL_PARAMETER;
+        }
+        // SAFETY: by the crate's contract a non-NULL `outcome` came from
+        // `redlock_operation_take_outcome` (`Box::into_raw`) and was not freed; the caller
+        // gives up the pointer with this call, so it is freed exactly once, here.
+        let outcome = unsafe { Box::from_raw(outcome) }.into_inner();
+        let op = arg_mut!(operation);
+        code_of(op.inner.decline(outcome, Time::from_micros(now_us)))
+    })
+}
+
 /// Hands in a release notice for this acquisition's resource from node `node` (0-based,
 /// in configuration order), received at `now_us`: a message on one of the channels
 /// `redlock_operation_notice_channel` names, from that node's subscriber connection.

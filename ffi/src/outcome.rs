@@ -65,6 +65,10 @@ impl redlock_outcome {
     pub(crate) fn inner(&self) -> &Outcome {
         &self.inner
     }
+
+    pub(crate) fn into_inner(self) -> Outcome {
+        self.inner
+    }
 }
 
 /// The `REDLOCK_NODE_*` value of `node` and its error text (empty unless an error).

@@ -694,8 +694,20 @@ static void operation_misuse(void) {
     OK(redlock_lease_token(copy, &copy_token, &copy_token_len));
     CHECK(copy_token_len == token_len && memcmp(copy_token, token, token_len) == 0 && copy_token != token);
     redlock_lease_free(copy);
-    redlock_outcome_free(outcome);
-    redlock_operation_free(op);
+    /* The outcome given back as if it had reached no caller: the lock is nobody's, so the
+     * release of its token goes to every node, then nothing. The outcome is consumed. */
+    NUL_ARG(redlock_operation_decline(op, NULL, 1000100));
+    OK(redlock_operation_decline(op, outcome, 1000100));
+    outcome = NULL;
+    for (int node = 0; node < 5; node++) {
+        OK(redlock_operation_poll_output(op, &kind));
+        CHECK(kind == REDLOCK_OUTPUT_SEND);
+        OK(redlock_operation_command_kind(op, &command_kind, &is_eval));
+        CHECK(command_kind == REDLOCK_COMMAND_RELEASE);
+    }
+    OK(redlock_operation_poll_output(op, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_NONE);
+    redlock_operation *acquisition = op;
 
     /* A release, with its commands as RESP and replies decoded from RESP. */
     OK(redlock_client_release(client, lease, 2000, &op));
@@ -729,7 +741,11 @@ static void operation_misuse(void) {
     redlock_lease *none = (redlock_lease *)&client;
     EXPECT(redlock_outcome_lease(outcome, &none), REDLOCK_NO_VALUE);
     CHECK(none == (redlock_lease *)&client);
-    redlock_outcome_free(outcome);
+    /* Another operation's outcome is refused, consumed all the same, and sends nothing. */
+    EXPECT(redlock_operation_decline(acquisition, outcome, 2200), REDLOCK_FOREIGN_OUTCOME);
+    OK(redlock_operation_poll_output(acquisition, &kind));
+    CHECK(kind == REDLOCK_OUTPUT_NONE);
+    redlock_operation_free(acquisition);
     redlock_operation_free(op);
     redlock_lease_free(lease);
     redlock_decoder_free(decoder);
@@ -825,7 +841,7 @@ static void buffers_and_texts(void) {
         CHECK(n > 0 && n < sizeof buf && buf[n] == '\0' && strlen(buf) == n);
         EXPECT(redlock_result_message(code, (uint8_t *)buf, n, &n), REDLOCK_BUFFER_TOO_SMALL);
     }
-    CHECK(codes == 42);
+    CHECK(codes == 43);
     CHECK(strcmp(redlock_result_name(0), "unknown_result") == 0);
     CHECK(strcmp(redlock_result_name(REDLOCK_OK), "ok") == 0);
     OK(redlock_result_message(12, (uint8_t *)buf, sizeof buf, &n));
