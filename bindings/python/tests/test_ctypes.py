@@ -20,6 +20,7 @@ from redlock_core import (
     InvalidArgumentError,
     ProtocolError,
     UsageError,
+    UsedAfterCloseError,
     core,
 )
 from redlock_core import _ffi as ffi
@@ -240,6 +241,35 @@ def test_usage_errors_from_the_core() -> None:
                 op.handle_notice_message(0, 7, 1300)  # type: ignore[arg-type]
             op.handle_notice_message(0, b"", 1300)
             op.handle_notice_message(1, b"\x00\xff not a token", 1300)
+
+
+def test_an_outcome_its_caller_never_took_is_given_back_to_the_core() -> None:
+    """The engine's cancellation meeting a decided acquisition: the outcome goes back
+    through ``decline`` and the core gives the release of its lock to every node."""
+    with core.Config(3, 1000) as config, core.Client(config, seed=bytes(32)) as client:
+        with client.acquire("r", 1000) as op, client.acquire("s", 1000) as other:
+            while (kind := op.poll()) == ffi.OUTPUT_SEND:
+                op.handle_reply(op.command().request_id, ffi.REPLY_OK, 1100)
+            assert kind == ffi.OUTPUT_OUTCOME
+            outcome = op.take_outcome()
+            assert outcome.kind == "acquired"
+            with pytest.raises(UsageError, match="foreign_outcome"):
+                other.decline(outcome, 1200)  # not the one that handed it out
+            assert outcome.closed  # consumed whatever the result
+            assert op.poll() == ffi.OUTPUT_NONE
+            with pytest.raises(UsedAfterCloseError):
+                op.decline(outcome, 1200)
+
+        with client.acquire("r", 2000) as op:
+            while (kind := op.poll()) == ffi.OUTPUT_SEND:
+                op.handle_reply(op.command().request_id, ffi.REPLY_OK, 2100)
+            assert kind == ffi.OUTPUT_OUTCOME
+            op.decline(op.take_outcome(), 2200)
+            releases = []
+            while op.poll() == ffi.OUTPUT_SEND:
+                releases.append((op.target()[0], op.command_kind()[0]))
+            assert sorted(releases) == [(n, ffi.COMMAND_RELEASE) for n in range(3)]
+            assert op.poll() == ffi.OUTPUT_NONE
 
 
 def test_replies_and_decoder_errors() -> None:

@@ -180,9 +180,12 @@ class Clock:
 
 
 @pytest.fixture
-def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Engine, Clock, list[Any]]]:
-    """An engine over three nodes whose links go nowhere, on a virtual clock; the list
-    collects its subscriber actions as ``(node, action)``."""
+def engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[Engine, core.Client, Clock, list[Any]]]:
+    """An engine over three nodes whose links go nowhere, a client to start its
+    operations, on a virtual clock; the list collects its subscriber actions as
+    ``(node, action)``."""
     clock = Clock()
     monkeypatch.setattr(_protocol, "now_us", clock)
     done: list[Any] = []
@@ -192,7 +195,6 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Engine, Clock, lis
 
     client = core.Client(core.Config(3, 10_000))
     engine = Engine(
-        client,
         ["a", "b", "c"],
         lambda node, actions: None,
         subscriber_io,
@@ -200,7 +202,7 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Engine, Clock, lis
     )
     engine.notices = True
     try:
-        yield engine, clock, done
+        yield engine, client, clock, done
     finally:
         engine.close()
         client.close()
@@ -211,9 +213,9 @@ def confirmation(channel: bytes) -> bytes:
 
 
 def test_the_engine_does_what_the_core_subscriptions_say(
-    engine: tuple[Engine, Clock, list[Any]], monkeypatch: pytest.MonkeyPatch
+    engine: tuple[Engine, core.Client, Clock, list[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine_, clock, done = engine
+    engine_, client, clock, done = engine
     subscribed: list[int] = []
     heard: list[tuple[int, bytes]] = []
     monkeypatch.setattr(
@@ -227,7 +229,7 @@ def test_the_engine_does_what_the_core_subscriptions_say(
     subs = engine_.subscribers
 
     # A waiting acquisition listens from its start: the core opens every node.
-    op = engine_.client.acquire("res", clock.now, wait_us=5_000_000)
+    op = client.acquire("res", clock.now, wait_us=5_000_000)
     running = engine_.start(op)
     # The resource's notice channel and the client's waiter channel of it.
     (channel, waiter_channel) = running.channels

@@ -620,7 +620,6 @@ class RedlockBase(Generic[LockT, ContextT]):
         # 4), else the core's; a subscriber connection the longest of them.
         timeouts = [connect_timeout_ms(client) for client in clients]
         self._engine = Engine(
-            self._client,
             self._labels,
             self._act,
             self._act_subscriber,

@@ -364,6 +364,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_operation_wait_until": (RESULT, [HANDLE, OUT_U64]),
     "redlock_operation_take_outcome": (RESULT, [HANDLE, OUT_HANDLE]),
     "redlock_operation_abandon": (RESULT, [HANDLE, c_uint64]),
+    "redlock_operation_decline": (RESULT, [HANDLE, HANDLE, c_uint64]),
     "redlock_operation_handle_delivery": (RESULT, [HANDLE, HANDLE, c_uint64]),
     "redlock_operation_handle_notice": (RESULT, [HANDLE, c_size_t, c_uint64]),
     "redlock_operation_handle_subscribed": (RESULT, [HANDLE, c_size_t, c_uint64]),

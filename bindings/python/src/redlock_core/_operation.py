@@ -279,6 +279,15 @@ class Operation(_Handle):
         its token, then ``OUTPUT_NONE``. No outcome follows."""
         _ffi.check(lib.redlock_operation_abandon(self._p(), _u64(now, "now")), "abandon")
 
+    def decline(self, outcome: Outcome, now: int) -> None:
+        """Gives back, at ``now``, the outcome :meth:`take_outcome` handed out when its
+        caller stopped waiting as it was decided: an acquired lock is nobody's, so
+        polling afterwards gives the sends of its release, then ``OUTPUT_NONE``; any
+        other outcome emits nothing. ``outcome`` is consumed (closed) either way."""
+        at, operation = _u64(now, "now"), self._p()
+        pointer, outcome._ptr = outcome._p(), None
+        _ffi.check(lib.redlock_operation_decline(operation, pointer, at), "decline")
+
     def handle_notice(self, node: int, now: int) -> None:
         """A release notice for this acquisition's resource from node ``node`` (a
         message on one of :meth:`notice_channels` from that node's subscriber

@@ -40,7 +40,6 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import _ffi
 from .core import (
-    Client,
     Decoder,
     Link,
     Operation,
@@ -241,10 +240,6 @@ class Running:
         return events
 
 
-#: The tag of commands no operation waits for (operations are tagged from 1).
-_UNTRACKED = 0
-
-
 class Engine:
     """Every node of one Redlock and the operations under way. Not thread-safe: the
     synchronous driver calls it under one lock, the asyncio driver from its loop.
@@ -259,7 +254,6 @@ class Engine:
 
     def __init__(
         self,
-        client: Client,
         labels: Sequence[str],
         io: Callable[[NodeProtocol, list[Action]], None],
         subscriber_io: Callable[[Subscriber, list[Action]], None],
@@ -267,7 +261,6 @@ class Engine:
         connect_timeouts_ms: Sequence[int | None] | None = None,
         subscriber_timeout_ms: int,
     ) -> None:
-        self.client = client
         timeouts = list(connect_timeouts_ms or [None] * len(labels))
         if len(timeouts) != len(labels):
             raise ValueError("connect_timeouts_ms must have one entry per node")
@@ -597,37 +590,17 @@ class Engine:
     def abandon(self, running: Running) -> None:
         """The caller cancelled: the core says what must still be sent (the release of
         an acquisition's token), the links send it; the operation is then forgotten. An
-        acquisition polled to "acquired" where its reply was read, whose caller stopped
-        waiting before it got the lock, has its lock released the same way."""
-        outcome = running.outcome
+        outcome polled already, where a reply was read, that its caller never took is
+        given back to the core (``decline``): an acquired lock is released the same
+        way."""
+        running.may_listen = False
+        outcome, running.outcome = running.outcome, None
         if outcome is None:
-            running.may_listen = False
             running.operation.abandon(now_us())
-            self.step(running)
+        else:
+            running.operation.decline(outcome, now_us())
+        self.step(running)
         self.finish(running)
-        if outcome is not None and outcome.kind == "acquired":
-            lease = outcome.lease()
-            if lease is not None:
-                try:
-                    self._send_untracked(self.client.release(lease, now_us()))
-                finally:
-                    lease.close()
-
-    def _send_untracked(self, operation: Operation) -> None:
-        """Hands the commands ``operation`` outputs to the links under no operation's
-        tag (their replies go nowhere), then frees it."""
-        try:
-            now = now_us()
-            submitted: list[NodeProtocol] = []
-            while operation.poll() == _ffi.OUTPUT_SEND:
-                node = self.nodes[operation.target()[0]]
-                node.submit(_UNTRACKED, operation, now)
-                if node not in submitted:
-                    submitted.append(node)
-            for node in submitted:
-                self.pump(node)
-        finally:
-            operation.close()
 
     def finish(self, running: Running) -> None:
         self.running.pop(running.tag, None)
