@@ -33,7 +33,7 @@ pub(crate) fn config_failure(error: ConfigError) -> Failure {
 
 pub(crate) fn usage_failure(error: UsageError) -> Failure {
     match error {
-        UsageError::UnknownRequest | UsageError::DuplicateReply => {
+        UsageError::UnknownRequest | UsageError::DuplicateReply | UsageError::ForeignOutcome => {
             Failure::state(error.code(), error.to_string())
         }
         UsageError::RandomSourceFailed => Failure::Throw {

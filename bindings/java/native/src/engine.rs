@@ -24,12 +24,18 @@
 //!   link's connect timeout passed): nothing more is reported for it;
 //! - `5, tag, count, ...count numbers`: the operation's outcome (see `outcome_record`),
 //!   its token and node texts in the bytes;
-//! - `6, tag`: the operation ended without an outcome (abandoned);
+//! - `6, tag`: the operation ended without an outcome (abandoned, or its acquired
+//!   lock given back by `loopDecline` and released);
 //! - `7, tag, count, ...count numbers`: one of the core's events (`Operation::poll_event`,
 //!   see `event_record`), its node texts in the bytes; only while a listener is on
 //!   (`loopListen`), so that a loop nobody listens to pays nothing for them;
 //! - `8, tag`: the acquisition listens for its release notices from now on, until it
 //!   ends (the core's `Operation::listens` turned true; once per operation).
+//!
+//! An acquisition's "acquired" outcome is kept with its operation until the Java side
+//! says whether it reached a caller: `loopClaimed` (it did: forgotten) or `loopDecline`
+//! (the caller had stopped waiting: the core's `Operation::decline`, whose releases go
+//! out like any command, then `6, tag`).
 //!
 //! When the events do not fit, the call returns -1 with the sizes needed in
 //! `records[1]` and `records[2]` (if `records` has its 4 header slots); they wait in
@@ -89,6 +95,9 @@ pub struct Engine {
     touched: Vec<u64>,
     /// Outcomes kept for keep-alive, by tag.
     kept: HashMap<u64, Outcome>,
+    /// Acquisitions whose "acquired" outcome went to Java, until it is claimed or
+    /// declined (see the module documentation).
+    handed: HashMap<u64, (Operation, Outcome)>,
     /// Per node, when the driver hands in raw bytes; empty for client-library drivers.
     readers: Vec<Reader>,
     records: Vec<i64>,
@@ -123,6 +132,7 @@ impl Engine {
             ops: HashMap::new(),
             touched: Vec::with_capacity(8),
             kept: HashMap::new(),
+            handed: HashMap::new(),
             readers,
             // The header's 4 slots first: one array write per call.
             records: {
@@ -165,6 +175,37 @@ impl Engine {
     /// Bytes read from node `node`; settles.
     pub fn received(&mut self, node: usize, bytes: &[u8], now: Time) -> bool {
         self.feed(node, bytes, now).is_ok() && self.settle(now).is_ok()
+    }
+
+    /// The acquisitions `tags` handed their "acquired" outcome to a caller: nothing more
+    /// can be given back for them. Tags that are not waiting are ignored.
+    pub fn claimed(&mut self, tags: &[u64]) {
+        for tag in tags {
+            self.handed.remove(tag);
+        }
+    }
+
+    /// Gives the "acquired" outcome of the acquisition `tag` back to its operation
+    /// (`Operation::decline`: its caller stopped waiting), which then releases the lock;
+    /// false when none is waiting under that tag (claimed already, or not an acquired
+    /// lock: nothing to release).
+    fn decline(&mut self, tag: u64, now: Time) -> Result<bool> {
+        let Some((mut operation, outcome)) = self.handed.remove(&tag) else {
+            return Ok(false);
+        };
+        operation.decline(outcome, now).map_err(usage_failure)?;
+        self.ops.insert(
+            tag,
+            Running {
+                operation,
+                wait: None,
+                keep: false,
+                owner: None,
+                listening: true,
+            },
+        );
+        self.touch(tag);
+        Ok(true)
     }
 
     /// Whether the operations' events are written too (as when a Java listener is on).
@@ -286,17 +327,20 @@ impl Engine {
                         }
                         _ => None,
                     };
-                    self.ops.remove(&tag);
-                    if keep {
-                        self.kept.insert(tag, outcome.clone());
-                    }
                     let at = outcome_record(
                         &mut self.records,
                         &mut self.bytes,
                         tag,
-                        outcome,
+                        &outcome,
                         self.lease_handles,
                     );
+                    if let Some(running) = self.ops.remove(&tag) {
+                        if matches!(outcome, Outcome::Acquired(_)) {
+                            self.handed.insert(tag, (running.operation, outcome));
+                        } else if keep {
+                            self.kept.insert(tag, outcome);
+                        }
+                    }
                     if let Some(held_by) = held_by {
                         self.records[at + 7] = i64::from(held_by);
                     }
@@ -474,7 +518,7 @@ fn outcome_record(
     records: &mut Vec<i64>,
     bytes: &mut Vec<u8>,
     tag: u64,
-    outcome: Outcome,
+    outcome: &Outcome,
     lease_handle: bool,
 ) -> usize {
     let nodes = outcome.nodes();
@@ -482,7 +526,7 @@ fn outcome_record(
     records.extend_from_slice(&[EVENT_OUTCOME, tag as i64, count as i64]);
     let at = records.len();
     records.extend_from_slice(&[-1, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, -1, 0, 0, 0]);
-    let fixed = convert::outcome_numbers(&outcome);
+    let fixed = convert::outcome_numbers(outcome);
     records[at..at + 12].copy_from_slice(&fixed.numbers);
     records[at + 13] = nodes.len() as i64;
     let token_start = bytes.len();
@@ -752,6 +796,22 @@ export_input!(Java_io_github_redlockcore_internal_Native_loopAbandon(env, engine
         engine.touch(tag);
     }
     Ok(())
+});
+
+// The acquisition `tag` handed its "acquired" outcome to a caller: its operation is
+// forgotten (`Engine::claimed`).
+export!(Java_io_github_redlockcore_internal_Native_loopClaimed(env, engine: jlong, tag: jlong) -> () = (), {
+    let _ = env;
+    let engine: &mut Engine = handle(engine, "loop")?;
+    engine.claimed(&[tag_of(tag)?]);
+    Ok(())
+});
+
+// The acquisition `tag`'s "acquired" outcome reached no caller (its future was cancelled
+// as it completed): the core's `decline`, whose releases go to the links, then the
+// operation ends (an `ended` event). Nothing for a tag with no acquired lock waiting.
+export_input!(Java_io_github_redlockcore_internal_Native_loopDecline(env, engine, now, tag: jlong) {
+    engine.decline(tag_of(tag)?, now).map(|_| ())
 });
 
 // A release notice from `node` for the operation `tag`, with the message it carried (the

@@ -45,10 +45,6 @@ public final class RedlockClient implements AutoCloseable {
       }
     }
     this.engine = new Engine(driver);
-    // A lock acquired after its caller was interrupted is released, not left to its TTL.
-    engine.onUnclaimedLock(lease -> engine.run(
-        (links, tag, now) -> client.startRelease(links, tag, lease, now))
-        .whenComplete((outcome, error) -> lease.close()));
     if (!listeners.isEmpty()) {
       RedlockListener[] all = listeners.toArray(new RedlockListener[0]);
       engine.listener(event -> {

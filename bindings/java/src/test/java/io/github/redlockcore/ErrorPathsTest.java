@@ -83,6 +83,12 @@ class ErrorPathsTest {
       links.notice(42, 0, "waiter".getBytes(StandardCharsets.US_ASCII), 10);
       links.notice(42, 0, null, 10);
       links.abandon(42, 10);
+      links.decline(42, 10);
+      links.claimed(42);
+      assertEquals("invalid_argument",
+          assertThrows(RedlockArgumentException.class, () -> links.claimed(-1)).code());
+      assertEquals("invalid_argument",
+          assertThrows(RedlockArgumentException.class, () -> links.decline(-1, 10)).code());
       assertEquals(0, links.running());
       assertEquals("no_outcome",
           assertThrows(RedlockStateException.class, () -> links.keepAliveOutcome(42, 0, 10))

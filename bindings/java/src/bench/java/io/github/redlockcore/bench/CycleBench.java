@@ -116,6 +116,7 @@ public class CycleBench {
     if (outcome == null) {
       throw new IllegalStateException("the warm-up acquisition did not decide");
     }
+    links.claimed(tag);
     outcome.lease().ifPresent(Lease::close);
   }
 
@@ -138,6 +139,8 @@ public class CycleBench {
     if (acquired == null || acquired.kind() != Outcome.Kind.ACQUIRED) {
       throw new IllegalStateException("the acquisition did not succeed: " + acquired);
     }
+    // As the client's loop does once the acquisition's future took the outcome.
+    links.claimed(tag);
     outcome = null;
     try (Lease lease = acquired.lease().orElseThrow()) {
       client.startRelease(links, ++tag, lease, 2_000);

@@ -186,6 +186,21 @@ public final class CoreLinks extends NativeHandle {
         records, bytes, records.length, bytes.length));
   }
 
+  /**
+   * The acquisition {@code tag}'s "acquired" outcome reached no caller: the core's {@code
+   * decline} releases its lock, then the operation ends ({@link #ENDED}). Nothing for a tag
+   * with no acquired lock waiting.
+   */
+  public int decline(long tag, long now) {
+    return events(Native.loopDecline(handle(), tag, now,
+        records, bytes, records.length, bytes.length));
+  }
+
+  /** The acquisition {@code tag} handed its "acquired" outcome to a caller. */
+  public void claimed(long tag) {
+    Native.loopClaimed(handle(), tag);
+  }
+
   /** A release notice from {@code node} with its message (the pub/sub payload). */
   public int notice(long tag, int node, byte[] message, long now) {
     return events(Native.loopNotice(handle(), tag, node, message, now,

@@ -79,7 +79,10 @@ public final class Engine implements LoopContext, AutoCloseable {
   private final AtomicIntegerArray closes;
   private final Map<Long, Op> ops = new HashMap<>();
   private final PriorityQueue<Timer> timers = new PriorityQueue<>();
-  /** Operations that ended in the events being processed, completed after them. */
+  /**
+   * Operations that ended in the events being processed, each followed by its outcome (null:
+   * none), completed after them; an outcome whose operation was forgotten comes after its tag.
+   */
   private final ArrayList<Object> finished = new ArrayList<>();
   /** The core's policy for the subscriber connections (see the class documentation). */
   private final Subscriptions subscriptions;
@@ -94,8 +97,6 @@ public final class Engine implements LoopContext, AutoCloseable {
   private long nextTag = 1;
   /** Hears the core's events (null: none, and the native half does not report them). */
   private volatile Consumer<io.github.redlockcore.core.Event> listener;
-  /** Releases a lock nobody claimed (see {@link #onUnclaimedLock}); null: none. */
-  private volatile Consumer<io.github.redlockcore.core.Lease> unclaimed;
   /** Events read from the last native call, handed to the listener after the others. */
   private final ArrayList<io.github.redlockcore.core.Event> heardEvents = new ArrayList<>();
   private long timerSeq;
@@ -648,7 +649,8 @@ public final class Engine implements LoopContext, AutoCloseable {
           at += 3 + numbers;
           Op op = take(tag);
           if (op == null) {
-            outcome.lease().ifPresent(io.github.redlockcore.core.Lease::close);
+            finished.add(tag);
+            finished.add(outcome);
             break;
           }
           if (op.keepAlive != null) {
@@ -709,34 +711,32 @@ public final class Engine implements LoopContext, AutoCloseable {
       finished.clear();
       for (int i = 0; i < done.length; i += 2) {
         Outcome outcome = (Outcome) done[i + 1];
-        if (!((Op) done[i]).future.complete(outcome) && outcome != null) {
-          claimNobody(outcome);
+        Op op = done[i] instanceof Op ? (Op) done[i] : null;
+        boolean claimed = op != null && op.future.complete(outcome);
+        if (outcome != null && outcome.kind() == Outcome.Kind.ACQUIRED) {
+          long tag = op != null ? op.tag : (Long) done[i];
+          if (claimed) {
+            links.claimed(tag);
+          } else {
+            decline(tag, outcome);
+          }
+        } else if (!claimed && outcome != null) {
+          outcome.lease().ifPresent(io.github.redlockcore.core.Lease::close);
         }
       }
     }
   }
 
   /**
-   * An outcome whose future was cancelled just before it could complete: its caller
-   * stopped waiting, so a lock it acquired is nobody's and is released at once.
+   * An acquired lock whose future was cancelled just before it could complete: its caller
+   * stopped waiting, so the outcome goes back to the core ({@code decline}), which releases
+   * the lock at once. The events it gives are done here: the events being completed were
+   * read already.
    */
-  private void claimNobody(Outcome outcome) {
-    Consumer<io.github.redlockcore.core.Lease> release = unclaimed;
-    if (outcome.kind() == Outcome.Kind.ACQUIRED && release != null) {
-      // On the loop's next turn, not inside the completions being handed out.
-      outcome.lease().ifPresent(lease -> tasks.add(() -> release.accept(lease)));
-    } else {
-      outcome.lease().ifPresent(io.github.redlockcore.core.Lease::close);
-    }
-  }
-
-  /**
-   * Sets what releases a lock an acquisition took after its caller stopped waiting (its
-   * future cancelled by an interrupt as it completed); it gets the lease to release and
-   * close. Before the first operation.
-   */
-  public void onUnclaimedLock(Consumer<io.github.redlockcore.core.Lease> release) {
-    this.unclaimed = release;
+  private void decline(long tag, Outcome outcome) {
+    outcome.lease().ifPresent(io.github.redlockcore.core.Lease::close);
+    links.decline(tag, now());
+    process();
   }
 
   /**

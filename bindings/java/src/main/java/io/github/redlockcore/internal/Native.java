@@ -225,6 +225,11 @@ public final class Native {
   public static native int loopAbandon(long loop, long tag, long now, long[] records,
       byte[] bytes, int recordsRoom, int bytesRoom);
 
+  public static native int loopDecline(long loop, long tag, long now, long[] records,
+      byte[] bytes, int recordsRoom, int bytesRoom);
+
+  public static native void loopClaimed(long loop, long tag);
+
   public static native int loopNotice(long loop, long tag, int node, byte[] message, long now,
       long[] records, byte[] bytes, int recordsRoom, int bytesRoom);
 
