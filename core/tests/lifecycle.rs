@@ -769,6 +769,26 @@ fn a_connection_loads_the_fencing_scripts_before_its_first_fenced_command() {
     );
 }
 
+/// What `op` outputs after an abandon or a decline: only the release of `token` on the
+/// key of `orders`, one per node of `nodes`, in node order.
+fn releases_to_every_node(op: &mut Operation, token: &[u8], nodes: usize) -> Vec<Command> {
+    let releases: Vec<Command> = std::iter::from_fn(|| match op.poll_output() {
+        Some(Output::Send(command)) => Some(command),
+        Some(other) => panic!("only the releases follow, got {other:?}"),
+        None => None,
+    })
+    .collect();
+    assert_eq!(releases.len(), nodes);
+    for (node, release) in releases.iter().enumerate() {
+        assert_eq!(release.node(), node);
+        assert_eq!(release.kind(), CommandKind::Release);
+        assert_eq!(release.token(), token);
+        // EVALSHA <sha> 1 orders <token>: the key the lease had taken.
+        assert_eq!(release.arg(3), Some(&b"orders"[..]));
+    }
+    releases
+}
+
 #[test]
 fn an_acquisition_abandoned_before_its_outcome_was_polled_releases_its_keys() {
     // A driver that hands replies in and is cancelled before it polls the outcome (its
@@ -782,20 +802,7 @@ fn an_acquisition_abandoned_before_its_outcome_was_polled_releases_its_keys() {
             .unwrap();
     }
     op.abandon(at(1_200));
-    let releases: Vec<Command> = std::iter::from_fn(|| match op.poll_output() {
-        Some(Output::Send(command)) => Some(command),
-        Some(other) => panic!("only the releases follow an abandon, got {other:?}"),
-        None => None,
-    })
-    .collect();
-    assert_eq!(releases.len(), 3);
-    for (node, release) in releases.iter().enumerate() {
-        assert_eq!(release.node(), node);
-        assert_eq!(release.kind(), CommandKind::Release);
-        assert_eq!(release.token(), token.as_slice());
-        // EVALSHA <sha> 1 orders <token>: the key the lease had taken.
-        assert_eq!(release.arg(3), Some(&b"orders"[..]));
-    }
+    releases_to_every_node(&mut op, &token, 3);
     assert!(op.is_finished());
 
     // Once the outcome was polled, the lock is its holder's: abandoning changes nothing.
@@ -834,19 +841,7 @@ fn an_acquired_outcome_that_reached_no_caller_is_given_back_and_released() {
     let (mut op, outcome) = polled_acquisition(&mut redlock, "orders", 1_000);
     let token = outcome.lease().unwrap().token().as_bytes().to_vec();
     op.decline(outcome, at(1_300)).unwrap();
-    let releases: Vec<Command> = std::iter::from_fn(|| match op.poll_output() {
-        Some(Output::Send(command)) => Some(command),
-        Some(other) => panic!("only the releases follow a decline, got {other:?}"),
-        None => None,
-    })
-    .collect();
-    assert_eq!(releases.len(), 3);
-    for (node, release) in releases.iter().enumerate() {
-        assert_eq!(release.node(), node);
-        assert_eq!(release.kind(), CommandKind::Release);
-        assert_eq!(release.token(), token.as_slice());
-        assert_eq!(release.arg(3), Some(&b"orders"[..]));
-    }
+    let releases = releases_to_every_node(&mut op, &token, 3);
     // Their replies are taken and change nothing; no outcome follows.
     for release in &releases {
         op.handle_reply(release.request_id(), Reply::Integer(1), at(1_400))
