@@ -17,6 +17,7 @@ import redis.asyncio
 from redlock_core import (
     AsyncRedlock,
     ConfigError,
+    Event,
     LockLostError,
     LockNotHeldError,
     NodesFailedError,
@@ -466,6 +467,29 @@ def test_what_polling_raises_where_a_reply_is_read_reaches_the_caller(
 
     asyncio.run(run())
     nodes.settle(resource, [None] * 5)
+
+
+class _Interrupt(BaseException):
+    """What a signal handler raises in the waiting thread (as ``KeyboardInterrupt``)."""
+
+
+def test_an_interrupt_after_the_lock_was_decided_leaves_no_key(nodes: Nodes, resource: str) -> None:
+    """sync: the outcome was taken and the thread is interrupted before ``acquire``
+    returns it (here by a hook hearing "acquired"; a signal can land there too): the
+    caller never gets the lock, so the core is given it back and releases its keys."""
+    interrupted: list[str] = []
+
+    def interrupt_once(event: Event) -> None:
+        if event.kind == "acquired" and not interrupted:
+            interrupted.append(event.kind)
+            raise _Interrupt
+
+    with Redlock(nodes.clients(), on_event=interrupt_once) as redlock:
+        with pytest.raises(_Interrupt):
+            redlock.acquire(resource)
+        assert interrupted == ["acquired"]
+        nodes.settle(resource, [None] * 5)
+        redlock.acquire(resource).release()
 
 
 def test_a_wait_cancelled_as_its_lock_is_decided_leaves_no_key(nodes: Nodes, resource: str) -> None:

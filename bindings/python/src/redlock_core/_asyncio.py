@@ -492,6 +492,9 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
                 raise
             self._wakers.pop(running.tag, None)
             outcome = engine.take_outcome(running)
+            # No await between taking the outcome and returning it: nothing can cancel
+            # this task in between.
+            engine.handed(running)
             observation.outcome(outcome)
             return outcome
 

@@ -593,6 +593,8 @@ class Engine:
         outcome polled already, where a reply was read, that its caller never took is
         given back to the core (``decline``): an acquired lock is released the same
         way."""
+        if running.operation.closed:  # its outcome reached the caller (handed)
+            return
         running.may_listen = False
         outcome, running.outcome = running.outcome, None
         if outcome is None:
@@ -603,18 +605,29 @@ class Engine:
         self.finish(running)
 
     def finish(self, running: Running) -> None:
+        self._forget(running)
+        running.operation.close()
+
+    def _forget(self, running: Running) -> None:
         self.running.pop(running.tag, None)
         if running.channels:
             self._unlisten(running)
-        running.operation.close()
 
     def take_outcome(self, running: Running) -> Outcome:
-        """The outcome of a finished operation; the operation is forgotten."""
+        """The outcome of a finished operation; the operation is forgotten. It stays
+        open until the driver says the outcome reached its caller (:meth:`handed`):
+        until then :meth:`abandon` can still give the outcome back to the core."""
         outcome = running.outcome
         if outcome is None:
             raise RuntimeError("an operation taken before its outcome")  # a driver bug
-        self.finish(running)
+        self._forget(running)
         return outcome
+
+    @staticmethod
+    def handed(running: Running) -> None:
+        """The outcome :meth:`take_outcome` gave reached its caller: nothing can be
+        given back any more, and the operation is closed."""
+        running.operation.close()
 
     def timers(self) -> int | None:
         """Hands the due links their timeouts; returns the next link instant."""

@@ -644,9 +644,11 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
             try:
                 outcome = self._wait(running, observation)
             except BaseException:
+                # Also once the outcome was taken: the caller never got it.
                 with cond:
                     self._engine.abandon(running)
                 raise
+            self._engine.handed(running)
             observation.outcome(outcome)
             return outcome
 
