@@ -806,15 +806,7 @@ fn an_acquisition_abandoned_before_its_outcome_was_polled_releases_its_keys() {
     assert!(op.is_finished());
 
     // Once the outcome was polled, the lock is its holder's: abandoning changes nothing.
-    let mut op = redlock.acquire(&["orders"], at(2_000)).unwrap();
-    for set in sends(&mut op) {
-        op.handle_reply(set.request_id(), Reply::Ok, at(2_100))
-            .unwrap();
-    }
-    assert!(matches!(
-        op.poll_output(),
-        Some(Output::Outcome(Outcome::Acquired(_)))
-    ));
+    let (mut op, _) = polled_acquisition(&mut redlock, "orders", 2_000);
     op.abandon(at(2_200));
     assert!(op.poll_output().is_none());
 }

@@ -89,7 +89,7 @@ fn bench_cycle(c: &mut Criterion, name: &str, listen: bool) {
         assert!(engine.connected(node, now));
     }
     round(&mut engine, OK, now, &mut nodes);
-    engine.claimed(&[tag]);
+    engine.claimed(tag);
     c.bench_function(name, |b| {
         b.iter(|| {
             let now = Time::from_micros(1_000);
@@ -99,7 +99,7 @@ fn bench_cycle(c: &mut Criterion, name: &str, listen: bool) {
             let (kind, token) = round(&mut engine, OK, now, &mut nodes).expect("an outcome");
             assert_eq!(kind, 0, "acquired");
             // As the Java loop does once the acquisition's future took the outcome.
-            engine.claimed(&[tag]);
+            engine.claimed(tag);
             // The lease as the outcome handed it (its token; validity is not needed to
             // release).
             let lease = client

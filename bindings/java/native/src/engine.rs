@@ -177,21 +177,19 @@ impl Engine {
         self.feed(node, bytes, now).is_ok() && self.settle(now).is_ok()
     }
 
-    /// The acquisitions `tags` handed their "acquired" outcome to a caller: nothing more
-    /// can be given back for them. Tags that are not waiting are ignored.
-    pub fn claimed(&mut self, tags: &[u64]) {
-        for tag in tags {
-            self.handed.remove(tag);
-        }
+    /// The acquisition `tag` handed its "acquired" outcome to a caller: nothing more can
+    /// be given back for it. A tag with nothing waiting is ignored.
+    pub fn claimed(&mut self, tag: u64) {
+        self.handed.remove(&tag);
     }
 
     /// Gives the "acquired" outcome of the acquisition `tag` back to its operation
-    /// (`Operation::decline`: its caller stopped waiting), which then releases the lock;
-    /// false when none is waiting under that tag (claimed already, or not an acquired
+    /// (`Operation::decline`: its caller stopped waiting), which then releases the lock.
+    /// Nothing when none is waiting under that tag (claimed already, or not an acquired
     /// lock: nothing to release).
-    fn decline(&mut self, tag: u64, now: Time) -> Result<bool> {
+    fn decline(&mut self, tag: u64, now: Time) -> Result<()> {
         let Some((mut operation, outcome)) = self.handed.remove(&tag) else {
-            return Ok(false);
+            return Ok(());
         };
         operation.decline(outcome, now).map_err(usage_failure)?;
         self.ops.insert(
@@ -205,7 +203,7 @@ impl Engine {
             },
         );
         self.touch(tag);
-        Ok(true)
+        Ok(())
     }
 
     /// Whether the operations' events are written too (as when a Java listener is on).
@@ -803,7 +801,7 @@ export_input!(Java_io_github_redlockcore_internal_Native_loopAbandon(env, engine
 export!(Java_io_github_redlockcore_internal_Native_loopClaimed(env, engine: jlong, tag: jlong) -> () = (), {
     let _ = env;
     let engine: &mut Engine = handle(engine, "loop")?;
-    engine.claimed(&[tag_of(tag)?]);
+    engine.claimed(tag_of(tag)?);
     Ok(())
 });
 
@@ -811,7 +809,7 @@ export!(Java_io_github_redlockcore_internal_Native_loopClaimed(env, engine: jlon
 // as it completed): the core's `decline`, whose releases go to the links, then the
 // operation ends (an `ended` event). Nothing for a tag with no acquired lock waiting.
 export_input!(Java_io_github_redlockcore_internal_Native_loopDecline(env, engine, now, tag: jlong) {
-    engine.decline(tag_of(tag)?, now).map(|_| ())
+    engine.decline(tag_of(tag)?, now)
 });
 
 // A release notice from `node` for the operation `tag`, with the message it carried (the
