@@ -1,6 +1,7 @@
 //! Arbitrary sequences of operations and inputs, in any order, with any replies and
-//! times: the core must never panic, and an acquired lock must never claim more
-//! validity than `ttl - drift`.
+//! times: the core must never panic, an acquired lock must never claim more validity
+//! than `ttl - drift`, and an acquired outcome given back (`decline`) to the operation
+//! that handed it out releases its token on every node.
 #![no_main]
 
 use std::time::Duration;
@@ -8,7 +9,8 @@ use std::time::Duration;
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use redlock_core::{
-    AcquireOptions, Config, FencedSet, FencedWrite, Lease, Operation, Outcome, Output, Redlock, Reply, RequestId, Time,
+    AcquireOptions, CommandKind, Config, FencedSet, FencedWrite, Lease, Operation, Outcome, Output, Redlock, Reply,
+    RequestId, Time,
 };
 
 fn reply(u: &mut Unstructured<'_>, depth: u32) -> Result<Reply> {
@@ -52,12 +54,14 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     // Each operation with the instant of its last Wait output (its only wake-up).
     let mut ops: Vec<(Operation, u64)> = Vec::new();
     let mut leases: Vec<Lease> = Vec::new();
+    // Every outcome polled, to give back to any operation (its own or another's).
+    let mut outcomes: Vec<Outcome> = Vec::new();
     let mut now: u64 = u.arbitrary::<u32>()?.into();
 
     while !u.is_empty() && ops.len() < 16 {
         now = now.saturating_add(u.int_in_range(0..=40_000)?);
         let at = Time::from_micros(now);
-        match u.int_in_range(0..=10)? {
+        match u.int_in_range(0..=12)? {
             10 => {
                 let resources: Vec<Vec<u8>> = u.arbitrary()?;
                 if let Ok(op) = client.inspect(&resources, at) {
@@ -127,6 +131,33 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                 let _ = ops[index].0.handle_notice_message(node, &message, at);
                 let _ = ops[index].0.notice_channels();
             }
+            11 if !ops.is_empty() && !outcomes.is_empty() => {
+                let index = u.choose_index(ops.len())?;
+                let outcome = outcomes[u.choose_index(outcomes.len())?].clone();
+                let acquired = matches!(outcome, Outcome::Acquired(_));
+                let op = &mut ops[index].0;
+                if op.decline(outcome, at).is_ok() && acquired {
+                    // Nobody holds that lock: its release goes to every node, once.
+                    let mut released = vec![0u32; nodes];
+                    while let Some(output) = op.poll_output() {
+                        match output {
+                            Output::Send(command) => {
+                                assert_eq!(command.kind(), CommandKind::Release);
+                                released[command.node()] += 1;
+                            }
+                            Output::Outcome(_) => panic!("a declined lock was handed out again"),
+                            _ => {}
+                        }
+                    }
+                    assert!(released.iter().all(|&count| count == 1), "{released:?}");
+                }
+            }
+            12 if !ops.is_empty() => {
+                let index = u.choose_index(ops.len())?;
+                let node = u.int_in_range(0..=10)?;
+                let subscribed = ops[index].0.handle_subscribed(node, at);
+                assert_eq!(subscribed.is_err(), node >= nodes);
+            }
             9 => {
                 // The resource-side check: any item, value, token and reply.
                 let item: Vec<u8> = u.arbitrary()?;
@@ -163,6 +194,7 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                     if let Some(lease) = outcome.lease() {
                         leases.push(lease.clone());
                     }
+                    outcomes.push(outcome);
                 }
             }
         }

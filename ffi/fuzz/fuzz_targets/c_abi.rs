@@ -63,6 +63,9 @@ enum Call {
     Poll {
         op: u8,
         limit: u8,
+        /// Give each outcome polled back (to the operation in this slot, at this time)
+        /// instead of freeing it.
+        decline: Option<(u8, u32)>,
     },
     Reply {
         op: u8,
@@ -413,7 +416,7 @@ impl State {
                         put(&mut self.ops, slot, op, redlock_operation_free);
                     }
                 }
-                Call::Poll { op, limit } => self.poll(op, limit),
+                Call::Poll { op, limit, decline } => self.poll(op, limit, decline),
                 Call::Reply {
                     op,
                     request,
@@ -753,7 +756,7 @@ impl State {
     }
 
     /// Polls an operation (at most `limit` outputs), reading each output fully.
-    fn poll(&mut self, op_slot: u8, limit: u8) {
+    fn poll(&mut self, op_slot: u8, limit: u8, decline: Option<(u8, u32)>) {
         let op = get(&self.ops, op_slot);
         // SAFETY: `op` is NULL or a live handle owned by `self`; outputs are locals.
         unsafe {
@@ -814,7 +817,27 @@ impl State {
                             redlock_result::REDLOCK_OK
                         );
                         self.read_outcome(outcome, op_slot);
-                        redlock_outcome_free(outcome);
+                        match decline {
+                            // Consumed whatever the answer: never freed here as well.
+                            Some((target, now)) => {
+                                let target = get(&self.ops, target);
+                                let result = redlock_operation_decline(target, outcome, now.into());
+                                assert!(
+                                    matches!(
+                                        result,
+                                        redlock_result::REDLOCK_OK
+                                            | redlock_result::REDLOCK_FOREIGN_OUTCOME
+                                            | redlock_result::REDLOCK_NULL_PARAMETER
+                                    ),
+                                    "{result:?}"
+                                );
+                                assert_eq!(
+                                    result == redlock_result::REDLOCK_NULL_PARAMETER,
+                                    target.is_null()
+                                );
+                            }
+                            None => redlock_outcome_free(outcome),
+                        }
                     }
                     _ => return,
                 }
