@@ -305,6 +305,7 @@ fn main() {
     both.row("redlock-client acquire + release");
     acquire.row("  of which acquire");
     release.row("  of which release");
+    let alone = acquire.percentile(50.0);
     runtime.block_on(client_cycles_with(&client, 300, Duration::ZERO, true));
     let (fenced_acquire, _, fenced_both) =
         runtime.block_on(client_cycles_with(&client, CYCLES, Duration::ZERO, true));
@@ -346,13 +347,29 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // The same uncontended cycles on the contenders' runtime: its worker threads wake
+    // each other, which costs a single client more than the current-thread runtime above.
+    header(&format!(
+        "5 healthy nodes, {CYCLES} sequential cycles, one client (the contenders' runtime, 2 worker threads)"
+    ));
+    let alone_contended = contended.block_on(async {
+        let client = Client::builder(nodes.urls.clone())
+            .attempts(1)
+            .build()
+            .unwrap();
+        client_cycles(&client, 300, Duration::ZERO).await;
+        let (acquire, _, both) = client_cycles(&client, CYCLES, Duration::ZERO).await;
+        both.row("redlock-client acquire + release");
+        acquire.row("  of which acquire");
+        acquire.percentile(50.0)
+    });
     println!(
         "\ncontending clients, default settings (retry 200 ms ± 100 ms), waiting up to {} s, \
          {CONTENTION_SECONDS} s each, hold 0.1 ms",
         WAIT.as_secs()
     );
     println!(
-        "{:<28} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "{:<28} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}",
         "",
         "acquired/s",
         "hand-offs/s",
@@ -364,7 +381,9 @@ fn main() {
         "p99/mean",
         "over 3x",
         "client/mean",
-        "attempts"
+        "attempts",
+        "r->n/acq",
+        "r->n/acq 2w"
     );
     // `REDLOCK_HANDOFF_CONTENDERS=2,4` runs other counts (the issue's figures are 4 and 16).
     let counts: Vec<usize> = std::env::var("REDLOCK_HANDOFF_CONTENDERS")
@@ -414,7 +433,7 @@ fn main() {
                 String::new()
             };
             println!(
-                "{:<28} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.1} {:>11.1} {:>11.1} {:>10.2}% {:>11.1} {:>11.1}{}",
+                "{:<28} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>11.1} {:>11.1} {:>11.1} {:>10.2}% {:>11.1} {:>11.1} {:>11.1} {:>11.1}{}",
                 format!(
                     "{contenders} clients, {}",
                     if notices { "notices" } else { "no notices" }
@@ -430,6 +449,8 @@ fn main() {
                 over_3x,
                 ratio(worst_client),
                 run.attempts as f64 / run.acquisitions.max(1) as f64,
+                p50 / (alone.as_secs_f64() * 1e6),
+                p50 / (alone_contended.as_secs_f64() * 1e6),
                 if starved > 0 {
                     format!("  ({starved} clients never acquired)")
                 } else {
@@ -443,6 +464,8 @@ fn main() {
          single wait over the mean wait; warm max/m: the same for the waits asked after the \
          run's first 0.5 s; p99/mean: the 99th percentile single wait over the \
          mean wait; over 3x: the share of waits longer than 3x the mean; client/mean: the \
-         worst client's mean wait over the mean wait; attempts: per acquisition"
+         worst client's mean wait over the mean wait; attempts: per acquisition; \
+         r->n/acq: the r->n p50 over one uncontended acquisition's p50 (current-thread \
+         runtime); r->n/acq 2w: the same over the acquisition on the contenders' runtime"
     );
 }
