@@ -247,8 +247,9 @@ pub struct Operation {
     waiter: Option<Token>,
     /// An abandoned acquisition's release: the waiter leaves the queue.
     leaving: bool,
-    /// The outcome was polled and may still be given back ([`Operation::decline`]).
-    handed_out: bool,
+    /// The kind of outcome polled, while it may still be given back
+    /// ([`Operation::decline`]).
+    handed_out: Option<core::mem::Discriminant<Outcome>>,
     /// Inspect: per node, what it holds on the lock's keys, once it answered.
     held: Vec<Option<Held>>,
     /// When the operation started, for events' `elapsed`.
@@ -387,7 +388,7 @@ impl Operation {
             notice_delay: 0,
             waiter: None,
             leaving: false,
-            handed_out: false,
+            handed_out: None,
             held: Vec::new(),
             started: now,
             events: VecDeque::new(),
@@ -719,24 +720,24 @@ impl Operation {
     ///
     /// # Errors
     ///
-    /// [`UsageError::ForeignOutcome`] for an outcome this operation did not hand out
-    /// (another operation's, or a lock whose token is not this acquisition's), before
-    /// its outcome was polled, or a second time; the operation is left unchanged.
+    /// [`UsageError::ForeignOutcome`] for an outcome this operation did not hand out,
+    /// before its outcome was polled, or a second time; the operation is left unchanged.
+    /// An outcome must be of the kind this operation handed out, and an acquisition's
+    /// (acquired or not) must carry its token, so that nothing else given back can stand
+    /// for the lock it handed out. Outcomes that carry no token of the operation (a
+    /// release's, an inspection's) are told apart by their kind only; giving them back
+    /// emits nothing either way.
     pub fn decline(&mut self, outcome: Outcome, now: Time) -> Result<(), UsageError> {
-        let ours = match (&outcome, self.kind) {
-            (Outcome::Acquired(acquired), OperationKind::Acquire) => {
-                acquired.lease.token == self.token
-            }
-            (Outcome::NotAcquired(_), OperationKind::Acquire)
-            | (Outcome::Extended(_) | Outcome::NotExtended(_), OperationKind::Extend)
-            | (Outcome::Released(_) | Outcome::NotReleased(_), OperationKind::Release)
-            | (Outcome::Inspected(_) | Outcome::NotInspected(_), OperationKind::Inspect) => true,
-            _ => false,
-        };
-        if !self.handed_out || !ours {
+        let ours = self.handed_out == Some(core::mem::discriminant(&outcome))
+            && match &outcome {
+                Outcome::Acquired(acquired) => acquired.lease.token == self.token,
+                Outcome::NotAcquired(failed) => failed.token == self.token,
+                _ => true,
+            };
+        if !ours {
             return Err(UsageError::ForeignOutcome);
         }
-        self.handed_out = false;
+        self.handed_out = None;
         if matches!(outcome, Outcome::Acquired(_)) {
             self.outcome = Some(outcome);
             self.abandon(now);
@@ -756,7 +757,7 @@ impl Operation {
         }
         if let Some(outcome) = self.outcome.take() {
             self.wait_due = false;
-            self.handed_out = true;
+            self.handed_out = Some(core::mem::discriminant(&outcome));
             return Some(Output::Outcome(outcome));
         }
         if self.wait_due {

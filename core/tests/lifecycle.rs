@@ -899,3 +899,38 @@ fn an_outcome_is_given_back_only_to_the_operation_that_handed_it_out() {
     second.decline(second_outcome, at(8_200)).unwrap();
     assert_eq!(sends(&mut second).len(), 3);
 }
+
+#[test]
+fn a_failed_acquisition_given_back_cannot_stand_for_a_lock_handed_out() {
+    // A driver that mixes outcomes up must not clear the lock an acquisition handed out:
+    // its own outcome is still taken back (and released) afterwards.
+    let config = Config::builder(3, ms(10_000)).attempts(1).build().unwrap();
+    let mut once = Redlock::with_seed(config, [5; 32]);
+    let mut failing = once.acquire(&["orders"], at(500)).unwrap();
+    // The attempt, refused everywhere, then its cleanup (nothing to delete).
+    for (reply, now) in [(Reply::Nil, 600), (Reply::Integer(0), 700)] {
+        for command in sends(&mut failing) {
+            failing
+                .handle_reply(command.request_id(), reply.clone(), at(now))
+                .unwrap();
+        }
+    }
+    let Some(Output::Outcome(failed @ Outcome::NotAcquired(_))) = failing.poll_output() else {
+        panic!("one attempt, refused everywhere, then its cleanup");
+    };
+
+    let mut redlock = client(3);
+    let (mut op, outcome) = polled_acquisition(&mut redlock, "orders", 1_000);
+    assert_eq!(
+        op.decline(failed.clone(), at(1_200)),
+        Err(UsageError::ForeignOutcome)
+    );
+    assert!(op.poll_output().is_none());
+    let token = outcome.lease().unwrap().token().as_bytes().to_vec();
+    op.decline(outcome, at(1_300)).unwrap();
+    releases_to_every_node(&mut op, &token, 3);
+
+    // The failed acquisition's own outcome goes back to it, and emits nothing.
+    failing.decline(failed, at(1_400)).unwrap();
+    assert!(failing.poll_output().is_none());
+}
