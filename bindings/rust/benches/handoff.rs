@@ -62,19 +62,17 @@ fn header(title: &str) {
 /// `gap`: idle time after each cycle (not counted), to compare with the frozen-node
 /// run, whose release idles for the node timeout.
 async fn client_cycles(client: &Client, cycles: usize, gap: Duration) -> (Stats, Stats, Stats) {
-    client_cycles_with(client, cycles, gap, false).await
+    let options = LockOptions::new().ttl(Duration::from_secs(10));
+    client_cycles_with(client, cycles, gap, options).await
 }
 
 async fn client_cycles_with(
     client: &Client,
     cycles: usize,
     gap: Duration,
-    fencing: bool,
+    options: LockOptions,
 ) -> (Stats, Stats, Stats) {
     let (mut acquire, mut release, mut both) = (Vec::new(), Vec::new(), Vec::new());
-    let options = LockOptions::new()
-        .ttl(Duration::from_secs(10))
-        .fencing(fencing);
     let mut failed = 0;
     for _ in 0..cycles {
         // On a loaded machine a round can miss the 50 ms node timeout: such a cycle is
@@ -306,9 +304,17 @@ fn main() {
     acquire.row("  of which acquire");
     release.row("  of which release");
     let alone = acquire.percentile(50.0);
-    runtime.block_on(client_cycles_with(&client, 300, Duration::ZERO, true));
+    let fenced = LockOptions::new()
+        .ttl(Duration::from_secs(10))
+        .fencing(true);
+    runtime.block_on(client_cycles_with(
+        &client,
+        300,
+        Duration::ZERO,
+        fenced.clone(),
+    ));
     let (fenced_acquire, _, fenced_both) =
-        runtime.block_on(client_cycles_with(&client, CYCLES, Duration::ZERO, true));
+        runtime.block_on(client_cycles_with(&client, CYCLES, Duration::ZERO, fenced));
     fenced_both.row("with fencing: acquire + release");
     fenced_acquire.row("  of which acquire (with the write-back)");
     // Interleaved again, so that a drift of the machine's load shows.
@@ -322,6 +328,14 @@ fn main() {
                 .min(both_again.percentile(50.0))
                 .as_secs_f64()
     );
+    // A wait limit on a lock nobody holds, a new resource each cycle (as locks per
+    // order or per user are): it is taken without subscribing to anything (the core
+    // listens from the first refusal by a held key).
+    let waiting = LockOptions::new().ttl(Duration::from_secs(10)).wait(WAIT);
+    let (waiting_acquire, _, waiting_both) =
+        runtime.block_on(client_cycles_with(&client, CYCLES, Duration::ZERO, waiting));
+    waiting_both.row("with a wait limit: acquire + release");
+    waiting_acquire.row("  of which acquire (nobody holds it)");
     runtime
         .block_on(raw_cycles(&raw, CYCLES, 5))
         .row("raw redis: SET NX PX + EVALSHA, wait for all 5");
