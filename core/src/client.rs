@@ -19,6 +19,11 @@ use crate::time::Time;
 /// The most resources one lock may cover.
 pub const MAX_RESOURCES: usize = 64;
 
+/// How many keys a client remembers its last waiting acquisition of (to know whether
+/// the next one listens from its start, [`crate::Operation::listens`]). Past that the
+/// oldest is forgotten, which only makes a waiter listen a little later.
+const RECENT_WAITS_KEPT: usize = 64;
+
 /// What one acquisition may set beyond the configuration.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -64,6 +69,9 @@ pub struct Redlock {
     /// The listener id ([`crate::waiter_channel`]), once drawn: at the start, or at the
     /// first waiting acquisition if the OS source failed then.
     listener: Option<[u8; LISTENER_ID_BYTES]>,
+    /// Keys of this client's waiting acquisitions, each with when the last one of it
+    /// started, for [`crate::NOTICE_CHANNEL_LINGER_MS`] (at most `RECENT_WAITS_KEPT`).
+    recent_waits: Vec<(Vec<u8>, Time)>,
 }
 
 impl Redlock {
@@ -75,6 +83,7 @@ impl Redlock {
             config: Arc::new(config),
             listener: source.listener_id().ok(),
             source,
+            recent_waits: Vec::new(),
         }
     }
 
@@ -87,6 +96,7 @@ impl Redlock {
             config: Arc::new(config),
             listener: source.listener_id().ok(),
             source,
+            recent_waits: Vec::new(),
         }
     }
 
@@ -110,6 +120,7 @@ impl Redlock {
             random,
             now,
             None,
+            false,
         ))
     }
 
@@ -128,6 +139,7 @@ impl Redlock {
         let keys = self.keys(resources)?;
         let mut random = self.source.operation_random(self.config.token_bytes())?;
         let wait_until = options.wait.map(|wait| now.saturating_add(wait));
+        let listen_from_start = wait_until.is_some() && self.waited_for_lately(&keys, now);
         if wait_until.is_some() && !config.fencing() {
             // A waiter: its id (the first token) begins with the listener id, so that
             // the releases naming it reach this client's waiter channel only.
@@ -141,7 +153,38 @@ impl Redlock {
             };
             random.prefix_first_token(&listener);
         }
-        Ok(Operation::acquire(config, keys, random, now, wait_until))
+        let op = Operation::acquire(config, keys, random, now, wait_until, listen_from_start);
+        Ok(op)
+    }
+
+    /// Whether this client started a waiting acquisition of one of `keys` less than
+    /// [`crate::NOTICE_CHANNEL_LINGER_MS`] before `now` (its notice channels then most
+    /// likely still linger), remembering this one's start for the next.
+    fn waited_for_lately(&mut self, keys: &[Vec<u8>], now: Time) -> bool {
+        let linger = Duration::from_millis(crate::NOTICE_CHANNEL_LINGER_MS);
+        let lately = |at: Time| now.saturating_duration_since(at) < linger;
+        // A time after `now` (a caller's clock that went back) counts as lately.
+        self.recent_waits.retain(|(_, at)| lately(*at));
+        let mut found = false;
+        for key in keys {
+            match self.recent_waits.iter_mut().find(|(k, _)| k == key) {
+                Some(entry) => {
+                    found = true;
+                    entry.1 = now;
+                }
+                None => {
+                    if self.recent_waits.len() >= RECENT_WAITS_KEPT {
+                        let oldest = (0..self.recent_waits.len())
+                            .min_by_key(|&i| self.recent_waits.get(i).map(|(_, at)| *at));
+                        if let Some(oldest) = oldest {
+                            self.recent_waits.swap_remove(oldest);
+                        }
+                    }
+                    self.recent_waits.push((key.clone(), now));
+                }
+            }
+        }
+        found
     }
 
     /// The channels to subscribe to, on every node, for the release notices of an
@@ -167,7 +210,8 @@ impl Redlock {
     /// Like [`Redlock::acquire_with`], with tokens and jitter drawn from `random` as
     /// [`Redlock::acquire_with_random`] does. With a wait limit `random` MUST hold at
     /// least one token's bytes; when it runs out, no further attempt starts (for tests:
-    /// real locks use a client's own source).
+    /// real locks use a client's own source). It remembers no earlier wait, so a waiter
+    /// listens from its first conflict ([`crate::Operation::listens`]).
     pub fn acquire_with_random_options<R: AsRef<[u8]>>(
         &self,
         resources: &[R],
@@ -192,7 +236,9 @@ impl Redlock {
             used: 0,
         };
         let wait_until = options.wait.map(|wait| now.saturating_add(wait));
-        Ok(Operation::acquire(config, keys, random, now, wait_until))
+        Ok(Operation::acquire(
+            config, keys, random, now, wait_until, false,
+        ))
     }
 
     /// Starts reading who holds the lock on `resources` at `now`: one `GET` (or `MGET`)
@@ -220,7 +266,7 @@ impl Redlock {
         let config = self.config_for(ttl)?;
         let keys = self.keys(resources)?;
         let random = self.source.operation_random(self.config.token_bytes())?;
-        Ok(Operation::acquire(config, keys, random, now, None))
+        Ok(Operation::acquire(config, keys, random, now, None, false))
     }
 
     /// Like [`Redlock::acquire`], with tokens and retry jitter drawn from `random` in the
@@ -248,6 +294,7 @@ impl Redlock {
             random,
             now,
             None,
+            false,
         ))
     }
 

@@ -230,6 +230,11 @@ pub struct Operation {
     fence: Option<(u64, Time, Vec<NodeResult>)>,
     /// Acquire with a wait limit: no attempt starts unless it can end by then.
     wait_until: Option<Time>,
+    /// Acquire with a wait limit: it listens before any other reason to
+    /// ([`Operation::listens`]): from its start (its client waited for one of its
+    /// resources a moment ago), or since a node refused it because the key was held.
+    /// Never reset: once it listens, it listens until it ends.
+    listens_early: bool,
     /// Per node: the current (or failed) attempt's queued acquire was refused there with
     /// this waiter first in the resource's queue.
     first_in_queue: Vec<bool>,
@@ -285,10 +290,12 @@ impl Operation {
         mut random: OperationRandom,
         now: Time,
         wait_until: Option<Time>,
+        listen_from_start: bool,
     ) -> Operation {
         let token = random.token(config.token_bytes());
         let mut op = Operation::new(config, OperationKind::Acquire, keys, token, random, now);
         op.wait_until = wait_until;
+        op.listens_early = wait_until.is_some() && listen_from_start;
         if wait_until.is_some() && !op.config.fencing() {
             op.waiter = Some(op.token.clone());
         }
@@ -382,6 +389,7 @@ impl Operation {
             failure: None,
             fence: None,
             wait_until: None,
+            listens_early: false,
             noticed: Vec::new(),
             first_in_queue: Vec::new(),
             confirmed: Vec::new(),
@@ -813,11 +821,19 @@ impl Operation {
     /// (subscribe to [`Operation::notice_channels`], `docs/bindings.md`, rules 12 and 14),
     /// decided once for every driver:
     ///
-    /// - an acquisition with a wait limit listens from its start, so that it hears a
-    ///   release that comes while its first attempt is out;
-    /// - one without listens once an attempt failed and another may follow (from the
-    ///   failed attempt's cleanup on); an acquisition that wins at once, or has no
-    ///   attempt left, never subscribes to anything;
+    /// - an acquisition with a wait limit listens from the first refusal of a node
+    ///   where the key is held (a conflict), or once an attempt failed, so that a lock
+    ///   nobody holds is taken without subscribing to anything; a release unheard
+    ///   before its subscription took effect is made up for by the confirmations
+    ///   ([`Operation::handle_subscribed`]). It listens from its start instead when its
+    ///   client started a waiting acquisition of one of its resources less than
+    ///   [`crate::NOTICE_CHANNEL_LINGER_MS`] before: the channels are then most likely
+    ///   still subscribed (they linger), listening costs nothing, and a release that
+    ///   comes while its first attempt is out is heard (a channel already subscribed
+    ///   gets no new confirmation to stand for it);
+    /// - one without a wait limit listens once an attempt failed and another may follow
+    ///   (from the failed attempt's cleanup on); an acquisition that wins at once, or
+    ///   has no attempt left, never subscribes to anything;
     /// - nothing else listens: extensions, releases, inspections, finished operations.
     ///
     /// Once true it stays true until the operation finishes: poll it after every input
@@ -827,11 +843,14 @@ impl Operation {
         if self.kind != OperationKind::Acquire || self.phase == Phase::Done {
             return false;
         }
-        if self.wait_until.is_some() || self.attempt > 1 {
+        if self.attempt > 1 || self.listens_early {
             return true;
         }
-        matches!(self.phase, Phase::CleaningUp | Phase::Delaying { .. })
-            && self.attempt < self.config.attempts()
+        let failed = matches!(self.phase, Phase::CleaningUp | Phase::Delaying { .. });
+        if self.wait_until.is_some() {
+            return failed;
+        }
+        failed && self.attempt < self.config.attempts()
     }
 
     /// The channels on which releases of this acquisition's keys are announced: each
@@ -1112,7 +1131,13 @@ impl Operation {
         let round = &mut self.round;
         match &result {
             NodeResult::Success => round.successes += 1,
-            NodeResult::Conflict => round.conflicts += 1,
+            NodeResult::Conflict => {
+                round.conflicts += 1;
+                // Held elsewhere: a waiter listens from now on (see `listens`).
+                if self.wait_until.is_some() && self.phase == Phase::Acquiring {
+                    self.listens_early = true;
+                }
+            }
             NodeResult::Error(_) | NodeResult::Timeout => round.failures += 1,
             NodeResult::NotAsked | NodeResult::Pending => return,
         }

@@ -526,17 +526,114 @@ fn a_subscription_confirmation_names_its_node() {
 }
 
 #[test]
-fn an_acquisition_listens_from_its_start_with_a_wait_limit_and_until_it_ends() {
+fn a_waiting_acquisition_listens_from_its_first_conflict_and_until_it_ends() {
     let config = Config::builder(3, ms(10_000)).build().unwrap();
     let mut client = Redlock::with_seed(config, [6; 32]);
     let options = redlock_core::AcquireOptions::new().wait(ms(2_000));
-    let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
-    assert!(op.listens(), "before its first attempt is even out");
+
+    // Nobody holds it: it is taken without subscribing to anything.
+    let mut op = client.acquire_with(&["free"], &options, at(0)).unwrap();
+    assert!(!op.listens(), "before its first attempt is out");
     let (sends, _, _) = drain(&mut op);
-    assert!(op.listens());
+    assert!(!op.listens(), "its first attempt is out");
     let outcome = answer_all(&mut op, &sends, 100, |_| Reply::Integer(1));
     assert!(matches!(outcome, Some(Outcome::Acquired(_))), "{outcome:?}");
     assert!(!op.listens(), "finished");
+
+    // Held: the first refusal because of the key makes it listen, before the attempt
+    // is decided, and it listens until it ends. Five nodes: three refusals decide.
+    let config = Config::builder(5, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [6; 32]);
+    let mut op = client
+        .acquire_with(&["held"], &options, at(1_000_000))
+        .unwrap();
+    let (sends, _, _) = drain(&mut op);
+    assert!(!op.listens());
+    // A node that fails is no sign of a holder.
+    op.handle_reply(
+        sends[0].request_id(),
+        Reply::Error("ERR busy".into()),
+        at(1_000_050),
+    )
+    .unwrap();
+    assert!(drain(&mut op).0.is_empty());
+    assert!(!op.listens(), "a failed node is not a conflict");
+    op.handle_reply(sends[1].request_id(), Reply::Integer(0), at(1_000_100))
+        .unwrap();
+    assert!(drain(&mut op).0.is_empty(), "undecided");
+    assert!(op.listens(), "refused where the key is held");
+    op.handle_reply(sends[2].request_id(), Reply::Integer(1), at(1_000_150))
+        .unwrap();
+    op.handle_reply(sends[3].request_id(), Reply::Integer(0), at(1_000_200))
+        .unwrap();
+    let (cleanup, _, _) = drain(&mut op);
+    assert!(!cleanup.is_empty(), "the failed attempt is released");
+    assert!(op.listens(), "cleaning up");
+    let (retry_at, outcome) = answer_all_wait(&mut op, &cleanup, 1_000_300, |_| Reply::Integer(0));
+    assert!(outcome.is_none());
+    assert!(op.listens(), "delaying");
+    op.handle_timeout(retry_at.unwrap());
+    let (sends, _, _) = drain(&mut op);
+    let outcome = answer_all(&mut op, &sends, 1_400_000, |_| Reply::Integer(1));
+    assert!(matches!(outcome, Some(Outcome::Acquired(_))), "{outcome:?}");
+    assert!(!op.listens(), "finished");
+}
+
+#[test]
+fn a_waiting_acquisition_listens_from_its_start_after_a_recent_wait_for_its_resource() {
+    let config = Config::builder(3, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [9; 32]);
+    let options = redlock_core::AcquireOptions::new().wait(ms(2_000));
+    let linger = redlock_core::NOTICE_CHANNEL_LINGER_MS * 1000;
+    let first = client.acquire_with(&["r"], &options, at(0)).unwrap();
+    assert!(!first.listens(), "nothing waited for r before");
+    // A wait for r started less than the linger before: its channels most likely still
+    // linger, so listening costs nothing. One of several resources is enough.
+    let again = client
+        .acquire_with(&["other", "r"], &options, at(linger - 1))
+        .unwrap();
+    assert!(again.listens(), "from its start");
+    // Each wait renews the resource's time: `other` and `r` were waited for at
+    // linger - 1.
+    let renewed = client
+        .acquire_with(&["other"], &options, at(2 * linger - 2))
+        .unwrap();
+    assert!(renewed.listens());
+    // The linger past the last wait: listening would subscribe again, so it waits for
+    // a conflict.
+    let later = client
+        .acquire_with(&["r"], &options, at(2 * linger))
+        .unwrap();
+    assert!(!later.listens(), "the linger passed");
+    // Without a wait limit nothing listens from its start, nor is remembered.
+    let plain = client.acquire(&["plain"], at(2 * linger)).unwrap();
+    assert!(!plain.listens());
+    let waiting = client
+        .acquire_with(&["plain"], &options, at(2 * linger + 1))
+        .unwrap();
+    assert!(!waiting.listens(), "a plain acquisition is no wait");
+    // A clock that went back counts as a moment ago.
+    let back = client
+        .acquire_with(&["plain"], &options, at(2 * linger))
+        .unwrap();
+    assert!(back.listens());
+}
+
+#[test]
+fn a_client_remembers_a_bounded_number_of_waits() {
+    let config = Config::builder(3, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [10; 32]);
+    let options = redlock_core::AcquireOptions::new().wait(ms(2_000));
+    for i in 0..1_000u64 {
+        let name = format!("r{i}");
+        let op = client.acquire_with(&[&name], &options, at(i)).unwrap();
+        assert!(!op.listens());
+    }
+    // The oldest are forgotten (they only listen later); the newest are remembered.
+    let old = client.acquire_with(&["r0"], &options, at(1_000)).unwrap();
+    assert!(!old.listens(), "forgotten");
+    let new = client.acquire_with(&["r999"], &options, at(1_001)).unwrap();
+    assert!(new.listens(), "remembered");
 }
 
 #[test]

@@ -2038,9 +2038,11 @@ redlock_result redlock_operation_handle_notice_message(redlock_operation *operat
 
 /**
  * Whether the driver should listen for this acquisition's release notices now (the
- * core decides: from its start with a wait limit, otherwise once an attempt failed and
- * another may follow; never for other operations or finished ones). Once true it stays
- * true until the operation finishes. False for NULL.
+ * core decides: with a wait limit from the first refusal by a held key or a failed
+ * attempt, or from its start when its client waited for one of its resources a moment
+ * ago; otherwise once an attempt failed and another may follow; never for other
+ * operations or finished ones). Once true it stays true until the operation finishes.
+ * False for NULL.
  */
 bool redlock_operation_listens(const redlock_operation *operation);
 

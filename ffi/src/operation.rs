@@ -541,9 +541,11 @@ pub unsafe extern "C" fn redlock_operation_handle_notice_message(
 }
 
 /// Whether the driver should listen for this acquisition's release notices now (the
-/// core decides: from its start with a wait limit, otherwise once an attempt failed and
-/// another may follow; never for other operations or finished ones). Once true it stays
-/// true until the operation finishes. False for NULL.
+/// core decides: with a wait limit from the first refusal by a held key or a failed
+/// attempt, or from its start when its client waited for one of its resources a moment
+/// ago; otherwise once an attempt failed and another may follow; never for other
+/// operations or finished ones). Once true it stays true until the operation finishes.
+/// False for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn redlock_operation_listens(operation: *const redlock_operation) -> bool {
     guard_value(false, || arg_ref!(operation, false).inner.listens())

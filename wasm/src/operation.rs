@@ -421,9 +421,11 @@ impl Operation {
         self.inner.is_finished()
     }
 
-    /// Whether the driver should listen for this acquisition's release notices now: from
-    /// its start with a wait limit, otherwise once an attempt failed and another may
-    /// follow; never for other operations. Once true, true until it finishes.
+    /// Whether the driver should listen for this acquisition's release notices now: with
+    /// a wait limit from the first refusal by a held key or a failed attempt, or from its
+    /// start when its client waited for one of its resources a moment ago; otherwise once
+    /// an attempt failed and another may follow; never for other operations. Once true,
+    /// true until it finishes.
     #[wasm_bindgen(getter)]
     pub fn listens(&self) -> bool {
         self.inner.listens()

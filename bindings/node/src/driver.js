@@ -315,8 +315,8 @@ export class Driver {
     const op = task.op;
     const now = nowUs();
     // After every input, before its commands go out: the core says when an acquisition
-    // listens (from its start with a wait limit, else as a failed attempt's cleanup goes
-    // out).
+    // listens (with a wait limit from the first refusal by a held key, or from its start
+    // after a recent wait for the resource; else as a failed attempt's cleanup goes out).
     if (task.watching === undefined && task.watch !== undefined && op.listens) this.#watch(tag, task);
     for (let output = first ?? op.pollOutputToLink(); ; output = op.pollOutputToLink()) {
       if (output === undefined) {

@@ -122,11 +122,12 @@ test('subscriber connections that never open are given up too, at the same timeo
   const redlock = new Redlock([node], { ttlMs: 10_000, nodeTimeoutMs: 1000, retryDelayMs: 100, retryJitterMs: 0 });
   let closedAt;
   try {
-    // With a wait limit, the acquisition listens from its start: the node's subscriber
+    // Two waits for the same resource at once: the second listens from its start (the
+    // core: its client waited for the resource a moment ago), so the node's subscriber
     // connection opens alongside the link's.
-    const error = await redlock.acquire('r', { waitMs: 1200 }).then(
-      () => assert.fail('locked on a node that never opens'),
-      (e) => e,
+    const failed = (e) => e;
+    const [error] = await Promise.all(
+      [0, 1].map(() => redlock.acquire('r', { waitMs: 1200 }).then(() => assert.fail('locked on a node that never opens'), failed)),
     );
     assert.ok(error instanceof NodesFailingError, String(error));
     assert.equal(error.nodes[0].cause, 'timeout', JSON.stringify(error.nodes));
@@ -154,9 +155,10 @@ test('subscriber connections that never open are given up too, at the same timeo
 test("real sockets the core gives up (the link's and the subscriber's) are closed: none stays open", async () => {
   // A server that accepts TCP connections and never answers: a TLS client's handshake
   // waits forever. The node's transport names a connect timeout of 400 ms (netSocket
-  // sets none, and gets the core's 2 s). With a wait limit the acquisition listens from
-  // its start, so the node's subscriber socket opens alongside the link's, and both are
-  // opened again after their pauses while the acquisition keeps trying.
+  // sets none, and gets the core's 2 s). Two waits start together: the second listens
+  // from its start (its client waited for the resource a moment ago), so the node's
+  // subscriber socket opens alongside the link's, and both are opened again after their
+  // pauses while the acquisitions keep trying.
   const { port, connections, close: closeServer } = await silentServer();
   const openSockets = () => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
   const before = openSockets();
@@ -165,9 +167,13 @@ test("real sockets the core gives up (the link's and the subscriber's) are close
   const redlock = new Redlock([quick], { ttlMs: 10_000, nodeTimeoutMs: 1000 });
   try {
     const started = performance.now();
-    const error = await redlock.acquire('silent', { waitMs: 1500 }).then(
-      () => assert.fail('locked on a node that never answers'),
-      (e) => e,
+    const [error] = await Promise.all(
+      [0, 1].map(() =>
+        redlock.acquire('silent', { waitMs: 1500 }).then(
+          () => assert.fail('locked on a node that never answers'),
+          (e) => e,
+        ),
+      ),
     );
     assert.ok(error instanceof NodesFailingError, String(error));
     assert.equal(error.nodes[0].cause, 'timeout', JSON.stringify(error.nodes));

@@ -583,9 +583,18 @@ test('Operation.listens: the core says when an acquisition listens for notices',
     for (let out = op.pollOutput(); out !== undefined; out = op.pollOutput()) if (out.type === 'send') sends.push(out);
     return sends;
   };
-  const waiting = attempts(2).acquire('r', 0, { waitUs: 2_000_000 });
-  assert.equal(waiting.listens, true, 'with a wait limit, from its start');
+  // With a wait limit: from the first refusal by a held key; from its start when the
+  // same client waited for the resource a moment ago (its channels still linger).
+  const client = attempts(2);
+  const waiting = client.acquire('r', 0, { waitUs: 2_000_000 });
+  assert.equal(waiting.listens, false, 'with a wait limit, nothing refused it yet');
+  const waitSends = sendsOf(waiting);
+  waiting.handleReply(waitSends[0].requestId, { type: 'integer', value: 0 }, 100);
+  assert.equal(waiting.listens, true, 'with a wait limit, from its first conflict');
   waiting.free();
+  const again = client.acquire('r', 200, { waitUs: 2_000_000 });
+  assert.equal(again.listens, true, 'with a wait limit, from its start after a wait a moment ago');
+  again.free();
   for (const [n, after] of [[2, true], [1, false]]) {
     const op = attempts(n).acquire('r', 0);
     assert.equal(op.listens, false, 'a first attempt may win');

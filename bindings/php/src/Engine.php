@@ -81,8 +81,9 @@ final class Engine
      * to the links before the exception goes on.
      *
      * When the core says the operation listens for release notices (Operation::listens():
-     * an acquisition with a wait limit from its start, one without once an attempt failed
-     * and another may follow), the driver subscribes to its notice channels until it
+     * an acquisition with a wait limit from the first refusal by a held key, or from its
+     * start after a recent wait for the resource; one without once an attempt failed and
+     * another may follow), the driver subscribes to its notice channels until it
      * ends, and each release notice goes to the core with its message
      * (Operation::handleNoticeMessage), which may start the next attempt at once.
      *

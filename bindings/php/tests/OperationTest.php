@@ -20,18 +20,29 @@ use Redlock\Ffi\Reply;
  */
 final class OperationTest extends TestCase
 {
-    public function testAnAcquisitionWithAWaitLimitListensFromItsStartUntilItEnds(): void
+    public function testAnAcquisitionWithAWaitLimitListensFromItsFirstConflictUntilItEnds(): void
     {
         $client = self::client(1);
-        $op = $client->acquireWaiting(['r'], null, 2_000_000, 0);
-        $this->assertTrue($op->listens(), 'before its first attempt is even out');
+        // Nobody holds it: taken without listening.
+        $op = $client->acquireWaiting(['free'], null, 2_000_000, 0);
+        $this->assertFalse($op->listens(), 'nothing refused it yet');
         [$sends] = self::drain($op);
         $this->assertCount(3, $sends);
-        $this->assertTrue($op->listens(), 'its first attempt is out');
+        $this->assertFalse($op->listens(), 'its first attempt is out');
         [$caused, , $outcome] = self::answer($op, $sends, 100, Constants::REPLY_INTEGER, 1);
         $this->assertSame([], $caused);
         $this->assertSame(Constants::OUTCOME_ACQUIRED, $outcome?->kind);
         $this->assertFalse($op->listens(), 'finished');
+
+        // Held: the first refusal makes it listen, until it ends.
+        $op = $client->acquireWaiting(['held'], null, 2_000_000, 1_000);
+        [$sends] = self::drain($op);
+        self::answer($op, [$sends[0]], 1_100, Constants::REPLY_INTEGER, 0);
+        $this->assertTrue($op->listens(), 'refused where the key is held');
+
+        // A wait for the same resource a moment ago: from its start (its channels linger).
+        $again = $client->acquireWaiting(['held'], null, 2_000_000, 1_200);
+        $this->assertTrue($again->listens(), 'from its start');
     }
 
     public function testAnAcquisitionWithoutAWaitLimitListensOnceAnAttemptFailedAndAnotherMayFollow(): void

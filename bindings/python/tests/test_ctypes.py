@@ -300,11 +300,20 @@ def test_replies_and_decoder_errors() -> None:
 
 
 def test_the_core_says_when_an_acquisition_listens_for_notices() -> None:
-    """Operation.listens: from the start with a wait limit; otherwise once an attempt
-    failed and another may follow; never after the outcome or for other operations."""
+    """Operation.listens: with a wait limit from the first refusal by a held key (from
+    the start when the client waited for the resource a moment ago); otherwise once an
+    attempt failed and another may follow; never after the outcome or for other
+    operations."""
     with core.Config(3, 1000, attempts=2) as config, core.Client(config, seed=bytes(32)) as client:
         with client.acquire("r", 0, wait_us=2_000_000) as op:
-            assert op.listens
+            assert not op.listens, "nothing refused it yet"
+            sends = []
+            while op.poll() == ffi.OUTPUT_SEND:
+                sends.append(op.command().request_id)
+            op.handle_reply(sends[0], ffi.REPLY_INTEGER, 100, integer=0)  # refused: held there
+            assert op.listens, "from its first conflict"
+        with client.acquire("r", 200, wait_us=2_000_000) as op:
+            assert op.listens, "from its start: a wait for r a moment ago"
         with client.acquire("r", 0) as op:
             assert not op.listens
             sends = []

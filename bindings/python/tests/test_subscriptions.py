@@ -228,7 +228,11 @@ def test_the_engine_does_what_the_core_subscriptions_say(
     engine_.on_subscriber_timer = lambda: timer_pokes.append(clock.now)
     subs = engine_.subscribers
 
-    # A waiting acquisition listens from its start: the core opens every node.
+    # A waiting acquisition listens when the core says so: here from its start, as the
+    # client waited for the resource a moment ago (a first wait listens from its first
+    # conflict). The core opens every node.
+    with client.acquire("res", clock.now, wait_us=5_000_000):
+        pass
     op = client.acquire("res", clock.now, wait_us=5_000_000)
     running = engine_.start(op)
     # The resource's notice channel and the client's waiter channel of it.

@@ -906,7 +906,8 @@ impl Inner {
         let mut attempt = op.attempt();
         loop {
             // Checked after every input, before its outputs go out: a waiter with a limit
-            // listens before its first attempt is sent, a retrying one as its failed
+            // listens from the first refusal by a held key (before its first attempt is
+            // sent after a recent wait for the resource), a retrying one as its failed
             // attempt's cleanup goes out.
             if listen && listening.is_none() && op.listens() {
                 listening = Some(self.notices.listen(op.notice_channels()));

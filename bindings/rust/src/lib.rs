@@ -65,8 +65,8 @@
 //!
 //! [`LockOptions::wait`] waits up to a limit for the lock (the core's wait limit: attempts
 //! until then, never one that could not end by it). A release publishes a notice per key;
-//! an acquisition with a wait limit (from its start), or one that may retry once it finds
-//! its key held, subscribes on every node (one
+//! an acquisition with a wait limit (once a node refuses it because the key is held), or
+//! one that may retry once it finds its key held, subscribes on every node (one
 //! subscriber connection per node, opened on first need, shared by the client's waiters)
 //! and hands each notice to [`redlock_core::Operation::handle_notice`], so it tries again
 //! as soon as the core says, not after its retry delay; each confirmed subscription goes

@@ -4,7 +4,8 @@
 //! The release script publishes each key it deletes: on the waiter channel of the waiter
 //! it names ([`redlock_core::waiter_channel`]), or on the key's notice channel
 //! ([`redlock_core::notice_channel`]) when it names nobody. An acquisition with a wait
-//! limit (from its start) or one that may retry and found its key held
+//! limit (once a node refused it because the key is held, or from its start after a
+//! recent wait for the resource) or one that may retry and found its key held
 //! ([`Notices::listen`]) listens on its channels
 //! ([`redlock_core::Operation::notice_channels`]) on every node, and the driver hands
 //! each message to [`redlock_core::Operation::handle_notice_message`] with the node it

@@ -710,9 +710,9 @@ fn silent_node() -> (u16, std::sync::mpsc::Receiver<Duration>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_connection_that_never_confirms_is_given_up_by_the_core() {
-    // A waiter listens for release notices from its start: its subscriber connection to a
-    // node that never answers is given up (and closed) at the connect timeout, like the
-    // link's, and opened again after the core's pause.
+    // A waiter whose attempt failed listens for release notices: its subscriber
+    // connection to a node that never answers is given up (and closed) at the connect
+    // timeout, like the link's, and opened again after the core's pause.
     let (port, held) = silent_node();
     let client = Client::builder(vec![format!("redis://127.0.0.1:{port}")])
         .connect_timeout(Duration::from_millis(400))

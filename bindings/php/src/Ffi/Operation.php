@@ -217,8 +217,10 @@ final class Operation
 
     /**
      * Whether the driver should listen for this acquisition's release notices now
-     * (subscribe to noticeChannels()), as the core decides it for every binding: from
-     * its start with a wait limit; without one, once an attempt failed and another may
+     * (subscribe to noticeChannels()), as the core decides it for every binding: with a
+     * wait limit from the first refusal by a held key or a failed attempt, or from its
+     * start when its client waited for one of its resources a moment ago; without one,
+     * once an attempt failed and another may
      * follow (from the failed attempt's cleanup on); until the outcome. Never for
      * extensions, releases, inspections or finished operations. Once true it stays true
      * until the operation finishes: ask after every input, with the outputs.

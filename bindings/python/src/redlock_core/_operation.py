@@ -425,8 +425,10 @@ class Operation(_Handle):
     @property
     def listens(self) -> bool:
         """Whether the driver should listen for this acquisition's release notices now:
-        the core decides (from its start with a wait limit, otherwise once an attempt
-        failed and another may follow); once true, true until it finishes."""
+        the core decides (with a wait limit from the first refusal by a held key or a
+        failed attempt, or from its start when the client waited for one of its
+        resources a moment ago; otherwise once an attempt failed and another may
+        follow); once true, true until it finishes."""
         return bool(lib.redlock_operation_listens(self._p()))
 
     @property

@@ -524,7 +524,8 @@ class Engine:
         op = running.operation
         running.changed = False
         # After every input, before its outputs go out: the core says when an
-        # acquisition listens (from its start with a wait limit, else as a failed
+        # acquisition listens (with a wait limit from the first refusal by a held key,
+        # or from its start after a recent wait for the resource; else as a failed
         # attempt's cleanup goes out).
         if running.may_listen and op.listens:
             self._listen(running)

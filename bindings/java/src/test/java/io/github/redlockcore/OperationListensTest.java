@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link Operation#listens()} is the core's decision of when an acquisition listens for its
- * release notices ({@code Operation::listens}): from its start with a wait limit; without
+ * release notices ({@code Operation::listens}): with a wait limit from its first conflict (from
+ * its start after a wait for the resource a moment ago); without
  * one, once an attempt failed and another may follow; until the outcome; never for other
  * operations. No nodes: the operations are driven by hand (times in microseconds).
  */
@@ -59,19 +60,31 @@ class OperationListensTest {
   }
 
   @Test
-  void withAWaitLimitItListensFromItsStartUntilTheOutcome() {
+  void withAWaitLimitItListensFromItsFirstConflictUntilTheOutcome() {
     try (Config config = Config.builder(3, Duration.ofSeconds(10)).build();
-         Client client = new Client(config, new byte[32]);
-         Operation op = client.acquire(List.of("r"), null, Duration.ofSeconds(2), 0)) {
-      assertTrue(op.listens(), "before its first attempt is even out");
-      Polled first = drain(op, new Polled());
-      assertEquals(3, first.sends.size());
-      assertTrue(op.listens());
-      Polled done = answer(op, first.sends, 100, node -> Reply.integer(1));
-      assertNotNull(done.outcome);
-      assertEquals(Outcome.Kind.ACQUIRED, done.outcome.kind());
-      done.outcome.lease().ifPresent(Lease::close);
-      assertFalse(op.listens(), "finished");
+         Client client = new Client(config, new byte[32])) {
+      // Nobody holds it: taken without listening.
+      try (Operation op = client.acquire(List.of("free"), null, Duration.ofSeconds(2), 0)) {
+        assertFalse(op.listens(), "nothing refused it yet");
+        Polled first = drain(op, new Polled());
+        assertEquals(3, first.sends.size());
+        assertFalse(op.listens(), "its first attempt is out");
+        Polled done = answer(op, first.sends, 100, node -> Reply.integer(1));
+        assertNotNull(done.outcome);
+        assertEquals(Outcome.Kind.ACQUIRED, done.outcome.kind());
+        done.outcome.lease().ifPresent(Lease::close);
+        assertFalse(op.listens(), "finished");
+      }
+      // Held: the first refusal makes it listen.
+      try (Operation op = client.acquire(List.of("held"), null, Duration.ofSeconds(2), 1_000)) {
+        Polled first = drain(op, new Polled());
+        answer(op, first.sends.subList(0, 1), 1_100, node -> Reply.integer(0));
+        assertTrue(op.listens(), "refused where the key is held");
+      }
+      // A wait for the same resource a moment ago: from its start (its channels linger).
+      try (Operation op = client.acquire(List.of("held"), null, Duration.ofSeconds(2), 1_200)) {
+        assertTrue(op.listens(), "from its start");
+      }
     }
   }
 

@@ -167,8 +167,10 @@ public final class Operation extends NativeHandle {
 
   /**
    * Whether this acquisition should listen for its release notices now (the core decides,
-   * once for every driver): from its start when it has a wait limit; otherwise once an
-   * attempt failed and another may follow (from the failed attempt's cleanup on); never for
+   * once for every driver): with a wait limit, from the first refusal by a held key or a
+   * failed attempt, or from its start when its client waited for one of its resources a
+   * moment ago; otherwise once an attempt failed and another may follow (from the failed
+   * attempt's cleanup on); never for
    * extensions, releases, inspections or finished operations. Once true it stays true until
    * the operation finishes: check it after every input, with the outputs, start listening
    * when it turns true and stop when the operation ends.

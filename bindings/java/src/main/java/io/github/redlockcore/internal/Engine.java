@@ -315,8 +315,9 @@ public final class Engine implements LoopContext, AutoCloseable {
   /**
    * As {@link #run(Starter)}, for an acquisition whose release notices come on {@code
    * channels} (null: it never listens). When it listens is the core's decision ({@code
-   * Operation::listens}: from its start with a wait limit, otherwise once an attempt failed
-   * and another may follow), checked after every input: from then until it ends, the
+   * Operation::listens}: with a wait limit from the first refusal by a held key, or from its
+   * start after a recent wait for the resource; otherwise once an attempt failed and another
+   * may follow), checked after every input: from then until it ends, the
    * core's subscriptions want each channel (a subscriber connection per node), and each
    * notice goes to the operation with its message (the core's {@code
    * handle_notice_message}), which may try again at once.
