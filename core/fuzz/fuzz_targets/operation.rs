@@ -1,7 +1,8 @@
 //! Arbitrary sequences of operations and inputs, in any order, with any replies and
 //! times: the core must never panic, an acquired lock must never claim more validity
-//! than `ttl - drift`, and an acquired outcome given back (`decline`) to the operation
-//! that handed it out releases its token on every node.
+//! than `ttl - drift`, an acquired outcome given back (`decline`) to the operation
+//! that handed it out releases its token on every node, and an operation that listens
+//! for release notices keeps listening until it finishes.
 #![no_main]
 
 use std::time::Duration;
@@ -51,8 +52,9 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let Ok(config) = config.build() else { return Ok(()) };
     let lease_us = (config.ttl() - config.drift()).as_micros();
     let mut client = Redlock::with_seed(config.clone(), u.arbitrary()?);
-    // Each operation with the instant of its last Wait output (its only wake-up).
-    let mut ops: Vec<(Operation, u64)> = Vec::new();
+    // Each operation with the instant of its last Wait output (its only wake-up), and
+    // whether it said it listens for release notices.
+    let mut ops: Vec<(Operation, u64, bool)> = Vec::new();
     let mut leases: Vec<Lease> = Vec::new();
     // Every outcome polled, to give back to any operation (its own or another's).
     let mut outcomes: Vec<Outcome> = Vec::new();
@@ -65,7 +67,7 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             10 => {
                 let resources: Vec<Vec<u8>> = u.arbitrary()?;
                 if let Ok(op) = client.inspect(&resources, at) {
-                    ops.push((op, 1));
+                    ops.push((op, 1, false));
                 }
             }
             0 => {
@@ -79,7 +81,7 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                     _ => client.acquire_with_random(&resources, u.arbitrary()?, at),
                 };
                 if let Ok(op) = started {
-                    ops.push((op, 1));
+                    ops.push((op, 1, false));
                 }
             }
             1 if !leases.is_empty() => {
@@ -90,12 +92,12 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                     client.extend_for(lease, Duration::from_millis(u.int_in_range(0..=10_000)?), at)
                 };
                 if let Ok(op) = started {
-                    ops.push((op, 1));
+                    ops.push((op, 1, false));
                 }
             }
             2 if !leases.is_empty() => {
                 let lease = &leases[u.choose_index(leases.len())?];
-                ops.push((client.release(lease, at), 1));
+                ops.push((client.release(lease, at), 1, false));
             }
             3 => {
                 if let Ok(lease) = client.lease(&[u.arbitrary::<Vec<u8>>()?], u.arbitrary()?, at) {
@@ -105,14 +107,14 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             }
             4 | 5 if !ops.is_empty() => {
                 let index = u.choose_index(ops.len())?;
-                let (op, _) = &mut ops[index];
+                let (op, _, _) = &mut ops[index];
                 let id = RequestId(u.int_in_range(0..=40)?);
                 let back = if u.ratio(1, 8)? { u.int_in_range(0..=now)? } else { 0 };
                 let _ = op.handle_reply(id, reply(u, 0)?, Time::from_micros(now - back));
             }
             6 if !ops.is_empty() => {
                 let index = u.choose_index(ops.len())?;
-                let (op, wait) = &mut ops[index];
+                let (op, wait, _) = &mut ops[index];
                 let at = if u.arbitrary()? {
                     Time::from_micros(*wait).max(at)
                 } else {
@@ -171,7 +173,16 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             }
             _ => {}
         }
-        for (op, wait) in &mut ops {
+        for (op, wait, listened) in &mut ops {
+            // Once an operation listens it listens until it finishes, and nothing
+            // finished listens: drivers subscribe when it turns true and stop at the end.
+            let listens = op.listens();
+            if op.is_finished() {
+                assert!(!listens, "a finished operation listens");
+            } else if *listened {
+                assert!(listens, "stopped listening before it finished");
+            }
+            *listened |= listens;
             while let Some(event) = op.poll_event() {
                 let _ = (event.kind.code(), event.kind.number(), event.nodes.len());
             }
