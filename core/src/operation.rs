@@ -624,6 +624,9 @@ impl Operation {
     /// turn, and its own release names the next; if it is gone, this one's retry
     /// schedule still tries); after a random share of a short
     /// window if none names anybody, so that waiters woken by one release spread out.
+    /// Notices that name this acquisition from too few nodes to make a quorum possible
+    /// (the nodes' queues disagree on who came first) bring it forward to a node
+    /// timeout plus that random share: the other nodes' releases named other waiters.
     /// One whose attempt is still under way (or cleaning up) remembers the notice and,
     /// if that attempt fails, retries as soon as its cleanup ends (with the same rule).
     ///
@@ -663,10 +666,7 @@ impl Operation {
     /// While delaying until `until`: brings the next attempt forward if the notices
     /// received make a quorum possible (when: [`Operation::handle_notice_message`]).
     fn retry_early(&mut self, now: Time, until: Time) {
-        if let Some(wait) = self
-            .notice_wait()
-            .filter(|_| self.notices_make_quorum_possible())
-        {
+        if let Some(wait) = self.notice_retry_in() {
             let early = now.plus_micros(wait);
             if early <= now {
                 self.start_next_attempt(now);
@@ -913,6 +913,31 @@ impl Operation {
             })
             .count();
         self.config.nodes().saturating_sub(held) >= self.config.quorum()
+    }
+
+    /// How long from now the next attempt waits because of the notices received since
+    /// the failed attempt, or `None` (its retry schedule):
+    ///
+    /// - once they make a quorum possible, [`Operation::notice_wait`];
+    /// - before that, if one named this waiter: a node timeout plus the random share of
+    ///   the window drawn after the failed attempt. The nodes' queues disagree on who
+    ///   came first (waiters refused within the same moment, in different orders), so
+    ///   each node's release named its own first waiter and none of them hears a
+    ///   quorum: by then the other nodes' notices would have come, and the named
+    ///   waiters try with their attempts spread instead of all keeping their retry
+    ///   delay while the lock is free.
+    fn notice_retry_in(&self) -> Option<u64> {
+        if self.notices_make_quorum_possible() {
+            return self.notice_wait();
+        }
+        if self.noticed.contains(&Some(Named::Us)) {
+            return Some(
+                self.config
+                    .node_timeout_us()
+                    .saturating_add(self.notice_delay),
+            );
+        }
+        None
     }
 
     /// How long after the notices that make a quorum possible the next attempt starts:
@@ -1332,10 +1357,7 @@ impl Operation {
                 delay = delay.max(floor);
             }
             let mut until = now.plus_micros(delay);
-            if let Some(wait) = self
-                .notice_wait()
-                .filter(|_| self.notices_make_quorum_possible())
-            {
+            if let Some(wait) = self.notice_retry_in() {
                 until = until.min(now.plus_micros(wait));
             }
             if let Some(last_start) = last_start {

@@ -756,3 +756,77 @@ fn the_listener_id_leaves_a_seeded_clients_other_tokens_as_they_were() {
     let hex: String = stream[..20].iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(first.token().as_str(), hex);
 }
+
+/// A waiter refused by five nodes: second in the queue on nodes 0-2 (the refusals that
+/// decide), first on nodes 3 and 4 (whose refusals come after the decision). Returns
+/// it delaying its retry, with the time and the retry's instant.
+fn refused_behind_on_three_first_on_two() -> (Operation, Vec<u8>, u64, Time) {
+    let config = Config::builder(5, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [12; 32]);
+    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
+    let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
+    let waiter = op.token().as_bytes().to_vec();
+    let (sends, _, _) = drain(&mut op);
+    let (cleanup, _) = answer(&mut op, &sends, 100, |node| {
+        Reply::Integer(if node < 3 { -1 } else { 0 })
+    });
+    assert_eq!(cleanup.len(), 5, "the failed attempt is cleaned up");
+    let (retry_at, _) = answer_all_wait(&mut op, &cleanup, 200, |_| Reply::Integer(0));
+    let retry_at = retry_at.unwrap();
+    assert!(retry_at >= at(100_000), "the retry delay: {retry_at:?}");
+    (op, waiter, 200, retry_at)
+}
+
+#[test]
+fn notices_naming_this_waiter_from_too_few_nodes_bring_its_retry_to_a_node_timeout() {
+    // The nodes' queues disagree: the releases on nodes 3 and 4 name this waiter, those
+    // on 0-2 another. Nodes 0-2 are still counted as held, so no quorum is possible,
+    // but the lock may well be free: it tries a node timeout (50 ms) plus a share of
+    // the spread window after the first such notice, not at its retry 100 ms or more
+    // later.
+    let (mut op, waiter, now, retry_at) = refused_behind_on_three_first_on_two();
+    op.handle_notice_message(3, &waiter, at(now + 1_000))
+        .unwrap();
+    let (sends, wait, _) = drain(&mut op);
+    assert!(sends.is_empty(), "not at once: no quorum is possible");
+    let early = wait.expect("the retry moves");
+    assert!(early >= at(now + 1_000 + 50_000), "{early:?}");
+    // The window: twice the cleanup round (100 us here), at most a node timeout.
+    assert!(early <= at(now + 1_000 + 50_000 + 200), "{early:?}");
+    assert!(early < retry_at);
+    // A second one from node 4 keeps that time.
+    op.handle_notice_message(4, &waiter, at(now + 2_000))
+        .unwrap();
+    let (sends, wait, _) = drain(&mut op);
+    assert!(sends.is_empty());
+    assert!(wait.is_none_or(|w| w == early), "{wait:?}");
+    op.handle_timeout(early);
+    let (sends, _, _) = drain(&mut op);
+    assert_eq!(sends.len(), 5, "attempt 2");
+    assert_eq!(op.attempt(), 2);
+}
+
+#[test]
+fn a_notice_from_a_node_counted_as_held_still_makes_a_quorum_possible_at_once() {
+    let (mut op, waiter, now, _) = refused_behind_on_three_first_on_two();
+    op.handle_notice_message(3, &waiter, at(now + 1_000))
+        .unwrap();
+    let _ = drain(&mut op);
+    // Node 0 refused the attempt and now announces a release naming this waiter: held
+    // are nodes 1 and 2 only, 5 - 2 >= 3.
+    op.handle_notice_message(0, &waiter, at(now + 2_000))
+        .unwrap();
+    let (sends, _, _) = drain(&mut op);
+    assert_eq!(sends.len(), 5, "attempt 2 at once");
+}
+
+#[test]
+fn notices_naming_another_waiter_from_too_few_nodes_keep_the_retry() {
+    let (mut op, _, now, retry_at) = refused_behind_on_three_first_on_two();
+    op.handle_notice_message(3, b"someone else", at(now + 1_000))
+        .unwrap();
+    let (sends, wait, _) = drain(&mut op);
+    assert!(sends.is_empty());
+    assert!(wait.is_none_or(|w| w == retry_at), "{wait:?}");
+    assert_eq!(op.attempt(), 1);
+}
