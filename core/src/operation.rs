@@ -235,6 +235,11 @@ pub struct Operation {
     /// resources a moment ago), or since a node refused it because the key was held.
     /// Never reset: once it listens, it listens until it ends.
     listens_early: bool,
+    /// 1 when a refusal of its first attempt made it start listening (0 otherwise). Its
+    /// subscription was asked after that attempt's commands went out, so a node most
+    /// likely confirms it after handling the attempt, whichever reply the driver reads
+    /// first.
+    listened_during: u32,
     /// Per node: the current (or failed) attempt's queued acquire was refused there with
     /// this waiter first in the resource's queue.
     first_in_queue: Vec<bool>,
@@ -390,6 +395,7 @@ impl Operation {
             fence: None,
             wait_until: None,
             listens_early: false,
+            listened_during: 0,
             noticed: Vec::new(),
             first_in_queue: Vec::new(),
             confirmed: Vec::new(),
@@ -475,6 +481,8 @@ impl Operation {
             if let Some(first) = self.first_in_queue.get_mut(node) {
                 *first = true;
             }
+            // A confirmation from this node read before this refusal may count now.
+            self.confirmations_stand_for_releases(now);
         }
         if self.round.kind == CommandKind::Inspect {
             if let (Some(held), Some(slot)) =
@@ -560,8 +568,14 @@ impl Operation {
     /// with those that announced a release, make a quorum, they count as notices naming
     /// this waiter, whose attempt may then start at once. Otherwise nothing changes:
     ///
-    /// - the node has not answered yet: the subscription most likely took effect before
-    ///   the node refused, and every release after that is heard;
+    /// - the node has not answered yet, and the acquisition listened from its start: the
+    ///   subscription most likely took effect before the node refused, and every release
+    ///   after that is heard. One that began listening at a refusal during this attempt
+    ///   asked for its subscription after the attempt went out, so a node most likely
+    ///   confirms it after handling the attempt: its confirmation counts once the node's
+    ///   refusal (with this waiter first) is read, in whichever order the two arrive. (A
+    ///   node that read the subscription first, on its other connection, makes that
+    ///   count early: one early attempt, since a notice only triggers an attempt);
     /// - another waiter was first there: a release named that one, which has the turn;
     ///   trying early would only race it (the queue's order would not hold);
     /// - the acquisition has no wait limit (it is not queued, and counts its attempts:
@@ -578,11 +592,13 @@ impl Operation {
             return Err(UsageError::UnknownNode);
         }
         let now = self.observe(now);
-        let waiting = matches!(
-            self.phase,
-            Phase::Acquiring | Phase::WritingBack | Phase::CleaningUp | Phase::Delaying { .. }
-        );
-        if !waiting || !self.first_in_queue.get(node).copied().unwrap_or(false) {
+        if !self.waiting() || self.waiter.is_none() {
+            return Ok(());
+        }
+        // A subscription asked after the attempt went out is confirmed after the node
+        // handled it: the confirmation counts even if its refusal is read later.
+        let after_attempt = self.listened_during == self.attempt;
+        if !after_attempt && !self.first_in_queue.get(node).copied().unwrap_or(false) {
             return Ok(());
         }
         if self.confirmed.len() != nodes {
@@ -591,24 +607,48 @@ impl Operation {
         if let Some(flag) = self.confirmed.get_mut(node) {
             *flag = true;
         }
+        self.confirmations_stand_for_releases(now);
+        Ok(())
+    }
+
+    /// Whether the operation is between the start of an attempt and its outcome.
+    fn waiting(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Acquiring | Phase::WritingBack | Phase::CleaningUp | Phase::Delaying { .. }
+        )
+    }
+
+    /// The nodes whose confirmed subscription counts ([`Operation::handle_subscribed`]):
+    /// confirmed, and refused the attempt with this waiter first in the queue.
+    fn counted_confirmation(&self, node: usize) -> bool {
+        self.confirmed.get(node).copied().unwrap_or(false)
+            && self.first_in_queue.get(node).copied().unwrap_or(false)
+    }
+
+    /// Once the counted confirmations, with the nodes that announced a release, make a
+    /// quorum: they count as notices naming this waiter.
+    fn confirmations_stand_for_releases(&mut self, now: Time) {
+        let nodes = self.config.nodes();
+        if !(0..nodes).any(|i| self.counted_confirmation(i)) {
+            return;
+        }
         let heard = (0..nodes)
             .filter(|&i| {
-                self.confirmed.get(i).copied().unwrap_or(false)
-                    || self.noticed.get(i).is_some_and(Option::is_some)
+                self.counted_confirmation(i) || self.noticed.get(i).is_some_and(Option::is_some)
             })
             .count();
         if heard < self.config.quorum() {
-            return Ok(());
+            return;
         }
         for i in 0..nodes {
-            if self.confirmed.get(i).copied().unwrap_or(false) {
+            if self.counted_confirmation(i) {
                 self.notice(i, Named::Us);
             }
         }
         if let Phase::Delaying { until } = self.phase {
             self.retry_early(now, until);
         }
-        Ok(())
     }
 
     /// Hands in a release notice for this acquisition's resource from node `node`,
@@ -1160,6 +1200,12 @@ impl Operation {
                 round.conflicts += 1;
                 // Held elsewhere: a waiter listens from now on (see `listens`).
                 if self.wait_until.is_some() && self.phase == Phase::Acquiring {
+                    // The first attempt's refusal: nothing listened before it. (A later
+                    // attempt's waiter has listened since the failed one's cleanup, so
+                    // its subscription may predate this attempt.)
+                    if !self.listens_early && self.attempt == 1 {
+                        self.listened_during = 1;
+                    }
                     self.listens_early = true;
                 }
             }

@@ -830,3 +830,79 @@ fn notices_naming_another_waiter_from_too_few_nodes_keep_the_retry() {
     assert!(wait.is_none_or(|w| w == retry_at), "{wait:?}");
     assert_eq!(op.attempt(), 1);
 }
+
+#[test]
+fn a_waiter_that_began_listening_at_a_refusal_counts_confirmations_read_before_refusals() {
+    // Its subscription was asked after its attempt went out (at the first refusal), so
+    // each node confirmed it after refusing: the driver may read a node's confirmation
+    // before that node's refusal, and it still stands for a release unheard there.
+    let config = Config::builder(3, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [13; 32]);
+    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
+    let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    op.handle_reply(sends[0].request_id(), Reply::Integer(0), at(100))
+        .unwrap();
+    assert!(op.listens(), "it listens from this refusal");
+    assert!(drain(&mut op).0.is_empty());
+    // Node 1 confirms before its refusal is read.
+    op.handle_subscribed(1, at(150)).unwrap();
+    assert!(drain(&mut op).0.is_empty());
+    // Node 1's refusal (first in its queue) fails the attempt and makes its
+    // confirmation count; node 0 confirms after its refusal: two of three, a quorum.
+    let (cleanup, _) = answer(&mut op, &sends[1..2], 200, |_| Reply::Integer(0));
+    assert_eq!(cleanup.len(), 3, "the failed attempt is cleaned up");
+    op.handle_subscribed(0, at(250)).unwrap();
+    assert!(drain(&mut op).0.is_empty(), "not while cleaning up");
+    // The cleanup ends: the confirmations stood for releases naming it, attempt 2 at once.
+    let (next, _) = answer(&mut op, &cleanup, 300, |_| Reply::Integer(0));
+    assert_eq!(next.len(), 3, "attempt 2 at once: {next:?}");
+    assert_eq!(op.attempt(), 2);
+}
+
+#[test]
+fn a_waiter_listening_from_its_start_does_not_count_confirmations_read_before_refusals() {
+    // A recent wait for the resource: it listens from its start, its subscription may
+    // have taken effect before the nodes refused, and later releases are heard.
+    let config = Config::builder(3, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [14; 32]);
+    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
+    drop(client.acquire_with(&["r"], &options, at(0)).unwrap());
+    let mut op = client.acquire_with(&["r"], &options, at(10)).unwrap();
+    assert!(op.listens());
+    let (sends, _, _) = drain(&mut op);
+    for node in 0..3 {
+        op.handle_subscribed(node, at(50)).unwrap();
+    }
+    let (cleanup, _) = answer(&mut op, &sends, 100, |_| Reply::Integer(0));
+    assert_eq!(cleanup.len(), 3);
+    let (retry_at, _) = answer_all_wait(&mut op, &cleanup, 200, |_| Reply::Integer(0));
+    assert!(retry_at.unwrap() >= at(100_000), "its retry schedule");
+    assert_eq!(op.attempt(), 1);
+}
+
+#[test]
+fn a_waiter_listening_since_an_earlier_attempt_does_not_count_confirmations_read_before_refusals() {
+    // Attempt 1 fails on errors: it listens from that failure, before attempt 2 goes
+    // out, so a confirmation during attempt 2 may predate the node's refusal.
+    let config = Config::builder(3, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [15; 32]);
+    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
+    let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    let (cleanup, _) = answer(&mut op, &sends, 100, |_| Reply::Error("ERR busy".into()));
+    assert!(op.listens(), "listens from the failure");
+    let (retry_at, _) = answer_all_wait(&mut op, &cleanup, 200, |_| Reply::Integer(0));
+    op.handle_timeout(retry_at.unwrap());
+    let (sends, _, _) = drain(&mut op);
+    assert_eq!(op.attempt(), 2);
+    let now = retry_at.unwrap().as_micros();
+    for node in 0..3 {
+        op.handle_subscribed(node, at(now + 10)).unwrap();
+    }
+    let (cleanup, _) = answer(&mut op, &sends, now + 100, |_| Reply::Integer(0));
+    assert_eq!(cleanup.len(), 3);
+    let (next, _) = answer_all_wait(&mut op, &cleanup, now + 200, |_| Reply::Integer(0));
+    assert!(next.unwrap() >= at(now + 100_000), "its retry schedule");
+    assert_eq!(op.attempt(), 2);
+}
