@@ -627,7 +627,8 @@ impl Operation {
     }
 
     /// Once the counted confirmations, with the nodes that announced a release, make a
-    /// quorum: they count as notices naming this waiter.
+    /// quorum: they count as notices naming this waiter. Before that, a delaying waiter's
+    /// retry may still come forward to a node timeout ([`Operation::notice_retry_in`]).
     fn confirmations_stand_for_releases(&mut self, now: Time) {
         let nodes = self.config.nodes();
         if !(0..nodes).any(|i| self.counted_confirmation(i)) {
@@ -638,12 +639,11 @@ impl Operation {
                 self.counted_confirmation(i) || self.noticed.get(i).is_some_and(Option::is_some)
             })
             .count();
-        if heard < self.config.quorum() {
-            return;
-        }
-        for i in 0..nodes {
-            if self.counted_confirmation(i) {
-                self.notice(i, Named::Us);
+        if heard >= self.config.quorum() {
+            for i in 0..nodes {
+                if self.counted_confirmation(i) {
+                    self.notice(i, Named::Us);
+                }
             }
         }
         if let Phase::Delaying { until } = self.phase {
@@ -959,18 +959,23 @@ impl Operation {
     /// the failed attempt, or `None` (its retry schedule):
     ///
     /// - once they make a quorum possible, [`Operation::notice_wait`];
-    /// - before that, if one named this waiter: a node timeout plus the random share of
-    ///   the window drawn after the failed attempt. The nodes' queues disagree on who
-    ///   came first (waiters refused within the same moment, in different orders), so
-    ///   each node's release named its own first waiter and none of them hears a
-    ///   quorum: by then the other nodes' notices would have come, and the named
-    ///   waiters try with their attempts spread instead of all keeping their retry
-    ///   delay while the lock is free.
+    /// - before that, if one named this waiter, or a confirmation counts for one
+    ///   ([`Operation::handle_subscribed`]: the release it stands for would have named
+    ///   this waiter): a node timeout plus the random share of the window drawn after the
+    ///   failed attempt. The nodes' queues disagree on who came first (waiters refused
+    ///   within the same moment, in different orders), so each node's release named its
+    ///   own first waiter and none of them hears a quorum: by then the other nodes'
+    ///   notices (or confirmations) would have come, and the named waiters try with
+    ///   their attempts spread instead of all keeping their retry delay while the lock
+    ///   is free.
     fn notice_retry_in(&self) -> Option<u64> {
         if self.notices_make_quorum_possible() {
             return self.notice_wait();
         }
-        if self.noticed.contains(&Some(Named::Us)) {
+        let nodes = self.config.nodes();
+        if self.noticed.contains(&Some(Named::Us))
+            || (0..nodes).any(|i| self.counted_confirmation(i))
+        {
             return Some(
                 self.config
                     .node_timeout_us()

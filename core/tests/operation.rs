@@ -454,21 +454,46 @@ fn keeps_its_retry(op: &mut Operation, nodes: &[usize], now: u64, retry_at: Time
 fn a_subscription_confirmed_after_refusals_as_first_waiter_tries_at_once() {
     // Rule 13 of docs/bindings.md: a release published before the subscription took
     // effect reached nobody, and it named this waiter, first in the queue there. One
-    // node's confirmation is not enough (each node confirms, one by one: counted alone,
-    // each could start an attempt); a quorum's is.
+    // node's confirmation does not start it at once (each node confirms, one by one:
+    // counted alone, each could start an attempt), but brings the retry to a node
+    // timeout, time for the other nodes' confirmations; a quorum's starts it.
     let (mut op, now, retry_at) = refused_at_place(Some(ms(5_000)), 0);
-    keeps_its_retry(&mut op, &[0], now + 10, retry_at);
+    op.handle_subscribed(0, at(now + 10)).unwrap();
+    let (sends, wait, _) = drain(&mut op);
+    assert!(sends.is_empty(), "not at once");
+    let wait = wait.expect("a retry is due");
+    // The node timeout for a 10 s TTL is 50 ms; the spread share is under a millisecond.
+    assert!(
+        wait >= at(now + 10 + 50_000) && wait < at(now + 10 + 51_000),
+        "{wait:?}"
+    );
+    assert!(wait < retry_at, "earlier than the retry delay");
     op.handle_subscribed(1, at(now + 20)).unwrap();
     let (sends, _, _) = drain(&mut op);
     assert_eq!(sends.len(), 3, "attempt 2 starts at once");
     assert_eq!(op.attempt(), 2);
-    // Refused again, as first waiter: node 2's late confirmation alone starts nothing.
+    // Refused again, as first waiter: node 2's late confirmation changes nothing (its
+    // answer came after the decision and counts for nothing).
     let (cleanup, _) = answer(&mut op, &sends, now + 100, |_| Reply::Integer(0));
     let (retry_at, _) = answer_all_wait(&mut op, &cleanup, now + 200, |_| Reply::Integer(0));
     let retry_at = retry_at.unwrap();
-    op.handle_subscribed(2, at(now + 300)).unwrap();
+    keeps_its_retry(&mut op, &[2], now + 300, retry_at);
+    // Node 0's subscriber connection opened again: its confirmation brings the retry to
+    // a node timeout, and a second one keeps that time.
+    op.handle_subscribed(0, at(now + 400)).unwrap();
     let (sends, wait, _) = drain(&mut op);
-    assert!(sends.is_empty() && wait.is_none_or(|w| w == retry_at));
+    assert!(sends.is_empty());
+    let early = wait.expect("a retry is due");
+    assert!(
+        early >= at(now + 400 + 50_000) && early < retry_at,
+        "{early:?}"
+    );
+    op.handle_subscribed(0, at(now + 500)).unwrap();
+    let (sends, wait, _) = drain(&mut op);
+    assert!(
+        sends.is_empty() && wait.is_none_or(|w| w == early),
+        "it stays"
+    );
     assert_eq!(op.attempt(), 2);
 }
 
@@ -799,6 +824,47 @@ fn notices_naming_this_waiter_from_too_few_nodes_bring_its_retry_to_a_node_timeo
         .unwrap();
     let (sends, wait, _) = drain(&mut op);
     assert!(sends.is_empty());
+    assert!(wait.is_none_or(|w| w == early), "{wait:?}");
+    op.handle_timeout(early);
+    let (sends, _, _) = drain(&mut op);
+    assert_eq!(sends.len(), 5, "attempt 2");
+    assert_eq!(op.attempt(), 2);
+}
+
+#[test]
+fn confirmations_as_first_waiter_from_too_few_nodes_bring_its_retry_to_a_node_timeout() {
+    // Waiters refused at the same moment, in different orders on different nodes: this
+    // one is first on nodes 3 and 4 and second on node 2 (nodes 0 and 1 answer after
+    // the decision). A fast holder released before the subscriptions took effect, so
+    // no notice comes: only the confirmations. Two of them count, too few for a
+    // quorum, yet the releases they stand for named this waiter and the lock may be
+    // free: it tries a node timeout later, not at its retry delay.
+    let config = Config::builder(5, ms(10_000)).build().unwrap();
+    let mut client = Redlock::with_seed(config, [13; 32]);
+    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
+    let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
+    let (mut sends, _, _) = drain(&mut op);
+    sends.reverse();
+    let (cleanup, _) = answer(&mut op, &sends, 100, |node| {
+        Reply::Integer(if node >= 3 { 0 } else { -1 })
+    });
+    assert_eq!(cleanup.len(), 5, "the failed attempt is cleaned up");
+    let (retry_at, _) = answer_all_wait(&mut op, &cleanup, 200, |_| Reply::Integer(0));
+    let retry_at = retry_at.unwrap();
+    assert!(retry_at >= at(100_000), "the retry delay: {retry_at:?}");
+    // Nodes 0-2 confirm: none of them counts.
+    keeps_its_retry(&mut op, &[0, 1, 2], 300, retry_at);
+    op.handle_subscribed(3, at(400)).unwrap();
+    let (sends, wait, _) = drain(&mut op);
+    assert!(sends.is_empty(), "not at once: one confirmation");
+    let early = wait.expect("the retry moves");
+    assert!(
+        early >= at(400 + 50_000) && early <= at(400 + 50_000 + 200),
+        "{early:?}"
+    );
+    op.handle_subscribed(4, at(500)).unwrap();
+    let (sends, wait, _) = drain(&mut op);
+    assert!(sends.is_empty(), "two of five are no quorum");
     assert!(wait.is_none_or(|w| w == early), "{wait:?}");
     op.handle_timeout(early);
     let (sends, _, _) = drain(&mut op);
