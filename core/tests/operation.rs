@@ -782,13 +782,28 @@ fn the_listener_id_leaves_a_seeded_clients_other_tokens_as_they_were() {
     assert_eq!(first.token().as_str(), hex);
 }
 
+/// A client of `nodes` nodes (TTL 10 s, its randomness seeded with `seed`), and the
+/// options of an acquisition that waits up to 5 s.
+fn waiting_client(nodes: usize, seed: u8) -> (Redlock, redlock_core::AcquireOptions) {
+    let config = Config::builder(nodes, ms(10_000)).build().unwrap();
+    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
+    (Redlock::with_seed(config, [seed; 32]), options)
+}
+
+/// A waiting acquisition of "r" ([`waiting_client`]) at 0, and its first attempt's
+/// commands.
+fn first_attempt(nodes: usize, seed: u8) -> (Operation, Vec<Command>) {
+    let (mut client, options) = waiting_client(nodes, seed);
+    let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
+    let (sends, _, _) = drain(&mut op);
+    (op, sends)
+}
+
 /// A waiter refused by five nodes: second in the queue on nodes 0-2 (the refusals that
 /// decide), first on nodes 3 and 4 (whose refusals come after the decision). Returns
 /// it delaying its retry, with the time and the retry's instant.
 fn refused_behind_on_three_first_on_two() -> (Operation, Vec<u8>, u64, Time) {
-    let config = Config::builder(5, ms(10_000)).build().unwrap();
-    let mut client = Redlock::with_seed(config, [12; 32]);
-    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
+    let (mut client, options) = waiting_client(5, 12);
     let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
     let waiter = op.token().as_bytes().to_vec();
     let (sends, _, _) = drain(&mut op);
@@ -800,6 +815,18 @@ fn refused_behind_on_three_first_on_two() -> (Operation, Vec<u8>, u64, Time) {
     let retry_at = retry_at.unwrap();
     assert!(retry_at >= at(100_000), "the retry delay: {retry_at:?}");
     (op, waiter, 200, retry_at)
+}
+
+/// Asserts that the last input started nothing and left the retry at `early` (no
+/// quorum yet), and that attempt 2 goes to all five nodes at `early`.
+fn retries_at(op: &mut Operation, early: Time) {
+    let (sends, wait, _) = drain(op);
+    assert!(sends.is_empty(), "no quorum: nothing at once");
+    assert!(wait.is_none_or(|w| w == early), "{wait:?}");
+    op.handle_timeout(early);
+    let (sends, _, _) = drain(op);
+    assert_eq!(sends.len(), 5, "attempt 2");
+    assert_eq!(op.attempt(), 2);
 }
 
 #[test]
@@ -822,13 +849,7 @@ fn notices_naming_this_waiter_from_too_few_nodes_bring_its_retry_to_a_node_timeo
     // A second one from node 4 keeps that time.
     op.handle_notice_message(4, &waiter, at(now + 2_000))
         .unwrap();
-    let (sends, wait, _) = drain(&mut op);
-    assert!(sends.is_empty());
-    assert!(wait.is_none_or(|w| w == early), "{wait:?}");
-    op.handle_timeout(early);
-    let (sends, _, _) = drain(&mut op);
-    assert_eq!(sends.len(), 5, "attempt 2");
-    assert_eq!(op.attempt(), 2);
+    retries_at(&mut op, early);
 }
 
 #[test]
@@ -839,9 +860,7 @@ fn confirmations_as_first_waiter_from_too_few_nodes_bring_its_retry_to_a_node_ti
     // no notice comes: only the confirmations. Two of them count, too few for a
     // quorum, yet the releases they stand for named this waiter and the lock may be
     // free: it tries a node timeout later, not at its retry delay.
-    let config = Config::builder(5, ms(10_000)).build().unwrap();
-    let mut client = Redlock::with_seed(config, [13; 32]);
-    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
+    let (mut client, options) = waiting_client(5, 13);
     let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
     let (mut sends, _, _) = drain(&mut op);
     sends.reverse();
@@ -863,13 +882,7 @@ fn confirmations_as_first_waiter_from_too_few_nodes_bring_its_retry_to_a_node_ti
         "{early:?}"
     );
     op.handle_subscribed(4, at(500)).unwrap();
-    let (sends, wait, _) = drain(&mut op);
-    assert!(sends.is_empty(), "two of five are no quorum");
-    assert!(wait.is_none_or(|w| w == early), "{wait:?}");
-    op.handle_timeout(early);
-    let (sends, _, _) = drain(&mut op);
-    assert_eq!(sends.len(), 5, "attempt 2");
-    assert_eq!(op.attempt(), 2);
+    retries_at(&mut op, early);
 }
 
 #[test]
@@ -902,11 +915,7 @@ fn a_waiter_that_began_listening_at_a_refusal_counts_confirmations_read_before_r
     // Its subscription was asked after its attempt went out (at the first refusal), so
     // each node confirmed it after refusing: the driver may read a node's confirmation
     // before that node's refusal, and it still stands for a release unheard there.
-    let config = Config::builder(3, ms(10_000)).build().unwrap();
-    let mut client = Redlock::with_seed(config, [13; 32]);
-    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
-    let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
-    let (sends, _, _) = drain(&mut op);
+    let (mut op, sends) = first_attempt(3, 13);
     op.handle_reply(sends[0].request_id(), Reply::Integer(0), at(100))
         .unwrap();
     assert!(op.listens(), "it listens from this refusal");
@@ -930,9 +939,7 @@ fn a_waiter_that_began_listening_at_a_refusal_counts_confirmations_read_before_r
 fn a_waiter_listening_from_its_start_does_not_count_confirmations_read_before_refusals() {
     // A recent wait for the resource: it listens from its start, its subscription may
     // have taken effect before the nodes refused, and later releases are heard.
-    let config = Config::builder(3, ms(10_000)).build().unwrap();
-    let mut client = Redlock::with_seed(config, [14; 32]);
-    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
+    let (mut client, options) = waiting_client(3, 14);
     drop(client.acquire_with(&["r"], &options, at(0)).unwrap());
     let mut op = client.acquire_with(&["r"], &options, at(10)).unwrap();
     assert!(op.listens());
@@ -951,11 +958,7 @@ fn a_waiter_listening_from_its_start_does_not_count_confirmations_read_before_re
 fn a_waiter_listening_since_an_earlier_attempt_does_not_count_confirmations_read_before_refusals() {
     // Attempt 1 fails on errors: it listens from that failure, before attempt 2 goes
     // out, so a confirmation during attempt 2 may predate the node's refusal.
-    let config = Config::builder(3, ms(10_000)).build().unwrap();
-    let mut client = Redlock::with_seed(config, [15; 32]);
-    let options = redlock_core::AcquireOptions::new().wait(ms(5_000));
-    let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
-    let (sends, _, _) = drain(&mut op);
+    let (mut op, sends) = first_attempt(3, 15);
     let (cleanup, _) = answer(&mut op, &sends, 100, |_| Reply::Error("ERR busy".into()));
     assert!(op.listens(), "listens from the failure");
     let (retry_at, _) = answer_all_wait(&mut op, &cleanup, 200, |_| Reply::Integer(0));
