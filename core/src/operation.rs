@@ -252,6 +252,9 @@ pub struct Operation {
     /// While delaying: how long after the notice that makes a quorum possible the next
     /// attempt starts (microseconds), so that waiters woken by one release spread out.
     notice_delay: u64,
+    /// While delaying: the window `notice_delay` was drawn from (twice the failed
+    /// attempt's cleanup round, at most a node timeout).
+    notice_window: u64,
     /// Acquire with a wait limit (and no fencing): the waiter's id in the resource's
     /// queue on each node (the first attempt's token), kept for every attempt.
     waiter: Option<Token>,
@@ -400,6 +403,7 @@ impl Operation {
             first_in_queue: Vec::new(),
             confirmed: Vec::new(),
             notice_delay: 0,
+            notice_window: 0,
             waiter: None,
             leaving: false,
             handed_out: None,
@@ -628,7 +632,7 @@ impl Operation {
 
     /// Once the counted confirmations, with the nodes that announced a release, make a
     /// quorum: they count as notices naming this waiter. Before that, a delaying waiter's
-    /// retry may still come forward to a node timeout ([`Operation::notice_retry_in`]).
+    /// retry may still come forward ([`Operation::notice_retry_in`]).
     fn confirmations_stand_for_releases(&mut self, now: Time) {
         let nodes = self.config.nodes();
         if !(0..nodes).any(|i| self.counted_confirmation(i)) {
@@ -665,8 +669,8 @@ impl Operation {
     /// schedule still tries); after a random share of a short
     /// window if none names anybody, so that waiters woken by one release spread out.
     /// Notices that name this acquisition from too few nodes to make a quorum possible
-    /// (the nodes' queues disagree on who came first) bring it forward to a node
-    /// timeout plus that random share: the other nodes' releases named other waiters.
+    /// (the nodes' queues disagree on who came first) bring it forward to the whole
+    /// window plus that random share: the other nodes' releases named other waiters.
     /// One whose attempt is still under way (or cleaning up) remembers the notice and,
     /// if that attempt fails, retries as soon as its cleanup ends (with the same rule).
     ///
@@ -961,13 +965,15 @@ impl Operation {
     /// - once they make a quorum possible, [`Operation::notice_wait`];
     /// - before that, if one named this waiter, or a confirmation counts for one
     ///   ([`Operation::handle_subscribed`]: the release it stands for would have named
-    ///   this waiter): a node timeout plus the random share of the window drawn after the
-    ///   failed attempt. The nodes' queues disagree on who came first (waiters refused
-    ///   within the same moment, in different orders), so each node's release named its
-    ///   own first waiter and none of them hears a quorum: by then the other nodes'
-    ///   notices (or confirmations) would have come, and the named waiters try with
-    ///   their attempts spread instead of all keeping their retry delay while the lock
-    ///   is free.
+    ///   this waiter): the whole spread window, then its random share of it (drawn after
+    ///   the failed attempt). The nodes' queues disagree on who came first (waiters
+    ///   refused within the same moment, in different orders), so each node's release
+    ///   named its own first waiter and may name none of them on a quorum: rather than
+    ///   all keeping their retry delay while the lock is free, the named waiters try,
+    ///   spread out, after the window. A waiter that a quorum named goes at once and
+    ///   has about a round trip to take the lock first; one named by nobody goes within
+    ///   the window. The other nodes' releases are never heard: they named other
+    ///   waiters, on their clients' channels.
     fn notice_retry_in(&self) -> Option<u64> {
         if self.notices_make_quorum_possible() {
             return self.notice_wait();
@@ -976,11 +982,7 @@ impl Operation {
         if self.noticed.contains(&Some(Named::Us))
             || (0..nodes).any(|i| self.counted_confirmation(i))
         {
-            return Some(
-                self.config
-                    .node_timeout_us()
-                    .saturating_add(self.notice_delay),
-            );
+            return Some(self.notice_window.saturating_add(self.notice_delay));
         }
         None
     }
@@ -1395,12 +1397,14 @@ impl Operation {
             // A retry a notice brings forward waits (r >> 32) mod (window + 1), where the
             // window is twice this cleanup round's duration (about a round trip), at
             // most a node timeout: waiters woken by the same release spread over it, so
-            // that the first one's attempt can land whole before the others'.
+            // that the first one's attempt can land whole before the others'. Notices
+            // naming this waiter from too few nodes wait the whole window first.
             let window = now
                 .micros_since(self.round.start)
                 .saturating_mul(2)
                 .min(self.config.node_timeout_us());
             self.notice_delay = (draw >> 32) % window.saturating_add(1);
+            self.notice_window = window;
             let base = u128::from(self.config.retry_delay_us()).saturating_sub(jitter);
             let mut delay = u64::try_from(base + offset).unwrap_or(u64::MAX);
             if last_start.is_some() {

@@ -455,16 +455,15 @@ fn a_subscription_confirmed_after_refusals_as_first_waiter_tries_at_once() {
     // Rule 13 of docs/bindings.md: a release published before the subscription took
     // effect reached nobody, and it named this waiter, first in the queue there. One
     // node's confirmation does not start it at once (each node confirms, one by one:
-    // counted alone, each could start an attempt), but brings the retry to a node
-    // timeout, time for the other nodes' confirmations; a quorum's starts it.
+    // counted alone, each could start an attempt), but brings the retry to the spread
+    // window (twice the 100 us cleanup round) plus its share of it; a quorum's starts it.
     let (mut op, now, retry_at) = refused_at_place(Some(ms(5_000)), 0);
     op.handle_subscribed(0, at(now + 10)).unwrap();
     let (sends, wait, _) = drain(&mut op);
     assert!(sends.is_empty(), "not at once");
     let wait = wait.expect("a retry is due");
-    // The node timeout for a 10 s TTL is 50 ms; the spread share is under a millisecond.
     assert!(
-        wait >= at(now + 10 + 50_000) && wait < at(now + 10 + 51_000),
+        wait >= at(now + 10 + 200) && wait <= at(now + 10 + 400),
         "{wait:?}"
     );
     assert!(wait < retry_at, "earlier than the retry delay");
@@ -478,14 +477,14 @@ fn a_subscription_confirmed_after_refusals_as_first_waiter_tries_at_once() {
     let (retry_at, _) = answer_all_wait(&mut op, &cleanup, now + 200, |_| Reply::Integer(0));
     let retry_at = retry_at.unwrap();
     keeps_its_retry(&mut op, &[2], now + 300, retry_at);
-    // Node 0's subscriber connection opened again: its confirmation brings the retry to
-    // a node timeout, and a second one keeps that time.
+    // Node 0's subscriber connection opened again: its confirmation brings the retry
+    // forward, and a second one keeps that time.
     op.handle_subscribed(0, at(now + 400)).unwrap();
     let (sends, wait, _) = drain(&mut op);
     assert!(sends.is_empty());
     let early = wait.expect("a retry is due");
     assert!(
-        early >= at(now + 400 + 50_000) && early < retry_at,
+        early >= at(now + 400 + 200) && early <= at(now + 400 + 400),
         "{early:?}"
     );
     op.handle_subscribed(0, at(now + 500)).unwrap();
@@ -830,36 +829,36 @@ fn retries_at(op: &mut Operation, early: Time) {
 }
 
 #[test]
-fn notices_naming_this_waiter_from_too_few_nodes_bring_its_retry_to_a_node_timeout() {
+fn notices_naming_this_waiter_from_too_few_nodes_try_after_the_spread_window() {
     // The nodes' queues disagree: the releases on nodes 3 and 4 name this waiter, those
     // on 0-2 another. Nodes 0-2 are still counted as held, so no quorum is possible,
-    // but the lock may well be free: it tries a node timeout (50 ms) plus a share of
-    // the spread window after the first such notice, not at its retry 100 ms or more
-    // later.
+    // but the lock may well be free: it tries after the whole spread window plus its
+    // share of it, not at its retry 100 ms or more later.
     let (mut op, waiter, now, retry_at) = refused_behind_on_three_first_on_two();
     op.handle_notice_message(3, &waiter, at(now + 1_000))
         .unwrap();
     let (sends, wait, _) = drain(&mut op);
     assert!(sends.is_empty(), "not at once: no quorum is possible");
     let early = wait.expect("the retry moves");
-    assert!(early >= at(now + 1_000 + 50_000), "{early:?}");
     // The window: twice the cleanup round (100 us here), at most a node timeout.
-    assert!(early <= at(now + 1_000 + 50_000 + 200), "{early:?}");
+    assert!(early >= at(now + 1_000 + 200), "{early:?}");
+    assert!(early <= at(now + 1_000 + 400), "{early:?}");
     assert!(early < retry_at);
     // A second one from node 4 keeps that time.
-    op.handle_notice_message(4, &waiter, at(now + 2_000))
+    op.handle_notice_message(4, &waiter, at(now + 1_100))
         .unwrap();
     retries_at(&mut op, early);
 }
 
 #[test]
-fn confirmations_as_first_waiter_from_too_few_nodes_bring_its_retry_to_a_node_timeout() {
+fn confirmations_as_first_waiter_from_too_few_nodes_try_after_the_spread_window() {
     // Waiters refused at the same moment, in different orders on different nodes: this
     // one is first on nodes 3 and 4 and second on node 2 (nodes 0 and 1 answer after
     // the decision). A fast holder released before the subscriptions took effect, so
     // no notice comes: only the confirmations. Two of them count, too few for a
     // quorum, yet the releases they stand for named this waiter and the lock may be
-    // free: it tries a node timeout later, not at its retry delay.
+    // free: it tries after the spread window plus its share of it, not at its retry
+    // delay.
     let (mut client, options) = waiting_client(5, 13);
     let mut op = client.acquire_with(&["r"], &options, at(0)).unwrap();
     let (mut sends, _, _) = drain(&mut op);
@@ -878,7 +877,7 @@ fn confirmations_as_first_waiter_from_too_few_nodes_bring_its_retry_to_a_node_ti
     assert!(sends.is_empty(), "not at once: one confirmation");
     let early = wait.expect("the retry moves");
     assert!(
-        early >= at(400 + 50_000) && early <= at(400 + 50_000 + 200),
+        early >= at(400 + 200) && early <= at(400 + 400),
         "{early:?}"
     );
     op.handle_subscribed(4, at(500)).unwrap();

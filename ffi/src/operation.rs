@@ -502,7 +502,7 @@ pub unsafe extern "C" fn redlock_operation_handle_notice(
 /// published there before the subscription took effect reached nobody; the core decides
 /// whether one may have gone unheard: for a waiter that node refused while it was first
 /// in the queue there, once a quorum of such nodes confirmed, they stand for releases
-/// naming it; fewer bring its retry to a node timeout (see the core's
+/// naming it; fewer bring its retry forward (see the core's
 /// `Operation::handle_subscribed`).
 /// `REDLOCK_UNKNOWN_NODE` for an index outside `0..N`. Poll afterwards.
 #[no_mangle]

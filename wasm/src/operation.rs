@@ -265,7 +265,7 @@ impl Operation {
     /// there before the subscription took effect reached nobody; the core decides whether
     /// one may have gone unheard: for a waiter that node refused while it was first in
     /// the queue there, once a quorum of such nodes confirmed, they stand for releases
-    /// naming it; fewer bring its retry to a node timeout (docs/bindings.md, rule 13). Throws `unknown_node` (and changes nothing)
+    /// naming it; fewer bring its retry forward (docs/bindings.md, rule 13). Throws `unknown_node` (and changes nothing)
     /// for an index outside `0..N`.
     #[wasm_bindgen(js_name = handleSubscribed)]
     pub fn handle_subscribed(

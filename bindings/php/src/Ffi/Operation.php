@@ -182,8 +182,8 @@ final class Operation
      * Hands in that node `$node` confirmed the subscription to one of noticeChannels()
      * (docs/bindings.md, rule 13): a release published there before it took effect
      * reached nobody. The core decides whether that counts as a notice (for a waiter
-     * first in the queue there: at once when a quorum of nodes confirmed, after a node
-     * timeout when fewer did). Poll afterwards.
+     * first in the queue there: at once when a quorum of nodes confirmed, after the
+     * spread window when fewer did). Poll afterwards.
      */
     public function handleSubscribed(int $node, int $nowUs): void
     {

@@ -302,7 +302,7 @@ class Operation(_Handle):
         :meth:`notice_channels`: a release published there before it took effect
         reached nobody, and the core may count it as a release naming this waiter (one
         first in the queue on nodes that refused it: at once when a quorum of them
-        confirmed, after a node timeout when fewer did). Poll afterwards."""
+        confirmed, after the spread window when fewer did). Poll afterwards."""
         rc = lib.redlock_operation_handle_subscribed(
             self._p(), _size(node, "node"), _u64(now, "now")
         )
