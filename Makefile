@@ -17,12 +17,16 @@ all: test
 setup:
 	scripts/setup.sh
 
+# Each target's wall time is printed after it, so a slow CI run says where the time went.
 test: setup
-	@for target in $(TEST_TARGETS); do \
+	@start=$$(date +%s); \
+	for target in $(TEST_TARGETS); do \
+	  began=$$(date +%s); \
 	  echo "==> make $$target"; \
 	  $(MAKE) --no-print-directory $$target || exit 1; \
-	done
-	@echo "==> all tests passed"
+	  echo "<== make $$target: $$(( $$(date +%s) - began )) s"; \
+	done; \
+	echo "==> all tests passed in $$(( $$(date +%s) - start )) s"
 
 lint:
 	$(CARGO) fmt --all -- --check
