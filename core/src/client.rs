@@ -153,8 +153,14 @@ impl Redlock {
             };
             random.prefix_first_token(&listener);
         }
-        let op = Operation::acquire(config, keys, random, now, wait_until, listen_from_start);
-        Ok(op)
+        Ok(Operation::acquire(
+            config,
+            keys,
+            random,
+            now,
+            wait_until,
+            listen_from_start,
+        ))
     }
 
     /// Whether this client started a waiting acquisition of one of `keys` less than
@@ -174,8 +180,12 @@ impl Redlock {
                 }
                 None => {
                     if self.recent_waits.len() >= RECENT_WAITS_KEPT {
-                        let oldest = (0..self.recent_waits.len())
-                            .min_by_key(|&i| self.recent_waits.get(i).map(|(_, at)| *at));
+                        let oldest = self
+                            .recent_waits
+                            .iter()
+                            .enumerate()
+                            .min_by_key(|(_, (_, at))| *at)
+                            .map(|(i, _)| i);
                         if let Some(oldest) = oldest {
                             self.recent_waits.swap_remove(oldest);
                         }

@@ -235,11 +235,11 @@ pub struct Operation {
     /// resources a moment ago), or since a node refused it because the key was held.
     /// Never reset: once it listens, it listens until it ends.
     listens_early: bool,
-    /// 1 when a refusal of its first attempt made it start listening (0 otherwise). Its
-    /// subscription was asked after that attempt's commands went out, so a node most
+    /// A refusal of its first attempt made it start listening. Its subscription was
+    /// asked after that attempt's commands went out, so during that attempt a node most
     /// likely confirms it after handling the attempt, whichever reply the driver reads
     /// first.
-    listened_during: u32,
+    listens_from_first_refusal: bool,
     /// Per node: the current (or failed) attempt's queued acquire was refused there with
     /// this waiter first in the resource's queue.
     first_in_queue: Vec<bool>,
@@ -398,7 +398,7 @@ impl Operation {
             fence: None,
             wait_until: None,
             listens_early: false,
-            listened_during: 0,
+            listens_from_first_refusal: false,
             noticed: Vec::new(),
             first_in_queue: Vec::new(),
             confirmed: Vec::new(),
@@ -601,7 +601,7 @@ impl Operation {
         }
         // A subscription asked after the attempt went out is confirmed after the node
         // handled it: the confirmation counts even if its refusal is read later.
-        let after_attempt = self.listened_during == self.attempt;
+        let after_attempt = self.listens_from_first_refusal && self.attempt == 1;
         if !after_attempt && !self.first_in_queue.get(node).copied().unwrap_or(false) {
             return Ok(());
         }
@@ -1211,7 +1211,7 @@ impl Operation {
                     // attempt's waiter has listened since the failed one's cleanup, so
                     // its subscription may predate this attempt.)
                     if !self.listens_early && self.attempt == 1 {
-                        self.listened_during = 1;
+                        self.listens_from_first_refusal = true;
                     }
                     self.listens_early = true;
                 }

@@ -549,6 +549,16 @@ fn a_subscription_confirmation_names_its_node() {
     assert_eq!(op.attempt(), 1);
 }
 
+/// Answers a failed attempt's `cleanup` at `now`, asserts the acquisition still listens
+/// while it delays, and returns the next attempt's commands at its retry time.
+fn retries_while_listening(op: &mut Operation, cleanup: &[Command], now: u64) -> Vec<Command> {
+    let (retry_at, outcome) = answer_all_wait(op, cleanup, now, |_| Reply::Integer(0));
+    assert!(outcome.is_none());
+    assert!(op.listens(), "delaying");
+    op.handle_timeout(retry_at.expect("a retry is due"));
+    drain(op).0
+}
+
 #[test]
 fn a_waiting_acquisition_listens_from_its_first_conflict_and_until_it_ends() {
     let config = Config::builder(3, ms(10_000)).build().unwrap();
@@ -593,11 +603,7 @@ fn a_waiting_acquisition_listens_from_its_first_conflict_and_until_it_ends() {
     let (cleanup, _, _) = drain(&mut op);
     assert!(!cleanup.is_empty(), "the failed attempt is released");
     assert!(op.listens(), "cleaning up");
-    let (retry_at, outcome) = answer_all_wait(&mut op, &cleanup, 1_000_300, |_| Reply::Integer(0));
-    assert!(outcome.is_none());
-    assert!(op.listens(), "delaying");
-    op.handle_timeout(retry_at.unwrap());
-    let (sends, _, _) = drain(&mut op);
+    let sends = retries_while_listening(&mut op, &cleanup, 1_000_300);
     let outcome = answer_all(&mut op, &sends, 1_400_000, |_| Reply::Integer(1));
     assert!(matches!(outcome, Some(Outcome::Acquired(_))), "{outcome:?}");
     assert!(!op.listens(), "finished");
@@ -676,11 +682,7 @@ fn an_acquisition_without_a_wait_limit_listens_once_an_attempt_failed_and_anothe
     let (cleanup, _) = answer(&mut op, &sends, 100, |_| Reply::Nil);
     assert_eq!(cleanup.len(), 3);
     assert!(op.listens(), "the failed attempt's cleanup is out");
-    let (retry_at, outcome) = answer_all_wait(&mut op, &cleanup, 200, |_| Reply::Integer(0));
-    assert!(outcome.is_none());
-    assert!(op.listens(), "delaying");
-    op.handle_timeout(retry_at.unwrap());
-    let (sends, _, _) = drain(&mut op);
+    let sends = retries_while_listening(&mut op, &cleanup, 200);
     assert_eq!(op.attempt(), 2);
     assert!(op.listens(), "the second attempt");
     let (cleanup, _) = answer(&mut op, &sends, 400_000, |_| Reply::Nil);
