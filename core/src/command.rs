@@ -303,6 +303,30 @@ pub const SUBSCRIBER_REOPEN_MAX_MS: u64 = 5_000;
 /// to a TCP stack's own minutes.
 pub const CONNECT_TIMEOUT_DEFAULT_MS: u64 = 2_000;
 
+/// How long a driver gives one Redis Sentinel to connect (TCP, TLS, `AUTH`) and answer
+/// `SENTINEL get-master-addr-by-name`, when the user sets no bound, in milliseconds. A
+/// Sentinel past it is skipped as one that refused the connection is, and the next one is
+/// asked: a Sentinel that hangs (a stopped process, a black-holed host) must not keep a
+/// node from the master the others name. Every driver uses it, so a lookup through
+/// Sentinels costs the same in every binding. Long next to a Sentinel's answer on any
+/// network a lock spans; short enough that several can be asked within one connection
+/// attempt ([`sentinel_connect_timeout_ms`]).
+pub const SENTINEL_QUERY_TIMEOUT_DEFAULT_MS: u64 = 500;
+
+/// The connect timeout of a node reached through `sentinels` Sentinels, in
+/// milliseconds: each Sentinel may use its whole `query_ms` in turn before one names the
+/// master, whose connection then has `connect_ms` (the node's connect timeout: the user's
+/// client's, else [`CONNECT_TIMEOUT_DEFAULT_MS`]). With a shorter bound, one Sentinel that
+/// hangs would use up every attempt and the ones after it would never be asked.
+/// Saturating; no Sentinels gives `connect_ms`.
+pub fn sentinel_connect_timeout_ms(sentinels: usize, query_ms: u64, connect_ms: u64) -> u64 {
+    // usize is at most 64 bits on every target Rust supports; saturate if not.
+    let sentinels = u64::try_from(sentinels).unwrap_or(u64::MAX);
+    sentinels
+        .saturating_mul(query_ms)
+        .saturating_add(connect_ms)
+}
+
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].
@@ -784,5 +808,17 @@ mod tests {
             args(&big).last().copied(),
             Some(&b"18446744073709551615"[..])
         );
+    }
+
+    #[test]
+    fn a_sentinel_lookup_may_ask_every_sentinel_then_connect() {
+        assert_eq!(sentinel_connect_timeout_ms(3, 500, 2_000), 3_500);
+        assert_eq!(sentinel_connect_timeout_ms(0, 500, 2_000), 2_000);
+        assert_eq!(sentinel_connect_timeout_ms(1, 0, 7), 7);
+        assert_eq!(
+            sentinel_connect_timeout_ms(usize::MAX, 500, 2_000),
+            u64::MAX
+        );
+        assert_eq!(sentinel_connect_timeout_ms(2, u64::MAX / 2, 2), u64::MAX);
     }
 }

@@ -1424,6 +1424,21 @@ uint64_t redlock_subscriber_reopen_first_ms(void);
 uint64_t redlock_connect_timeout_default_ms(void);
 
 /**
+ * How long one Redis Sentinel may take to connect and answer before the driver asks the
+ * next one, when the user sets no bound (milliseconds; the same for every driver).
+ */
+uint64_t redlock_sentinel_query_timeout_default_ms(void);
+
+/**
+ * The connect timeout of a node reached through `sentinels` Sentinels (milliseconds):
+ * each may use its whole `query_ms` in turn, then the master's connection has
+ * `connect_ms`. Saturating; never fails.
+ */
+uint64_t redlock_sentinel_connect_timeout_ms(size_t sentinels,
+                                             uint64_t query_ms,
+                                             uint64_t connect_ms);
+
+/**
  * The longest pause between two openings of a failing notice subscriber connection
  * (milliseconds).
  */

@@ -112,6 +112,25 @@ pub extern "C" fn redlock_connect_timeout_default_ms() -> u64 {
     redlock_core::CONNECT_TIMEOUT_DEFAULT_MS
 }
 
+/// How long one Redis Sentinel may take to connect and answer before the driver asks the
+/// next one, when the user sets no bound (milliseconds; the same for every driver).
+#[no_mangle]
+pub extern "C" fn redlock_sentinel_query_timeout_default_ms() -> u64 {
+    redlock_core::SENTINEL_QUERY_TIMEOUT_DEFAULT_MS
+}
+
+/// The connect timeout of a node reached through `sentinels` Sentinels (milliseconds):
+/// each may use its whole `query_ms` in turn, then the master's connection has
+/// `connect_ms`. Saturating; never fails.
+#[no_mangle]
+pub extern "C" fn redlock_sentinel_connect_timeout_ms(
+    sentinels: usize,
+    query_ms: u64,
+    connect_ms: u64,
+) -> u64 {
+    redlock_core::sentinel_connect_timeout_ms(sentinels, query_ms, connect_ms)
+}
+
 /// The longest pause between two openings of a failing notice subscriber connection
 /// (milliseconds).
 #[no_mangle]

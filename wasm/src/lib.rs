@@ -156,13 +156,16 @@ struct Defaults {
     subscriber_reopen_first_ms: u64,
     subscriber_reopen_max_ms: u64,
     connect_timeout_default_ms: u64,
+    sentinel_query_timeout_default_ms: u64,
 }
 
 /// The default of every optional setting, how long a driver keeps a notice channel
 /// subscribed after its last waiter (`noticeChannelLingerMs`), and how long it keeps a
 /// failed subscriber connection closed before opening it again
 /// (`subscriberReopenFirstMs`, doubling up to `subscriberReopenMaxMs`), and how long a
-/// connection may take to open when the client sets no bound (`connectTimeoutDefaultMs`).
+/// connection may take to open when the client sets no bound (`connectTimeoutDefaultMs`),
+/// and how long one Redis Sentinel may take to connect and answer before the next is
+/// asked (`sentinelQueryTimeoutDefaultMs`).
 #[wasm_bindgen]
 pub fn defaults() -> Result<DefaultsJs, JsValue> {
     let micros = |d: core::time::Duration| d.as_micros() as u64;
@@ -178,8 +181,23 @@ pub fn defaults() -> Result<DefaultsJs, JsValue> {
         subscriber_reopen_first_ms: redlock_core::SUBSCRIBER_REOPEN_FIRST_MS,
         subscriber_reopen_max_ms: redlock_core::SUBSCRIBER_REOPEN_MAX_MS,
         connect_timeout_default_ms: redlock_core::CONNECT_TIMEOUT_DEFAULT_MS,
+        sentinel_query_timeout_default_ms: redlock_core::SENTINEL_QUERY_TIMEOUT_DEFAULT_MS,
     })
     .map(JsValue::unchecked_into)
+}
+
+/// The connect timeout of a node reached through `sentinels` Sentinels (ms): each may use
+/// its whole `queryMs` in turn, then the master's connection has `connectMs`.
+/// Saturating; never throws (a negative or fractional number is taken as its integer
+/// part, at least 0).
+#[wasm_bindgen(js_name = sentinelConnectTimeoutMs)]
+pub fn sentinel_connect_timeout_ms(sentinels: f64, query_ms: f64, connect_ms: f64) -> f64 {
+    // `as` saturates floats to the integer range (NaN to 0): no input panics.
+    redlock_core::sentinel_connect_timeout_ms(
+        sentinels as usize,
+        query_ms as u64,
+        connect_ms as u64,
+    ) as f64
 }
 
 /// The first two positions in `addresses` that name the same Redis server

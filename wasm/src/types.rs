@@ -463,6 +463,11 @@ export interface Defaults {
    * subscription, when the client sets no bound of its own (ms).
    */
   connectTimeoutDefaultMs: number;
+  /**
+   * How long one Redis Sentinel may take to connect and answer before the next one is
+   * asked, when the user sets no bound (ms).
+   */
+  sentinelQueryTimeoutDefaultMs: number;
 }
 "#;
 

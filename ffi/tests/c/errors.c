@@ -448,6 +448,9 @@ static void config_errors(void) {
     CHECK(redlock_subscriber_reopen_first_ms() == 100);
     CHECK(redlock_subscriber_reopen_max_ms() == 5000);
     CHECK(redlock_connect_timeout_default_ms() == 2000);
+    CHECK(redlock_sentinel_query_timeout_default_ms() == 500);
+    CHECK(redlock_sentinel_connect_timeout_ms(3, 500, 2000) == 3500);
+    CHECK(redlock_sentinel_connect_timeout_ms((size_t)-1, 500, 2000) == UINT64_MAX);
 }
 
 static void usage_errors(void) {
