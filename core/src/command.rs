@@ -303,8 +303,9 @@ pub const SUBSCRIBER_REOPEN_MAX_MS: u64 = 5_000;
 /// to a TCP stack's own minutes.
 pub const CONNECT_TIMEOUT_DEFAULT_MS: u64 = 2_000;
 
-/// How long a driver gives one Redis Sentinel to connect (TCP, TLS, `AUTH`) and answer
-/// `SENTINEL get-master-addr-by-name`, when the user sets no bound, in milliseconds. A
+/// How long a driver gives one Redis Sentinel to connect (TCP, TLS, `AUTH`) and name the
+/// master (`SENTINEL get-master-addr-by-name`, or `SENTINEL MASTER` where the driver also
+/// reads the master's flags), when the user sets no bound, in milliseconds. A
 /// Sentinel past it is skipped as one that refused the connection is, and the next one is
 /// asked: a Sentinel that hangs (a stopped process, a black-holed host) must not keep a
 /// node from the master the others name. Every driver uses it, so a lookup through
