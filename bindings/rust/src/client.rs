@@ -25,6 +25,19 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration =
     Duration::from_millis(redlock_core::CONNECT_TIMEOUT_DEFAULT_MS);
 
+/// How long one Redis Sentinel may take to connect and name the master by default
+/// ([`ClientBuilder::sentinel_query_timeout`]): the core's
+/// `SENTINEL_QUERY_TIMEOUT_DEFAULT_MS`, 500 ms, as in every binding.
+#[cfg(feature = "sentinel")]
+pub const DEFAULT_SENTINEL_QUERY_TIMEOUT: Duration =
+    Duration::from_millis(redlock_core::SENTINEL_QUERY_TIMEOUT_DEFAULT_MS);
+
+/// A duration in whole milliseconds, a part of one counting as one (saturating).
+#[cfg(feature = "sentinel")]
+fn millis_rounded_up(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
 /// Builds a [`Client`]. Every setting but the node URLs is optional; the lock's
 /// arithmetic defaults are the core's ([`redlock_core::Config`]).
 #[must_use]
@@ -33,6 +46,9 @@ pub struct ClientBuilder {
     /// A Sentinel's master instead of URLs: the Sentinels' URLs and the service name.
     #[cfg(feature = "sentinel")]
     sentinel: Option<(Vec<String>, String)>,
+    /// How long one Sentinel may take to connect and name the master.
+    #[cfg(feature = "sentinel")]
+    sentinel_query_timeout: Duration,
     /// The user's own connections instead of URLs.
     connections: Option<Vec<redis::aio::MultiplexedConnection>>,
     config: ConfigBuilder,
@@ -125,6 +141,20 @@ impl ClientBuilder {
         self
     }
 
+    /// How long one Sentinel of a [`Client::sentinel`] client may take to connect (TCP,
+    /// TLS, `AUTH`) and name the master, at each connection attempt (default
+    /// [`DEFAULT_SENTINEL_QUERY_TIMEOUT`], the core's `SENTINEL_QUERY_TIMEOUT_DEFAULT_MS`,
+    /// 500 ms, as in every binding). A Sentinel past it is skipped as one that refused the
+    /// connection is, and the next one is asked. The node's connect timeout becomes the
+    /// core's `sentinel_connect_timeout_ms`: this bound once per Sentinel, plus the
+    /// [`ClientBuilder::connect_timeout`] for the master. Zero is refused by
+    /// [`ClientBuilder::build`]; clients of node URLs or connections ignore it.
+    #[cfg(feature = "sentinel")]
+    pub fn sentinel_query_timeout(mut self, timeout: Duration) -> Self {
+        self.sentinel_query_timeout = timeout;
+        self
+    }
+
     /// A CA certificate (PEM) that `rediss://` nodes' certificates must chain to, instead
     /// of the system's trust store. (`rediss://host/#insecure` skips verification.)
     pub fn tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
@@ -138,30 +168,51 @@ impl ClientBuilder {
         let config = self.config.build()?;
         #[cfg(feature = "sentinel")]
         if let Some((sentinels, service)) = self.sentinel {
-            let invalid = |message: String| Error::InvalidUrl {
-                index: 0,
-                url: sentinels
-                    .iter()
-                    .map(|u| redact(u))
-                    .collect::<Vec<_>>()
-                    .join(","),
-                message,
-            };
-            let sentinel = redis::sentinel::SentinelClient::build(
-                sentinels.clone(),
-                service.as_str(),
-                None,
-                redis::sentinel::SentinelServerType::Master,
-            )
-            .map_err(|e| invalid(e.to_string()))?;
+            if self.sentinel_query_timeout.is_zero() {
+                return Err(Error::InvalidSetting {
+                    setting: "sentinel_query_timeout",
+                    message: String::from(
+                        "zero: each Sentinel needs time to connect and name the master",
+                    ),
+                });
+            }
+            if sentinels.is_empty() {
+                return Err(Error::InvalidUrl {
+                    index: 0,
+                    url: String::new(),
+                    message: String::from("At least one sentinel is required"),
+                });
+            }
+            let mut clients = Vec::with_capacity(sentinels.len());
+            for (index, url) in sentinels.iter().enumerate() {
+                let label = redact(url);
+                let client = redis::Client::open(url.as_str()).map_err(|e| Error::InvalidUrl {
+                    index,
+                    url: label.clone(),
+                    message: e.to_string(),
+                })?;
+                clients.push((client, label));
+            }
+            // Every Sentinel's bound in turn, then the master's connection: the core's
+            // composition, the same in every binding.
+            let connect_timeout = Duration::from_millis(redlock_core::sentinel_connect_timeout_ms(
+                clients.len(),
+                millis_rounded_up(self.sentinel_query_timeout),
+                millis_rounded_up(self.connect_timeout),
+            ));
+            let sentinel = crate::sentinel::Sentinels::new(
+                clients,
+                service.clone(),
+                self.sentinel_query_timeout,
+            );
             let clock = Clock {
                 origin: Instant::now(),
             };
             let routes = Arc::new(Routes::default());
             let node = Arc::new(Node::new(
                 format!("sentinel master {service}"),
-                Source::Sentinel(Arc::new(tokio::sync::Mutex::new(sentinel))),
-                self.connect_timeout,
+                Source::Sentinel(Arc::new(sentinel)),
+                connect_timeout,
                 clock,
                 Arc::clone(&routes),
             ));
@@ -455,6 +506,8 @@ impl Client {
             urls,
             #[cfg(feature = "sentinel")]
             sentinel: None,
+            #[cfg(feature = "sentinel")]
+            sentinel_query_timeout: DEFAULT_SENTINEL_QUERY_TIMEOUT,
             connections: None,
             root_certificate: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -487,8 +540,17 @@ impl Client {
 
     /// A builder for a single-instance lock (N = 1) on the master that the Sentinels at
     /// `sentinels` (`redis://host:26379`) name for `service`. Each connection attempt
-    /// asks the Sentinels again, so after a failover the next reconnection reaches the
-    /// new master. Release notices are off.
+    /// asks the Sentinels again, in turn, so after a failover the next reconnection
+    /// reaches the new master. Release notices are off.
+    ///
+    /// Each Sentinel has the core's `SENTINEL_QUERY_TIMEOUT_DEFAULT_MS` (500 ms, or
+    /// [`ClientBuilder::sentinel_query_timeout`]) to connect and name the master; one past
+    /// it (a stopped process, a black-holed host) is skipped as one that refused the
+    /// connection is, and the next one is asked. The node's connect timeout is the core's
+    /// `sentinel_connect_timeout_ms(sentinels, query, connect)`: every Sentinel's bound in
+    /// turn, then [`ClientBuilder::connect_timeout`] for the master (the same in every
+    /// binding). A Sentinel must say it is one (`ROLE`) and flag the master it names
+    /// `master` and not down; the master must say it is one (`ROLE`).
     ///
     /// **Failover caveat** (`docs/safety.md`, "single N=1 + replica"): replication is
     /// asynchronous, so a failover before the lock's key reached the replica loses the

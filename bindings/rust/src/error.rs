@@ -119,6 +119,14 @@ pub enum Error {
     },
     /// A TLS root certificate that could not be used.
     InvalidCertificate(String),
+    /// A builder setting the client cannot work with (one the core's configuration does
+    /// not cover, such as [`crate::ClientBuilder::sentinel_query_timeout`]).
+    InvalidSetting {
+        /// The builder method.
+        setting: &'static str,
+        /// Why the value was refused.
+        message: String,
+    },
     /// The lock could not be acquired.
     NotAcquired(NotAcquired),
     /// The lock could not be extended.
@@ -150,7 +158,8 @@ impl Error {
             | Error::Usage(_)
             | Error::InvalidUrl { .. }
             | Error::DuplicateNode { .. }
-            | Error::InvalidCertificate(_) => ErrorClass::InvalidArgument,
+            | Error::InvalidCertificate(_)
+            | Error::InvalidSetting { .. } => ErrorClass::InvalidArgument,
             Error::NotAcquired(n) => match n.reason {
                 FailureReason::Conflict => ErrorClass::HeldElsewhere,
                 _ => ErrorClass::NodesFailing,
@@ -246,6 +255,9 @@ impl fmt::Display for Error {
                 "node #{second} {url:?} is the same server as node #{first}: each node must be \
                  an independent server"
             ),
+            Error::InvalidSetting { setting, message } => {
+                write!(f, "invalid {setting}: {message}")
+            }
             Error::InvalidCertificate(message) => {
                 write!(f, "invalid TLS root certificate: {message}")
             }

@@ -91,7 +91,8 @@
 //!
 //! [`Client::from_connections`] builds a client over `redis` connections you opened.
 //! With the `sentinel` feature, `Client::sentinel` locks the master that Redis Sentinels
-//! name (N = 1, with the failover caveat of a single instance with a replica).
+//! name (N = 1, with the failover caveat of a single instance with a replica), asking
+//! them in turn with the core's per-Sentinel bound (`SENTINEL_QUERY_TIMEOUT_DEFAULT_MS`).
 //!
 //! ## TLS and AUTH
 //!
@@ -114,8 +115,12 @@ mod fence;
 mod lock;
 mod node;
 mod notice;
+#[cfg(feature = "sentinel")]
+mod sentinel;
 mod trace;
 
+#[cfg(feature = "sentinel")]
+pub use client::DEFAULT_SENTINEL_QUERY_TIMEOUT;
 pub use client::{
     Client, ClientBuilder, ExtendReport, KeyStatus, LockOptions, ReleaseReport, RetryProgress,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_TTL,

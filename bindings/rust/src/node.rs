@@ -151,7 +151,7 @@ pub(crate) enum Source {
     /// The master a Sentinel names, asked again at each `Connect` (so a reconnection
     /// after a failover reaches the new master).
     #[cfg(feature = "sentinel")]
-    Sentinel(Arc<tokio::sync::Mutex<redis::sentinel::SentinelClient>>),
+    Sentinel(Arc<crate::sentinel::Sentinels>),
 }
 
 /// A node of the client: where its connections come from, and its link.
@@ -446,9 +446,7 @@ impl Node {
                     ),
                 ));
             }
-            open(&client)
-                .await
-                .map_err(|error| (link_cause(&error), error.to_string()))
+            open(&client).await
         }
     }
 
@@ -464,9 +462,7 @@ impl Node {
         let attempt = tokio::time::timeout_at(deadline, async {
             let mut connection = match open(&self.client).await {
                 Ok(connection) => connection,
-                Err(error) => {
-                    return failed(format!("{}: {error}", link_cause(&error).code()));
-                }
+                Err((cause, text)) => return failed(format!("{}: {text}", cause.code())),
             };
             let mut replies = Vec::with_capacity(count);
             for cmd in &commands {
@@ -498,26 +494,32 @@ impl Node {
                 }
                 Ok(())
             }
-            Ok(Err(error)) => Err(format!("{}: {error}", link_cause(&error).code())),
+            Ok(Err((cause, text))) => Err(format!("{}: {text}", cause.code())),
             Err(_) => Err(String::from("timeout: no connection in time")),
         }
     }
 }
 
-async fn open(source: &Source) -> RedisResult<MultiplexedConnection> {
+/// Opens a connection for `source`; a failure comes with the link's cause.
+async fn open(source: &Source) -> Result<MultiplexedConnection, (LinkCause, String)> {
     let client = match source {
         Source::Url(client) => client.clone(),
         Source::Given(connection) => return Ok(connection.clone()),
         #[cfg(feature = "sentinel")]
-        Source::Sentinel(sentinel) => sentinel.lock().await.async_get_client().await?,
+        Source::Sentinel(sentinels) => return sentinels.open_master().await,
     };
-    // No timeouts of the crate's own: the link and the operations keep the deadlines.
-    let config = AsyncConnectionConfig::new()
-        .set_connection_timeout(None)
-        .set_response_timeout(None);
     client
-        .get_multiplexed_async_connection_with_config(&config)
+        .get_multiplexed_async_connection_with_config(&connection_config())
         .await
+        .map_err(|error| (link_cause(&error), error.to_string()))
+}
+
+/// How every connection is opened: no timeouts of the crate's own, the link and the
+/// operations keep the deadlines.
+pub(crate) fn connection_config() -> AsyncConnectionConfig {
+    AsyncConnectionConfig::new()
+        .set_connection_timeout(None)
+        .set_response_timeout(None)
 }
 
 fn start_write(mut connection: MultiplexedConnection, generation: u64, write: Write) -> Writing {

@@ -1,14 +1,15 @@
 //! The `sentinel` feature: a single-instance lock on the master a real Redis Sentinel
 //! names. Master on port 7760 (scripts/redis-nodes.sh), Sentinel on 7199 (redis-server
-//! in sentinel mode, started here).
+//! in sentinel mode, started here). The hanging-Sentinel test: master on 7181, a working
+//! Sentinel on 7182, a stopped (SIGSTOP) one on 7183.
 
 mod common;
 
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::Nodes;
-use redlock_client::Client;
+use redlock_client::{Client, ErrorClass};
 
 struct Sentinel(Child);
 
@@ -17,6 +18,36 @@ impl Drop for Sentinel {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// A Sentinel stopped with SIGSTOP: its port still accepts connections (the kernel
+/// completes the handshake) but nothing is ever answered. Resumed (SIGCONT) before the
+/// inner guard kills it.
+struct Stopped(Sentinel);
+
+impl Stopped {
+    fn new(sentinel: Sentinel) -> Stopped {
+        signal(&sentinel, "-STOP");
+        Stopped(sentinel)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        signal(&self.0, "-CONT");
+    }
+}
+
+fn signal(sentinel: &Sentinel, which: &str) {
+    let status = Command::new("kill")
+        .arg(which)
+        .arg(sentinel.0.id().to_string())
+        .status();
+    assert!(
+        matches!(status, Ok(status) if status.success()),
+        "kill {which} {}: {status:?}",
+        sentinel.0.id()
+    );
 }
 
 fn start_sentinel(port: u16, master_port: u16) -> Sentinel {
@@ -113,5 +144,107 @@ async fn locks_on_the_master_a_sentinel_names() {
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),
         "locked orders:42 on the master"
+    );
+}
+
+/// A Sentinel that hangs (connects, never answers) is given the core's
+/// `SENTINEL_QUERY_TIMEOUT_DEFAULT_MS` and skipped, and the next one names the master: the
+/// lock is acquired within that bound plus a connection (under 1 s), not held up for the
+/// `redis` crate's own timeouts. The node's connect timeout is the core's
+/// `sentinel_connect_timeout_ms`, so a client connect timeout shorter than the Sentinel's
+/// bound still reaches the master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_sentinel_is_skipped_for_the_next_one() {
+    let master = Nodes::start_with(7181, &["--nodes", "1"]);
+    let _working = start_sentinel(7182, 7181);
+    let _hanging = Stopped::new(start_sentinel(7183, 7181));
+    let sentinels = ["redis://127.0.0.1:7183", "redis://127.0.0.1:7182"];
+    let query = Duration::from_millis(redlock_core::SENTINEL_QUERY_TIMEOUT_DEFAULT_MS);
+
+    // One attempt, which waits up to 1.5 s for the node's connection.
+    let client = Client::sentinel(sentinels, "mymaster")
+        .attempts(1)
+        .node_timeout(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let lock = client.lock("sentinel:hung", Duration::from_secs(10)).await;
+    let elapsed = started.elapsed();
+    let lock = lock.unwrap_or_else(|error| panic!("not acquired after {elapsed:?}: {error}"));
+    assert!(
+        elapsed >= query && elapsed < Duration::from_secs(1),
+        "acquired after {elapsed:?}: the stopped Sentinel should cost its {query:?}, no more"
+    );
+    assert_eq!(
+        master.get(0, "sentinel:hung").as_deref(),
+        Some(lock.token())
+    );
+    lock.release().await.unwrap();
+
+    // A connect timeout (the master's) below the Sentinel's bound: the link's is
+    // 2 x 500 + 400 ms, so the stopped Sentinel does not use up every attempt.
+    let client = Client::sentinel(sentinels, "mymaster")
+        .connect_timeout(Duration::from_millis(400))
+        .attempts(1)
+        .node_timeout(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let lock = client.lock("sentinel:hung", Duration::from_secs(10)).await;
+    let elapsed = started.elapsed();
+    let lock = lock.unwrap_or_else(|error| panic!("not acquired after {elapsed:?}: {error}"));
+    assert!(
+        elapsed < Duration::from_secs(1),
+        "acquired after {elapsed:?}"
+    );
+    lock.release().await.unwrap();
+
+    // A bound of the user's own: the stopped Sentinel costs that instead.
+    let client = Client::sentinel(sentinels, "mymaster")
+        .sentinel_query_timeout(Duration::from_millis(100))
+        .attempts(1)
+        .node_timeout(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let lock = client.lock("sentinel:hung", Duration::from_secs(10)).await;
+    let elapsed = started.elapsed();
+    let lock = lock.unwrap_or_else(|error| panic!("not acquired after {elapsed:?}: {error}"));
+    assert!(
+        elapsed >= Duration::from_millis(100) && elapsed < query,
+        "acquired after {elapsed:?} with a 100 ms bound per Sentinel"
+    );
+    lock.release().await.unwrap();
+
+    // Only the stopped Sentinel: the node fails, and says which Sentinel did not answer.
+    let client = Client::sentinel(["redis://127.0.0.1:7183"], "mymaster")
+        .attempts(1)
+        .node_timeout(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let error = client
+        .lock("sentinel:hung", Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(error.is_unreachable(), "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("127.0.0.1:7183") && text.contains("timeout"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_zero_sentinel_query_timeout_is_refused() {
+    let built = Client::sentinel(["redis://127.0.0.1:7183"], "mymaster")
+        .sentinel_query_timeout(Duration::ZERO)
+        .build();
+    let Err(error) = built else {
+        panic!("a zero bound per Sentinel was accepted");
+    };
+    assert_eq!(error.class(), Some(ErrorClass::InvalidArgument), "{error}");
+    assert!(
+        error.to_string().contains("sentinel_query_timeout"),
+        "{error}"
     );
 }
