@@ -124,6 +124,32 @@ export!(Java_io_github_redlockcore_internal_Native_connectTimeoutDefaultMs(env) 
     Ok(redlock_core::CONNECT_TIMEOUT_DEFAULT_MS as jlong)
 });
 
+export!(Java_io_github_redlockcore_internal_Native_sentinelQueryTimeoutDefaultMs(env) -> jlong = 0, {
+    let _ = env;
+    Ok(redlock_core::SENTINEL_QUERY_TIMEOUT_DEFAULT_MS as jlong)
+});
+
+export!(Java_io_github_redlockcore_internal_Native_sentinelConnectTimeoutMs(
+    env,
+    sentinels: jint,
+    query_ms: jlong,
+    connect_ms: jlong
+) -> jlong = 0, {
+    let _ = env;
+    let sentinels = usize::try_from(sentinels).map_err(|_| {
+        Failure::argument("invalid_argument", "the number of Sentinels must not be negative")
+    })?;
+    let query_ms = u64::try_from(query_ms).map_err(|_| {
+        Failure::argument("invalid_argument", "the Sentinel query timeout must not be negative")
+    })?;
+    let connect_ms = u64::try_from(connect_ms).map_err(|_| {
+        Failure::argument("invalid_argument", "the connect timeout must not be negative")
+    })?;
+    let composed = redlock_core::sentinel_connect_timeout_ms(sentinels, query_ms, connect_ms);
+    // Saturating, as the core's: beyond a long is as long as a long can say.
+    Ok(jlong::try_from(composed).unwrap_or(jlong::MAX))
+});
+
 export!(Java_io_github_redlockcore_internal_Native_liveHandles(env) -> jlong = -1, {
     let _ = env;
     Ok(boundary::live_handles())

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.redlockcore.core.NodeResult;
+import io.github.redlockcore.internal.Native;
 import io.github.redlockcore.jedis.JedisDriver;
 import io.github.redlockcore.nio.NioDriver;
 import io.github.redlockcore.spi.Driver;
@@ -13,6 +14,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
@@ -24,12 +26,14 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
+import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.Jedis;
 
 /**
  * Single-instance mode through Redis Sentinel, on both drivers: a master on 7410 and its
  * replica on 7412 (scripts/redis-nodes.sh), a real Sentinel on 7415 (redis-server
- * --sentinel, started here); nothing listens on 7416. The failover runs last.
+ * --sentinel, started here); nothing listens on 7416; a Redis node on 7417 is stopped
+ * (SIGSTOP) while a test stands it in for a Sentinel that hangs. The failover runs last.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -38,9 +42,11 @@ class SentinelTest {
   private static final int REPLICA = 7412;
   private static final int SENTINEL = 7415;
   private static final int NOBODY = 7416;
+  private static final int HANGS = 7417;
 
   private TestNodes master;
   private TestNodes replica;
+  private TestNodes hangs;
   private Process sentinel;
 
   /** Both drivers, built from the Sentinels' host:port list and the service name. */
@@ -51,6 +57,7 @@ class SentinelTest {
   void start() throws IOException {
     master = new TestNodes(MASTER, 1);
     replica = new TestNodes(REPLICA, 1);
+    hangs = new TestNodes(HANGS, 1);
     try (Jedis r = new Jedis("127.0.0.1", REPLICA); Jedis m = new Jedis("127.0.0.1", MASTER)) {
       r.replicaof("127.0.0.1", MASTER);
       eventually(() -> m.info("replication").contains("state=online"), "the replica to sync");
@@ -72,6 +79,10 @@ class SentinelTest {
       if (!sentinel.waitFor(5, TimeUnit.SECONDS)) {
         sentinel.destroyForcibly().waitFor();
       }
+    }
+    if (hangs != null) {
+      // redis-nodes.sh stop resumes a stopped node before stopping it.
+      hangs.close();
     }
     if (replica != null) {
       replica.close();
@@ -205,8 +216,81 @@ class SentinelTest {
     }
   }
 
+  /**
+   * A Sentinel that hangs (a stopped process: TCP connects, nothing answers) gets the core's
+   * query timeout (SENTINEL_QUERY_TIMEOUT_DEFAULT_MS, 500 ms) and is skipped for the next
+   * one, on every driver (the Jedis one with its default Sentinel client config and with
+   * one of the user's, whose 2 s timeouts do not apply to the query). Listed first, it costs
+   * the lock one query timeout: acquired in at least 500 ms (the hanging one was asked) and
+   * under 1.5 s (one query timeout and a healthy round), where before the lookup waited at
+   * it until the link gave the attempt up (2 s) and no lock was ever acquired. Alone, it is
+   * a node failure that says it timed out. The node's connect timeout is the core's
+   * composition: every Sentinel's query timeout in turn, then the master's connection.
+   */
   @Test
   @Order(4)
+  void aSentinelThatHangsIsSkippedAfterTheQueryTimeout() {
+    long query = Native.sentinelQueryTimeoutDefaultMs();
+    assertEquals(500, query);
+    long connect = Native.connectTimeoutDefaultMs();
+    List<BiFunction<List<String>, String, Driver>> drivers = new ArrayList<>(DRIVERS);
+    drivers.add((sentinels, service) -> JedisDriver.sentinel(sentinels, service,
+        DefaultJedisClientConfig.builder().build(), DefaultJedisClientConfig.builder().build()));
+    hangs.pause(0);
+    try {
+      for (BiFunction<List<String>, String, Driver> driver : drivers) {
+        List<String> sentinels = List.of("127.0.0.1:" + HANGS, "127.0.0.1:" + SENTINEL);
+        String name = driver.apply(sentinels, "mymaster").name();
+        String resource = "java:sentinel:hangs:" + name;
+        try (RedlockClient client = RedlockClient.builder(driver.apply(sentinels, "mymaster"))
+            .attempts(1).nodeTimeout(Duration.ofMillis(1500)).build()) {
+          assertEquals(Duration.ofMillis(Native.sentinelConnectTimeoutMs(2, query, connect)),
+              client.engine().connectTimeout(0), name);
+          assertEquals(Duration.ofMillis(2 * query + connect), client.engine().connectTimeout(0));
+          long start = System.nanoTime();
+          try (RedLock lock = client.acquire(resource, Duration.ofSeconds(10))) {
+            long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertEquals(lock.token(), get(MASTER, resource), name);
+            assertTrue(took >= query, name + ": acquired in " + took + " ms");
+            assertTrue(took < query + 1000, name + ": acquired in " + took + " ms");
+          }
+        }
+        try (RedlockClient alone = RedlockClient.builder(
+                driver.apply(List.of("127.0.0.1:" + HANGS), "mymaster"))
+                .attempts(1).nodeTimeout(Duration.ofMillis(1500)).build()) {
+          assertEquals(Duration.ofMillis(query + connect), alone.engine().connectTimeout(0));
+          long start = System.nanoTime();
+          NodesFailingException e = assertThrows(NodesFailingException.class,
+              () -> alone.acquire("java:sentinel:hangs:alone:" + name));
+          long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+          NodeResult r = e.nodes().get(0);
+          assertEquals(NodeResult.Kind.ERROR, r.kind(), name + ": " + e.nodes());
+          assertTrue(r.error().contains("no Sentinel named a master for service \"mymaster\" "
+              + "(127.0.0.1:" + HANGS + ": timed out"), name + ": " + r.error());
+          assertTrue(took < query + 1000, name + ": failed in " + took + " ms");
+        }
+      }
+      // The nio driver's own bound, when set, and the connect timeout composed from it.
+      List<String> sentinels = List.of("127.0.0.1:" + HANGS, "127.0.0.1:" + SENTINEL);
+      try (RedlockClient client = RedlockClient.builder(NioDriver.sentinel(sentinels, "mymaster")
+              .withSentinelQueryTimeout(Duration.ofMillis(200))
+              .withConnectTimeout(Duration.ofMillis(1000)))
+          .attempts(1).nodeTimeout(Duration.ofMillis(1500)).build()) {
+        assertEquals(Duration.ofMillis(2 * 200 + 1000), client.engine().connectTimeout(0));
+        long start = System.nanoTime();
+        try (RedLock lock = client.acquire("java:sentinel:hangs:nio-200", Duration.ofSeconds(10))) {
+          long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+          assertEquals(lock.token(), get(MASTER, "java:sentinel:hangs:nio-200"));
+          assertTrue(took >= 200 && took < 200 + 1000, "acquired in " + took + " ms");
+        }
+      }
+    } finally {
+      hangs.resume(0);
+    }
+  }
+
+  @Test
+  @Order(5)
   void invalidArgumentsAreRefused() {
     for (BiFunction<List<String>, String, Driver> driver : DRIVERS) {
       assertEquals("invalid_node", assertThrows(RedlockArgumentException.class,
@@ -214,10 +298,39 @@ class SentinelTest {
       assertEquals("invalid_node", assertThrows(RedlockArgumentException.class,
           () -> driver.apply(List.of("127.0.0.1:" + SENTINEL), "")).code());
     }
+    List<String> sentinels = List.of("127.0.0.1:" + SENTINEL);
+    for (Duration bad : List.of(Duration.ZERO, Duration.ofMillis(-1))) {
+      assertEquals("invalid_argument", assertThrows(RedlockArgumentException.class,
+          () -> NioDriver.sentinel(sentinels, "mymaster").withSentinelQueryTimeout(bad)).code());
+      assertEquals("invalid_argument", assertThrows(RedlockArgumentException.class,
+          () -> JedisDriver.sentinel(sentinels, "mymaster").withSentinelQueryTimeout(bad))
+          .code());
+    }
+    // The core's composition through JNI: saturating, negative arguments refused.
+    assertEquals(3500, Native.sentinelConnectTimeoutMs(3, 500, 2000));
+    assertEquals(2000, Native.sentinelConnectTimeoutMs(0, 500, 2000));
+    assertEquals(Long.MAX_VALUE, Native.sentinelConnectTimeoutMs(2, Long.MAX_VALUE, 2));
+    assertEquals("invalid_argument", assertThrows(RedlockArgumentException.class,
+        () -> Native.sentinelConnectTimeoutMs(-1, 500, 2000)).code());
+    assertEquals("invalid_argument", assertThrows(RedlockArgumentException.class,
+        () -> Native.sentinelConnectTimeoutMs(1, -1, 2000)).code());
+    assertEquals("invalid_argument", assertThrows(RedlockArgumentException.class,
+        () -> Native.sentinelConnectTimeoutMs(1, 500, -1)).code());
+    // A plain driver's connect timeout is its own; a query timeout below a millisecond
+    // counts as one.
+    assertEquals(Duration.ofMillis(Native.connectTimeoutDefaultMs()),
+        NioDriver.of(List.of("127.0.0.1:" + MASTER)).connectTimeout());
+    assertEquals(Duration.ofMillis(1 + 700), NioDriver.sentinel(sentinels, "mymaster")
+        .withSentinelQueryTimeout(Duration.ofNanos(1)).withConnectTimeout(Duration.ofMillis(700))
+        .connectTimeout());
+    assertEquals(Duration.ofMillis(2 * 250 + 700), JedisDriver.sentinel(
+        List.of("127.0.0.1:1", "127.0.0.1:2"), "mymaster")
+        .withSentinelQueryTimeout(Duration.ofMillis(250))
+        .withConnectTimeout(Duration.ofMillis(700)).connectTimeout());
   }
 
   @Test
-  @Order(5)
+  @Order(6)
   void afterAFailoverTheNextConnectionReachesTheNewMaster() {
     List<String> sentinels = List.of("127.0.0.1:" + SENTINEL);
     try (RedlockClient nio = RedlockClient.builder(NioDriver.sentinel(sentinels, "mymaster"))

@@ -52,6 +52,22 @@ public final class Native {
    */
   public static native long connectTimeoutDefaultMs();
 
+  /**
+   * How long one Redis Sentinel may take to connect (TCP, TLS, {@code AUTH}) and answer
+   * {@code SENTINEL get-master-addr-by-name} before it is skipped for the next one, when the
+   * user sets no bound (ms; the core's {@code SENTINEL_QUERY_TIMEOUT_DEFAULT_MS}).
+   */
+  public static native long sentinelQueryTimeoutDefaultMs();
+
+  /**
+   * The connect timeout of a node reached through {@code sentinels} Sentinels (ms; the
+   * core's {@code sentinel_connect_timeout_ms}): each Sentinel's {@code queryMs} in turn,
+   * then {@code connectMs} for the master's connection; saturating ({@code Long.MAX_VALUE}
+   * at most). Throws {@code RedlockArgumentException} {@code invalid_argument} for a
+   * negative argument.
+   */
+  public static native long sentinelConnectTimeoutMs(int sentinels, long queryMs, long connectMs);
+
   /** Native objects made and not yet freed (every handle type together). */
   public static native long liveHandles();
 

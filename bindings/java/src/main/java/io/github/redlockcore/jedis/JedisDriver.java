@@ -3,6 +3,7 @@ package io.github.redlockcore.jedis;
 import io.github.redlockcore.RedlockArgumentException;
 import io.github.redlockcore.internal.ConnectTimeout;
 import io.github.redlockcore.internal.Engine;
+import io.github.redlockcore.internal.SentinelQueryTimeout;
 import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
 import io.github.redlockcore.spi.NodeConnection;
@@ -44,11 +45,22 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
   /** Set by withConnectTimeout, else the core's. */
   private final ConnectTimeout connectTimeout = new ConnectTimeout();
 
+  /** Set by withSentinelQueryTimeout, else the core's (a Sentinel's master only). */
+  private final SentinelQueryTimeout sentinelQueryTimeout;
+
+  /** How many Sentinels a Sentinel's master is asked of; 0 for plain nodes. */
+  private int sentinelCount;
+
   private JedisDriver(List<Supplier<Jedis>> nodes) {
+    this(nodes, new SentinelQueryTimeout());
+  }
+
+  private JedisDriver(List<Supplier<Jedis>> nodes, SentinelQueryTimeout sentinelQueryTimeout) {
     if (nodes.isEmpty()) {
       throw new RedlockArgumentException("no_nodes", "a Redlock client needs at least one node");
     }
     this.nodes = List.copyOf(nodes);
+    this.sentinelQueryTimeout = sentinelQueryTimeout;
   }
 
   /** A driver over one pool per node, in the order every client must agree on. */
@@ -71,7 +83,7 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
   /**
    * A driver for one node (N = 1): the master that the Sentinels at {@code sentinels}
    * ({@code host:port}, tried in this order) name for {@code service}, with Jedis's default
-   * client settings for both. See {@link #sentinel(List, String, JedisClientConfig,
+   * client settings for both (the Sentinels' timeouts are the query timeout). See {@link #sentinel(List, String, JedisClientConfig,
    * JedisClientConfig)}.
    */
   public static JedisDriver sentinel(List<String> sentinels, String service) {
@@ -84,9 +96,17 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
    * ({@code host:port}, tried in this order, reached with {@code sentinelConfig}) name for
    * {@code service}, reached with {@code masterConfig}. Every connection attempt asks them
    * again ({@code SENTINEL get-master-addr-by-name}), so after a failover the next
-   * reconnection reaches the new master. When no Sentinel names one, the attempt fails as
-   * a node failure whose text says what each Sentinel answered. Release notices are off:
-   * waiters keep the core's retry schedule.
+   * reconnection reaches the new master. Each Sentinel gets the core's query timeout
+   * ({@code SENTINEL_QUERY_TIMEOUT_DEFAULT_MS}, 500 ms; {@link #withSentinelQueryTimeout}
+   * sets another) to connect and answer, and one past it (a Sentinel that hangs) is skipped
+   * for the next one, as one that refused the connection is: the query timeout is the
+   * connection and socket timeout of each Sentinel's {@code Jedis}, in place of {@code
+   * sentinelConfig}'s own (everything else of {@code sentinelConfig} applies: password,
+   * TLS, client name). The node's connect timeout ({@link #connectTimeout()}) is the core's
+   * composition: every Sentinel's query timeout in turn, then the master's connect timeout.
+   * When no Sentinel names one, the attempt fails as a node failure whose text says what
+   * each Sentinel answered. Release notices are off: waiters keep the core's retry
+   * schedule.
    *
    * <p><b>Failover caveat</b> ({@code docs/safety.md}, "single N=1 + replica"):
    * replication is asynchronous, so a failover before the lock's key reached the replica
@@ -110,10 +130,13 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
             "not a Sentinel address (host:port): " + sentinel);
       }
     }
+    SentinelQueryTimeout queryTimeout = new SentinelQueryTimeout();
     JedisDriver driver = new JedisDriver(List.of(new SentinelMaster(List.copyOf(addresses),
         service, Objects.requireNonNull(sentinelConfig, "sentinelConfig"),
-        Objects.requireNonNull(masterConfig, "masterConfig"))));
+        Objects.requireNonNull(masterConfig, "masterConfig"), queryTimeout)),
+        queryTimeout);
     driver.notices = false;
+    driver.sentinelCount = addresses.size();
     return driver;
   }
 
@@ -149,10 +172,12 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
 
   /**
    * Sets how long this driver's connection attempts may take (TCP, TLS, {@code AUTH},
-   * {@code SELECT}, a Sentinel lookup) before the core gives one up with the cause {@code
-   * timeout}, and its subscriber connections the same ({@link Driver#connectTimeout()}).
-   * By default the core's, 2 s, as is Jedis's own; give the one your pools' or factories'
-   * clients use (a pool does not expose it). Read when a client is built over this driver.
+   * {@code SELECT}) before the core gives one up with the cause {@code timeout}, and its
+   * subscriber connections the same ({@link Driver#connectTimeout()}); for the master of
+   * Sentinels, how long its own connection may take once a Sentinel named it (the lookup's
+   * time is added, {@link #connectTimeout()}). By default the core's, 2 s, as is Jedis's
+   * own; give the one your pools', factories' or {@code masterConfig}'s clients use (a pool
+   * does not expose it). Read when a client is built over this driver.
    * Returns this driver.
    *
    * @throws RedlockArgumentException {@code invalid_argument} for a timeout that is not
@@ -163,8 +188,32 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
     return this;
   }
 
+  /**
+   * Sets how long each Sentinel may take to connect and answer {@code SENTINEL
+   * get-master-addr-by-name} before it is skipped for the next one (a driver made by
+   * {@link #sentinel}; others have no Sentinels): the connection and socket timeout of each
+   * Sentinel's {@code Jedis}. By default the core's, 500 ms, the same in every binding.
+   * Returns this driver.
+   *
+   * @throws RedlockArgumentException {@code invalid_argument} for a timeout that is not
+   *     positive
+   */
+  public JedisDriver withSentinelQueryTimeout(java.time.Duration timeout) {
+    sentinelQueryTimeout.set(timeout);
+    return this;
+  }
+
+  /**
+   * The connect timeout set with {@link #withConnectTimeout}, else the core's; for the
+   * master of Sentinels, the core's composition of it with the Sentinels' query timeout
+   * ({@code sentinel_connect_timeout_ms}: each Sentinel's in turn, then the master's
+   * connection).
+   */
   @Override
   public java.time.Duration connectTimeout() {
+    if (sentinelCount > 0) {
+      return sentinelQueryTimeout.connectTimeout(sentinelCount, connectTimeout.get());
+    }
     return connectTimeout.get();
   }
 

@@ -23,13 +23,16 @@ final class NioConnection implements NodeConnection, NioSocket.Handler {
   private final NioDriver.Node node;
   private final LoopContext loop;
   private final NodeEvents events;
+  /** How long each Sentinel may take to answer (a Sentinel's master only). */
+  private final long queryMs;
   private final NioSocket socket = new NioSocket(64 * 1024);
   private boolean ready;
   /** The Sentinel lookup under way before the connection (a Sentinel's master only). */
   private SentinelLookup lookup;
 
-  NioConnection(NioDriver.Node node, LoopContext loop, NodeEvents events) {
+  NioConnection(NioDriver.Node node, long queryMs, LoopContext loop, NodeEvents events) {
     this.node = node;
+    this.queryMs = queryMs;
     this.loop = loop;
     this.events = events;
   }
@@ -44,7 +47,7 @@ final class NioConnection implements NodeConnection, NioSocket.Handler {
       return;
     }
     // A Sentinel's master: asked for again at every connection attempt.
-    lookup = new SentinelLookup(node, loop, new SentinelLookup.Result() {
+    lookup = new SentinelLookup(node, queryMs, loop, new SentinelLookup.Result() {
       @Override
       public void found(InetSocketAddress master) {
         lookup = null;

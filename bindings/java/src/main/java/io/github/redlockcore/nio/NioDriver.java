@@ -2,6 +2,7 @@ package io.github.redlockcore.nio;
 
 import io.github.redlockcore.RedlockArgumentException;
 import io.github.redlockcore.internal.ConnectTimeout;
+import io.github.redlockcore.internal.SentinelQueryTimeout;
 import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
 import io.github.redlockcore.spi.NodeConnection;
@@ -53,6 +54,9 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
   /** Set by withConnectTimeout, else the core's. */
   private final ConnectTimeout connectTimeout = new ConnectTimeout();
 
+  /** Set by withSentinelQueryTimeout, else the core's (a Sentinel's master only). */
+  private final SentinelQueryTimeout sentinelQueryTimeout = new SentinelQueryTimeout();
+
   private NioDriver(List<Node> nodes) {
     if (nodes.isEmpty()) {
       throw new RedlockArgumentException("no_nodes", "a Redlock client needs at least one node");
@@ -74,9 +78,14 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
    * ({@code redis://[:password@]host:port} URLs or {@code host:port}, tried in this order)
    * name for {@code service}. Every connection attempt asks them again ({@code SENTINEL
    * get-master-addr-by-name}, on a socket of its own on the loop's selector), so after a
-   * failover the next reconnection reaches the new master. When no Sentinel names one,
-   * the attempt fails as a node failure whose text says what each Sentinel answered.
-   * Release notices are off: waiters keep the core's retry schedule.
+   * failover the next reconnection reaches the new master. Each Sentinel gets the core's
+   * query timeout ({@code SENTINEL_QUERY_TIMEOUT_DEFAULT_MS}, 500 ms; {@link
+   * #withSentinelQueryTimeout} sets another) to connect and answer, and one past it (a
+   * Sentinel that hangs) is skipped for the next one, as one that refused the connection
+   * is. The node's connect timeout ({@link #connectTimeout()}) is the core's composition:
+   * every Sentinel's query timeout in turn, then the master's connect timeout. When no
+   * Sentinel names one, the attempt fails as a node failure whose text says what each
+   * Sentinel answered. Release notices are off: waiters keep the core's retry schedule.
    *
    * <p><b>Failover caveat</b> ({@code docs/safety.md}, "single N=1 + replica"):
    * replication is asynchronous, so a failover before the lock's key reached the replica
@@ -149,7 +158,7 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
 
   @Override
   public NodeConnection open(int index, LoopContext loop, NodeEvents events) {
-    return new NioConnection(nodes.get(index), loop, events);
+    return new NioConnection(nodes.get(index), sentinelQueryTimeout.millis(), loop, events);
   }
 
   /**
@@ -168,10 +177,11 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
 
   /**
    * Sets how long this driver's connection attempts may take (TCP, TLS, {@code AUTH},
-   * {@code SELECT}, a Sentinel lookup) before the core gives one up with the cause {@code
-   * timeout}, and its subscriber connections the same ({@link Driver#connectTimeout()}).
-   * By default the core's, 2 s, the same in every binding. Read when a client is
-   * built over this driver. Returns this driver.
+   * {@code SELECT}) before the core gives one up with the cause {@code timeout}, and its
+   * subscriber connections the same ({@link Driver#connectTimeout()}); for the master of
+   * Sentinels, how long its own connection may take once a Sentinel named it (the lookup's
+   * time is added, {@link #connectTimeout()}). By default the core's, 2 s, the same in every
+   * binding. Read when a client is built over this driver. Returns this driver.
    *
    * @throws RedlockArgumentException {@code invalid_argument} for a timeout that is not
    *     positive
@@ -181,8 +191,32 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
     return this;
   }
 
+  /**
+   * Sets how long each Sentinel may take to connect and answer {@code SENTINEL
+   * get-master-addr-by-name} before it is skipped for the next one (a driver made by
+   * {@link #sentinel}; others have no Sentinels). By default the core's, 500 ms, the same in
+   * every binding. Read when a client is built over this driver. Returns this driver.
+   *
+   * @throws RedlockArgumentException {@code invalid_argument} for a timeout that is not
+   *     positive
+   */
+  public NioDriver withSentinelQueryTimeout(java.time.Duration timeout) {
+    sentinelQueryTimeout.set(timeout);
+    return this;
+  }
+
+  /**
+   * The connect timeout set with {@link #withConnectTimeout}, else the core's; for the
+   * master of Sentinels, the core's composition of it with the Sentinels' query timeout
+   * ({@code sentinel_connect_timeout_ms}: each Sentinel's in turn, then the master's
+   * connection).
+   */
   @Override
   public java.time.Duration connectTimeout() {
+    List<Node> sentinels = nodes.get(0).sentinels;
+    if (sentinels != null) {
+      return sentinelQueryTimeout.connectTimeout(sentinels.size(), connectTimeout.get());
+    }
     return connectTimeout.get();
   }
 

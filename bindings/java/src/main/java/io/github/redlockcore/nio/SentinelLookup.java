@@ -14,9 +14,12 @@ import java.util.List;
  * Asks the Sentinels, one after the other, which master they name for a service ({@code
  * SENTINEL get-master-addr-by-name}), on a socket of its own on the loop's selector (every
  * method runs on the loop thread). The first Sentinel that names one wins; one that is
- * unreachable, refuses the password, answers an error or names no master is skipped and
- * its answer kept for the failure's text. It has no timeout of its own: the link closes
- * the connection attempt (and with it this lookup) at its deadline.
+ * unreachable, refuses the password, answers an error, names no master or has not
+ * answered within the query timeout (the core's {@code SENTINEL_QUERY_TIMEOUT_DEFAULT_MS},
+ * else the driver's {@code withSentinelQueryTimeout}; from the start of its connection) is
+ * skipped and its answer kept for the failure's text. So a Sentinel that hangs costs one
+ * query timeout and the next one is asked; the link's connect timeout, composed by the
+ * core from the query timeout and the number of Sentinels, leaves room for every one.
  */
 final class SentinelLookup implements NioSocket.Handler {
   /** Where the lookup ends: exactly one of these is called, unless it is closed first. */
@@ -30,16 +33,20 @@ final class SentinelLookup implements NioSocket.Handler {
   private final String service;
   private final LoopContext loop;
   private final Result result;
+  private final long queryMs;
   private final StringBuilder answers = new StringBuilder();
   private final NioSocket socket = new NioSocket(4 * 1024);
   private int next;
   private boolean allRefused = true;
   private NioDriver.Node current;
   private boolean authenticating;
+  /** The current Sentinel's query timeout, while it is asked. */
+  private LoopContext.Scheduled deadline;
 
-  SentinelLookup(NioDriver.Node node, LoopContext loop, Result result) {
+  SentinelLookup(NioDriver.Node node, long queryMs, LoopContext loop, Result result) {
     this.sentinels = node.sentinels;
     this.service = node.service;
+    this.queryMs = queryMs;
     this.loop = loop;
     this.result = result;
   }
@@ -62,6 +69,17 @@ final class SentinelLookup implements NioSocket.Handler {
       return;
     }
     current = sentinels.get(next++);
+    // A timer cancelled once due may still run (the loop collects the due ones first): it
+    // acts only while it is the current Sentinel's.
+    long at = loop.now() + Math.min(queryMs, Long.MAX_VALUE / 1000 / 2) * 1000;
+    LoopContext.Scheduled[] mine = new LoopContext.Scheduled[1];
+    mine[0] = loop.schedule(at, () -> {
+      if (deadline == mine[0]) {
+        deadline = null;
+        skip(false, "timed out: no answer within " + queryMs + " ms");
+      }
+    });
+    deadline = mine[0];
     try {
       socket.open(loop, current.address, this);
     } catch (IOException e) {
@@ -145,6 +163,10 @@ final class SentinelLookup implements NioSocket.Handler {
   }
 
   private void shut() {
+    if (deadline != null) {
+      deadline.cancel();
+      deadline = null;
+    }
     socket.close();
     authenticating = false;
   }
