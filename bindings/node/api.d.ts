@@ -423,12 +423,20 @@ export class StreamTransport {
 
 /** A node reached over raw sockets; every Redlock given it opens its own connection. */
 export class SocketNode {
-  /** A node whose connections `open` makes (see `netSocket` and `rawSocket`). */
-  constructor(open: StreamOpener, options: { label: string; address?: string });
+  /**
+   * A node whose connections `open` makes (see `netSocket` and `rawSocket`);
+   * `connectTimeoutMs` is its transports' (unset: the core's default).
+   */
+  constructor(open: StreamOpener, options: { label: string; address?: string; connectTimeoutMs?: number });
   /** Shown in errors' per-node detail. */
   readonly label: string;
   /** `host:port`, compared to refuse the same server twice. */
   readonly address: string;
+  /**
+   * The connect timeout its transports get (ms), or unset for the core's default. A
+   * `sentinelSocket` sets the core's `sentinelConnectTimeoutMs` for its Sentinels.
+   */
+  readonly connectTimeoutMs: number | undefined;
   /** A transport of its own, one per Redlock. */
   createTransport(): StreamTransport;
   /** Closes every connection opened through this node. */

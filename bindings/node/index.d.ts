@@ -14,7 +14,11 @@ export function netSocket(address: string | { host: string; port: number; tls?: 
  * The master that Redis Sentinels name for `name`, as one node over raw sockets (a
  * single-instance lock). Each connection asks the Sentinels again, in turn, and checks
  * with ROLE that it reached a master. `tls`: options to reach the master over TLS;
- * `sentinelTimeoutMs`: the most one Sentinel, and the master's ROLE, may take (1000).
+ * `sentinelTimeoutMs`: the most one Sentinel (connect, answer), and the master's
+ * connection and ROLE, may take; default the core's
+ * (`core.defaults().sentinelQueryTimeoutDefaultMs`, 500 ms). The node's connect timeout is
+ * the core's `core.sentinelConnectTimeoutMs(sentinels.length, sentinelTimeoutMs,
+ * connectTimeoutDefaultMs)`, so every Sentinel can be asked in turn.
  */
 export function sentinelSocket(options: {
   sentinels: Array<string | { host: string; port: number; tls?: ConnectionOptions }>;

@@ -4,7 +4,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 
-import { Decoder, encodeCommand } from '../wasm/redlock_wasm.js';
+import { Decoder, defaults, encodeCommand, sentinelConnectTimeoutMs } from '../wasm/redlock_wasm.js';
 import { SocketNode } from './resp.js';
 
 function parseAddress(address) {
@@ -99,7 +99,6 @@ export function netSocket(address) {
 
 // ---- Sentinel -----------------------------------------------------------------------
 
-const SENTINEL_TIMEOUT_MS = 1000;
 const text = new TextDecoder();
 
 /** An error whose `code` (ECONNREFUSED, ETIMEDOUT) the link's cause is read from. */
@@ -218,7 +217,14 @@ function positiveMs(value, what) {
  * `sentinels`: addresses as for `netSocket` (`redis://host:26379`, `host:port`,
  * `{ host, port, tls? }`); `tls`: options to reach the master over TLS;
  * `sentinelTimeoutMs`: the most one Sentinel (connecting, then answering) and the
- * master's ROLE may take, default 1000.
+ * master's connection and its ROLE may take; default the core's
+ * (`defaults().sentinelQueryTimeoutDefaultMs`, 500), as in every binding. A Sentinel
+ * past it is skipped like one that refused, and the next one is asked.
+ *
+ * The node's connect timeout (the whole attempt, which the link gives up past it) is the
+ * core's composition, as in every binding: each Sentinel may use its whole bound in
+ * turn, then the master's connection has the core's connect timeout
+ * (`sentinelConnectTimeoutMs(sentinels.length, sentinelTimeoutMs, connectTimeoutDefaultMs)`).
  */
 export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeoutMs } = {}) {
   if (!Array.isArray(sentinels) || sentinels.length === 0) {
@@ -226,9 +232,12 @@ export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeo
   }
   if (typeof name !== 'string' || name === '') throw new TypeError('name must be the service name the Sentinels monitor');
   const addresses = sentinels.map(parseAddress);
-  const timeoutMs = positiveMs(sentinelTimeoutMs, 'sentinelTimeoutMs') ?? SENTINEL_TIMEOUT_MS;
-  // Each step keeps its own bound (sentinelTimeoutMs); the whole attempt is the link's
-  // to give up (its connect timeout: the core's), which aborts `signal`.
+  const core = defaults();
+  const timeoutMs = positiveMs(sentinelTimeoutMs, 'sentinelTimeoutMs') ?? core.sentinelQueryTimeoutDefaultMs;
+  // Each step keeps its own bound (timeoutMs); the whole attempt is the link's to give up
+  // (its connect timeout, the core's composition for this many Sentinels), which aborts
+  // `signal`. The core takes whole milliseconds: a fractional bound is rounded up.
+  const connectTimeoutMs = sentinelConnectTimeoutMs(addresses.length, Math.ceil(timeoutMs), core.connectTimeoutDefaultMs);
   const open = async (handlers) => {
     const { signal } = handlers;
     const master = await masterAddress(addresses, name, timeoutMs, signal);
@@ -249,5 +258,5 @@ export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeo
     }
     return asStream(socket, handlers);
   };
-  return new SocketNode(open, { label: `sentinel master ${name}`, address: `sentinel master ${name}` });
+  return new SocketNode(open, { label: `sentinel master ${name}`, address: `sentinel master ${name}`, connectTimeoutMs });
 }

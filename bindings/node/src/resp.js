@@ -350,17 +350,20 @@ export class SocketNode {
 
   /**
    * @param {StreamOpener} open
-   * @param {{ label: string, address?: string }} options
+   * @param {{ label: string, address?: string, connectTimeoutMs?: number }} options
+   * `connectTimeoutMs`: its transports' (unset: the core's default).
    */
-  constructor(open, { label, address = label }) {
+  constructor(open, { label, address = label, connectTimeoutMs = undefined }) {
     this.#open = open;
     this.label = label;
     this.address = address;
+    this.connectTimeoutMs = connectTimeoutMs;
   }
 
   /** A new transport (one connection at a time) to this node. */
   createTransport() {
     const transport = new StreamTransport(this.#open, { label: this.label, address: this.address });
+    transport.connectTimeoutMs = this.connectTimeoutMs;
     const detach = transport.detach.bind(transport);
     transport.detach = () => {
       this.#transports.delete(transport);

@@ -147,6 +147,13 @@ test('RESP codec, scripts, limits and version', () => {
   assert.equal(core.defaults().subscriberReopenFirstMs, 100);
   assert.equal(core.defaults().subscriberReopenMaxMs, 5000);
   assert.equal(core.defaults().connectTimeoutDefaultMs, 2000);
+  // One Sentinel's bound, and the connect timeout of a node behind N of them: N * query
+  // + connect, saturating (the same in every binding).
+  assert.equal(core.defaults().sentinelQueryTimeoutDefaultMs, 500);
+  assert.equal(core.sentinelConnectTimeoutMs(2, 500, 2000), 3000);
+  assert.equal(core.sentinelConnectTimeoutMs(1, 250, 750), 1000);
+  assert.equal(core.sentinelConnectTimeoutMs(0, 500, 2000), 2000);
+  assert.equal(core.sentinelConnectTimeoutMs(3, 1e300, 5), 2 ** 64, 'saturates at the largest u64');
   assert.match(core.version(), /^\d+\.\d+\.\d+/);
 });
 

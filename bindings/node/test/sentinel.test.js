@@ -2,24 +2,28 @@
 // sockets (sentinelSocket) and through the user's ioredis client configured with
 // `sentinels`. Master on 7276 (scripts/redis-nodes.sh), its replica on 7277 and the
 // Sentinel on 7278 (redis-server processes started here); nothing listens on 7279.
+// 7235 and 7236 are hanging Sentinels: listening sockets of this test that accept a
+// connection and never answer.
 // The last test fails the master over to the replica and follows it.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import Redis from 'ioredis';
 import { createCluster, createSentinel } from 'redis';
 
-import { InvalidArgumentError, LockHeldError, NodesFailingError, Redlock, sentinelSocket } from '../index.js';
+import { InvalidArgumentError, LockHeldError, NodesFailingError, Redlock, core, sentinelSocket } from '../index.js';
 import { RedisNodes, redisCli, sleep } from './helpers.js';
 
 const MASTER = 7276;
 const REPLICA = 7277;
 const SENTINEL = 7278;
 const NOBODY = 7279;
+const HANGING = [7235, 7236];
 const runtime = process.env.REDLOCK_RUNTIME ?? fileURLToPath(new URL('../../../.runtime', import.meta.url));
 
 /** A redis-server process of this test (the replica, the Sentinel), stopped by stop(). */
@@ -31,6 +35,30 @@ function server(args) {
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
+    },
+  };
+}
+
+/** A server on `port` that accepts connections and never answers (a hung Sentinel). */
+async function hangingServer(port) {
+  const sockets = new Set();
+  let accepted = 0;
+  const server = net.createServer((socket) => {
+    accepted += 1;
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  return {
+    /** How many connections it accepted so far. */
+    accepted: () => accepted,
+    async stop() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
     },
   };
 }
@@ -75,6 +103,7 @@ describe('Sentinel: a single-instance lock on the master the Sentinels name', ()
   const master = new RedisNodes(MASTER, 1);
   let replica;
   let sentinel;
+  const hanging = [];
   const made = [];
   const make = (clients, options) => {
     const redlock = new Redlock(clients, options);
@@ -110,11 +139,13 @@ describe('Sentinel: a single-instance lock on the master the Sentinels name', ()
     );
     sentinel = server([`${dir}/sentinel.conf`, '--sentinel']);
     await eventually('the Sentinel did not name the master', 10_000, () => namedMaster() === `127.0.0.1:${MASTER}`);
+    for (const port of HANGING) hanging.push(await hangingServer(port));
   });
 
   after(async () => {
     for (const redlock of made) redlock.close();
     for (const client of ioredisClients) client.disconnect();
+    for (const server of hanging) await server.stop();
     await sentinel?.stop();
     await replica?.stop();
     master.stop();
@@ -134,6 +165,49 @@ describe('Sentinel: a single-instance lock on the master the Sentinels name', ()
     await lock.release();
     assert.equal(get(MASTER, 'sentinel:raw'), '');
   });
+
+  test("raw sockets: one Sentinel's bound and the node's connect timeout are the core's", () => {
+    const { sentinelQueryTimeoutDefaultMs: queryMs, connectTimeoutDefaultMs: connectMs } = core.defaults();
+    const three = [`127.0.0.1:${HANGING[0]}`, `127.0.0.1:${HANGING[1]}`, `127.0.0.1:${SENTINEL}`];
+    const byDefault = sentinelSocket({ sentinels: three, name: 'mymaster' });
+    assert.equal(byDefault.connectTimeoutMs, core.sentinelConnectTimeoutMs(3, queryMs, connectMs));
+    assert.equal(byDefault.connectTimeoutMs, 3 * 500 + 2000);
+    const bounded = sentinelSocket({ sentinels: three.slice(1), name: 'mymaster', sentinelTimeoutMs: 250 });
+    assert.equal(bounded.connectTimeoutMs, 2 * 250 + 2000);
+    // Each Redlock's link gets it: the transport carries it.
+    assert.equal(bounded.createTransport().connectTimeoutMs, 2 * 250 + 2000);
+  });
+
+  // Hanging Sentinels in front of the working one: each is given the core's default bound
+  // (500 ms), then skipped, and the link's connect timeout leaves time for all of them.
+  // Before, one Sentinel had 1000 ms and the whole attempt 2000 ms: two hanging ones
+  // used it up and the working one was never asked.
+  for (const count of [1, 2]) {
+    test(`raw sockets: ${count} hanging Sentinel(s) first, the next one is asked and the lock taken in time`, async () => {
+      const sentinels = [...HANGING.slice(0, count).map((port) => `127.0.0.1:${port}`), `127.0.0.1:${SENTINEL}`];
+      const before = hanging.map((server) => server.accepted());
+      const started = Date.now();
+      // One attempt, and a node timeout longer than the whole lookup: the lock is taken
+      // on the first connection or not at all.
+      const redlock = make([sentinelSocket({ sentinels, name: 'mymaster' })], {
+        ttlMs: 30_000,
+        attempts: 1,
+        nodeTimeoutMs: 5000,
+      });
+      const key = `sentinel:hanging:${count}`;
+      const lock = await redlock.acquire(key);
+      const elapsed = Date.now() - started;
+      assert.equal(get(MASTER, key), lock.token);
+      // Each hanging Sentinel was connected to, and waited for (500 ms each) ...
+      for (let i = 0; i < count; i++) assert.ok(hanging[i].accepted() > before[i], `hanging Sentinel ${i} was asked`);
+      assert.ok(elapsed >= count * 500 - 50, `took ${elapsed} ms: the hanging Sentinels were not waited for`);
+      // ... and no longer: under 2 s for one, 2.5 s for two (the working one answers at once).
+      const bound = count === 1 ? 2000 : 2500;
+      assert.ok(elapsed < bound, `took ${elapsed} ms, over ${bound} ms`);
+      await lock.release();
+      assert.equal(get(MASTER, key), '');
+    });
+  }
 
   test('ioredis with sentinels: the same through the user client', async () => {
     // The README's sample.
