@@ -109,6 +109,23 @@ def test_the_notice_subscription_constants_come_from_the_core() -> None:
     assert connect_timeout_default_ms() == 2000
 
 
+def test_the_sentinel_bounds_come_from_the_core() -> None:
+    from redlock_core._handle import (
+        sentinel_connect_timeout_ms,
+        sentinel_query_timeout_default_ms,
+    )
+
+    # How long one Sentinel may take when the user sets no bound, and the connect
+    # timeout of a node behind N of them: N * query + connect, saturating.
+    assert sentinel_query_timeout_default_ms() == 500
+    assert sentinel_connect_timeout_ms(2, 500, 2000) == 3000
+    assert sentinel_connect_timeout_ms(1, 250, 750) == 1000
+    assert sentinel_connect_timeout_ms(0, 500, 2000) == 2000
+    assert sentinel_connect_timeout_ms(3, 2**64 - 1, 5) == 2**64 - 1
+    with pytest.raises(ValueError, match="query_ms"):
+        sentinel_connect_timeout_ms(1, -1, 0)
+
+
 def test_result_names_and_messages_come_from_the_core() -> None:
     assert ffi.result_name(ffi.OK) == "ok"
     assert ffi.result_name(9202) == "ttl_zero"

@@ -2,12 +2,14 @@
 ``AsyncRedlock.from_sentinel``), on real processes: a master (base port 7350) and its
 replica (7352) from scripts/redis-nodes.sh, and a ``redis-server --sentinel`` on 7355
 started here from a generated configuration. Port 7356 never listens (a Sentinel that
-cannot be reached)."""
+cannot be reached); 7360-7363 are hanging Sentinels: sockets of this test that listen
+(the kernel completes the handshake) and never answer."""
 
 from __future__ import annotations
 
 import asyncio
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,12 +18,18 @@ import pytest
 import redis
 
 from redlock_core import AsyncRedlock, LockHeldError, NodesFailedError, Redlock
+from redlock_core._handle import (
+    connect_timeout_default_ms,
+    sentinel_connect_timeout_ms,
+    sentinel_query_timeout_default_ms,
+)
 
 from .conftest import REPO, Nodes
 
 SENTINEL_PORT = 7355
 CLOSED_SENTINEL = "127.0.0.1:7356"
 SERVICE = "mymaster"
+HANGING_PORTS = (7360, 7361, 7362, 7363)
 
 
 def _master_port(port: int = SENTINEL_PORT) -> int | None:
@@ -142,6 +150,107 @@ def test_an_unknown_service_or_no_sentinel_is_a_node_failure(cluster: Cluster) -
     error = str(caught.value.nodes[0].error)
     assert f"Sentinel {CLOSED_SENTINEL} did not answer" in error, error
     assert "(refused)" in str(caught.value)  # the node's cause
+
+
+@pytest.fixture(scope="module")
+def hanging() -> Iterator[list[str]]:
+    """Sentinels that take connections and never answer (``host:port`` each)."""
+    sockets = []
+    try:
+        for port in HANGING_PORTS:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", port))
+            listener.listen(64)  # never accepted: connections wait in the backlog
+            sockets.append(listener)
+        yield [f"127.0.0.1:{port}" for port in HANGING_PORTS]
+    finally:
+        for listener in sockets:
+            listener.close()
+
+
+def _link_connect_timeout_ms(redlock: Redlock | AsyncRedlock) -> int:
+    return int(redlock._engine.nodes[0].link.connect_timeout_ms)
+
+
+def test_a_hanging_sentinel_is_skipped_at_the_cores_bound(
+    cluster: Cluster, hanging: list[str], resource: str
+) -> None:
+    """[a hanging Sentinel, the working one]: the first is given the core's default
+    bound (500 ms), then skipped, and the lock is taken well within 2 s."""
+    master = cluster.master.ports[0]
+    sentinels = [hanging[0], f"127.0.0.1:{SENTINEL_PORT}"]
+    query_ms = sentinel_query_timeout_default_ms()
+    started = time.monotonic()
+    # One attempt, and a node timeout longer than the lookup: the first connection
+    # takes the lock or nothing does.
+    with Redlock.from_sentinel(sentinels, SERVICE, attempts=1, node_timeout=5, ttl=30) as redlock:
+        composed = sentinel_connect_timeout_ms(2, query_ms, connect_timeout_default_ms())
+        assert _link_connect_timeout_ms(redlock) == composed == 3000
+        lock = redlock.acquire(resource, ttl=30)
+        elapsed = time.monotonic() - started
+        assert cluster.value(master, resource) == lock.token.encode()
+        lock.release()
+    # The hanging Sentinel was waited for (its whole bound), and no longer.
+    assert query_ms / 1000 - 0.05 <= elapsed < 2.0, elapsed
+
+
+def test_asyncio_a_hanging_sentinel_is_skipped_at_the_cores_bound(
+    cluster: Cluster, hanging: list[str], resource: str
+) -> None:
+    master = cluster.master.ports[0]
+    sentinels = [hanging[0], f"127.0.0.1:{SENTINEL_PORT}"]
+
+    async def main() -> float:
+        started = time.monotonic()
+        async with AsyncRedlock.from_sentinel(
+            sentinels, SERVICE, attempts=1, node_timeout=5, ttl=30
+        ) as redlock:
+            assert _link_connect_timeout_ms(redlock) == 3000
+            lock = await redlock.acquire(resource, ttl=30)
+            elapsed = time.monotonic() - started
+            assert cluster.value(master, resource) == lock.token.encode()
+            await lock.release()
+        return elapsed
+
+    elapsed = asyncio.run(main())
+    assert 0.45 <= elapsed < 2.0, elapsed
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_every_sentinel_is_asked_within_the_links_connect_timeout(
+    cluster: Cluster, hanging: list[str], resource: str, driver: str
+) -> None:
+    """Four hanging Sentinels of 600 ms each before the working one: 2.4 s, past the
+    core's 2 s connect timeout of a plain node. The link's connect timeout is the core's
+    composition for the five Sentinels (5 x 600 + 2000 ms), so the last one is still
+    asked and the lock taken on the first connection."""
+    master = cluster.master.ports[0]
+    sentinels = [*hanging, f"127.0.0.1:{SENTINEL_PORT}"]
+    settings = dict(sentinel_timeout=0.6, attempts=1, node_timeout=5, ttl=30)
+    expected = sentinel_connect_timeout_ms(5, 600, connect_timeout_default_ms())
+    assert expected == 5000
+    started = time.monotonic()
+    if driver == "sync":
+        with Redlock.from_sentinel(sentinels, SERVICE, **settings) as redlock:
+            assert _link_connect_timeout_ms(redlock) == expected
+            lock = redlock.acquire(resource, ttl=30)
+            elapsed = time.monotonic() - started
+            assert cluster.value(master, resource) == lock.token.encode()
+            lock.release()
+    else:
+
+        async def main() -> float:
+            async with AsyncRedlock.from_sentinel(sentinels, SERVICE, **settings) as redlock:
+                assert _link_connect_timeout_ms(redlock) == expected
+                lock = await redlock.acquire(resource, ttl=30)
+                took = time.monotonic() - started
+                assert cluster.value(master, resource) == lock.token.encode()
+                await lock.release()
+            return took
+
+        elapsed = asyncio.run(main())
+    assert 2.35 <= elapsed < 4.0, elapsed
 
 
 def test_bad_sentinel_addresses_are_refused() -> None:

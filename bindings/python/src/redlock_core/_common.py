@@ -49,7 +49,11 @@ from ._errors import (
     UsageError,
     UsedAfterCloseError,
 )
-from ._handle import connect_timeout_default_ms
+from ._handle import (
+    connect_timeout_default_ms,
+    sentinel_connect_timeout_ms,
+    sentinel_query_timeout_default_ms,
+)
 from ._observe import Hook, Hooks, Observation, lost_event
 from ._protocol import Action, Engine, NodeProtocol, Subscriber
 from .core import (
@@ -422,11 +426,22 @@ def shown(resources: Resources, names: list[bytes]) -> list[str | bytes]:
 OPEN_TIMEOUT = connect_timeout_default_ms() / 1000
 
 
+#: The attribute of a client made by ``from_sentinel`` that holds its link's connect
+#: timeout (ms): the core's ``sentinel_connect_timeout_ms``.
+_SENTINEL_CONNECT_TIMEOUT = "_redlock_sentinel_connect_timeout_ms"
+
+
 def connect_timeout_ms(client: Any) -> int | None:
     """The client's connect timeout (its ``socket_connect_timeout``) in whole
     milliseconds, rounded up, or ``None`` when it sets none: what the node's link gives
     a connection attempt before it gives it up (``None``: the core's default). Refused
-    with ``TypeError``/``ValueError`` when it is not a duration."""
+    with ``TypeError``/``ValueError`` when it is not a duration.
+
+    A client that :meth:`RedlockBase.from_sentinel` made carries its own: the core's
+    composition of its Sentinels' bounds and the master's connect timeout."""
+    through_sentinels = getattr(client, _SENTINEL_CONNECT_TIMEOUT, None)
+    if isinstance(through_sentinels, int):
+        return through_sentinels
     kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
     value = kwargs.get("socket_connect_timeout") if isinstance(kwargs, dict) else None
     if value is None:
@@ -636,7 +651,7 @@ class RedlockBase(Generic[LockT, ContextT]):
         sentinels: str | Sequence[str | tuple[str, int]],
         service: str,
         *,
-        sentinel_timeout: Duration = 0.5,
+        sentinel_timeout: Duration | None = None,
         connection: Mapping[str, Any] | None = None,
         **settings: Any,
     ) -> RedlockT:
@@ -647,10 +662,15 @@ class RedlockBase(Generic[LockT, ContextT]):
         master that is up), so after a failover the next reconnection reaches the new
         master. No Sentinel reachable, or a service they do not know, is a node failure
         (:class:`NodesFailedError`, its node's ``error`` saying which). Each Sentinel
-        answers within ``sentinel_timeout`` seconds or is skipped; ``connection`` goes
-        to the master's connections (``password``, ``ssl``, ``db``, ...); ``settings``
-        as for the constructor. The Sentinel clients are redis-py's, closed with the
-        Redlock.
+        connects and answers within ``sentinel_timeout`` seconds or is skipped, like
+        one that refused, and the next one is asked; ``None`` (the default) is the
+        core's bound (``sentinel_query_timeout_default_ms``, 500 ms). The node's link
+        gives a connection attempt the core's composition
+        (``sentinel_connect_timeout_ms``): each Sentinel's bound in turn, then the
+        master's connect timeout (``connection``'s ``socket_connect_timeout``, else the
+        core's 2 s), the same in every binding. ``connection`` goes to the master's
+        connections (``password``, ``ssl``, ``db``, ...); ``settings`` as for the
+        constructor. The Sentinel clients are redis-py's, closed with the Redlock.
 
         Failover caveat (``docs/safety.md``, failover-before-replication): replication
         is asynchronous, so a failover before the key reached the replica loses the
@@ -659,9 +679,16 @@ class RedlockBase(Generic[LockT, ContextT]):
         then; N independent nodes keep the lock itself."""
         if not isinstance(service, str) or not service:
             raise TypeError(f"service must be a non-empty str, not {service!r}")
-        timeout = micros(sentinel_timeout, "sentinel_timeout") / 1e6
+        if sentinel_timeout is None:
+            query_ms = sentinel_query_timeout_default_ms()
+            timeout = query_ms / 1000
+        else:
+            timeout_us = micros(sentinel_timeout, "sentinel_timeout")
+            query_ms = -(-timeout_us // 1000)  # whole milliseconds, rounded up
+            timeout = timeout_us / 1e6
+        addresses = sentinel_addresses(sentinels)
         manager = cls._sentinel_class(
-            sentinel_addresses(sentinels),
+            addresses,
             sentinel_kwargs={
                 "socket_timeout": timeout,
                 "socket_connect_timeout": timeout,
@@ -670,6 +697,18 @@ class RedlockBase(Generic[LockT, ContextT]):
             **dict(connection or {}),
         )
         client = manager.master_for(service)
+        # Every Sentinel may use its whole bound before the master's connection opens:
+        # the link's connect timeout is the core's composition of the two.
+        master_ms = connect_timeout_ms(client)
+        setattr(
+            client,
+            _SENTINEL_CONNECT_TIMEOUT,
+            sentinel_connect_timeout_ms(
+                len(addresses),
+                query_ms,
+                connect_timeout_default_ms() if master_ms is None else master_ms,
+            ),
+        )
         redlock = cls([client], **settings)
         redlock._owned = [client, *manager.sentinels]
         return redlock

@@ -334,6 +334,8 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "redlock_subscriber_reopen_first_ms": (c_uint64, []),
     "redlock_subscriber_reopen_max_ms": (c_uint64, []),
     "redlock_connect_timeout_default_ms": (c_uint64, []),
+    "redlock_sentinel_query_timeout_default_ms": (c_uint64, []),
+    "redlock_sentinel_connect_timeout_ms": (c_uint64, [c_size_t, c_uint64, c_uint64]),
     "redlock_script_text": (c_char_p, [c_uint32]),
     "redlock_script_sha1": (c_char_p, [c_uint32]),
     "redlock_result_name": (c_char_p, [c_uint32]),

@@ -123,6 +123,26 @@ def connect_timeout_default_ms() -> int:
     return int(lib.redlock_connect_timeout_default_ms())
 
 
+def sentinel_query_timeout_default_ms() -> int:
+    """How long one Redis Sentinel may take to connect and answer
+    ``SENTINEL get-master-addr-by-name`` when the user sets no bound (ms; the same in
+    every binding). A Sentinel past it is skipped, and the next one is asked."""
+    return int(lib.redlock_sentinel_query_timeout_default_ms())
+
+
+def sentinel_connect_timeout_ms(sentinels: int, query_ms: int, connect_ms: int) -> int:
+    """The connect timeout of a node reached through ``sentinels`` Sentinels (ms): each
+    may use its whole ``query_ms`` in turn, then the master's connection has
+    ``connect_ms`` (saturating; the same in every binding)."""
+    return int(
+        lib.redlock_sentinel_connect_timeout_ms(
+            _size(sentinels, "sentinels"),
+            _u64(query_ms, "query_ms"),
+            _u64(connect_ms, "connect_ms"),
+        )
+    )
+
+
 def script_text(script: int) -> str:
     """The Lua text of ``SCRIPT_ACQUIRE``, ``SCRIPT_RELEASE`` or ``SCRIPT_EXTEND``."""
     text = lib.redlock_script_text(_u32(script, "script"))
