@@ -7,6 +7,7 @@ namespace Redlock;
 use Redlock\Driver\NodeAddress;
 use Redlock\Exception\InvalidArgumentException;
 use Redlock\Ffi\Link;
+use Redlock\Ffi\Native;
 
 /**
  * A single Redis node found through Redis Sentinel: the master the Sentinels name for
@@ -17,7 +18,8 @@ use Redlock\Ffi\Link;
  * Sentinel URLs are `redis://[[user]:password@]host:port` (a Sentinel's own AUTH) or
  * `rediss://…`. `$username`, `$password`, `$database`, `$tls` and `$tlsOptions` are the
  * master's. Each Sentinel gets `$queryTimeoutMs` to connect and answer before the next
- * one is asked.
+ * one is asked; by default the core's (`Native::sentinelQueryTimeoutDefaultMs()`, 500
+ * ms), the same in every binding.
  *
  * Failover caveat (docs/safety.md, failover-before-replication): replication is
  * asynchronous, so a failover before the lock's key reached the replica loses the lock,
@@ -28,9 +30,13 @@ final class Sentinel
     /** @var list<NodeAddress> */
     public readonly array $sentinels;
 
+    /** How long one Sentinel may take to connect and answer (ms). */
+    public readonly int $queryTimeoutMs;
+
     /**
      * @param list<string> $sentinels the Sentinels' URLs
      * @param array<string, mixed> $tlsOptions PHP `ssl` context options (master and rediss:// Sentinels)
+     * @param int|null $queryTimeoutMs null: the core's default
      */
     public function __construct(
         array $sentinels,
@@ -40,8 +46,9 @@ final class Sentinel
         public readonly int $database = 0,
         public readonly bool $tls = false,
         public readonly array $tlsOptions = [],
-        public readonly int $queryTimeoutMs = 500,
+        ?int $queryTimeoutMs = null,
     ) {
+        $queryTimeoutMs ??= Native::get()->sentinelQueryTimeoutDefaultMs();
         if ($sentinels === []) {
             throw new InvalidArgumentException('no Sentinels: give at least one Sentinel URL', 'no_nodes');
         }
@@ -59,18 +66,20 @@ final class Sentinel
             $addresses[] = NodeAddress::fromUrl($url, $tlsOptions);
         }
         $this->sentinels = $addresses;
+        $this->queryTimeoutMs = $queryTimeoutMs;
     }
 
     /**
      * How long one connection attempt to the master may take (ms), for the node's link:
-     * every Sentinel's `$queryTimeoutMs` (they are asked in turn), then `$connectMs`
-     * (the core's connect timeout) for the master's own connection; at most
-     * Link::CONNECT_TIMEOUT_MAX_MS.
+     * the core's composition (`Native::sentinelConnectTimeoutMs()`, the same in every
+     * binding): every Sentinel's `$queryTimeoutMs` (they are asked in turn), then
+     * `$connectMs` (the core's connect timeout) for the master's own connection; at most
+     * Link::CONNECT_TIMEOUT_MAX_MS (what a PHP integer of microseconds can hold).
      */
     public function attemptTimeoutMs(int $connectMs): int
     {
-        // Past PHP_INT_MAX the product is a float, and larger than the bound.
-        return (int) min(count($this->sentinels) * $this->queryTimeoutMs + $connectMs, Link::CONNECT_TIMEOUT_MAX_MS);
+        $ms = Native::get()->sentinelConnectTimeoutMs(count($this->sentinels), $this->queryTimeoutMs, $connectMs);
+        return min($ms, Link::CONNECT_TIMEOUT_MAX_MS);
     }
 
     /** The node's label: what per-node results and messages show for it. */

@@ -6,7 +6,9 @@ namespace Redlock\Tests;
 
 use PHPUnit\Framework\TestCase;
 use Redlock\Clock;
+use Redlock\Exception\InvalidArgumentException;
 use Redlock\Exception\NodesFailedException;
+use Redlock\Ffi\Link;
 use Redlock\Ffi\Native;
 use Redlock\Options;
 use Redlock\Redlock;
@@ -121,6 +123,32 @@ final class ConnectTimeoutTest extends TestCase
         if (extension_loaded('redis')) {
             $this->assertSame($expected, Redlock::withPhpRedisSentinel($sentinel)->linkState()[0]['connect_timeout_ms']);
         }
+    }
+
+    /**
+     * One Sentinel's default bound and the composition are the core's (the same in every
+     * binding): N * query + connect, saturating, and capped at what the link takes here.
+     */
+    public function testTheSentinelBoundsAreTheCores(): void
+    {
+        $native = Native::get();
+        $this->assertSame(500, $native->sentinelQueryTimeoutDefaultMs());
+        $this->assertSame(3000, $native->sentinelConnectTimeoutMs(2, 500, 2000));
+        $this->assertSame(1000, $native->sentinelConnectTimeoutMs(1, 250, 750));
+        $this->assertSame(2000, $native->sentinelConnectTimeoutMs(0, 500, 2000));
+        $this->assertSame(PHP_INT_MAX, $native->sentinelConnectTimeoutMs(3, PHP_INT_MAX, 5), 'saturated past PHP_INT_MAX');
+        try {
+            $native->sentinelConnectTimeoutMs(1, -1, 0);
+            $this->fail('a negative query timeout was accepted');
+        } catch (InvalidArgumentException $e) {
+            $this->assertStringContainsString('negative', $e->getMessage());
+        }
+
+        $sentinel = new Sentinel(['redis://127.0.0.1:1', 'redis://127.0.0.1:2'], 'mymaster');
+        $this->assertSame($native->sentinelQueryTimeoutDefaultMs(), $sentinel->queryTimeoutMs, "the core's default");
+        $this->assertSame(2 * 500 + 2000, $sentinel->attemptTimeoutMs($native->connectTimeoutDefaultMs()));
+        $huge = new Sentinel(['redis://127.0.0.1:1', 'redis://127.0.0.1:2'], 'mymaster', queryTimeoutMs: PHP_INT_MAX);
+        $this->assertSame(Link::CONNECT_TIMEOUT_MAX_MS, $huge->attemptTimeoutMs(2000), 'capped at the link\'s largest');
     }
 
     /** A plain listener (phpredis connects to it without a word): its port. */

@@ -255,6 +255,36 @@ final class Native
         return (int) $this->ffi->redlock_connect_timeout_default_ms();
     }
 
+    /**
+     * How long one Redis Sentinel may take to connect and answer
+     * `SENTINEL get-master-addr-by-name` when the user sets no bound (ms; the core's, the
+     * same in every binding). A Sentinel past it is skipped, and the next one is asked.
+     */
+    public function sentinelQueryTimeoutDefaultMs(): int
+    {
+        return (int) $this->ffi->redlock_sentinel_query_timeout_default_ms();
+    }
+
+    /**
+     * The connect timeout of a node reached through `$sentinels` Sentinels (ms): each may
+     * use its whole `$queryMs` in turn, then the master's connection has `$connectMs` (the
+     * core's composition, the same in every binding). Saturating: a sum past PHP_INT_MAX
+     * is PHP_INT_MAX.
+     *
+     * @throws InvalidArgumentException a negative argument
+     */
+    public function sentinelConnectTimeoutMs(int $sentinels, int $queryMs, int $connectMs): int
+    {
+        if ($sentinels < 0 || $queryMs < 0 || $connectMs < 0) {
+            throw new InvalidArgumentException(
+                "Sentinels and timeouts cannot be negative ($sentinels, $queryMs ms, $connectMs ms)",
+            );
+        }
+        $ms = (int) $this->ffi->redlock_sentinel_connect_timeout_ms($sentinels, $queryMs, $connectMs);
+        // A uint64_t past PHP_INT_MAX comes back negative: it saturated beyond PHP's range.
+        return $ms < 0 ? PHP_INT_MAX : $ms;
+    }
+
     public function resultName(int $result): string
     {
         return (string) $this->ffi->redlock_result_name($result);

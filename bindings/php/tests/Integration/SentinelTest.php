@@ -8,6 +8,7 @@ use PHPUnit\Framework\TestCase;
 use Redlock\Exception\InvalidArgumentException;
 use Redlock\Exception\LockHeldException;
 use Redlock\Exception\NodesFailedException;
+use Redlock\Ffi\Native;
 use Redlock\Options;
 use Redlock\Redlock;
 use Redlock\Sentinel;
@@ -18,6 +19,8 @@ use Symfony\Component\Lock\LockFactory;
  * Single-instance mode through Redis Sentinel, on both transports: a master and its
  * replica from scripts/redis-nodes.sh (ports 7535-7536), a real `redis-server
  * --sentinel` monitoring the master (port 7537, started here); nothing listens on 7538.
+ * 7540 and 7541 are hanging Sentinels: listening sockets of this test that never accept
+ * (the kernel completes the handshake) and never answer.
  */
 final class SentinelTest extends TestCase
 {
@@ -25,6 +28,10 @@ final class SentinelTest extends TestCase
     private const SENTINEL_PORT = 7537;
     private const NOBODY = 'redis://127.0.0.1:7538';
     private const SENTINEL = 'redis://127.0.0.1:7537';
+    private const HANGING = ['redis://127.0.0.1:7540', 'redis://127.0.0.1:7541'];
+
+    /** @var list<resource> the hanging Sentinels' listening sockets */
+    private static array $hanging = [];
 
     /** @var resource|null the Sentinel's process */
     private static $process = null;
@@ -37,10 +44,19 @@ final class SentinelTest extends TestCase
         $replica->slaveof('127.0.0.1', self::BASE_PORT);
         self::eventually(10.0, static fn (): bool => self::replication($replica, 'master_link_status:up'), 'the replica did not sync');
         self::startSentinel();
+        foreach (self::HANGING as $url) {
+            $server = stream_socket_server(str_replace('redis://', 'tcp://', $url), $errno, $errstr);
+            self::assertNotFalse($server, "listen on $url: $errstr ($errno)");
+            self::$hanging[] = $server;
+        }
     }
 
     public static function tearDownAfterClass(): void
     {
+        foreach (self::$hanging as $server) {
+            fclose($server);
+        }
+        self::$hanging = [];
         if (self::$process !== null) {
             proc_terminate(self::$process, 9);
             proc_close(self::$process);
@@ -87,6 +103,51 @@ final class SentinelTest extends TestCase
         $this->assertSame($lock->token(), self::valueOn(self::master(), "sentinel:turn:$transport"));
         $lock->release();
         $redlock->close();
+    }
+
+    /** @return array<string, array{string, int}> */
+    public static function hangingCases(): array
+    {
+        $cases = [];
+        foreach (['stream', 'phpredis'] as $transport) {
+            foreach ([1, 2] as $count) {
+                $cases["$transport, $count hanging"] = [$transport, $count];
+            }
+        }
+        return $cases;
+    }
+
+    /**
+     * Hanging Sentinels in front of the working one: each is given the core's default
+     * bound (500 ms) and skipped, and the link's connect timeout (the core's composition)
+     * leaves time for all of them: the lock is taken on the first connection, in time.
+     *
+     * @dataProvider hangingCases
+     */
+    public function testHangingSentinelsAreSkippedAtTheCoresBound(string $transport, int $count): void
+    {
+        $native = Native::get();
+        $started = microtime(true);
+        $sentinel = new Sentinel([...array_slice(self::HANGING, 0, $count), self::SENTINEL], 'mymaster');
+        $this->assertSame($native->sentinelQueryTimeoutDefaultMs(), $sentinel->queryTimeoutMs);
+        // One attempt, and a node timeout longer than the lookup: the first connection
+        // takes the lock or nothing does.
+        $options = new Options(ttlMs: 30_000, nodeTimeoutMs: 5_000, attempts: 1);
+        $redlock = $transport === 'stream' ? Redlock::sentinel($sentinel, $options) : Redlock::withPhpRedisSentinel($sentinel, $options);
+        $this->assertSame(
+            $native->sentinelConnectTimeoutMs($count + 1, 500, $native->connectTimeoutDefaultMs()),
+            $redlock->linkState()[0]['connect_timeout_ms'],
+        );
+        $key = "sentinel:hanging:$transport:$count";
+        $lock = $redlock->acquire($key);
+        $elapsed = microtime(true) - $started;
+        $this->assertSame($lock->token(), self::valueOn(self::master(), $key));
+        $lock->release();
+        $redlock->close();
+        // Each hanging Sentinel was waited for (its whole bound), and no longer: under
+        // 2 s for one, 2.5 s for two.
+        $this->assertGreaterThanOrEqual($count * 0.5 - 0.05, $elapsed);
+        $this->assertLessThan($count === 1 ? 2.0 : 2.5, $elapsed);
     }
 
     /** @dataProvider transports */
