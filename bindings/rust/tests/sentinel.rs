@@ -147,6 +147,27 @@ async fn locks_on_the_master_a_sentinel_names() {
     );
 }
 
+/// Locks `sentinel:hung` once (one attempt, which waits up to 1.5 s for the node's
+/// connection) through a client built from `builder`, checks that the key is on the
+/// master, releases it, and returns how long the acquisition took.
+async fn lock_through(builder: redlock_client::ClientBuilder, master: &Nodes) -> Duration {
+    let client = builder
+        .attempts(1)
+        .node_timeout(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let lock = client.lock("sentinel:hung", Duration::from_secs(10)).await;
+    let elapsed = started.elapsed();
+    let lock = lock.unwrap_or_else(|error| panic!("not acquired after {elapsed:?}: {error}"));
+    assert_eq!(
+        master.get(0, "sentinel:hung").as_deref(),
+        Some(lock.token())
+    );
+    lock.release().await.unwrap();
+    elapsed
+}
+
 /// A Sentinel that hangs (connects, never answers) is given the core's
 /// `SENTINEL_QUERY_TIMEOUT_DEFAULT_MS` and skipped, and the next one names the master: the
 /// lock is acquired within that bound plus a connection (under 1 s), not held up for the
@@ -162,59 +183,30 @@ async fn a_hanging_sentinel_is_skipped_for_the_next_one() {
     let query = Duration::from_millis(redlock_core::SENTINEL_QUERY_TIMEOUT_DEFAULT_MS);
 
     // One attempt, which waits up to 1.5 s for the node's connection.
-    let client = Client::sentinel(sentinels, "mymaster")
-        .attempts(1)
-        .node_timeout(Duration::from_millis(1500))
-        .build()
-        .unwrap();
-    let started = Instant::now();
-    let lock = client.lock("sentinel:hung", Duration::from_secs(10)).await;
-    let elapsed = started.elapsed();
-    let lock = lock.unwrap_or_else(|error| panic!("not acquired after {elapsed:?}: {error}"));
+    let elapsed = lock_through(Client::sentinel(sentinels, "mymaster"), &master).await;
     assert!(
         elapsed >= query && elapsed < Duration::from_secs(1),
         "acquired after {elapsed:?}: the stopped Sentinel should cost its {query:?}, no more"
     );
-    assert_eq!(
-        master.get(0, "sentinel:hung").as_deref(),
-        Some(lock.token())
-    );
-    lock.release().await.unwrap();
 
     // A connect timeout (the master's) below the Sentinel's bound: the link's is
     // 2 x 500 + 400 ms, so the stopped Sentinel does not use up every attempt.
-    let client = Client::sentinel(sentinels, "mymaster")
-        .connect_timeout(Duration::from_millis(400))
-        .attempts(1)
-        .node_timeout(Duration::from_millis(1500))
-        .build()
-        .unwrap();
-    let started = Instant::now();
-    let lock = client.lock("sentinel:hung", Duration::from_secs(10)).await;
-    let elapsed = started.elapsed();
-    let lock = lock.unwrap_or_else(|error| panic!("not acquired after {elapsed:?}: {error}"));
+    let builder =
+        Client::sentinel(sentinels, "mymaster").connect_timeout(Duration::from_millis(400));
+    let elapsed = lock_through(builder, &master).await;
     assert!(
         elapsed < Duration::from_secs(1),
         "acquired after {elapsed:?}"
     );
-    lock.release().await.unwrap();
 
     // A bound of the user's own: the stopped Sentinel costs that instead.
-    let client = Client::sentinel(sentinels, "mymaster")
-        .sentinel_query_timeout(Duration::from_millis(100))
-        .attempts(1)
-        .node_timeout(Duration::from_millis(1500))
-        .build()
-        .unwrap();
-    let started = Instant::now();
-    let lock = client.lock("sentinel:hung", Duration::from_secs(10)).await;
-    let elapsed = started.elapsed();
-    let lock = lock.unwrap_or_else(|error| panic!("not acquired after {elapsed:?}: {error}"));
+    let builder =
+        Client::sentinel(sentinels, "mymaster").sentinel_query_timeout(Duration::from_millis(100));
+    let elapsed = lock_through(builder, &master).await;
     assert!(
         elapsed >= Duration::from_millis(100) && elapsed < query,
         "acquired after {elapsed:?} with a 100 ms bound per Sentinel"
     );
-    lock.release().await.unwrap();
 
     // Only the stopped Sentinel: the node fails, and says which Sentinel did not answer.
     let client = Client::sentinel(["redis://127.0.0.1:7183"], "mymaster")
