@@ -120,7 +120,8 @@ pub enum Error {
     /// A TLS root certificate that could not be used.
     InvalidCertificate(String),
     /// A builder setting the client cannot work with (one the core's configuration does
-    /// not cover, such as [`crate::ClientBuilder::sentinel_query_timeout`]).
+    /// not cover, such as `ClientBuilder::sentinel_query_timeout` of the `sentinel`
+    /// feature).
     InvalidSetting {
         /// The builder method.
         setting: &'static str,
