@@ -15,11 +15,14 @@ if [ ! -x "$fuzz_root/bin/cargo-fuzz" ]; then
 fi
 export PATH="$fuzz_root/bin:$PATH"
 
+# One target directory for both fuzz workspaces: what they share (the core, libFuzzer) is
+# built once with the sanitizer flags, not once per workspace.
+target_dir="$PWD/target/fuzz"
 for dir in core/fuzz ffi/fuzz; do
   [ -d "$dir" ] || continue
   for target in $(cd "$dir/.." && cargo +nightly fuzz list); do
     echo "fuzz: $dir $target for ${seconds}s" >&2
-    (cd "$dir/.." && cargo +nightly fuzz run --release "$target" -- \
+    (cd "$dir/.." && cargo +nightly fuzz run --release --target-dir "$target_dir" "$target" -- \
       -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 2>&1 | tail -n 12)
   done
 done
