@@ -48,9 +48,6 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
   /** Set by withSentinelQueryTimeout, else the core's (a Sentinel's master only). */
   private final SentinelQueryTimeout sentinelQueryTimeout;
 
-  /** How many Sentinels a Sentinel's master is asked of; 0 for plain nodes. */
-  private int sentinelCount;
-
   private JedisDriver(List<Supplier<Jedis>> nodes) {
     this(nodes, new SentinelQueryTimeout());
   }
@@ -136,7 +133,6 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
         Objects.requireNonNull(masterConfig, "masterConfig"), queryTimeout)),
         queryTimeout);
     driver.notices = false;
-    driver.sentinelCount = addresses.size();
     return driver;
   }
 
@@ -211,8 +207,8 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
    */
   @Override
   public java.time.Duration connectTimeout() {
-    if (sentinelCount > 0) {
-      return sentinelQueryTimeout.connectTimeout(sentinelCount, connectTimeout.get());
+    if (nodes.get(0) instanceof SentinelMaster master) {
+      return sentinelQueryTimeout.connectTimeout(master.sentinelCount(), connectTimeout.get());
     }
     return connectTimeout.get();
   }

@@ -48,6 +48,11 @@ final class SentinelMaster implements Supplier<Jedis> {
     this.queryTimeout = queryTimeout;
   }
 
+  /** How many Sentinels are asked, in turn. */
+  int sentinelCount() {
+    return sentinels.size();
+  }
+
   @Override
   public Jedis get() {
     StringBuilder answers = new StringBuilder();
