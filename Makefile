@@ -55,14 +55,16 @@ test-sim:
 # (scripts/redis-nodes.sh starts and stops them; base ports 7100-7199, and 7700-7738 and
 # 7745-7760 for the CLI's exit statuses and signals, the waiting tests' own node sets, and
 # the event, tracing and Sentinel tests; the Sentinel itself, redis-server --sentinel, on
-# 7199). The `tracing` and `sentinel` features are on, for their tests.
+# 7199; a master and two Sentinels, one of them stopped, on 7181-7183 for a Sentinel that
+# hangs). The `tracing` and `sentinel` features are on, for their tests.
 test-rust:
 	$(CARGO) test -p redlock-client --features cli,tracing,sentinel
 
 # The Python package (ctypes over libredlock, redis-py sync and asyncio): builds the wheel,
 # installs it into $(REDLOCK_CACHE)/venv-python; ruff, mypy, pytest (vectors, the ctypes
 # layer, both drivers against local Redis nodes on base ports 7300-7340; Sentinel mode on a
-# master and its replica at 7350 and 7352 with `redis-server --sentinel` on 7355).
+# master and its replica at 7350 and 7352 with `redis-server --sentinel` on 7355, and
+# Sentinels that never answer on 7360-7363).
 test-python:
 	bindings/python/build.sh test
 
@@ -71,7 +73,8 @@ test-python:
 # against local Redis nodes, waiting, fencing, inspections, events and OpenTelemetry spans
 # on real nodes, the TypeScript declarations, and the core inside workerd (base ports
 # 7200-7269, 7275 and 7291-7295 (the queue of waiters); Sentinel mode on a master, its
-# replica and a Sentinel at 7276-7278, 7279 closed; 7258-7259 stay closed).
+# replica and a Sentinel at 7276-7278, 7279 closed, Sentinels that never answer on
+# 7235-7236; 7258-7259 stay closed).
 test-node:
 	bindings/node/build.sh test
 
@@ -79,7 +82,8 @@ test-node:
 # php -l, phpcs, phpmd, then PHPUnit: conformance vectors (fencing and waiting included)
 # through FFI, preloading under php-cgi, error paths, both drivers against local Redis
 # nodes (waiting with release notices included; base ports 7500-7534), Sentinel mode (a
-# master and its replica on 7535-7536, `redis-server --sentinel` on 7537, 7538 closed),
+# master and its replica on 7535-7536, `redis-server --sentinel` on 7537, 7538 closed,
+# Sentinels that never answer on 7540-7541),
 # fencing tokens and the resource-side check (ports 7550-7555), the README's samples
 # (7545-7549, 7557), and interop with the CLI.
 test-php:
@@ -111,7 +115,8 @@ test-docs:
 # The Java binding (JNI over the core, Maven, JDK 17): builds the JNI library into the jar,
 # then `mvn -q verify` runs the JUnit 5 tests (vectors through JNI, error paths, the nio and
 # Jedis drivers against local Redis nodes on base ports 7400-7460; Sentinel mode on a master
-# at 7410, its replica at 7412 and `redis-server --sentinel` at 7415, 7416 closed; the
+# at 7410, its replica at 7412 and `redis-server --sentinel` at 7415, 7416 closed, a
+# stopped server on 7417 as a Sentinel that hangs; the
 # README's samples on 7460-7463; interop with the CLI).
 test-java:
 	bindings/java/build.sh test
