@@ -45,3 +45,15 @@ require() {
     die "prerequisite missing: $what"
   fi
 }
+
+# cli_binary: builds the redlock CLI for the bindings' interop tests and prints its path.
+# The features are those `make test-rust` tests it with, so after that target this is
+# cargo's no-op: one debug build serves every binding (a release build of its own was a
+# full compile of the dependency tree, about 75 s on a fresh 2-core machine).
+cli_binary() {
+  local repo
+  repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  (cd "$repo" && cargo build -q -p redlock-client --features cli,tracing,sentinel --bin redlock) || return 1
+  echo "$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/debug/redlock"
+}

@@ -71,10 +71,9 @@ case "${1:-}" in
   test)
     build_lib
     shift
-    # The interop tests run the Rust CLI against the same nodes.
-    (cd "$repo" && cargo build -q --release -p redlock-client --features cli --bin redlock)
-    cli="$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
-      sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/release/redlock"
+    # The interop tests run the Rust CLI against the same nodes (the build `make
+    # test-rust` made).
+    cli=$(cli_binary)
     (cd "$here" && mvn "${mvn_args[@]}" verify "-Dredlock.cli=$cli" "$@")
     ;;
   install)

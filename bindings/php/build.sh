@@ -106,10 +106,9 @@ case "${1:-}" in
   test)
     install
     lint
-    # The interop test runs the project's redlock CLI (the debug build `make test-rust` makes).
-    (cd "$repo" && cargo build -q -p redlock-client --features cli --bin redlock)
+    # The interop test runs the project's redlock CLI (the build `make test-rust` made).
     export REDLOCK_CLI
-    REDLOCK_CLI="$(target_dir)/debug/redlock"
+    REDLOCK_CLI=$(cli_binary)
     export REDLOCK_LIBRARY="$here/lib/libredlock.so"
     export REDLOCK_HEADER="$here/lib/redlock_php.h"
     shift
