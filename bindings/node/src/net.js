@@ -110,10 +110,10 @@ function failure(message, code) {
 
 /**
  * Sends one command on a fresh socket and resolves to its first reply, then leaves the
- * socket as it is (the caller closes it or keeps it). At most `timeoutMs` in all, and
- * no longer once `signal` aborts.
+ * socket as it is (the caller closes it or keeps it). At most `leftMs`, what is left of
+ * the query's bound `boundMs` (named in the error), and no longer once `signal` aborts.
  */
-function ask(socket, args, timeoutMs, what, signal) {
+function ask(socket, args, leftMs, boundMs, what, signal) {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(givenUp(what));
@@ -143,7 +143,7 @@ function ask(socket, args, timeoutMs, what, signal) {
     };
     const onClose = () => done(reject, failure(`${what}: connection closed`));
     const onError = (error) => done(reject, error);
-    const timer = setTimeout(() => done(reject, failure(`${what}: no reply in ${timeoutMs} ms`, 'ETIMEDOUT')), timeoutMs);
+    const timer = setTimeout(() => done(reject, failure(`${what}: no reply within its ${boundMs} ms`, 'ETIMEDOUT')), leftMs);
     signal?.addEventListener('abort', onAbort, { once: true });
     socket.on('data', onData);
     socket.once('close', onClose);
@@ -169,8 +169,11 @@ async function masterAddress(sentinels, name, timeoutMs, signal) {
     if (signal?.aborted) throw givenUp(where);
     let socket;
     try {
+      // One bound for the whole query: connecting takes from the time left to answer.
+      const started = performance.now();
       socket = await connectWithin(sentinel, timeoutMs, signal);
-      const reply = await ask(socket, ['SENTINEL', 'get-master-addr-by-name', name], timeoutMs, where, signal);
+      const left = Math.max(1, Math.ceil(timeoutMs - (performance.now() - started)));
+      const reply = await ask(socket, ['SENTINEL', 'get-master-addr-by-name', name], left, timeoutMs, where, signal);
       if (reply.type === 'nil' || (reply.type === 'array' && reply.value.length === 0)) {
         unknown += 1;
         problems.push(`${where} knows no master named ${JSON.stringify(name)}`);
@@ -234,7 +237,8 @@ export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeo
   const addresses = sentinels.map(parseAddress);
   const core = defaults();
   const timeoutMs = positiveMs(sentinelTimeoutMs, 'sentinelTimeoutMs') ?? core.sentinelQueryTimeoutDefaultMs;
-  // Each step keeps its own bound (timeoutMs); the whole attempt is the link's to give up
+  // Each Sentinel, and then the master, gets one bound (timeoutMs) for connecting and
+  // answering together; the whole attempt is the link's to give up
   // (its connect timeout, the core's composition for this many Sentinels), which aborts
   // `signal`. The core takes whole milliseconds: a fractional bound is rounded up.
   const connectTimeoutMs = sentinelConnectTimeoutMs(addresses.length, Math.ceil(timeoutMs), core.connectTimeoutDefaultMs);
@@ -243,11 +247,13 @@ export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeo
     const master = await masterAddress(addresses, name, timeoutMs, signal);
     const target = { ...master, tls: tlsOptions };
     const where = `${master.host}:${master.port} (master of ${JSON.stringify(name)})`;
+    const started = performance.now();
     const socket = await connectWithin(target, timeoutMs, signal);
     try {
       // During a failover a Sentinel can still name the old master: only a master takes
       // locks (a replica would answer READONLY to every write).
-      const role = await ask(socket, ['ROLE'], timeoutMs, where, signal);
+      const left = Math.max(1, Math.ceil(timeoutMs - (performance.now() - started)));
+      const role = await ask(socket, ['ROLE'], left, timeoutMs, where, signal);
       const first = role.type === 'array' ? bulkText(role.value[0]) : undefined;
       if (first !== 'master') {
         throw failure(`${where} is not a master (ROLE: ${first ?? role.value ?? role.type})`);

@@ -3,13 +3,15 @@
 // `sentinels`. Master on 7276 (scripts/redis-nodes.sh), its replica on 7277 and the
 // Sentinel on 7278 (redis-server processes started here); nothing listens on 7279.
 // 7235 and 7236 are hanging Sentinels: listening sockets of this test that accept a
-// connection and never answer.
+// connection and never answer; 7237 one whose TLS handshake takes 300 ms before it stops
+// answering.
 // The last test fails the master over to the replica and follows it.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import tls from 'node:tls';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -24,6 +26,7 @@ const REPLICA = 7277;
 const SENTINEL = 7278;
 const NOBODY = 7279;
 const HANGING = [7235, 7236];
+const SLOW_TLS = 7237;
 const runtime = process.env.REDLOCK_RUNTIME ?? fileURLToPath(new URL('../../../.runtime', import.meta.url));
 
 /** A redis-server process of this test (the replica, the Sentinel), stopped by stop(). */
@@ -56,6 +59,41 @@ async function hangingServer(port) {
   return {
     /** How many connections it accepted so far. */
     accepted: () => accepted,
+    async stop() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/**
+ * A Sentinel over TLS on `port` that takes `delayMs` to complete the handshake, then
+ * never answers: connecting and answering each take part of its bound. Its certificate
+ * is self-signed, made here with openssl into `dir`.
+ */
+async function slowTlsServer(port, delayMs, dir) {
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-days', '1',
+    '-keyout', `${dir}/slow.key`, '-out', `${dir}/slow.crt`,
+  ], { stdio: 'ignore' });
+  const context = { key: readFileSync(`${dir}/slow.key`), cert: readFileSync(`${dir}/slow.crt`) };
+  const sockets = new Set();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+    setTimeout(() => {
+      if (socket.destroyed) return;
+      const secure = new tls.TLSSocket(socket, { isServer: true, ...context });
+      secure.on('error', () => {});
+      sockets.add(secure);
+    }, delayMs);
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  return {
     async stop() {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));
@@ -104,6 +142,7 @@ describe('Sentinel: a single-instance lock on the master the Sentinels name', ()
   let replica;
   let sentinel;
   const hanging = [];
+  let slowTls;
   const made = [];
   const make = (clients, options) => {
     const redlock = new Redlock(clients, options);
@@ -140,12 +179,14 @@ describe('Sentinel: a single-instance lock on the master the Sentinels name', ()
     sentinel = server([`${dir}/sentinel.conf`, '--sentinel']);
     await eventually('the Sentinel did not name the master', 10_000, () => namedMaster() === `127.0.0.1:${MASTER}`);
     for (const port of HANGING) hanging.push(await hangingServer(port));
+    slowTls = await slowTlsServer(SLOW_TLS, 300, dir);
   });
 
   after(async () => {
     for (const redlock of made) redlock.close();
     for (const client of ioredisClients) client.disconnect();
     for (const server of hanging) await server.stop();
+    await slowTls?.stop();
     await sentinel?.stop();
     await replica?.stop();
     master.stop();
@@ -208,6 +249,24 @@ describe('Sentinel: a single-instance lock on the master the Sentinels name', ()
       assert.equal(get(MASTER, key), '');
     });
   }
+
+  // One bound covers a Sentinel's connecting and answering together: one that takes
+  // 300 ms to connect (its TLS handshake) and then never answers is skipped 500 ms after
+  // it was first asked, not 800 ms (300 ms to connect, then 500 ms more to answer).
+  test('raw sockets: a Sentinel slow to connect and then silent is given one bound in all', async () => {
+    const slow = { host: '127.0.0.1', port: SLOW_TLS, tls: { rejectUnauthorized: false } };
+    const redlock = make([sentinelSocket({ sentinels: [slow, `127.0.0.1:${SENTINEL}`], name: 'mymaster' })], {
+      ttlMs: 30_000,
+      attempts: 1,
+      nodeTimeoutMs: 5000,
+    });
+    const started = Date.now();
+    const lock = await redlock.acquire('sentinel:slow-tls');
+    const elapsed = Date.now() - started;
+    assert.ok(elapsed >= 450, `took ${elapsed} ms: the slow Sentinel was not waited for`);
+    assert.ok(elapsed < 750, `took ${elapsed} ms: connecting and answering each had the whole bound`);
+    await lock.release();
+  });
 
   test('ioredis with sentinels: the same through the user client', async () => {
     // The README's sample.
