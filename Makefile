@@ -56,7 +56,8 @@ test-sim:
 # 7745-7760 for the CLI's exit statuses and signals, the waiting tests' own node sets, and
 # the event, tracing and Sentinel tests; the Sentinel itself, redis-server --sentinel, on
 # 7199; a master and two Sentinels, one of them stopped, on 7181-7183 for a Sentinel that
-# hangs). The `tracing` and `sentinel` features are on, for their tests.
+# hangs; a master with a password on 7184 and its Sentinel on 7195). The `tracing` and
+# `sentinel` features are on, for their tests.
 test-rust:
 	$(CARGO) test -p redlock-client --features cli,tracing,sentinel
 

@@ -49,6 +49,9 @@ pub struct ClientBuilder {
     /// How long one Sentinel may take to connect and name the master.
     #[cfg(feature = "sentinel")]
     sentinel_query_timeout: Duration,
+    /// How to log in to the master the Sentinels name: `AUTH` and `SELECT`.
+    #[cfg(feature = "sentinel")]
+    sentinel_master: redis::RedisConnectionInfo,
     /// The user's own connections instead of URLs.
     connections: Option<Vec<redis::aio::MultiplexedConnection>>,
     config: ConfigBuilder,
@@ -155,6 +158,31 @@ impl ClientBuilder {
         self
     }
 
+    /// The password (and the ACL `username`, or `None` for the default user) that a
+    /// [`Client::sentinel`] client sends (`AUTH`) to the master the Sentinels name, on
+    /// every connection, as it would to a node of a `redis://user:password@...` URL. The
+    /// Sentinels' own passwords go in their URLs. Without it the master is asked nothing
+    /// but `ROLE` and the lock's commands: a master with `requirepass` fails with `auth`.
+    /// Clients of node URLs or connections ignore it.
+    #[cfg(feature = "sentinel")]
+    pub fn sentinel_master_auth(mut self, username: Option<&str>, password: &str) -> Self {
+        let mut master = std::mem::take(&mut self.sentinel_master).set_password(password);
+        if let Some(username) = username {
+            master = master.set_username(username);
+        }
+        self.sentinel_master = master;
+        self
+    }
+
+    /// The database a [`Client::sentinel`] client selects on the master (default 0), as
+    /// `redis://host/db` does for a node. A negative number is refused by
+    /// [`ClientBuilder::build`]; clients of node URLs or connections ignore it.
+    #[cfg(feature = "sentinel")]
+    pub fn sentinel_master_database(mut self, database: i64) -> Self {
+        self.sentinel_master = std::mem::take(&mut self.sentinel_master).set_db(database);
+        self
+    }
+
     /// A CA certificate (PEM) that `rediss://` nodes' certificates must chain to, instead
     /// of the system's trust store. (`rediss://host/#insecure` skips verification.)
     pub fn tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
@@ -173,6 +201,15 @@ impl ClientBuilder {
                     setting: "sentinel_query_timeout",
                     message: String::from(
                         "zero: each Sentinel needs time to connect and name the master",
+                    ),
+                });
+            }
+            if self.sentinel_master.db() < 0 {
+                return Err(Error::InvalidSetting {
+                    setting: "sentinel_master_database",
+                    message: format!(
+                        "{}: a database number is zero or more",
+                        self.sentinel_master.db()
                     ),
                 });
             }
@@ -204,6 +241,7 @@ impl ClientBuilder {
                 clients,
                 service.clone(),
                 self.sentinel_query_timeout,
+                self.sentinel_master,
             );
             let clock = Clock {
                 origin: Instant::now(),
@@ -508,6 +546,8 @@ impl Client {
             sentinel: None,
             #[cfg(feature = "sentinel")]
             sentinel_query_timeout: DEFAULT_SENTINEL_QUERY_TIMEOUT,
+            #[cfg(feature = "sentinel")]
+            sentinel_master: redis::RedisConnectionInfo::default(),
             connections: None,
             root_certificate: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -550,7 +590,10 @@ impl Client {
     /// `sentinel_connect_timeout_ms(sentinels, query, connect)`: every Sentinel's bound in
     /// turn, then [`ClientBuilder::connect_timeout`] for the master (the same in every
     /// binding). A Sentinel must say it is one (`ROLE`) and flag the master it names
-    /// `master` and not down; the master must say it is one (`ROLE`).
+    /// `master` and not down; the master must say it is one (`ROLE`). The master is
+    /// reached over TCP, logged in to with [`ClientBuilder::sentinel_master_auth`] and
+    /// in the database of [`ClientBuilder::sentinel_master_database`]; the Sentinels'
+    /// own passwords go in their URLs.
     ///
     /// **Failover caveat** (`docs/safety.md`, "single N=1 + replica"): replication is
     /// asynchronous, so a failover before the lock's key reached the replica loses the

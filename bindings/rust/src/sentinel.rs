@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{RedisError, Role};
+use redis::{IntoConnectionInfo, RedisError, Role};
 use redlock_core::LinkCause;
 
 use crate::node::{connection_config, link_cause};
@@ -32,6 +32,8 @@ pub(crate) struct Sentinels {
     service: String,
     /// The bound of one Sentinel's connection and answer.
     query_timeout: Duration,
+    /// How to log in to the master (`AUTH`, `SELECT`), as the user set it.
+    master: redis::RedisConnectionInfo,
 }
 
 /// Why a connection or a lookup failed: the link's cause, and the text.
@@ -46,11 +48,13 @@ impl Sentinels {
         sentinels: Vec<(redis::Client, String)>,
         service: String,
         query_timeout: Duration,
+        master: redis::RedisConnectionInfo,
     ) -> Sentinels {
         Sentinels {
             sentinels,
             service,
             query_timeout,
+            master,
         }
     }
 
@@ -82,7 +86,7 @@ impl Sentinels {
                 };
             // The master's connection is bounded by the link's connect timeout, which
             // leaves it the client's connect timeout after every Sentinel's bound.
-            match open_checked_master(&host, port).await {
+            match open_checked_master(&host, port, &self.master).await {
                 Ok(connection) => return Ok(connection),
                 Err((cause, text)) => {
                     answers.push(format!(
@@ -157,11 +161,19 @@ impl Sentinels {
 
 const NOT_A_MASTER: &str = "not a master (ROLE or INFO replication says otherwise)";
 
-/// Connects to the master a Sentinel named (plain TCP, no credentials, database 0, as the
-/// `redis` crate's `SentinelClient` did by default) and checks that it is one: `ROLE`,
-/// else `INFO replication`'s `role:` where `ROLE` is unknown.
-async fn open_checked_master(host: &str, port: u16) -> Result<MultiplexedConnection, Failure> {
-    let client = redis::Client::open((host, port)).map_err(failure)?;
+/// Connects to the master a Sentinel named (plain TCP, then `AUTH` and `SELECT` as
+/// `master` says) and checks that it is one: `ROLE`, else `INFO replication`'s `role:`
+/// where `ROLE` is unknown.
+async fn open_checked_master(
+    host: &str,
+    port: u16,
+    master: &redis::RedisConnectionInfo,
+) -> Result<MultiplexedConnection, Failure> {
+    let info = (host, port)
+        .into_connection_info()
+        .map_err(failure)?
+        .set_redis_settings(master.clone());
+    let client = redis::Client::open(info).map_err(failure)?;
     let mut connection = client
         .get_multiplexed_async_connection_with_config(&connection_config())
         .await

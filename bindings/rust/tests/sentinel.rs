@@ -1,7 +1,8 @@
 //! The `sentinel` feature: a single-instance lock on the master a real Redis Sentinel
 //! names. Master on port 7760 (scripts/redis-nodes.sh), Sentinel on 7199 (redis-server
 //! in sentinel mode, started here). The hanging-Sentinel test: master on 7181, a working
-//! Sentinel on 7182, a stopped (SIGSTOP) one on 7183.
+//! Sentinel on 7182, a stopped (SIGSTOP) one on 7183. A master with a password on 7184,
+//! its Sentinel on 7195.
 
 mod common;
 
@@ -51,6 +52,12 @@ fn signal(sentinel: &Sentinel, which: &str) {
 }
 
 fn start_sentinel(port: u16, master_port: u16) -> Sentinel {
+    start_sentinel_with(port, master_port, "")
+}
+
+/// A Sentinel on `port` monitoring the master on `master_port`, with `extra` lines of
+/// configuration after its `sentinel monitor` line.
+fn start_sentinel_with(port: u16, master_port: u16, extra: &str) -> Sentinel {
     let dir = common::repo_root().join(format!(".runtime/sentinel-{port}"));
     std::fs::create_dir_all(&dir).unwrap();
     let conf = dir.join("sentinel.conf");
@@ -58,7 +65,7 @@ fn start_sentinel(port: u16, master_port: u16) -> Sentinel {
         &conf,
         format!(
             "port {port}\nbind 127.0.0.1\ndir {}\nsentinel monitor mymaster 127.0.0.1 \
-             {master_port} 1\n",
+             {master_port} 1\n{extra}",
             dir.display()
         ),
     )
@@ -237,6 +244,79 @@ fn a_zero_sentinel_query_timeout_is_refused() {
     assert_eq!(error.class(), Some(ErrorClass::InvalidArgument), "{error}");
     assert!(
         error.to_string().contains("sentinel_query_timeout"),
+        "{error}"
+    );
+}
+
+/// A master with `requirepass`, named by a Sentinel that has its password (`sentinel
+/// auth-pass`): the client logs in with `sentinel_master_auth` and works in the database
+/// `sentinel_master_database` names. Without the password, or with a wrong one, the node
+/// fails with the cause `auth`, naming the master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_with_a_password_is_logged_in_to() {
+    let _master = Nodes::start_with(7184, &["--nodes", "1", "--requirepass", "master-secret"]);
+    let _sentinel = start_sentinel_with(7195, 7184, "sentinel auth-pass mymaster master-secret\n");
+    let sentinels = ["redis://127.0.0.1:7195"];
+    let client = Client::sentinel(sentinels, "mymaster")
+        .sentinel_master_auth(None, "master-secret")
+        .sentinel_master_database(3)
+        .attempts(1)
+        .node_timeout(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let lock = client
+        .lock("sentinel:auth", Duration::from_secs(10))
+        .await
+        .unwrap();
+    let in_database = |db: u8| -> Option<String> {
+        let url = format!("redis://:master-secret@127.0.0.1:7184/{db}");
+        let mut conn = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_connection_with_timeout(Duration::from_secs(2))
+            .unwrap();
+        redis::cmd("GET")
+            .arg("sentinel:auth")
+            .query(&mut conn)
+            .unwrap()
+    };
+    assert_eq!(in_database(3).as_deref(), Some(lock.token()));
+    assert_eq!(in_database(0), None);
+    lock.release().await.unwrap();
+    assert_eq!(in_database(3), None);
+
+    for (what, password) in [("no password", None), ("a wrong password", Some("wrong"))] {
+        let mut builder = Client::sentinel(sentinels, "mymaster")
+            .attempts(1)
+            .node_timeout(Duration::from_millis(1500));
+        if let Some(password) = password {
+            builder = builder.sentinel_master_auth(None, password);
+        }
+        let error = builder
+            .build()
+            .unwrap()
+            .lock("sentinel:auth", Duration::from_secs(10))
+            .await
+            .unwrap_err();
+        assert!(error.is_unreachable(), "{what}: {error}");
+        let text = error.to_string();
+        assert!(
+            text.contains("master 127.0.0.1:7184: auth"),
+            "{what}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_negative_master_database_is_refused() {
+    let built = Client::sentinel(["redis://127.0.0.1:7195"], "mymaster")
+        .sentinel_master_database(-1)
+        .build();
+    let Err(error) = built else {
+        panic!("a negative database was accepted");
+    };
+    assert_eq!(error.class(), Some(ErrorClass::InvalidArgument), "{error}");
+    assert!(
+        error.to_string().contains("sentinel_master_database"),
         "{error}"
     );
 }
