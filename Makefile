@@ -75,7 +75,8 @@ test-python:
 # on real nodes, the TypeScript declarations, and the core inside workerd (base ports
 # 7200-7269, 7275 and 7291-7295 (the queue of waiters); Sentinel mode on a master, its
 # replica and a Sentinel at 7276-7278, 7279 closed, Sentinels that never answer on
-# 7235-7237, 7237 over TLS and slow to connect; 7258-7259 stay closed).
+# 7235-7237, 7237 over TLS and slow to connect; a master with a password and its Sentinel
+# on 7238-7239; 7258-7259 stay closed).
 test-node:
 	bindings/node/build.sh test
 

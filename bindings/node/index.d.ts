@@ -6,9 +6,13 @@ import type { ConnectionOptions } from 'node:tls';
 
 /**
  * One node over raw TCP (or TLS) sockets, speaking RESP through the core's codec.
- * `address`: `redis://host:port`, `rediss://host:port`, `host:port`, or an object.
+ * `address`: `redis://[[user]:password@]host:port[/db]`, `rediss://...`, `host:port`, or
+ * an object. With a password, every connection sends `AUTH` (and `SELECT` for a database
+ * other than 0) before it counts as open; a refused `AUTH` fails the node with `auth`.
  */
-export function netSocket(address: string | { host: string; port: number; tls?: ConnectionOptions }): SocketNode;
+export function netSocket(
+  address: string | { host: string; port: number; tls?: ConnectionOptions; username?: string; password?: string; db?: number },
+): SocketNode;
 
 /**
  * The master that Redis Sentinels name for `name`, as one node over raw sockets (a
@@ -21,8 +25,14 @@ export function netSocket(address: string | { host: string; port: number; tls?: 
  * connectTimeoutDefaultMs)`, so every Sentinel can be asked in turn.
  */
 export function sentinelSocket(options: {
-  sentinels: Array<string | { host: string; port: number; tls?: ConnectionOptions }>;
+  sentinels: Array<string | { host: string; port: number; tls?: ConnectionOptions; username?: string; password?: string }>;
   name: string;
   tls?: ConnectionOptions;
   sentinelTimeoutMs?: number;
+  /** The master's ACL user (with `password`). */
+  username?: string;
+  /** The master's password: `AUTH` on every connection, before `ROLE`. */
+  password?: string;
+  /** The master's database (`SELECT`), default 0. */
+  db?: number;
 }): SocketNode;

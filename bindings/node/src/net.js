@@ -7,17 +7,45 @@ import tls from 'node:tls';
 import { Decoder, defaults, encodeCommand, sentinelConnectTimeoutMs } from '../wasm/redlock_wasm.js';
 import { SocketNode } from './resp.js';
 
+/**
+ * `{ host, port, tls?, username?, password?, db? }` from a `redis://[[user]:password@]host:port[/db]`
+ * URL (`rediss://` for TLS), `host:port`, or such an object (checked).
+ */
 function parseAddress(address) {
-  if (typeof address !== 'string') return address;
-  const url = new URL(address.includes('://') ? address : `redis://${address}`);
-  if (url.username || url.password) {
-    throw new TypeError('raw sockets do not authenticate yet: use a node without a password');
+  let target = address;
+  if (typeof address === 'string') {
+    const url = new URL(address.includes('://') ? address : `redis://${address}`);
+    const path = url.pathname.replace(/^\//, '');
+    target = {
+      host: url.hostname || '127.0.0.1',
+      port: Number(url.port || 6379),
+      tls: url.protocol === 'rediss:' ? {} : undefined,
+      username: url.username ? decodeURIComponent(url.username) : undefined,
+      password: url.password ? decodeURIComponent(url.password) : undefined,
+      db: path === '' ? undefined : /^\d+$/.test(path) ? Number(path) : path,
+    };
+  } else if (typeof address !== 'object' || address === null) {
+    throw new TypeError('an address is a redis:// URL, host:port or { host, port }');
   }
-  return {
-    host: url.hostname || '127.0.0.1',
-    port: Number(url.port || 6379),
-    tls: url.protocol === 'rediss:' ? {} : undefined,
-  };
+  return checkLogin(target, 'an address');
+}
+
+/** Checks `username`, `password` and `db` of `target` (a node or a Sentinel's master). */
+function checkLogin(target, what) {
+  const { username, password, db } = target;
+  if (username !== undefined && (typeof username !== 'string' || username === '')) {
+    throw new TypeError(`${what}: username must be a non-empty string`);
+  }
+  if (password !== undefined && typeof password !== 'string') {
+    throw new TypeError(`${what}: password must be a string`);
+  }
+  if (username !== undefined && password === undefined) {
+    throw new TypeError(`${what}: a username needs its password`);
+  }
+  if (db !== undefined && !(Number.isSafeInteger(db) && db >= 0)) {
+    throw new TypeError(`${what}: the database must be a whole number from 0, got ${JSON.stringify(db)}`);
+  }
+  return target;
 }
 
 /**
@@ -85,16 +113,29 @@ function asStream(socket, { onData, onClose }) {
 
 /**
  * One node over Node.js TCP (or TLS) sockets, speaking RESP through the
- * core's codec. `address` is `redis://host:port`, `rediss://host:port`, `host:port`, or
- * `{ host, port, tls?: tls.ConnectionOptions }`.
+ * core's codec. `address` is `redis://[[user]:password@]host:port[/db]`, `rediss://...`
+ * for TLS, `host:port`, or `{ host, port, tls?: tls.ConnectionOptions, username?,
+ * password?, db? }`. Every connection sends `AUTH` (with a password) and `SELECT` (with a
+ * database other than 0) before the link counts it open; a refused `AUTH` fails the node
+ * with the cause `auth`.
  */
 export function netSocket(address) {
   const target = parseAddress(address);
   // No timer of its own: the link gives up an attempt that is not open within its
   // connect timeout (the core's, as this socket sets none) with a `close`, and the
   // transport then aborts `signal`, which destroys the socket.
-  const open = async (handlers) => asStream(await connectWithin(target, undefined, handlers.signal), handlers);
-  return new SocketNode(open, { label: `${target.host}:${target.port}` });
+  const where = `${target.host}:${target.port}`;
+  const open = async (handlers) => {
+    const socket = await connectWithin(target, undefined, handlers.signal);
+    try {
+      await login(socket, target, where, handlers.signal);
+    } catch (error) {
+      socket.destroy();
+      throw error;
+    }
+    return asStream(socket, handlers);
+  };
+  return new SocketNode(open, { label: where });
 }
 
 // ---- Sentinel -----------------------------------------------------------------------
@@ -110,8 +151,9 @@ function failure(message, code) {
 
 /**
  * Sends one command on a fresh socket and resolves to its first reply, then leaves the
- * socket as it is (the caller closes it or keeps it). At most `leftMs`, what is left of
- * the query's bound `boundMs` (named in the error), and no longer once `signal` aborts.
+ * socket as it is (the caller closes it or keeps it). At most `leftMs` (none when
+ * undefined), what is left of the step's bound `boundMs` (named in the error), and no
+ * longer once `signal` aborts.
  */
 function ask(socket, args, leftMs, boundMs, what, signal) {
   return new Promise((resolve, reject) => {
@@ -143,13 +185,34 @@ function ask(socket, args, leftMs, boundMs, what, signal) {
     };
     const onClose = () => done(reject, failure(`${what}: connection closed`));
     const onError = (error) => done(reject, error);
-    const timer = setTimeout(() => done(reject, failure(`${what}: no reply within its ${boundMs} ms`, 'ETIMEDOUT')), leftMs);
+    const timer =
+      leftMs === undefined
+        ? undefined
+        : setTimeout(() => done(reject, failure(`${what}: no reply within its ${boundMs} ms`, 'ETIMEDOUT')), leftMs);
     signal?.addEventListener('abort', onAbort, { once: true });
     socket.on('data', onData);
     socket.once('close', onClose);
     socket.once('error', onError);
     socket.write(encodeCommand(args));
   });
+}
+
+/**
+ * Logs in on a connected socket as `target` says: `AUTH [username] password`, then
+ * `SELECT db`, before the link counts the connection open. A refused `AUTH` is the cause
+ * `auth` (its error names the server's answer). `deadline()` gives the time left (ms) of
+ * the step's bound `boundMs`, or undefined for none.
+ */
+async function login(socket, { username, password, db }, where, signal, deadline = () => undefined, boundMs) {
+  if (password !== undefined) {
+    const args = username === undefined ? ['AUTH', password] : ['AUTH', username, password];
+    const reply = await ask(socket, args, deadline(), boundMs, where, signal);
+    if (reply.type === 'error') throw failure(`${where}: AUTH refused: ${reply.value}`, 'AUTH_REFUSED');
+  }
+  if (db !== undefined && db !== 0) {
+    const reply = await ask(socket, ['SELECT', String(db)], deadline(), boundMs, where, signal);
+    if (reply.type === 'error') throw failure(`${where}: SELECT ${db} refused: ${reply.value}`);
+  }
 }
 
 function bulkText(reply) {
@@ -169,11 +232,13 @@ async function masterAddress(sentinels, name, timeoutMs, signal) {
     if (signal?.aborted) throw givenUp(where);
     let socket;
     try {
-      // One bound for the whole query: connecting takes from the time left to answer.
+      // One bound for the whole query: connecting and logging in take from the time
+      // left to answer.
       const started = performance.now();
+      const left = () => Math.max(1, Math.ceil(timeoutMs - (performance.now() - started)));
       socket = await connectWithin(sentinel, timeoutMs, signal);
-      const left = Math.max(1, Math.ceil(timeoutMs - (performance.now() - started)));
-      const reply = await ask(socket, ['SENTINEL', 'get-master-addr-by-name', name], left, timeoutMs, where, signal);
+      await login(socket, sentinel, where, signal, left, timeoutMs);
+      const reply = await ask(socket, ['SENTINEL', 'get-master-addr-by-name', name], left(), timeoutMs, where, signal);
       if (reply.type === 'nil' || (reply.type === 'array' && reply.value.length === 0)) {
         unknown += 1;
         problems.push(`${where} knows no master named ${JSON.stringify(name)}`);
@@ -217,10 +282,12 @@ function positiveMs(value, what) {
  * again, each in turn, and checks with ROLE that the server it reaches is a master, so
  * after a failover the next reconnection reaches the new master.
  *
- * `sentinels`: addresses as for `netSocket` (`redis://host:26379`, `host:port`,
- * `{ host, port, tls? }`); `tls`: options to reach the master over TLS;
- * `sentinelTimeoutMs`: the most one Sentinel (connecting, then answering) and the
- * master's connection and its ROLE may take; default the core's
+ * `sentinels`: addresses as for `netSocket` (`redis://[:password@]host:26379` for a
+ * Sentinel's own `AUTH`, `host:port`, `{ host, port, tls?, username?, password? }`);
+ * `tls`: options to reach the master over TLS; `username`, `password`, `db`: the master's
+ * `AUTH` and `SELECT`, sent before its `ROLE`; `sentinelTimeoutMs`: the most one Sentinel
+ * (connecting, logging in, answering) and the master's connection, login and ROLE may
+ * take; default the core's
  * (`defaults().sentinelQueryTimeoutDefaultMs`, 500), as in every binding. A Sentinel
  * past it is skipped like one that refused, and the next one is asked.
  *
@@ -229,12 +296,13 @@ function positiveMs(value, what) {
  * turn, then the master's connection has the core's connect timeout
  * (`sentinelConnectTimeoutMs(sentinels.length, sentinelTimeoutMs, connectTimeoutDefaultMs)`).
  */
-export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeoutMs } = {}) {
+export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeoutMs, username, password, db } = {}) {
   if (!Array.isArray(sentinels) || sentinels.length === 0) {
     throw new TypeError('sentinels must be a non-empty array of Sentinel addresses');
   }
   if (typeof name !== 'string' || name === '') throw new TypeError('name must be the service name the Sentinels monitor');
   const addresses = sentinels.map(parseAddress);
+  const masterLogin = checkLogin({ username, password, db }, 'the master');
   const core = defaults();
   const timeoutMs = positiveMs(sentinelTimeoutMs, 'sentinelTimeoutMs') ?? core.sentinelQueryTimeoutDefaultMs;
   // Each Sentinel, and then the master, gets one bound (timeoutMs) for connecting and
@@ -248,12 +316,15 @@ export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeo
     const target = { ...master, tls: tlsOptions };
     const where = `${master.host}:${master.port} (master of ${JSON.stringify(name)})`;
     const started = performance.now();
+    const left = () => Math.max(1, Math.ceil(timeoutMs - (performance.now() - started)));
     const socket = await connectWithin(target, timeoutMs, signal);
     try {
+      await login(socket, masterLogin, where, signal, left, timeoutMs);
       // During a failover a Sentinel can still name the old master: only a master takes
       // locks (a replica would answer READONLY to every write).
-      const left = Math.max(1, Math.ceil(timeoutMs - (performance.now() - started)));
-      const role = await ask(socket, ['ROLE'], left, timeoutMs, where, signal);
+      const role = await ask(socket, ['ROLE'], left(), timeoutMs, where, signal);
+      // NOAUTH here (a master with a password, none given) is the cause `auth`.
+      if (role.type === 'error') throw failure(`${where}: ROLE answered ${role.value}`);
       const first = role.type === 'array' ? bulkText(role.value[0]) : undefined;
       if (first !== 'master') {
         throw failure(`${where} is not a master (ROLE: ${first ?? role.value ?? role.type})`);

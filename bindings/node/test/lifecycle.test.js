@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
 
-import { NodesFailingError, Redlock } from '../index.js';
+import { NodesFailingError, Redlock, netSocket } from '../index.js';
 import { RedisNodes, sleep } from './helpers.js';
 
 describe('a frozen node with ioredis defaults', () => {
@@ -130,6 +130,54 @@ describe('connection failures name their cause', () => {
         client.disconnect();
       }
     }
+  });
+
+  test('raw sockets: wrong password, untrusted certificate, refused port', async () => {
+    const cases = [
+      ['auth', wrongPassword()],
+      ['tls', plainTls()],
+      ['refused', `redis://127.0.0.1:${refusedPort}`],
+    ];
+    for (const [expected, url] of cases) {
+      const node = await causeOf(netSocket(url));
+      assert.equal(node.cause, expected, `${url}: ${JSON.stringify(node)}`);
+      if (expected === 'auth') assert.match(node.error, /AUTH refused: WRONGPASS/);
+    }
+  });
+
+  test('raw sockets: the password and the database of the URL are used on every connection', async () => {
+    const url = passwordUrl.replace(/\/?$/, '/2');
+    const redlock = new Redlock([netSocket(url)], { ttlMs: 5000, attempts: 1 });
+    const check = new Redis(url);
+    const database0 = new Redis(passwordUrl);
+    try {
+      const lock = await redlock.acquire('login:raw');
+      assert.equal(await check.get('login:raw'), lock.token);
+      assert.equal(await database0.get('login:raw'), null);
+      await lock.release();
+      assert.equal(await check.get('login:raw'), null);
+      // The same as an object, with the user named: AUTH default <password>.
+      const password = new URL(passwordUrl).password;
+      const port = Number(new URL(passwordUrl).port);
+      const named = new Redlock([netSocket({ host: '127.0.0.1', port, username: 'default', password, db: 2 })], {
+        ttlMs: 5000,
+        attempts: 1,
+      });
+      try {
+        const again = await named.acquire('login:raw');
+        assert.equal(await check.get('login:raw'), again.token);
+        await again.release();
+      } finally {
+        named.close();
+      }
+    } finally {
+      redlock.close();
+      check.disconnect();
+      database0.disconnect();
+    }
+    assert.throws(() => netSocket({ host: '127.0.0.1', port: 1, db: -1 }), TypeError);
+    assert.throws(() => netSocket({ host: '127.0.0.1', port: 1, username: 'u' }), /needs its password/);
+    assert.throws(() => netSocket('redis://127.0.0.1:1/x'), /database/);
   });
 
   test('node-redis: wrong password, untrusted certificate, refused port', async () => {

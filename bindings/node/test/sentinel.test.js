@@ -4,7 +4,8 @@
 // Sentinel on 7278 (redis-server processes started here); nothing listens on 7279.
 // 7235 and 7236 are hanging Sentinels: listening sockets of this test that accept a
 // connection and never answer; 7237 one whose TLS handshake takes 300 ms before it stops
-// answering.
+// answering. A master with a password on 7238, its own Sentinel (with the master's
+// password, and one of its own) on 7239.
 // The last test fails the master over to the replica and follows it.
 
 import assert from 'node:assert/strict';
@@ -375,5 +376,90 @@ describe('Sentinel: a single-instance lock on the master the Sentinels name', ()
         await sleep(100);
       }
     }
+  });
+});
+
+describe('Sentinel over raw sockets: a master with a password', () => {
+  const PASSWORD_MASTER = 7238;
+  const PASSWORD_SENTINEL = 7239;
+  const master = new RedisNodes(PASSWORD_MASTER, 1, ['--requirepass', 'master-secret']);
+  let sentinel;
+  let masterUrl;
+
+  before(async () => {
+    [masterUrl] = master.start();
+    const dir = `${runtime}/sentinel-${PASSWORD_SENTINEL}`;
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      `${dir}/sentinel.conf`,
+      `port ${PASSWORD_SENTINEL}\nbind 127.0.0.1\ndir ${dir}\n` +
+        `sentinel monitor mymaster 127.0.0.1 ${PASSWORD_MASTER} 1\nsentinel auth-pass mymaster master-secret\n` +
+        'requirepass sentinel-secret\n',
+    );
+    sentinel = server([`${dir}/sentinel.conf`, '--sentinel']);
+    await eventually('the Sentinel did not name the master', 10_000, () =>
+      redisCli(PASSWORD_SENTINEL, '-a', 'sentinel-secret', '--no-auth-warning', 'SENTINEL', 'get-master-addr-by-name', 'mymaster').includes(
+        String(PASSWORD_MASTER),
+      ),
+    );
+  });
+
+  after(async () => {
+    await sentinel?.stop();
+    master.stop();
+  });
+
+  test('the Sentinel and the master get AUTH (and the master SELECT) first; without the password the node fails with auth', async () => {
+    const sentinels = [`redis://:sentinel-secret@127.0.0.1:${PASSWORD_SENTINEL}`];
+    const options = { ttlMs: 30_000, attempts: 1, nodeTimeoutMs: 3000 };
+    const redlock = new Redlock([sentinelSocket({ sentinels, name: 'mymaster', password: 'master-secret', db: 4 })], options);
+    const check = new Redis(`${masterUrl}/4`);
+    try {
+      const lock = await lockSoon(redlock, 'sentinel:password');
+      assert.equal(await check.get('sentinel:password'), lock.token);
+      await lock.release();
+      assert.equal(await check.get('sentinel:password'), null);
+    } finally {
+      redlock.close();
+      check.disconnect();
+    }
+    const without = new Redlock([sentinelSocket({ sentinels, name: 'mymaster' })], options);
+    try {
+      const error = await without.acquire('sentinel:password').then(
+        () => assert.fail('locked on a master with a password, without it'),
+        (e) => e,
+      );
+      assert.ok(error instanceof NodesFailingError, String(error));
+      assert.equal(error.nodes[0].cause, 'auth', JSON.stringify(error.nodes[0]));
+      assert.match(error.nodes[0].error, /ROLE answered NOAUTH/);
+    } finally {
+      without.close();
+    }
+    const wrong = new Redlock([sentinelSocket({ sentinels, name: 'mymaster', password: 'wrong' })], options);
+    try {
+      const error = await wrong.acquire('sentinel:password').then(
+        () => assert.fail('locked with a wrong password'),
+        (e) => e,
+      );
+      assert.equal(error.nodes[0].cause, 'auth', JSON.stringify(error.nodes[0]));
+    } finally {
+      wrong.close();
+    }
+    // The Sentinel without its password: it answers NOAUTH, so it names no master.
+    const unnamed = new Redlock(
+      [sentinelSocket({ sentinels: [`127.0.0.1:${PASSWORD_SENTINEL}`], name: 'mymaster', password: 'master-secret' })],
+      options,
+    );
+    try {
+      const error = await unnamed.acquire('sentinel:password').then(
+        () => assert.fail('locked through a Sentinel that refused us'),
+        (e) => e,
+      );
+      assert.match(error.nodes[0].error, /NOAUTH/, JSON.stringify(error.nodes[0]));
+    } finally {
+      unnamed.close();
+    }
+    assert.throws(() => sentinelSocket({ sentinels, name: 'mymaster', db: 1.5 }), /database/);
   });
 });
