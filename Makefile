@@ -73,7 +73,8 @@ test-python:
 # WASM (fencing, waiting and inspection included), ioredis, node-redis and raw sockets
 # against local Redis nodes, waiting, fencing, inspections, events and OpenTelemetry spans
 # on real nodes, the TypeScript declarations, and the core inside workerd (base ports
-# 7200-7269, 7275 and 7291-7295 (the queue of waiters); Sentinel mode on a master, its
+# 7200-7269, 7275 and 7291-7295 (the queue of waiters), 7228 with a password for workerd's
+# raw sockets; Sentinel mode on a master, its
 # replica and a Sentinel at 7276-7278, 7279 closed, Sentinels that never answer on
 # 7235-7237, 7237 over TLS and slow to connect; a master with a password and its Sentinel
 # on 7238-7239; 7258-7259 stay closed).

@@ -458,11 +458,28 @@ export interface StreamSocket {
 /** Opens a socket, as `connect` from `cloudflare:sockets` does. */
 export type Connect = (address: { hostname: string; port: number }) => StreamSocket;
 
-/** The `StreamOpener` of a `Connect` function and an address. */
-export function socketStreams(connect: Connect, address: { hostname: string; port: number }): StreamOpener;
+/** How a raw connection logs in before it counts as open: `AUTH`, then `SELECT`. */
+export interface Login {
+  /** An ACL user (with `password`); the default user without it. */
+  username?: string;
+  /** Sent with `AUTH` on every connection. */
+  password?: string;
+  /** Selected on every connection when other than 0. */
+  db?: number;
+}
 
-/** A raw-socket node through `connect` (e.g. from `cloudflare:sockets`). */
-export function rawSocket(connect: Connect, address: { hostname: string; port: number }): SocketNode;
+/**
+ * The `StreamOpener` of a `Connect` function and an address; with `login`, each
+ * connection logs in before it counts as open.
+ */
+export function socketStreams(connect: Connect, address: { hostname: string; port: number }, login?: Login): StreamOpener;
+
+/**
+ * A raw-socket node through `connect` (e.g. from `cloudflare:sockets`). With `password`
+ * (and `username`) every connection sends `AUTH`, and with `db` `SELECT`, before it
+ * counts as open; a refused `AUTH` fails the node with the cause `auth`.
+ */
+export function rawSocket(connect: Connect, address: { hostname: string; port: number } & Login): SocketNode;
 
 /** The package's clock: microseconds from `performance.now()`. */
 export function nowUs(): number;

@@ -5,6 +5,7 @@
 //   GET /acquire?ports=P1,P2,...&resource=R            -> { token, validityMs, nodes }
 //   GET /release?ports=...&resource=R&token=T           -> { released, nodes }
 //   GET /cycle?ports=...&resource=R                     -> acquire, contend, extend, release
+// Each takes `password` and `db` for the nodes' AUTH and SELECT.
 
 import { connect } from 'cloudflare:sockets';
 
@@ -16,7 +17,10 @@ init(wasm);
 
 function redlockFor(url, options) {
   const ports = url.searchParams.get('ports').split(',').map(Number);
-  const connections = ports.map((port) => rawSocket(connect, { hostname: '127.0.0.1', port }));
+  // `password` and `db`: every node's AUTH and SELECT.
+  const password = url.searchParams.get('password') ?? undefined;
+  const db = url.searchParams.has('db') ? Number(url.searchParams.get('db')) : undefined;
+  const connections = ports.map((port) => rawSocket(connect, { hostname: '127.0.0.1', port, password, db }));
   return new Redlock(connections, options);
 }
 

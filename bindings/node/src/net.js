@@ -5,7 +5,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 
 import { Decoder, defaults, encodeCommand, sentinelConnectTimeoutMs } from '../wasm/redlock_wasm.js';
-import { SocketNode } from './resp.js';
+import { SocketNode, checkLogin, login } from './resp.js';
 
 /**
  * `{ host, port, tls?, username?, password?, db? }` from a `redis://[[user]:password@]host:port[/db]`
@@ -28,24 +28,6 @@ function parseAddress(address) {
     throw new TypeError('an address is a redis:// URL, host:port or { host, port }');
   }
   return checkLogin(target, 'an address');
-}
-
-/** Checks `username`, `password` and `db` of `target` (a node or a Sentinel's master). */
-function checkLogin(target, what) {
-  const { username, password, db } = target;
-  if (username !== undefined && (typeof username !== 'string' || username === '')) {
-    throw new TypeError(`${what}: username must be a non-empty string`);
-  }
-  if (password !== undefined && typeof password !== 'string') {
-    throw new TypeError(`${what}: password must be a string`);
-  }
-  if (username !== undefined && password === undefined) {
-    throw new TypeError(`${what}: a username needs its password`);
-  }
-  if (db !== undefined && !(Number.isSafeInteger(db) && db >= 0)) {
-    throw new TypeError(`${what}: the database must be a whole number from 0, got ${JSON.stringify(db)}`);
-  }
-  return target;
 }
 
 /**
@@ -128,7 +110,7 @@ export function netSocket(address) {
   const open = async (handlers) => {
     const socket = await connectWithin(target, undefined, handlers.signal);
     try {
-      await login(socket, target, where, handlers.signal);
+      await login((args) => ask(socket, args, undefined, undefined, where, handlers.signal), target, where);
     } catch (error) {
       socket.destroy();
       throw error;
@@ -197,24 +179,6 @@ function ask(socket, args, leftMs, boundMs, what, signal) {
   });
 }
 
-/**
- * Logs in on a connected socket as `target` says: `AUTH [username] password`, then
- * `SELECT db`, before the link counts the connection open. A refused `AUTH` is the cause
- * `auth` (its error names the server's answer). `deadline()` gives the time left (ms) of
- * the step's bound `boundMs`, or undefined for none.
- */
-async function login(socket, { username, password, db }, where, signal, deadline = () => undefined, boundMs) {
-  if (password !== undefined) {
-    const args = username === undefined ? ['AUTH', password] : ['AUTH', username, password];
-    const reply = await ask(socket, args, deadline(), boundMs, where, signal);
-    if (reply.type === 'error') throw failure(`${where}: AUTH refused: ${reply.value}`, 'AUTH_REFUSED');
-  }
-  if (db !== undefined && db !== 0) {
-    const reply = await ask(socket, ['SELECT', String(db)], deadline(), boundMs, where, signal);
-    if (reply.type === 'error') throw failure(`${where}: SELECT ${db} refused: ${reply.value}`);
-  }
-}
-
 function bulkText(reply) {
   return reply?.type === 'bulk' ? text.decode(reply.value) : reply?.type === 'status' ? reply.value : undefined;
 }
@@ -237,7 +201,7 @@ async function masterAddress(sentinels, name, timeoutMs, signal) {
       const started = performance.now();
       const left = () => Math.max(1, Math.ceil(timeoutMs - (performance.now() - started)));
       socket = await connectWithin(sentinel, timeoutMs, signal);
-      await login(socket, sentinel, where, signal, left, timeoutMs);
+      await login((args) => ask(socket, args, left(), timeoutMs, where, signal), sentinel, where);
       const reply = await ask(socket, ['SENTINEL', 'get-master-addr-by-name', name], left(), timeoutMs, where, signal);
       if (reply.type === 'nil' || (reply.type === 'array' && reply.value.length === 0)) {
         unknown += 1;
@@ -319,7 +283,7 @@ export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeo
     const left = () => Math.max(1, Math.ceil(timeoutMs - (performance.now() - started)));
     const socket = await connectWithin(target, timeoutMs, signal);
     try {
-      await login(socket, masterLogin, where, signal, left, timeoutMs);
+      await login((args) => ask(socket, args, left(), timeoutMs, where, signal), masterLogin, where);
       // During a failover a Sentinel can still name the old master: only a master takes
       // locks (a replica would answer READONLY to every write).
       const role = await ask(socket, ['ROLE'], left(), timeoutMs, where, signal);

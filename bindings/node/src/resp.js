@@ -296,26 +296,48 @@ class StreamSubscriber {
  * streams (`readable`, `writable`, `opened`, `close()`), as Cloudflare's
  * `cloudflare:sockets` does. An attempt given up (`signal`) closes the socket.
  */
-export function socketStreams(connect, address) {
+export function socketStreams(connect, address, credentials) {
+  const where = `${address.hostname}:${address.port}`;
   return async ({ onData, onClose, signal }) => {
-    if (signal?.aborted) throw new Error(`${address.hostname}:${address.port}: connection attempt given up`);
+    if (signal?.aborted) throw new Error(`${where}: connection attempt given up`);
     const socket = connect(address);
     const writer = socket.writable.getWriter();
     const reader = socket.readable.getReader();
-    if (socket.opened) {
-      let abandon;
-      const givenUp = new Promise((_, reject) => {
-        abandon = () => {
-          socket.close().catch(() => {});
-          reject(new Error(`${address.hostname}:${address.port}: connection attempt given up`));
+    let abandon;
+    const givenUp = new Promise((_, reject) => {
+      abandon = () => {
+        socket.close().catch(() => {});
+        reject(new Error(`${where}: connection attempt given up`));
+      };
+      signal?.addEventListener('abort', abandon, { once: true });
+    });
+    givenUp.catch(() => {}); // raced below, or never looked at once the socket is open
+    try {
+      if (socket.opened) await Promise.race([socket.opened, givenUp]);
+      if (needsLogin(credentials)) {
+        const decoder = new Decoder();
+        // One command at a time, each reply read whole before the next is written.
+        const send = async (args) => {
+          await writer.write(encodeCommand(args));
+          for (;;) {
+            const reply = decoder.nextReply();
+            if (reply !== undefined) return reply;
+            const { value, done } = await reader.read();
+            if (done) throw new Error(`${where}: connection closed while logging in`);
+            decoder.feed(value);
+          }
         };
-        signal?.addEventListener('abort', abandon, { once: true });
-      });
-      try {
-        await Promise.race([socket.opened, givenUp]);
-      } finally {
-        signal?.removeEventListener('abort', abandon);
+        try {
+          await Promise.race([login(send, credentials, where), givenUp]);
+        } catch (error) {
+          socket.close().catch(() => {});
+          throw error;
+        } finally {
+          decoder.free();
+        }
       }
+    } finally {
+      signal?.removeEventListener('abort', abandon);
     }
     (async () => {
       try {
@@ -379,7 +401,62 @@ export class SocketNode {
   }
 }
 
-/** A raw-socket node over web-stream sockets (workerd's `connect`). */
-export function rawSocket(connect, { hostname, port } = {}) {
-  return new SocketNode(socketStreams(connect, { hostname, port }), { label: `${hostname}:${port}` });
+/**
+ * A raw-socket node over web-stream sockets (workerd's `connect`). With `password`
+ * (and `username` for an ACL user) every connection sends `AUTH`, and with `db` other
+ * than 0 `SELECT`, before the link counts it open (`login`).
+ */
+export function rawSocket(connect, { hostname, port, username, password, db } = {}) {
+  const credentials = checkLogin({ username, password, db }, `${hostname}:${port}`);
+  return new SocketNode(socketStreams(connect, { hostname, port }, credentials), { label: `${hostname}:${port}` });
+}
+
+/**
+ * Checks the `username`, `password` and `db` of a raw-socket node (or a Sentinel's
+ * master) named `what`; returns `target`.
+ */
+export function checkLogin(target, what) {
+  const { username, password, db } = target;
+  if (username !== undefined && (typeof username !== 'string' || username === '')) {
+    throw new TypeError(`${what}: username must be a non-empty string`);
+  }
+  if (password !== undefined && typeof password !== 'string') {
+    throw new TypeError(`${what}: password must be a string`);
+  }
+  if (username !== undefined && password === undefined) {
+    throw new TypeError(`${what}: a username needs its password`);
+  }
+  if (db !== undefined && !(Number.isSafeInteger(db) && db >= 0)) {
+    throw new TypeError(`${what}: the database must be a whole number from 0, got ${JSON.stringify(db)}`);
+  }
+  return target;
+}
+
+/** An Error with `code` (the link's cause is read from it: see linkCause). */
+function loginFailure(message, code) {
+  const error = new Error(message);
+  if (code !== undefined) error.code = code;
+  return error;
+}
+
+/**
+ * Logs a new raw connection in as `credentials` say, before the link counts it open:
+ * `AUTH [username] password`, then `SELECT db` (other than 0). `send(args)` writes one
+ * command and resolves to its reply (each transport's own). A refused `AUTH` is the
+ * cause `auth`; the error names the server's answer.
+ */
+export async function login(send, { username, password, db }, where) {
+  if (password !== undefined) {
+    const reply = await send(username === undefined ? ['AUTH', password] : ['AUTH', username, password]);
+    if (reply.type === 'error') throw loginFailure(`${where}: AUTH refused: ${reply.value}`, 'AUTH_REFUSED');
+  }
+  if (db !== undefined && db !== 0) {
+    const reply = await send(['SELECT', String(db)]);
+    if (reply.type === 'error') throw loginFailure(`${where}: SELECT ${db} refused: ${reply.value}`);
+  }
+}
+
+/** Whether `credentials` ask for any command before the connection counts open. */
+function needsLogin({ password, db } = {}) {
+  return password !== undefined || (db !== undefined && db !== 0);
 }

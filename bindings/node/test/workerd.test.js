@@ -27,6 +27,8 @@ async function freePort() {
 
 describe('workerd', () => {
   const nodes = new RedisNodes(7260);
+  // One node with a password, for the raw sockets' AUTH and SELECT.
+  const passwordNode = new RedisNodes(7228, 1, ['--requirepass', 'edge-secret']);
   let workerd;
   let output = '';
   let base;
@@ -35,6 +37,7 @@ describe('workerd', () => {
 
   before(async () => {
     nodes.start();
+    passwordNode.start();
     inspectors = nodes.ports.map((port) => new Redis({ host: '127.0.0.1', port }));
     dir = mkdtempSync(join(tmpdir(), 'redlock-workerd-'));
     const port = await freePort();
@@ -65,7 +68,11 @@ describe('workerd', () => {
       inspectors?.forEach((client) => client.disconnect());
       if (dir) rmSync(dir, { recursive: true, force: true });
     } finally {
-      nodes.stop();
+      try {
+        nodes.stop();
+      } finally {
+        passwordNode.stop();
+      }
     }
   });
 
@@ -105,6 +112,26 @@ describe('workerd', () => {
     assert.equal(cycle.extensions, 1);
     assert.ok(cycle.released >= 3);
     assert.deepEqual(await eventually('edge:cycle', Array(5).fill(null)), Array(5).fill(null));
+  });
+
+  test('a worker logs in to a node with a password and selects its database', async () => {
+    const node = { ports: '7228', password: 'edge-secret', db: '3' };
+    const check = new Redis('redis://:edge-secret@127.0.0.1:7228/3');
+    try {
+      const acquired = await call('/acquire', { ...node, resource: 'edge:login' });
+      assert.equal(await check.get('edge:login'), acquired.token);
+      const released = await call('/release', { ...node, resource: 'edge:login', token: acquired.token });
+      assert.equal(released.released, 1);
+      assert.equal(await check.get('edge:login'), null);
+    } finally {
+      check.disconnect();
+    }
+    // A wrong password: the node fails with the cause `auth`.
+    const query = new URLSearchParams({ ports: '7228', password: 'wrong', resource: 'edge:login' });
+    const response = await fetch(`${base}/acquire?${query}`);
+    const body = await response.json();
+    assert.equal(response.status, 500, JSON.stringify(body));
+    assert.match(body.error, /^NodesFailingError: .*\(auth: .*AUTH refused: WRONGPASS/, JSON.stringify(body));
   });
 
   test('a frozen node does not stall a worker', async () => {
