@@ -113,13 +113,15 @@ describe('connection failures name their cause', () => {
 
   const wrongPassword = () => passwordUrl.replace('right-password', 'wrong-password');
   const plainTls = () => tlsUrl; // rediss:// without the test CA: the certificate is untrusted
+  /** Each expected cause, with a URL whose connection fails with it. */
+  const failingUrls = () => [
+    ['auth', wrongPassword()],
+    ['tls', plainTls()],
+    ['refused', `redis://127.0.0.1:${refusedPort}`],
+  ];
 
   test('ioredis: wrong password, untrusted certificate, refused port', async () => {
-    const cases = [
-      ['auth', wrongPassword()],
-      ['tls', plainTls()],
-      ['refused', `redis://127.0.0.1:${refusedPort}`],
-    ];
+    const cases = failingUrls();
     for (const [expected, url] of cases) {
       const client = new Redis(url);
       client.on('error', () => {});
@@ -133,11 +135,7 @@ describe('connection failures name their cause', () => {
   });
 
   test('raw sockets: wrong password, untrusted certificate, refused port', async () => {
-    const cases = [
-      ['auth', wrongPassword()],
-      ['tls', plainTls()],
-      ['refused', `redis://127.0.0.1:${refusedPort}`],
-    ];
+    const cases = failingUrls();
     for (const [expected, url] of cases) {
       const node = await causeOf(netSocket(url));
       assert.equal(node.cause, expected, `${url}: ${JSON.stringify(node)}`);
@@ -181,11 +179,7 @@ describe('connection failures name their cause', () => {
   });
 
   test('node-redis: wrong password, untrusted certificate, refused port', async () => {
-    const cases = [
-      ['auth', wrongPassword()],
-      ['tls', plainTls()],
-      ['refused', `redis://127.0.0.1:${refusedPort}`],
-    ];
+    const cases = failingUrls();
     for (const [expected, url] of cases) {
       const client = createClient({ url });
       client.on('error', () => {});
