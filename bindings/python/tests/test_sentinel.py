@@ -3,7 +3,8 @@
 replica (7352) from scripts/redis-nodes.sh, and a ``redis-server --sentinel`` on 7355
 started here from a generated configuration. Port 7356 never listens (a Sentinel that
 cannot be reached); 7360-7363 are hanging Sentinels: sockets of this test that listen
-(the kernel completes the handshake) and never answer."""
+(the kernel completes the handshake) and never answer. A master of its own on 7365 and
+a Sentinel with a password (``requirepass``) on 7366."""
 
 from __future__ import annotations
 
@@ -313,3 +314,70 @@ def test_a_failover_is_followed_at_the_next_connection(cluster: Cluster, resourc
         assert cluster.value(new, f"{resource}:after") == lock.token.encode()
         assert cluster.value(old, f"{resource}:after") is None
         lock.release()
+
+
+def _start_sentinel(port: int, master_port: int, extra: str) -> subprocess.Popen[bytes]:
+    """A ``redis-server --sentinel`` on ``port`` watching ``master_port`` as SERVICE,
+    with ``extra`` lines of configuration."""
+    directory = REPO / ".runtime" / f"sentinel-{port}"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    conf = directory / "sentinel.conf"
+    conf.write_text(
+        f"port {port}\nbind 127.0.0.1\ndir {directory}\n"
+        f"sentinel monitor {SERVICE} 127.0.0.1 {master_port} 1\n{extra}"
+    )
+    return subprocess.Popen(
+        ["redis-server", str(conf), "--sentinel"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def test_a_sentinel_with_a_password_gets_it_from_its_url(resource: str) -> None:
+    master = Nodes(7365, 1)
+    master.start()
+    sentinel = _start_sentinel(7366, master.ports[0], "requirepass sentinel-secret\n")
+    try:
+
+        def named() -> bool:
+            try:
+                with redis.Redis(port=7366, password="sentinel-secret", socket_timeout=2) as client:
+                    address = client.execute_command("SENTINEL", "get-master-addr-by-name", SERVICE)
+            except redis.RedisError:
+                return False
+            return address is not None and int(address[1]) == master.ports[0]
+
+        assert _eventually(named, 10), "the Sentinel on 7366 did not name the master"
+        url = "redis://:sentinel-secret@127.0.0.1:7366"
+        with Redlock.from_sentinel(url, SERVICE, attempts=1, node_timeout=0.5) as redlock:
+            lock = redlock.acquire(resource, ttl=10)
+            assert lock.release().released == 1
+
+        async def cycle() -> None:
+            redlock = AsyncRedlock.from_sentinel(url, SERVICE, attempts=1, node_timeout=0.5)
+            try:
+                alock = await redlock.acquire(resource, ttl=10)
+                assert (await alock.release()).released == 1
+            finally:
+                await redlock.aclose()
+
+        asyncio.run(cycle())
+        # Without the password the Sentinel refuses us: it names no master, and the
+        # node fails with the cause auth.
+        with Redlock.from_sentinel(
+            "127.0.0.1:7366", SERVICE, attempts=1, node_timeout=0.5
+        ) as redlock:
+            with pytest.raises(NodesFailedError) as failed:
+                redlock.acquire(resource)
+            message = str(failed.value)
+            assert "(auth)" in message and "authenticated" in message, message
+        # One login for all the Sentinels: different ones are refused, not dropped.
+        with pytest.raises(ValueError, match="different credentials"):
+            Redlock.from_sentinel([url, "redis://:other@127.0.0.1:7367"], SERVICE)
+        with pytest.raises(ValueError, match="without a password"):
+            Redlock.from_sentinel("redis://user@127.0.0.1:7366", SERVICE)
+    finally:
+        sentinel.kill()
+        sentinel.wait()
+        master.stop()

@@ -32,7 +32,7 @@ from typing import (
     Union,
     cast,
 )
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from redis.backoff import NoBackoff
 from redis.sentinel import MasterNotFoundError
@@ -488,13 +488,42 @@ def node_address(client: Any, index: int) -> str:
 
 def sentinel_addresses(sentinels: str | Sequence[str | tuple[str, int]]) -> list[tuple[str, int]]:
     """The Sentinels' ``(host, port)`` pairs from ``"host:port"`` strings,
-    ``redis://host:port`` URLs or pairs (a string may list several, comma-separated)."""
+    ``redis://[[user]:password@]host:port`` URLs or pairs (a string may list several,
+    comma-separated)."""
+    return [address for address, _ in _sentinel_entries(sentinels)]
+
+
+def sentinel_login(sentinels: str | Sequence[str | tuple[str, int]]) -> dict[str, str]:
+    """The ``username`` and ``password`` the Sentinels' URLs give (``AUTH`` on every
+    Sentinel connection), as redis-py's ``sentinel_kwargs``; empty when none gives one.
+    redis-py takes one login for all the Sentinels, so URLs that give different ones
+    are refused (``ValueError``) rather than some of them dropped."""
+    logins = {login for _, login in _sentinel_entries(sentinels)}
+    if len(logins) > 1:
+        raise ValueError(
+            "the Sentinels' URLs give different credentials: give every Sentinel the same "
+            "user and password (redis-py logs in to all of them alike)"
+        )
+    username, password = logins.pop()
+    login = {}
+    if username is not None:
+        login["username"] = username
+    if password is not None:
+        login["password"] = password
+    return login
+
+
+def _sentinel_entries(
+    sentinels: str | Sequence[str | tuple[str, int]],
+) -> list[tuple[tuple[str, int], tuple[str | None, str | None]]]:
+    """Each Sentinel's ``(host, port)`` and the ``(username, password)`` of its URL."""
     if isinstance(sentinels, str):
         sentinels = [item for item in sentinels.split(",") if item.strip()]
     if isinstance(sentinels, bytes) or not hasattr(sentinels, "__iter__"):
         raise TypeError("sentinels must be addresses: 'host:port', redis:// URLs or pairs")
     result = []
     for item in sentinels:
+        username = password = None
         if isinstance(item, str):
             text = item.strip()
             parts = urlsplit(text if "://" in text else f"redis://{text}")
@@ -502,13 +531,17 @@ def sentinel_addresses(sentinels: str | Sequence[str | tuple[str, int]]) -> list
                 host, port = parts.hostname, parts.port
             except ValueError:
                 host, port = None, None
+            username = unquote(parts.username) if parts.username else None
+            password = unquote(parts.password) if parts.password else None
+            if username is not None and password is None:
+                raise ValueError(f"a Sentinel's URL names a user without a password: {item!r}")
         elif isinstance(item, tuple) and len(item) == 2:
             host, port = item
         else:
             raise TypeError(f"a Sentinel's address must be 'host:port' or a pair, not {item!r}")
         if not isinstance(host, str) or not host or not isinstance(port, int) or port <= 0:
             raise ValueError(f"a Sentinel's address needs a host and a port: {item!r}")
-        result.append((host, port))
+        result.append(((host, port), (username, password)))
     if not result:
         raise ValueError("sentinels must name at least one Sentinel")
     return result
@@ -656,12 +689,14 @@ class RedlockBase(Generic[LockT, ContextT]):
         **settings: Any,
     ) -> RedlockT:
         """A single-instance lock (N = 1) on the master that the Redis Sentinels at
-        ``sentinels`` (``"host:port"``, ``redis://host:port`` or ``(host, port)``;
-        several in one string, comma-separated) name for ``service``. Every connection
-        the node's link opens asks the Sentinels again (each in turn, until one names a
-        master that is up), so after a failover the next reconnection reaches the new
-        master. No Sentinel reachable, or a service they do not know, is a node failure
-        (:class:`NodesFailedError`, its node's ``error`` saying which). Each Sentinel
+        ``sentinels`` (``"host:port"``, ``redis://[[user]:password@]host:port`` for
+        Sentinels with a password of their own, the same for all of them, or
+        ``(host, port)``; several in one string, comma-separated) name for
+        ``service``. Every connection the node's link opens asks the Sentinels again
+        (each in turn, until one names a master that is up), so after a failover the
+        next reconnection reaches the new master. No Sentinel reachable, or a service
+        they do not know, is a node failure (:class:`NodesFailedError`, its node's
+        ``error`` saying which). Each Sentinel
         connects and answers within ``sentinel_timeout`` seconds or is skipped, like
         one that refused, and the next one is asked; ``None`` (the default) is the
         core's bound (``sentinel_query_timeout_default_ms``, 500 ms). The node's link
@@ -693,6 +728,7 @@ class RedlockBase(Generic[LockT, ContextT]):
                 "socket_timeout": timeout,
                 "socket_connect_timeout": timeout,
                 "retry": cls._retry_class(NoBackoff(), 0),
+                **sentinel_login(sentinels),
             },
             **dict(connection or {}),
         )
