@@ -53,6 +53,24 @@ def _eventually(check: object, timeout: float) -> bool:
     return False
 
 
+def _start_sentinel(port: int, master_port: int, extra: str) -> subprocess.Popen[bytes]:
+    """A ``redis-server --sentinel`` on ``port`` watching ``master_port`` as SERVICE,
+    with ``extra`` lines of configuration."""
+    directory = REPO / ".runtime" / f"sentinel-{port}"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    conf = directory / "sentinel.conf"
+    conf.write_text(
+        f"port {port}\nbind 127.0.0.1\ndir {directory}\n"
+        f"sentinel monitor {SERVICE} 127.0.0.1 {master_port} 1\n{extra}"
+    )
+    return subprocess.Popen(
+        ["redis-server", str(conf), "--sentinel"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 class Cluster:
     """The master, its replica and the Sentinel watching them."""
 
@@ -69,20 +87,11 @@ class Cluster:
         # The replica is known to the master before the Sentinel's first look, so the
         # Sentinel finds it at once (a failover needs one).
         assert _eventually(lambda: self._replicas(self.master.ports[0]) == 1, 10)
-        directory = REPO / ".runtime" / f"sentinel-{SENTINEL_PORT}"
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(parents=True)
-        conf = directory / "sentinel.conf"
-        conf.write_text(
-            f"port {SENTINEL_PORT}\nbind 127.0.0.1\ndir {directory}\n"
-            f"sentinel monitor {SERVICE} 127.0.0.1 {self.master.ports[0]} 1\n"
+        self.sentinel = _start_sentinel(
+            SENTINEL_PORT,
+            self.master.ports[0],
             f"sentinel down-after-milliseconds {SERVICE} 2000\n"
-            f"sentinel failover-timeout {SERVICE} 10000\n"
-        )
-        self.sentinel = subprocess.Popen(
-            ["redis-server", str(conf), "--sentinel"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            f"sentinel failover-timeout {SERVICE} 10000\n",
         )
         named = _eventually(lambda: _master_port() == self.master.ports[0], 10)
         assert named, f"the Sentinel on {SENTINEL_PORT} did not name the master"
@@ -314,24 +323,6 @@ def test_a_failover_is_followed_at_the_next_connection(cluster: Cluster, resourc
         assert cluster.value(new, f"{resource}:after") == lock.token.encode()
         assert cluster.value(old, f"{resource}:after") is None
         lock.release()
-
-
-def _start_sentinel(port: int, master_port: int, extra: str) -> subprocess.Popen[bytes]:
-    """A ``redis-server --sentinel`` on ``port`` watching ``master_port`` as SERVICE,
-    with ``extra`` lines of configuration."""
-    directory = REPO / ".runtime" / f"sentinel-{port}"
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
-    conf = directory / "sentinel.conf"
-    conf.write_text(
-        f"port {port}\nbind 127.0.0.1\ndir {directory}\n"
-        f"sentinel monitor {SERVICE} 127.0.0.1 {master_port} 1\n{extra}"
-    )
-    return subprocess.Popen(
-        ["redis-server", str(conf), "--sentinel"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
 
 
 def test_a_sentinel_with_a_password_gets_it_from_its_url(resource: str) -> None:
