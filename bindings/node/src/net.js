@@ -5,7 +5,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 
 import { Decoder, defaults, encodeCommand, sentinelConnectTimeoutMs } from '../wasm/redlock_wasm.js';
-import { SocketNode, checkLogin, login } from './resp.js';
+import { SocketNode, checkLogin, failure, login } from './resp.js';
 
 /**
  * `{ host, port, tls?, username?, password?, db? }` from a `redis://[[user]:password@]host:port[/db]`
@@ -81,12 +81,12 @@ function givenUp(what) {
 
 /** Hands a connected socket to the link's transport: its data, its close, write, close. */
 function asStream(socket, { onData, onClose }) {
-  let failure;
+  let lastError;
   socket.on('data', onData);
   socket.on('error', (error) => {
-    failure = error;
+    lastError = error;
   });
-  socket.on('close', () => onClose(failure ?? new Error('connection closed')));
+  socket.on('close', () => onClose(lastError ?? new Error('connection closed')));
   return {
     write: (bytes) => socket.write(bytes),
     close: () => socket.destroy(),
@@ -123,13 +123,6 @@ export function netSocket(address) {
 // ---- Sentinel -----------------------------------------------------------------------
 
 const text = new TextDecoder();
-
-/** An error whose `code` (ECONNREFUSED, ETIMEDOUT) the link's cause is read from. */
-function failure(message, code) {
-  const error = new Error(message);
-  if (code !== undefined) error.code = code;
-  return error;
-}
 
 /**
  * Sends one command on a fresh socket and resolves to its first reply, then leaves the

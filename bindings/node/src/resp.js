@@ -433,7 +433,7 @@ export function checkLogin(target, what) {
 }
 
 /** An Error with `code` (the link's cause is read from it: see linkCause). */
-function loginFailure(message, code) {
+export function failure(message, code) {
   const error = new Error(message);
   if (code !== undefined) error.code = code;
   return error;
@@ -448,11 +448,11 @@ function loginFailure(message, code) {
 export async function login(send, { username, password, db }, where) {
   if (password !== undefined) {
     const reply = await send(username === undefined ? ['AUTH', password] : ['AUTH', username, password]);
-    if (reply.type === 'error') throw loginFailure(`${where}: AUTH refused: ${reply.value}`, 'AUTH_REFUSED');
+    if (reply.type === 'error') throw failure(`${where}: AUTH refused: ${reply.value}`, 'AUTH_REFUSED');
   }
   if (db !== undefined && db !== 0) {
     const reply = await send(['SELECT', String(db)]);
-    if (reply.type === 'error') throw loginFailure(`${where}: SELECT ${db} refused: ${reply.value}`);
+    if (reply.type === 'error') throw failure(`${where}: SELECT ${db} refused: ${reply.value}`);
   }
 }
 
