@@ -36,7 +36,7 @@ trap 'exit 130' INT TERM
 
 echo "==> building the redlock CLI and the demo worker (release)"
 cargo build --release -q -p redlock-client --features cli --bin redlock --example demo
-target=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+target=$(cargo_target_dir)
 export REDLOCK="$target/release/redlock"
 demo="$target/release/examples/demo"
 

@@ -21,7 +21,7 @@ source scripts/lib.sh
 out=$repo/dist
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 platform="$(uname -s | tr '[:upper:]' '[:lower:]')-$(uname -m)"
-target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+target_dir=$(cargo_target_dir)
 rm -rf "$out"
 mkdir -p "$out"
 

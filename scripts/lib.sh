@@ -46,6 +46,13 @@ require() {
   fi
 }
 
+# cargo_target_dir: prints the workspace's cargo target directory (CARGO_TARGET_DIR
+# included), from the repository whatever the current directory.
+cargo_target_dir() {
+  (cd "$(dirname "${BASH_SOURCE[0]}")/.." && cargo metadata --format-version 1 --no-deps |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+}
+
 # cli_binary: builds the redlock CLI for the bindings' interop tests and prints its path.
 # The features are those `make test-rust` tests it with, so after that target this is
 # cargo's no-op: one debug build serves every binding (a release build of its own was a
@@ -54,6 +61,5 @@ cli_binary() {
   local repo
   repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   (cd "$repo" && cargo build -q -p redlock-client --features cli,tracing,sentinel --bin redlock) || return 1
-  echo "$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
-    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/debug/redlock"
+  echo "$(cargo_target_dir)/debug/redlock"
 }

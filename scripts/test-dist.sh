@@ -21,7 +21,7 @@ source scripts/lib.sh
 scripts/dist.sh
 dist=$repo/dist
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
-target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+target_dir=$(cargo_target_dir)
 
 work=$(mktemp -d /tmp/redlock-dist-test.XXXXXX)
 base_port=7740

@@ -50,8 +50,7 @@ build_lib() {
   need_tools
   (cd "$repo" && cargo build -q -p redlock-jni --release)
   local target built dir
-  target=$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
-    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+  target=$(cargo_target_dir)
   built="$target/release/libredlock_jni.so"
   [ "$(uname -s)" = Darwin ] && built="$target/release/libredlock_jni.dylib"
   [ -f "$built" ] || die "cargo did not produce $built"

@@ -25,11 +25,6 @@ repo=$(cd "$here/../.." && pwd)
 source "$repo/scripts/lib.sh"
 export COMPOSER_ALLOW_SUPERUSER=1
 
-target_dir() {
-  (cd "$repo" && cargo metadata --format-version 1 --no-deps |
-    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-}
-
 # need_deb CHECK PACKAGE: CHECK (a shell command) succeeds, installing PACKAGE if not.
 need_deb() {
   bash -c "$1" >/dev/null 2>&1 && return 0
@@ -65,7 +60,7 @@ build_lib() {
   require "cargo (Rust toolchain)" command -v cargo || return 1
   (cd "$repo" && cargo build -q -p redlock-ffi --release)
   local built
-  built="$(target_dir)/release/libredlock.so"
+  built="$(cargo_target_dir)/release/libredlock.so"
   [ -f "$built" ] || die "cargo did not produce $built"
   mkdir -p "$here/lib"
   # The release profile keeps debug info for profiling; the package does not need it.

@@ -31,8 +31,7 @@ build_lib() {
   require "cargo (Rust toolchain)" command -v cargo || return 1
   (cd "$repo" && cargo build -q -p redlock-ffi --release)
   local target
-  target=$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
-    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+  target=$(cargo_target_dir)
   local built="$target/release/libredlock.so"
   [ -f "$built" ] || die "cargo did not produce $built"
   local bundled="$here/src/redlock_core/libredlock.so"

@@ -61,8 +61,7 @@ fi
   "$venv/bin/ruff" format -q --config "$here/ruff.toml" --check "$here" ||
   die "ruff: tests/lab needs fixing (ruff check / ruff format, tests/lab/ruff.toml)"
 (cd "$repo" && cargo build -q -p redlock-sim -p redlock-ffi --release)
-target=$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
-  sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+target=$(cargo_target_dir)
 "$repo/scripts/redis-nodes.sh" start --nodes 6 --base-port "$REDIS_BASE_PORT" >/dev/null
 "$repo/scripts/coord-servers.sh" start "$work/servers"
 ports=$(seq -s, "$REDIS_BASE_PORT" $((REDIS_BASE_PORT + 4)))
