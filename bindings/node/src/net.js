@@ -172,6 +172,12 @@ function ask(socket, args, leftMs, boundMs, what, signal) {
   });
 }
 
+/** From now, a function giving what is left of `boundMs` (whole ms, at least 1). */
+function timeLeft(boundMs) {
+  const started = performance.now();
+  return () => Math.max(1, Math.ceil(boundMs - (performance.now() - started)));
+}
+
 function bulkText(reply) {
   return reply?.type === 'bulk' ? text.decode(reply.value) : reply?.type === 'status' ? reply.value : undefined;
 }
@@ -191,8 +197,7 @@ async function masterAddress(sentinels, name, timeoutMs, signal) {
     try {
       // One bound for the whole query: connecting and logging in take from the time
       // left to answer.
-      const started = performance.now();
-      const left = () => Math.max(1, Math.ceil(timeoutMs - (performance.now() - started)));
+      const left = timeLeft(timeoutMs);
       socket = await connectWithin(sentinel, timeoutMs, signal);
       await login((args) => ask(socket, args, left(), timeoutMs, where, signal), sentinel, where);
       const reply = await ask(socket, ['SENTINEL', 'get-master-addr-by-name', name], left(), timeoutMs, where, signal);
@@ -272,8 +277,7 @@ export function sentinelSocket({ sentinels, name, tls: tlsOptions, sentinelTimeo
     const master = await masterAddress(addresses, name, timeoutMs, signal);
     const target = { ...master, tls: tlsOptions };
     const where = `${master.host}:${master.port} (master of ${JSON.stringify(name)})`;
-    const started = performance.now();
-    const left = () => Math.max(1, Math.ceil(timeoutMs - (performance.now() - started)));
+    const left = timeLeft(timeoutMs);
     const socket = await connectWithin(target, timeoutMs, signal);
     try {
       await login((args) => ask(socket, args, left(), timeoutMs, where, signal), masterLogin, where);

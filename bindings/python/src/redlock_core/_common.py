@@ -486,19 +486,17 @@ def node_address(client: Any, index: int) -> str:
     return where if kind == "tcp" else f"{kind}:{where}"
 
 
-def sentinel_addresses(sentinels: str | Sequence[str | tuple[str, int]]) -> list[tuple[str, int]]:
-    """The Sentinels' ``(host, port)`` pairs from ``"host:port"`` strings,
+def parse_sentinels(
+    sentinels: str | Sequence[str | tuple[str, int]],
+) -> tuple[list[tuple[str, int]], dict[str, str]]:
+    """The Sentinels' ``(host, port)`` pairs, from ``"host:port"`` strings,
     ``redis://[[user]:password@]host:port`` URLs or pairs (a string may list several,
-    comma-separated)."""
-    return [address for address, _ in _sentinel_entries(sentinels)]
-
-
-def sentinel_login(sentinels: str | Sequence[str | tuple[str, int]]) -> dict[str, str]:
-    """The ``username`` and ``password`` the Sentinels' URLs give (``AUTH`` on every
-    Sentinel connection), as redis-py's ``sentinel_kwargs``; empty when none gives one.
-    redis-py takes one login for all the Sentinels, so URLs that give different ones
-    are refused (``ValueError``) rather than some of them dropped."""
-    logins = {login for _, login in _sentinel_entries(sentinels)}
+    comma-separated), and the ``username`` and ``password`` their URLs give (``AUTH``
+    on every Sentinel connection), as redis-py's ``sentinel_kwargs``: empty when none
+    gives one. redis-py takes one login for all the Sentinels, so URLs that give
+    different ones are refused (``ValueError``) rather than some of them dropped."""
+    entries = _sentinel_entries(sentinels)
+    logins = {login for _, login in entries}
     if len(logins) > 1:
         raise ValueError(
             "the Sentinels' URLs give different credentials: give every Sentinel the same "
@@ -510,7 +508,7 @@ def sentinel_login(sentinels: str | Sequence[str | tuple[str, int]]) -> dict[str
         login["username"] = username
     if password is not None:
         login["password"] = password
-    return login
+    return [address for address, _ in entries], login
 
 
 def _sentinel_entries(
@@ -721,14 +719,14 @@ class RedlockBase(Generic[LockT, ContextT]):
             timeout_us = micros(sentinel_timeout, "sentinel_timeout")
             query_ms = -(-timeout_us // 1000)  # whole milliseconds, rounded up
             timeout = timeout_us / 1e6
-        addresses = sentinel_addresses(sentinels)
+        addresses, sentinel_login = parse_sentinels(sentinels)
         manager = cls._sentinel_class(
             addresses,
             sentinel_kwargs={
                 "socket_timeout": timeout,
                 "socket_connect_timeout": timeout,
                 "retry": cls._retry_class(NoBackoff(), 0),
-                **sentinel_login(sentinels),
+                **sentinel_login,
             },
             **dict(connection or {}),
         )
