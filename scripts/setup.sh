@@ -8,6 +8,9 @@ source scripts/lib.sh
 
 # Debian packages every part of the test suite uses.
 need_apt redis-server:redis-server valgrind:valgrind
+# Test certificates: scripts/redis-nodes.sh --tls, and the Node.js Sentinel test's slow
+# TLS Sentinel, which makes its own.
+need_apt openssl:openssl
 # The C ABI's tests: gcc builds them, pkg-config finds the installed library, and
 # PHP's FFI (in Debian's php-cli) loads the PHP header.
 need_apt gcc:gcc pkg-config:pkg-config php:php-cli
