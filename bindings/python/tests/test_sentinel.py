@@ -3,8 +3,9 @@
 replica (7352) from scripts/redis-nodes.sh, and a ``redis-server --sentinel`` on 7355
 started here from a generated configuration. Port 7356 never listens (a Sentinel that
 cannot be reached); 7360-7363 are hanging Sentinels: sockets of this test that listen
-(the kernel completes the handshake) and never answer. A master of its own on 7365 and
-a Sentinel with a password (``requirepass``) on 7366."""
+(the kernel completes the handshake) and never answer; 7364 is a Sentinel of this test
+slow to connect and then slow to answer. A master of its own on 7365 and a Sentinel with
+a password (``requirepass``) on 7366."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import asyncio
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -32,6 +34,7 @@ SENTINEL_PORT = 7355
 CLOSED_SENTINEL = "127.0.0.1:7356"
 SERVICE = "mymaster"
 HANGING_PORTS = (7360, 7361, 7362, 7363)
+SLOW_PORT = 7364
 
 
 def _master_port(port: int = SENTINEL_PORT) -> int | None:
@@ -248,6 +251,111 @@ def test_every_sentinel_is_asked_within_the_links_connect_timeout(
     assert expected == 5000
     elapsed = _lock_through(driver, cluster, sentinels, resource, expected, sentinel_timeout=0.6)
     assert 2.35 <= elapsed < 4.0, elapsed
+
+
+class SlowSentinel:
+    """A Sentinel on ``SLOW_PORT`` that takes about ``connect_delay`` seconds to let a
+    connection in and then ``answer_delay`` more to answer the master query, naming a
+    master that does not exist (the closed port): a client that waited for it fails.
+
+    The slow connect: a listener with a backlog of 0 and one connection of its own
+    queued, so the kernel drops the client's SYN until the filler is accepted; the
+    client's SYN is sent again after its initial retransmission timeout (1 s), and then
+    goes through. Other commands (redis-py's HELLO and CLIENT SETINFO) are answered at
+    once."""
+
+    def __init__(self, answer_delay: float) -> None:
+        self.answer_delay = answer_delay
+        self.connect_took: float | None = None
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", SLOW_PORT))
+        self.listener.listen(0)
+        self.filler = socket.create_connection(("127.0.0.1", SLOW_PORT))
+        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        time.sleep(0.3)
+        filler, _ = self.listener.accept()
+        filler.close()
+        try:
+            connection, _ = self.listener.accept()
+        except OSError:  # closed by the test
+            return
+        self.connect_took = time.monotonic() - self.started
+        with connection:
+            buffer = b""
+            while True:
+                try:
+                    data = connection.recv(4096)
+                except OSError:
+                    return
+                if not data:
+                    return
+                buffer += data
+                while True:
+                    command, buffer = _take_command(buffer)
+                    if command is None:
+                        break
+                    name = command[0].upper() if command else b""
+                    if name == b"SENTINEL":
+                        time.sleep(self.answer_delay)
+                        reply = b"*2\r\n$9\r\n127.0.0.1\r\n$4\r\n7356\r\n"
+                    elif name == b"HELLO":  # redis-py 8 speaks RESP3 by default
+                        reply = b"%1\r\n$5\r\nproto\r\n:" + command[1] + b"\r\n"
+                    else:
+                        reply = b"+OK\r\n"
+                    try:
+                        connection.sendall(reply)
+                    except OSError:
+                        return
+
+    def close(self) -> None:
+        self.filler.close()
+        self.listener.close()
+        self.thread.join(timeout=5)
+
+
+def _take_command(buffer: bytes) -> tuple[list[bytes] | None, bytes]:
+    """One RESP array of bulk strings from the front of `buffer`, and the rest."""
+    try:
+        head, rest = buffer.split(b"\r\n", 1)
+        items = []
+        for _ in range(int(head[1:])):
+            length_line, rest = rest.split(b"\r\n", 1)
+            length = int(length_line[1:])
+            if len(rest) < length + 2:
+                return None, buffer
+            items.append(rest[:length])
+            rest = rest[length + 2 :]
+        return items, rest
+    except ValueError:
+        return None, buffer
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_a_sentinel_slow_to_connect_and_then_to_answer_gets_one_bound_in_all(
+    cluster: Cluster, resource: str, driver: str
+) -> None:
+    """[the slow Sentinel, the working one], 1.5 s each: the slow one connects after
+    about 1 s and would answer 1 s later, each within the bound but not both. It is
+    given up at 1.5 s in all and the working one names the master. Giving the connect
+    and the answer each the whole bound, as redis-py does, took its answer after 2 s
+    and failed the node on the master it named (the closed port)."""
+    slow = SlowSentinel(answer_delay=1.0)
+    try:
+        sentinels = [f"127.0.0.1:{SLOW_PORT}", f"127.0.0.1:{SENTINEL_PORT}"]
+        composed = sentinel_connect_timeout_ms(2, 1500, connect_timeout_default_ms())
+        elapsed = _lock_through(
+            driver, cluster, sentinels, resource, composed, sentinel_timeout=1.5
+        )
+    finally:
+        slow.close()
+    # The slow connect happened (else this tests nothing), and the bound held.
+    assert slow.connect_took is not None and slow.connect_took >= 0.8, slow.connect_took
+    assert 1.45 <= elapsed < 1.95, elapsed
 
 
 def test_bad_sentinel_addresses_are_refused() -> None:

@@ -317,15 +317,23 @@ async def _quietly(awaitable: Any) -> None:
 
 
 class _Sentinel(redis.asyncio.sentinel.Sentinel):
-    """redis-py's Sentinel, whose master search says what each Sentinel answered."""
+    """redis-py's Sentinel, whose master search says what each Sentinel answered, and
+    whose Sentinels each get one bound (their ``socket_timeout``, the Sentinel bound of
+    ``from_sentinel``) for connecting and answering together: redis-py gives the
+    connect and the read each the whole bound."""
 
     async def discover_master(self, service_name: str) -> tuple[str, int]:
         search = MasterSearch(self, service_name)
+        bound = self.sentinel_kwargs.get("socket_timeout")
         for sentinel in search:
             try:
-                search.answer(await sentinel.sentinel_get_master_addr_by_name(service_name))
+                query = sentinel.sentinel_get_master_addr_by_name(service_name)
+                search.answer(await asyncio.wait_for(query, bound))
             except redis.RedisError as error:
                 search.answer(error)
+            except asyncio.TimeoutError:
+                # Cancelled mid-command, redis-py drops that connection.
+                search.answer(redis.TimeoutError(f"no answer within {bound} s"))
         return search.master()
 
 

@@ -21,11 +21,13 @@ import select
 import socket
 import ssl
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis
+import redis.connection
 import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -497,8 +499,46 @@ def _disconnect(connection: Any) -> None:
         pass
 
 
+class _SentinelConnection(redis.connection.Connection):
+    """A connection to a Sentinel whose connecting, login and answer share one bound
+    (its ``socket_timeout``, the Sentinel bound of ``from_sentinel``), counted from
+    when a query takes the connection from its pool. redis-py gives the connect and
+    each read the whole bound, so a Sentinel slow to connect and then slow to answer
+    could take up to twice it."""
+
+    _deadline = 0.0
+
+    def connect(self) -> None:
+        # The pool calls this every time a command takes the connection: once per query.
+        self._deadline = time.monotonic() + (self.socket_timeout or 0.0)
+        super().connect()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+
+    def _left(self) -> float:
+        return self._deadline - time.monotonic()
+
+    def _connect(self) -> Any:
+        # At least a millisecond: a bound already over fails the connect at once.
+        self.socket_connect_timeout = max(0.001, self._left())
+        return super()._connect()  # type: ignore[no-untyped-call]
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        if "timeout" not in kwargs:
+            left = self._left()
+            if left <= 0:
+                self.disconnect()  # type: ignore[no-untyped-call]
+                raise redis.TimeoutError(f"Timeout reading from {self.host}:{self.port}")
+            kwargs["timeout"] = left
+        return super().read_response(*args, **kwargs)
+
+
 class _Sentinel(redis.sentinel.Sentinel):
-    """redis-py's Sentinel, whose master search says what each Sentinel answered."""
+    """redis-py's Sentinel, whose master search says what each Sentinel answered, and
+    whose Sentinels each get one bound for connecting and answering together."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+        for sentinel in self.sentinels:
+            sentinel.connection_pool.connection_class = _SentinelConnection
 
     def discover_master(self, service_name: str) -> tuple[str, int]:
         search = MasterSearch(self, service_name)
