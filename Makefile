@@ -120,7 +120,7 @@ test-docs:
 # then `mvn -q verify` runs the JUnit 5 tests (vectors through JNI, error paths, the nio and
 # Jedis drivers against local Redis nodes on base ports 7400-7460; Sentinel mode on a master
 # at 7410, its replica at 7412 and `redis-server --sentinel` at 7415, 7416 closed, a
-# stopped server on 7417 as a Sentinel that hangs; the
+# stopped server on 7417 as a Sentinel that hangs, one slow to connect and answer on 7418; the
 # README's samples on 7460-7463; interop with the CLI).
 test-java:
 	bindings/java/build.sh test

@@ -10,12 +10,20 @@ import io.github.redlockcore.internal.Native;
 import io.github.redlockcore.jedis.JedisDriver;
 import io.github.redlockcore.nio.NioDriver;
 import io.github.redlockcore.spi.Driver;
+import java.io.BufferedInputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
 import java.util.function.BooleanSupplier;
@@ -33,7 +41,8 @@ import redis.clients.jedis.Jedis;
  * Single-instance mode through Redis Sentinel, on both drivers: a master on 7410 and its
  * replica on 7412 (scripts/redis-nodes.sh), a real Sentinel on 7415 (redis-server
  * --sentinel, started here); nothing listens on 7416; a Redis node on 7417 is stopped
- * (SIGSTOP) while a test stands it in for a Sentinel that hangs. The failover runs last.
+ * (SIGSTOP) while a test stands it in for a Sentinel that hangs; 7418 is a Sentinel of this
+ * test, slow to connect and then to answer. The failover runs last.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -43,6 +52,7 @@ class SentinelTest {
   private static final int SENTINEL = 7415;
   private static final int NOBODY = 7416;
   private static final int HANGS = 7417;
+  private static final int SLOW = 7418;
 
   private TestNodes master;
   private TestNodes replica;
@@ -289,8 +299,131 @@ class SentinelTest {
     }
   }
 
+  /**
+   * A Sentinel slow to connect (about 1 s: its listen backlog is full, so the client's SYN
+   * is dropped and sent again after the kernel's initial retransmission timeout) and then
+   * slow to answer the handshake Jedis's constructor sends (its first CLIENT SETINFO, 1.9 s
+   * later), with a query timeout of 2 s. Each step is within the bound, both are not: the
+   * Sentinel is given up at 2 s in all and the working one names the master. Before, the
+   * connect and the handshake each had the whole bound, so the lookup spent 2.9 s there
+   * before moving on; a Sentinel that then answered would have been believed.
+   */
   @Test
   @Order(5)
+  void aSentinelSlowToConnectAndThenToAnswerGetsOneQueryTimeoutInAll() throws Exception {
+    try (SlowSentinel slow = new SlowSentinel(SLOW, 1900)) {
+      List<String> sentinels = List.of("127.0.0.1:" + SLOW, "127.0.0.1:" + SENTINEL);
+      Driver driver = JedisDriver.sentinel(sentinels, "mymaster")
+          .withSentinelQueryTimeout(Duration.ofMillis(2000));
+      String resource = "java:sentinel:slow";
+      try (RedlockClient client = RedlockClient.builder(driver)
+          .attempts(1).nodeTimeout(Duration.ofSeconds(3)).build()) {
+        long start = System.nanoTime();
+        try (RedLock lock = client.acquire(resource, Duration.ofSeconds(10))) {
+          long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+          assertEquals(lock.token(), get(MASTER, resource));
+          // The slow connect happened (else this tests nothing), and the bound held.
+          assertTrue(slow.connectTookMs >= 800, "connected after " + slow.connectTookMs + " ms");
+          assertTrue(took >= 1950 && took < 2600, "acquired in " + took + " ms");
+        }
+      }
+    }
+  }
+
+  /** See {@link #aSentinelSlowToConnectAndThenToAnswerGetsOneQueryTimeoutInAll}. */
+  private static final class SlowSentinel implements AutoCloseable {
+    private final ServerSocket listener = new ServerSocket();
+    private final List<Socket> fillers = new ArrayList<>();
+    private final long started;
+    private final Thread thread;
+    volatile long connectTookMs = -1;
+
+    SlowSentinel(int port, long handshakeDelayMs) throws IOException {
+      listener.setReuseAddress(true);
+      // A backlog of 1 is full with two connections waiting to be accepted.
+      listener.bind(new InetSocketAddress("127.0.0.1", port), 1);
+      fillers.add(new Socket("127.0.0.1", port));
+      fillers.add(new Socket("127.0.0.1", port));
+      started = System.nanoTime();
+      thread = new Thread(() -> serve(handshakeDelayMs), "slow-sentinel");
+      thread.setDaemon(true);
+      thread.start();
+    }
+
+    private void serve(long handshakeDelayMs) {
+      try {
+        Thread.sleep(300);
+        listener.accept().close();
+        listener.accept().close();
+        try (Socket client = listener.accept()) {
+          connectTookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+          InputStream in = new BufferedInputStream(client.getInputStream());
+          OutputStream out = client.getOutputStream();
+          boolean delayed = false;
+          for (List<String> command = readCommand(in); command != null;
+              command = readCommand(in)) {
+            String name = command.isEmpty() ? "" : command.get(0).toUpperCase(Locale.ROOT);
+            if (name.equals("CLIENT") && !delayed) {
+              delayed = true;
+              Thread.sleep(handshakeDelayMs);
+            }
+            // A master nobody runs: a client that believed this Sentinel would fail.
+            String reply = name.equals("SENTINEL")
+                ? "*2\r\n$9\r\n127.0.0.1\r\n$4\r\n" + NOBODY + "\r\n" : "+OK\r\n";
+            out.write(reply.getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+          }
+        }
+      } catch (IOException | InterruptedException e) {
+        // The client gave up, or the test closed the listener: nothing more to serve.
+      }
+    }
+
+    /** One RESP array of bulk strings, or null at the end of the stream. */
+    private static List<String> readCommand(InputStream in) throws IOException {
+      String head = readLine(in);
+      if (head == null || !head.startsWith("*")) {
+        return null;
+      }
+      List<String> items = new ArrayList<>();
+      for (int i = Integer.parseInt(head.substring(1)); i > 0; i--) {
+        String length = readLine(in);
+        if (length == null) {
+          return null;
+        }
+        byte[] item = in.readNBytes(Integer.parseInt(length.substring(1)) + 2);
+        items.add(new String(item, 0, Math.max(0, item.length - 2), StandardCharsets.UTF_8));
+      }
+      return items;
+    }
+
+    private static String readLine(InputStream in) throws IOException {
+      StringBuilder line = new StringBuilder();
+      for (int b = in.read(); b != -1; b = in.read()) {
+        if (b == '\n') {
+          return line.toString().strip();
+        }
+        line.append((char) b);
+      }
+      return null;
+    }
+
+    @Override
+    public void close() throws IOException {
+      for (Socket filler : fillers) {
+        filler.close();
+      }
+      listener.close();
+      try {
+        thread.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  @Test
+  @Order(6)
   void invalidArgumentsAreRefused() {
     for (BiFunction<List<String>, String, Driver> driver : DRIVERS) {
       assertEquals("invalid_node", assertThrows(RedlockArgumentException.class,
@@ -330,7 +463,7 @@ class SentinelTest {
   }
 
   @Test
-  @Order(6)
+  @Order(7)
   void afterAFailoverTheNextConnectionReachesTheNewMaster() {
     List<String> sentinels = List.of("127.0.0.1:" + SENTINEL);
     try (RedlockClient nio = RedlockClient.builder(NioDriver.sentinel(sentinels, "mymaster"))

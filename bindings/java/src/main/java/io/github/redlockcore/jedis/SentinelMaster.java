@@ -2,6 +2,9 @@ package io.github.redlockcore.jedis;
 
 import io.github.redlockcore.internal.SentinelQueryTimeout;
 import io.github.redlockcore.spi.CloseCause;
+import java.io.IOException;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -9,10 +12,12 @@ import javax.net.ssl.HostnameVerifier;
 import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLSocketFactory;
 import redis.clients.jedis.ClientSetInfoConfig;
+import redis.clients.jedis.DefaultJedisSocketFactory;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.HostAndPortMapper;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.JedisClientConfig;
+import redis.clients.jedis.JedisSocketFactory;
 import redis.clients.jedis.RedisCredentials;
 import redis.clients.jedis.RedisProtocol;
 import redis.clients.jedis.exceptions.JedisConnectionException;
@@ -28,7 +33,7 @@ import redis.clients.jedis.exceptions.JedisConnectionException;
  * <p>Each Sentinel gets the query timeout (the core's {@code
  * SENTINEL_QUERY_TIMEOUT_DEFAULT_MS}, else the driver's {@code withSentinelQueryTimeout}):
  * its {@code Jedis} has it as connection and socket timeout (in place of the Sentinel
- * config's own), and the query itself waits only for what is left of it after connecting.
+ * config's own), and the handshake and then the query wait only for what is left of it.
  * A Sentinel past it (one that hangs) is skipped for the next one, as one that refused the
  * connection is.
  */
@@ -66,7 +71,9 @@ final class SentinelMaster implements Supplier<Jedis> {
       String answer;
       HostAndPort named = null;
       long start = System.nanoTime();
-      try (Jedis query = new Jedis(sentinel, bounded)) {
+      JedisSocketFactory sockets =
+          new DeadlineSockets(new DefaultJedisSocketFactory(sentinel, bounded), start, queryMs);
+      try (Jedis query = new Jedis(sockets, bounded)) {
         // Connecting (and AUTH) took some of the query timeout: the answer gets the rest.
         long left = queryMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
         if (left <= 0) {
@@ -109,6 +116,44 @@ final class SentinelMaster implements Supplier<Jedis> {
     // reads as refused; otherwise it is a plain connection failure.
     throw new JedisConnectionException("no Sentinel named a master for service \"" + service
         + "\" (" + answers + ")", allRefused ? refused : null);
+  }
+
+  /**
+   * Sockets to a Sentinel that leave the handshake (AUTH, HELLO, CLIENT SETINFO, all inside
+   * Jedis's constructor) only what is left of the query timeout after connecting: Jedis
+   * reads its socket timeout from the socket it is given. Without it a Sentinel slow to
+   * connect and then slow to answer the handshake took up to twice the query timeout.
+   */
+  private static final class DeadlineSockets implements JedisSocketFactory {
+    private final JedisSocketFactory inner;
+    private final long startNanos;
+    private final long boundMs;
+
+    DeadlineSockets(JedisSocketFactory inner, long startNanos, long boundMs) {
+      this.inner = inner;
+      this.startNanos = startNanos;
+      this.boundMs = boundMs;
+    }
+
+    @Override
+    public Socket createSocket() {
+      Socket socket = inner.createSocket();
+      long left = boundMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
+      try {
+        if (left <= 0) {
+          throw new SocketTimeoutException("connecting took the whole query timeout");
+        }
+        socket.setSoTimeout((int) Math.min(left, Integer.MAX_VALUE));
+        return socket;
+      } catch (IOException e) {
+        try {
+          socket.close();
+        } catch (IOException closing) {
+          e.addSuppressed(closing);
+        }
+        throw new JedisConnectionException(e);
+      }
+    }
   }
 
   /** A Sentinel config with the query timeout as its connection and socket timeouts. */
