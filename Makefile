@@ -65,8 +65,8 @@ test-rust:
 # installs it into $(REDLOCK_CACHE)/venv-python; ruff, mypy, pytest (vectors, the ctypes
 # layer, both drivers against local Redis nodes on base ports 7300-7340; Sentinel mode on a
 # master and its replica at 7350 and 7352 with `redis-server --sentinel` on 7355,
-# Sentinels that never answer on 7360-7363, and a master on 7365 whose Sentinel on 7366
-# has a password).
+# Sentinels that never answer on 7360-7363, one slow to connect and answer on 7364, and a
+# master on 7365 whose Sentinel on 7366 has a password).
 test-python:
 	bindings/python/build.sh test
 
