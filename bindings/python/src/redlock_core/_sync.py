@@ -506,24 +506,24 @@ class _SentinelConnection(redis.connection.Connection):
     each read the whole bound, so a Sentinel slow to connect and then slow to answer
     could take up to twice it."""
 
-    _deadline = 0.0
+    #: When the current query's bound ends (``time.monotonic()``), or None: unbounded.
+    _deadline: float | None = None
 
     def connect(self) -> None:
         # The pool calls this every time a command takes the connection: once per query.
-        self._deadline = time.monotonic() + (self.socket_timeout or 0.0)
+        timeout = self.socket_timeout
+        self._deadline = None if timeout is None else time.monotonic() + timeout
         super().connect()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
 
-    def _left(self) -> float:
-        return self._deadline - time.monotonic()
-
     def _connect(self) -> Any:
-        # At least a millisecond: a bound already over fails the connect at once.
-        self.socket_connect_timeout = max(0.001, self._left())
+        if self._deadline is not None:
+            # At least a millisecond: a bound already over fails the connect at once.
+            self.socket_connect_timeout = max(0.001, self._deadline - time.monotonic())
         return super()._connect()  # type: ignore[no-untyped-call]
 
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
-        if "timeout" not in kwargs:
-            left = self._left()
+        if self._deadline is not None and "timeout" not in kwargs:
+            left = self._deadline - time.monotonic()
             if left <= 0:
                 self.disconnect()  # type: ignore[no-untyped-call]
                 raise redis.TimeoutError(f"Timeout reading from {self.host}:{self.port}")
