@@ -162,10 +162,11 @@ function report(title, tasks) {
       continue;
     }
     const us = (ms) => Math.round(ms * 1000).toString().padStart(7);
+    const details = [`${l.samplesCount} pairs`];
+    if (task.cpuUs !== undefined) details.push(`CPU ${Math.round(task.cpuUs)} us per pair`);
+    if (task.ioredisUs > 0) details.push(`in ioredis ${Math.round(task.ioredisUs)} us`);
     console.log(
-      `  ${task.name.padEnd(52)} ${us(l.p50)} ${us(l.p75)} ${us(l.p99)} ${us(l.mean)}   (${l.samplesCount} pairs` +
-        (task.cpuUs === undefined ? ')' : `, CPU ${Math.round(task.cpuUs)} us per pair`) +
-        (task.ioredisUs > 0 ? `, in ioredis ${Math.round(task.ioredisUs)} us)` : task.cpuUs === undefined ? '' : ')'),
+      `  ${task.name.padEnd(52)} ${us(l.p50)} ${us(l.p75)} ${us(l.p99)} ${us(l.mean)}   (${details.join(', ')})`,
     );
   }
 }

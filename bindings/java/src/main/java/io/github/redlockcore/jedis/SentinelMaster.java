@@ -70,12 +70,11 @@ final class SentinelMaster implements Supplier<Jedis> {
     for (HostAndPort sentinel : sentinels) {
       String answer;
       HostAndPort named = null;
-      long start = System.nanoTime();
-      JedisSocketFactory sockets =
-          new DeadlineSockets(new DefaultJedisSocketFactory(sentinel, bounded), start, queryMs);
+      DeadlineSockets sockets = new DeadlineSockets(
+          new DefaultJedisSocketFactory(sentinel, bounded), System.nanoTime(), queryMs);
       try (Jedis query = new Jedis(sockets, bounded)) {
         // Connecting (and AUTH) took some of the query timeout: the answer gets the rest.
-        long left = queryMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        long left = sockets.leftMs();
         if (left <= 0) {
           answer = timedOut;
         } else {
@@ -135,10 +134,15 @@ final class SentinelMaster implements Supplier<Jedis> {
       this.boundMs = boundMs;
     }
 
+    /** What is left of the bound now, in milliseconds (zero or less: it is over). */
+    long leftMs() {
+      return boundMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
+    }
+
     @Override
     public Socket createSocket() {
       Socket socket = inner.createSocket();
-      long left = boundMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
+      long left = leftMs();
       try {
         if (left <= 0) {
           throw new SocketTimeoutException("connecting took the whole query timeout");
