@@ -31,9 +31,8 @@ end
 return 1
 ";
 
-/// Deletes each key that holds the token and answers `{deleted, listeners}`: how many
-/// keys it deleted and how many subscribers its notices reached. It never deletes a key
-/// that holds another value. For each key it deletes it publishes a release notice, so
+/// Deletes each key that holds the token and answers how many keys it deleted. It
+/// never deletes a key that holds another value. For each key it deletes it publishes a release notice, so
 /// that a waiter tries again at once. The notice's message names the waiter first in
 /// the queue of the first key ([`queue_keys`], kept by [`QUEUED_ACQUIRE_SCRIPT`];
 /// entries past their time are dropped first), and goes to that waiter's client alone,
@@ -64,7 +63,6 @@ if ARGV[2] then
   if redis.call('GET', turn) == ARGV[2] then redis.call('DEL', turn) end
 end
 local released = 0
-local listeners = 0
 local first = nil
 for _, key in ipairs(KEYS) do
   if redis.call('GET', key) == ARGV[1] then
@@ -91,13 +89,10 @@ for _, key in ipairs(KEYS) do
     local channel = 'redlock:released:' .. key
     if first ~= '' then channel = 'redlock:waiter:' .. string.sub(first, 1, 16) .. ':' .. key end
     local heard = redis.pcall('PUBLISH', channel, first)
-    if type(heard) == 'number' then
-      listeners = listeners + heard
-      if give and heard > 0 then redis.call('SET', turn, first, 'PX', 50) end
-    end
+    if give and type(heard) == 'number' and heard > 0 then redis.call('SET', turn, first, 'PX', 50) end
   end
 end
-return {released, listeners}";
+return released";
 
 /// The prefix of every notice channel: a release of key `k` that names no waiter is
 /// announced on `redlock:released:k`.
@@ -331,7 +326,7 @@ pub fn sentinel_connect_timeout_ms(sentinels: usize, query_ms: u64, connect_ms: 
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].
-pub const RELEASE_SHA1: &str = "5c61ee297e2e4d3a29b3b9035e8f0b69d04ae219";
+pub const RELEASE_SHA1: &str = "f58c7a08d33abd3054ac30ef684907261633d073";
 /// SHA-1 of [`EXTEND_SCRIPT`].
 pub const EXTEND_SHA1: &str = "6aec6dabb71e80f87fc28910be87b135f17d85ab";
 /// SHA-1 of [`FENCED_ACQUIRE_SCRIPT`].

@@ -445,21 +445,6 @@ impl Operation {
             Reply::Status(text) if text == "OK" => Reply::Ok,
             other => other,
         };
-        // The release script answers how many keys it deleted and how many subscribers
-        // its notices reached (the turn it gave a waiter is the nodes' business); a bare
-        // count (no notices) is read the same way.
-        let reply = match reply {
-            Reply::Array(items) if self.round.kind == CommandKind::Release => {
-                match items.as_slice() {
-                    [Reply::Integer(released), Reply::Integer(_listeners)] => {
-                        Reply::Integer(*released)
-                    }
-                    _ => Reply::Array(items),
-                }
-            }
-            other => other,
-        };
-
         if round != self.round.number {
             return Ok(());
         }

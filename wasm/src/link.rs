@@ -254,22 +254,6 @@ impl Link {
         self.take_reply(id, safe_integer(value), now_us)
     }
 
-    /// `handleReply(id, { type: 'array', value: [first, second] })` for two whole
-    /// integers within ±(2^53 - 1) (the release script's `{released, listeners}`),
-    /// without making the objects.
-    #[wasm_bindgen(js_name = handleReplyIntegerPair)]
-    pub fn handle_reply_integer_pair(
-        &mut self,
-        id: f64,
-        first: f64,
-        second: f64,
-        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
-    ) -> Result<u32, JsValue> {
-        let pair = safe_integer(first)
-            .and_then(|first| Ok(Reply::Array(vec![first, safe_integer(second)?])));
-        self.take_reply(id, pair, now_us)
-    }
-
     /// Links made with `{ holdReplies: true }`: hands the oldest held reply, which must
     /// be for `tag`, to `operation` (as `operation.handleReply` would), and returns the
     /// operation's first output after it (as `operation.pollOutputToLink()` would: go on

@@ -107,7 +107,7 @@ class InstantTransport {
   write({ id, args }) {
     const name = String(args[0]).toUpperCase();
     const value =
-      name === 'SET' ? 'OK' : name === 'SCRIPT' ? createHash('sha1').update(String(args[2])).digest('hex') : [1, 0];
+      name === 'SET' ? 'OK' : name === 'SCRIPT' ? createHash('sha1').update(String(args[2])).digest('hex') : 1;
     queueMicrotask(() => this.node.value(id, value));
   }
 

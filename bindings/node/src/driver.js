@@ -161,8 +161,8 @@ class Node {
 
   /**
    * The reply to write `id` as a client library's value, mapped as replyFromValue
-   * (clients.js) says; the values of every lock cycle (`OK`, a safe integer, the
-   * release's pair of integers) go in without an object.
+   * (clients.js) says; the values of every lock cycle (`OK`, a safe integer) go in
+   * without an object.
    */
   value(id, value) {
     if (this.driver.closed) return;
@@ -171,9 +171,7 @@ class Node {
       const link = this.link;
       if (value === 'OK') count = link.handleReplyOk(id, nowUs());
       else if (Number.isSafeInteger(value)) count = link.handleReplyInteger(id, value, nowUs());
-      else if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && Number.isSafeInteger(value[1])) {
-        count = link.handleReplyIntegerPair(id, value[0], value[1], nowUs());
-      } else count = link.handleReply(id, replyFromValue(value), nowUs());
+      else count = link.handleReply(id, replyFromValue(value), nowUs());
     } catch (error) {
       this.#refused(error);
       this.#after();

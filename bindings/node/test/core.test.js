@@ -139,7 +139,7 @@ test('RESP codec, scripts, limits and version', () => {
   assert.throws(() => decoder.nextReply(), isCode('too_large'));
   assert.throws(() => new core.Decoder({ maxBulk: -1 }), isCode('invalid_argument'));
   const scripts = core.scripts();
-  assert.equal(scripts.release.sha1, '5c61ee297e2e4d3a29b3b9035e8f0b69d04ae219');
+  assert.equal(scripts.release.sha1, 'f58c7a08d33abd3054ac30ef684907261633d073');
   assert.match(scripts.extend.text, /PEXPIRE/);
   assert.equal(core.limits().maxNodes, 255);
   assert.equal(core.defaults().driftFixedUs, 2000);
@@ -219,7 +219,6 @@ test('Link with holdReplies: replies stay in the link until handed on, in order,
   assert.equal(link.handleReplyInteger(writes[4].id, 7, 1200), 2);
   assert.throws(() => link.handleReplyInteger(writes[4].id, 0.5, 1200), isCode('invalid_argument'));
   assert.throws(() => link.handleReplyInteger(writes[4].id, 2 ** 53, 1200), isCode('invalid_argument'));
-  assert.throws(() => link.handleReplyIntegerPair(writes[4].id, 1, NaN, 1200), isCode('invalid_argument'));
   assert.deepEqual(drainLink(link), [1, 2]);
   // The oldest first: b's reply cannot jump a's.
   assert.throws(() => link.deliverHeld(2, b, 1200), isCode('invalid_argument'));

@@ -132,8 +132,8 @@ QUORUM = 3
 
 
 def released(reply: Any) -> bool:
-    """The release script deleted the key: ``{deleted, listeners}`` with deleted 1."""
-    return isinstance(reply, list) and bool(reply) and reply[0] == 1
+    """The release script deleted the key: it answers how many keys it deleted."""
+    return reply == 1
 
 
 def _release_script(clients: list[redis.Redis]) -> str:

@@ -544,10 +544,13 @@ fn a_newcomer_does_not_take_the_lock_from_the_waiter_a_release_names() {
         assert!(eventually(|| listeners(&nodes, key) == vec![1; 5]));
         // On each node, the holder's release and, straight behind it in the same
         // pipeline, a newcomer's waiting attempt: the newcomer reaches the free key
-        // before the named waiter can, and is still refused and queued behind it.
+        // before the named waiter can, and is still refused and queued behind it. The
+        // release gave the waiter the turn, which it does only when its notice reached
+        // a subscriber.
         let released = Instant::now();
+        let turn = format!("{{{key}}}:waiters:turn");
         for i in 0..5 {
-            let (release, newcomer): ((i64, i64), i64) = redis::pipe()
+            let (release, newcomer, holds_turn): (i64, i64, Option<String>) = redis::pipe()
                 .cmd("EVAL")
                 .arg(RELEASE_SCRIPT)
                 .arg(1)
@@ -563,12 +566,14 @@ fn a_newcomer_does_not_take_the_lock_from_the_waiter_a_release_names() {
                 .arg(10_000)
                 .arg("newcomer")
                 .arg(5_000)
+                .cmd("GET")
+                .arg(&turn)
                 .query(&mut nodes.conn(i))
                 .unwrap();
-            assert_eq!(
-                release,
-                (1, 1),
-                "node {i}: released, and the waiter heard it"
+            assert_eq!(release, 1, "node {i}: released");
+            assert!(
+                holds_turn.is_some_and(|waiter| waiter != "newcomer"),
+                "node {i}: the waiter heard it and has the turn"
             );
             assert_eq!(
                 newcomer, -1,
@@ -673,7 +678,11 @@ fn a_release_that_names_a_waiter_reaches_that_waiters_client_alone() {
         if let Some(waiter) = leaving {
             cmd.arg(waiter);
         }
-        cmd.query::<(i64, i64)>(conn).unwrap()
+        cmd.query::<i64>(conn).unwrap()
+    };
+    let turn = format!("{{{key}}}:waiters:turn");
+    let holds_turn = |conn: &mut redis::Connection| -> Option<String> {
+        redis::cmd("GET").arg(&turn).query(conn).unwrap()
     };
     let take = |token: &str, conn: &mut redis::Connection| {
         let _: () = redis::cmd("SET")
@@ -684,9 +693,10 @@ fn a_release_that_names_a_waiter_reaches_that_waiters_client_alone() {
             .query(conn)
             .unwrap();
     };
-    // The holder's release names the first waiter, on its channel alone: one listener
-    // heard it (which gives it the turn).
-    assert_eq!(release("holder", None, &mut conn), (1, 1));
+    // The holder's release names the first waiter, on its channel alone: its listener
+    // heard it, which gives it the turn.
+    assert_eq!(release("holder", None, &mut conn), 1);
+    assert_eq!(holds_turn(&mut conn).as_deref(), Some(first));
     assert_eq!(
         received(&mut subscribers[1]),
         Some((channels[1].clone(), first.as_bytes().to_vec()))
@@ -696,7 +706,8 @@ fn a_release_that_names_a_waiter_reaches_that_waiters_client_alone() {
     // The first waiter's lock, released as a held lock is (it leaves the queue): names
     // the second.
     take("first-lock", &mut conn);
-    assert_eq!(release("first-lock", Some(first), &mut conn), (1, 1));
+    assert_eq!(release("first-lock", Some(first), &mut conn), 1);
+    assert_eq!(holds_turn(&mut conn).as_deref(), Some(second));
     assert_eq!(
         received(&mut subscribers[2]),
         Some((channels[2].clone(), second.as_bytes().to_vec()))
@@ -705,7 +716,12 @@ fn a_release_that_names_a_waiter_reaches_that_waiters_client_alone() {
     assert_eq!(received(&mut subscribers[1]), None);
     // Nobody left: the release names nobody, on the notice channel, for every listener.
     take("second-lock", &mut conn);
-    assert_eq!(release("second-lock", Some(second), &mut conn), (1, 1));
+    assert_eq!(release("second-lock", Some(second), &mut conn), 1);
+    assert_eq!(
+        holds_turn(&mut conn),
+        None,
+        "a release that names nobody gives no turn"
+    );
     assert_eq!(
         received(&mut subscribers[0]),
         Some((channels[0].clone(), Vec::new()))
@@ -715,7 +731,6 @@ fn a_release_that_names_a_waiter_reaches_that_waiters_client_alone() {
     let _: () = redis::cmd("DEL")
         .arg(&order)
         .arg(&expiry)
-        .arg(format!("{{{key}}}:waiters:turn"))
         .query(&mut conn)
         .unwrap();
 }

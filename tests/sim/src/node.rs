@@ -432,9 +432,9 @@ impl Node {
                         released += 1;
                     }
                 }
-                // `{deleted, listeners}`: the script publishes a release notice per key it
-                // deleted; nobody in the simulation subscribes, so no notice is heard.
-                Reply::Array(vec![Reply::Integer(released), Reply::Integer(0)])
+                // How many keys it deleted (the script also publishes a release notice per
+                // key it deleted; nobody in the simulation subscribes).
+                Reply::Integer(released)
             }
             Script::FencedAcquire => {
                 self.fenced_acquire(keys, token, argv.get(1), ms, log, effects)
@@ -800,7 +800,7 @@ mod tests {
     }
 
     fn released(count: i64) -> Reply {
-        Reply::Array(vec![Reply::Integer(count), Reply::Integer(0)])
+        Reply::Integer(count)
     }
 
     #[test]

@@ -234,7 +234,7 @@ abstract class DriverScenarios extends TestCase
         $second->release();
         $redlock->flush();
         // The scripts were loaded on the new connection before any EVALSHA.
-        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', '5c61ee297e2e4d3a29b3b9035e8f0b69d04ae219');
+        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', 'f58c7a08d33abd3054ac30ef684907261633d073');
         $this->assertSame([1], $exists);
     }
 
