@@ -2,7 +2,9 @@
 //! healthy nodes and with one node frozen; then lock hand-offs between contending
 //! clients (4 and 16, default settings, with release notices and without): hand-offs
 //! per second, release-to-next-holder latency, and how evenly the waiting is shared.
-//! Against five local nodes. Criterion reports means; this reports the tails.
+//! Against five local nodes. Criterion reports means; this reports the tails. The
+//! floors of an acquisition and of a hand-off (plain sockets, no lock library:
+//! support/floor.rs) say what the nodes and the protocol cost on this machine.
 //!
 //! `cargo bench -p redlock-client --bench handoff`
 
@@ -342,6 +344,49 @@ fn main() {
     runtime
         .block_on(raw_cycles(&raw, CYCLES, 3))
         .row("raw redis: same commands, wait for 3 (quorum)");
+
+    // The least a hand-off can take on these nodes, against the least an acquisition
+    // can: plain sockets, one task, no lock library (support/floor.rs). The hand-off
+    // target (release to next holder within 3x one uncontended acquisition) is read
+    // against these.
+    header("the floor: plain sockets driven by one task, no lock library");
+    let floor = runtime.block_on(support::floor::handoff_floor(&nodes.urls, CYCLES));
+    let floor_acquire = Stats(floor.acquire);
+    floor_acquire.row("SET NX PX to 5, to the 3rd OK (a free key)");
+    let floors = [
+        (
+            "hand-off: release, notices, SET NX PX",
+            Stats(floor.handoff),
+        ),
+        (
+            "hand-off with the waiters' queue",
+            Stats(runtime.block_on(support::floor::queued_handoff_floor(
+                &nodes.urls,
+                CYCLES,
+                false,
+            ))),
+        ),
+        (
+            "  and the holder back at once",
+            Stats(runtime.block_on(support::floor::queued_handoff_floor(
+                &nodes.urls,
+                CYCLES,
+                true,
+            ))),
+        ),
+    ];
+    for (name, stats) in &floors {
+        stats.row(name);
+    }
+    for (name, stats) in &floors {
+        let p50 = stats.percentile(50.0).as_secs_f64();
+        println!(
+            "{:<44} p50 {:.2}x the floor's acquisition, {:.2}x redlock-client's uncontended acquisition",
+            name.trim_start(),
+            p50 / floor_acquire.percentile(50.0).as_secs_f64(),
+            p50 / alone.as_secs_f64()
+        );
+    }
 
     let (acquire, _, _) = runtime.block_on(client_cycles(
         &client,

@@ -2,6 +2,8 @@
 //! floor (the same commands sent with the same `redis` client, no lock logic).
 #![allow(dead_code)]
 
+pub mod floor;
+
 use std::path::PathBuf;
 use std::process::Command;
 
