@@ -75,173 +75,13 @@ impl Raw {
     }
 }
 
-/// Sends `args` to every connection at once and waits until `done` says the replies
-/// read so far decide; then reads the rest, so the next round starts clean. Returns the
-/// instant the deciding reply was read.
-async fn round(
-    connections: &mut [Raw],
-    args: &[&[u8]],
-    mut done: impl FnMut(&Reply) -> bool,
-) -> Instant {
-    for connection in connections.iter_mut() {
-        connection.send(args).await;
-    }
-    let mut answered = vec![false; connections.len()];
-    let mut took = None;
-    {
-        let mut replies: FuturesUnordered<_> = connections
-            .iter_mut()
-            .enumerate()
-            .map(|(i, c)| async move { (i, c.reply().await) })
-            .collect();
-        while let Some((i, reply)) = replies.next().await {
-            answered[i] = true;
-            if took.is_none() && done(&reply) {
-                took = Some(Instant::now());
-                break;
-            }
-        }
-    }
-    for (connection, answered) in connections.iter_mut().zip(answered) {
-        if !answered {
-            connection.reply().await;
-        }
-    }
-    took.expect("the round decided")
-}
-
-/// What [`handoff_floor`] measured, per cycle.
-pub struct Floor {
-    /// One `SET NX PX` round on a free key, to a quorum of `OK`s.
-    pub acquire: Vec<Duration>,
-    /// Release sent to next holder's quorum of `OK`s.
-    pub handoff: Vec<Duration>,
-}
-
-/// `cycles` uncontended acquisitions and `cycles` hand-offs, interleaved, on `urls`.
-pub async fn handoff_floor(urls: &[String], cycles: usize) -> Floor {
-    let quorum = urls.len() / 2 + 1;
-    let mut holder = Vec::new();
-    let mut waiter = Vec::new();
-    let mut notices = Vec::new();
-    for url in urls {
-        let mut connection = Raw::connect(url).await;
-        let loaded = connection
-            .call(&[b"SCRIPT", b"LOAD", RELEASE_SCRIPT.as_bytes()])
-            .await;
-        assert_eq!(loaded, Reply::Bulk(RELEASE_SHA1.as_bytes().to_vec()));
-        holder.push(connection);
-        waiter.push(Raw::connect(url).await);
-        notices.push(Raw::connect(url).await);
-    }
-    let key: &[u8] = b"bench:floor:handoff";
-    let free: &[u8] = b"bench:floor:free";
-    let channel = notice_channel(key);
-    for connection in &mut notices {
-        let confirmed = connection.call(&[b"SUBSCRIBE", &channel]).await;
-        assert!(matches!(confirmed, Reply::Array(_)), "{confirmed:?}");
-    }
-    let ttl = b"10000";
-    let is_ok = |reply: &Reply| *reply == Reply::Ok;
-    let mut floor = Floor {
-        acquire: Vec::with_capacity(cycles),
-        handoff: Vec::with_capacity(cycles),
-    };
-    for n in 0..cycles {
-        let first = format!("floor-holder-{n:028}");
-        let next = format!("floor-waiter-{n:028}");
-
-        // An uncontended acquisition, then its key deleted (not timed).
-        let mut oks = 0;
-        let started = Instant::now();
-        let acquired = round(
-            &mut waiter,
-            &[b"SET", free, next.as_bytes(), b"NX", b"PX", ttl],
-            |reply| {
-                oks += usize::from(is_ok(reply));
-                oks == quorum
-            },
-        )
-        .await;
-        floor.acquire.push(acquired - started);
-        for connection in &mut waiter {
-            connection.call(&[b"DEL", free]).await;
-        }
-
-        // The holder takes the key on every node (not timed).
-        for connection in &mut holder {
-            let set = connection
-                .call(&[b"SET", key, first.as_bytes(), b"NX", b"PX", ttl])
-                .await;
-            assert_eq!(set, Reply::Ok);
-        }
-
-        // The hand-off.
-        let started = Instant::now();
-        for connection in &mut holder {
-            connection
-                .send(&[
-                    b"EVALSHA",
-                    RELEASE_SHA1.as_bytes(),
-                    b"1",
-                    key,
-                    first.as_bytes(),
-                ])
-                .await;
-        }
-        let mut heard = vec![false; notices.len()];
-        {
-            let mut messages: FuturesUnordered<_> = notices
-                .iter_mut()
-                .enumerate()
-                .map(|(i, c)| async move { (i, c.reply().await) })
-                .collect();
-            let mut count = 0;
-            while let Some((i, message)) = messages.next().await {
-                assert!(matches!(message, Reply::Array(_)), "{message:?}");
-                heard[i] = true;
-                count += 1;
-                if count == quorum {
-                    break;
-                }
-            }
-        }
-        // The nodes that announced the release have no key: the quorum's `OK`s come from
-        // them or from the others, whichever answers first.
-        let mut oks = 0;
-        let acquired = round(
-            &mut waiter,
-            &[b"SET", key, next.as_bytes(), b"NX", b"PX", ttl],
-            |reply| {
-                oks += usize::from(is_ok(reply));
-                oks == quorum
-            },
-        )
-        .await;
-        floor.handoff.push(acquired - started);
-
-        // Read what is left, and free the key for the next cycle (not timed).
-        for connection in &mut holder {
-            connection.reply().await;
-        }
-        for (connection, heard) in notices.iter_mut().zip(heard) {
-            if !heard {
-                connection.reply().await;
-            }
-        }
-        for connection in &mut waiter {
-            connection.call(&[b"DEL", key]).await;
-        }
-    }
-    floor
-}
-
 /// Reads replies from every connection until `done` says the ones read so far decide;
-/// returns that instant and which connections answered.
+/// returns that instant and which connections answered, or `None` when every
+/// connection answered and nothing decided.
 async fn until_decided(
     connections: &mut [Raw],
     mut done: impl FnMut(&Reply) -> bool,
-) -> (Instant, Vec<bool>) {
+) -> Option<(Instant, Vec<bool>)> {
     let mut answered = vec![false; connections.len()];
     let mut replies: FuturesUnordered<_> = connections
         .iter_mut()
@@ -251,10 +91,10 @@ async fn until_decided(
     while let Some((i, reply)) = replies.next().await {
         answered[i] = true;
         if done(&reply) {
-            return (Instant::now(), answered);
+            return Some((Instant::now(), answered));
         }
     }
-    panic!("every connection answered and nothing decided");
+    None
 }
 
 /// Reads the reply of every connection that has not answered yet.
@@ -266,8 +106,11 @@ async fn drain(connections: &mut [Raw], answered: &[bool]) {
     }
 }
 
-fn args(argv: &[Vec<u8>]) -> Vec<&[u8]> {
-    argv.iter().map(Vec::as_slice).collect()
+/// Reads one reply from every connection.
+async fn read_each(connections: &mut [Raw]) {
+    for connection in connections {
+        connection.reply().await;
+    }
 }
 
 async fn send_all(connections: &mut [Raw], args: &[&[u8]]) {
@@ -276,61 +119,191 @@ async fn send_all(connections: &mut [Raw], args: &[&[u8]]) {
     }
 }
 
-/// The same hand-off with the waiters' protocol the library uses, and the contention of
-/// the hand-off benchmark, still with no lock library: the waiter is queued on every
-/// node and subscribed to its waiter channel; the holder's release (the core's script,
-/// with the holder's waiter id) names it and gives it the turn; the waiter tries with the
-/// queued acquire script once a quorum of notices named it; and the holder comes back at
-/// once, as the benchmark's contenders do: when its release has a quorum it tries again
-/// (the queued acquire script, refused: the waiter has the turn), then releases that
-/// attempt on every node. Holder and waiter are two futures of one task.
+/// A `done` for [`until_decided`]: true at the `quorum`th reply equal to `wanted`.
+fn quorum_of(wanted: Reply, quorum: usize) -> impl FnMut(&Reply) -> bool {
+    let mut count = 0;
+    move |reply| {
+        count += usize::from(*reply == wanted);
+        count == quorum
+    }
+}
+
+/// Sends `args` to every connection at once, waits until a quorum answered `wanted`,
+/// reads the rest, and returns the instant the quorum was complete (`None`: no quorum).
+async fn round(connections: &mut [Raw], args: &[&[u8]], wanted: Reply) -> Option<Instant> {
+    let quorum = connections.len() / 2 + 1;
+    send_all(connections, args).await;
+    match until_decided(connections, quorum_of(wanted, quorum)).await {
+        Some((at, answered)) => {
+            drain(connections, &answered).await;
+            Some(at)
+        }
+        None => None,
+    }
+}
+
+fn args(argv: &[Vec<u8>]) -> Vec<&[u8]> {
+    argv.iter().map(Vec::as_slice).collect()
+}
+
+/// Connections to every node, `per_node` to each (in that many lists), the core's
+/// release and queued acquire scripts loaded on the first.
+async fn connect(urls: &[String], per_node: usize) -> Vec<Vec<Raw>> {
+    let mut lists: Vec<Vec<Raw>> = (0..per_node).map(|_| Vec::new()).collect();
+    for url in urls {
+        for (i, list) in lists.iter_mut().enumerate() {
+            let mut connection = Raw::connect(url).await;
+            if i == 0 {
+                for script in [RELEASE_SCRIPT, QUEUED_ACQUIRE_SCRIPT] {
+                    let loaded = connection
+                        .call(&[b"SCRIPT", b"LOAD", script.as_bytes()])
+                        .await;
+                    assert!(matches!(loaded, Reply::Bulk(_)), "{loaded:?}");
+                }
+            }
+            list.push(connection);
+        }
+    }
+    lists
+}
+
+async fn subscribe(connections: &mut [Raw], channel: &[u8]) {
+    for connection in connections {
+        let confirmed = connection.call(&[b"SUBSCRIBE", channel]).await;
+        assert!(matches!(confirmed, Reply::Array(_)), "{confirmed:?}");
+    }
+}
+
+/// What [`handoff_floor`] measured, per cycle.
+pub struct Floor {
+    /// One `SET NX PX` round on a free key, to a quorum of `OK`s.
+    pub acquire: Vec<Duration>,
+    /// Release sent to next holder's quorum of `OK`s.
+    pub handoff: Vec<Duration>,
+}
+
+const TTL_MS: &[u8] = b"10000";
+
+/// `cycles` uncontended acquisitions and `cycles` hand-offs, interleaved, on `urls`.
+pub async fn handoff_floor(urls: &[String], cycles: usize) -> Floor {
+    let quorum = urls.len() / 2 + 1;
+    let mut lists = connect(urls, 3).await;
+    let (mut notices, mut waiter, mut holder) = (
+        lists.pop().unwrap_or_default(),
+        lists.pop().unwrap_or_default(),
+        lists.pop().unwrap_or_default(),
+    );
+    let key: &[u8] = b"bench:floor:handoff";
+    let free: &[u8] = b"bench:floor:free";
+    subscribe(&mut notices, &notice_channel(key)).await;
+    let mut floor = Floor {
+        acquire: Vec::with_capacity(cycles),
+        handoff: Vec::with_capacity(cycles),
+    };
+    for n in 0..cycles {
+        let first = format!("floor-holder-{n:028}");
+        let next = format!("floor-waiter-{n:028}");
+
+        // An uncontended acquisition, then its key deleted (not timed).
+        let started = Instant::now();
+        let set = [b"SET", free, next.as_bytes(), b"NX", b"PX", TTL_MS];
+        let acquired = round(&mut waiter, &set, Reply::Ok).await;
+        floor.acquire.push(acquired.expect("a free key") - started);
+        for connection in &mut waiter {
+            connection.call(&[b"DEL", free]).await;
+        }
+
+        // The holder takes the key on every node (not timed).
+        let take = [b"SET", key, first.as_bytes(), b"NX", b"PX", TTL_MS];
+        for connection in &mut holder {
+            assert_eq!(connection.call(&take).await, Reply::Ok);
+        }
+
+        // The hand-off. The notices name nobody (there is no queue): the waiter goes
+        // once a quorum of nodes announced the release, so that a quorum of nodes is
+        // free when its SET lands.
+        let started = Instant::now();
+        let release = [
+            b"EVALSHA",
+            RELEASE_SHA1.as_bytes(),
+            b"1",
+            key,
+            first.as_bytes(),
+        ];
+        send_all(&mut holder, &release).await;
+        let mut count = 0;
+        let (_, heard) = until_decided(&mut notices, |_| {
+            count += 1;
+            count == quorum
+        })
+        .await
+        .expect("a quorum of notices");
+        let set = [b"SET", key, next.as_bytes(), b"NX", b"PX", TTL_MS];
+        let acquired = round(&mut waiter, &set, Reply::Ok).await;
+        floor
+            .handoff
+            .push(acquired.expect("a quorum released") - started);
+
+        // Read what is left, and free the key for the next cycle (not timed).
+        read_each(&mut holder).await;
+        drain(&mut notices, &heard).await;
+        for connection in &mut waiter {
+            connection.call(&[b"DEL", key]).await;
+        }
+    }
+    floor
+}
+
+/// The same hand-off with the waiters' queue the library keeps for fairness, and, with
+/// `holder_returns`, the contention of the hand-off benchmark, still with no lock
+/// library: the waiter is queued on every node and subscribed to its waiter channel; the
+/// holder's release (the core's script, with the holder's waiter id) names it and gives
+/// it the turn; the waiter tries with the queued acquire script at the first notice, as
+/// the core's waiter does when a release names it. With `holder_returns` the holder
+/// comes back at once, as the benchmark's contenders do: when its release has a quorum
+/// it tries again (the queued acquire script, refused: the waiter has the turn), then
+/// releases that attempt on every node. Holder and waiter are two futures of one task.
+/// Returns the hand-offs' times, and how many cycles did not hand off (the waiter's
+/// attempt reached a node before the release: counted, not timed).
 pub async fn queued_handoff_floor(
     urls: &[String],
     cycles: usize,
     holder_returns: bool,
-) -> Vec<Duration> {
+) -> (Vec<Duration>, usize) {
     let quorum = urls.len() / 2 + 1;
-    let (mut holder, mut waiter, mut notices) = (Vec::new(), Vec::new(), Vec::new());
+    let mut lists = connect(urls, 3).await;
+    let (mut notices, mut waiter, mut holder) = (
+        lists.pop().unwrap_or_default(),
+        lists.pop().unwrap_or_default(),
+        lists.pop().unwrap_or_default(),
+    );
     let key: &[u8] = b"bench:floor:queued";
     let [order, expiry] = queue_keys(key);
     let mut turn = order.clone();
     turn.extend_from_slice(b":turn");
     let waiter_id = b"aaaaaaaaaaaaaaaa-floor-waiter".to_vec();
-    let channel = waiter_channel(&waiter_id, key);
-    for url in urls {
-        let mut connection = Raw::connect(url).await;
-        for script in [RELEASE_SCRIPT, QUEUED_ACQUIRE_SCRIPT] {
-            let loaded = connection
-                .call(&[b"SCRIPT", b"LOAD", script.as_bytes()])
-                .await;
-            assert!(matches!(loaded, Reply::Bulk(_)), "{loaded:?}");
-        }
-        holder.push(connection);
-        waiter.push(Raw::connect(url).await);
-        let mut listening = Raw::connect(url).await;
-        let confirmed = listening.call(&[b"SUBSCRIBE", &channel]).await;
-        assert!(matches!(confirmed, Reply::Array(_)), "{confirmed:?}");
-        notices.push(listening);
-    }
-    let (ttl, lifetime) = (b"10000".as_slice(), b"1000".as_slice());
+    subscribe(&mut notices, &waiter_channel(&waiter_id, key)).await;
     let queued = |token: &[u8], waiter: &[u8]| -> Vec<Vec<u8>> {
+        let sha = QUEUED_ACQUIRE_SHA1.as_bytes();
+        let lifetime_ms = b"1000".as_slice();
         [
-            b"EVALSHA".as_slice(),
-            QUEUED_ACQUIRE_SHA1.as_bytes(),
+            b"EVALSHA",
+            sha,
             b"3",
             key,
             &order,
             &expiry,
             token,
-            ttl,
+            TTL_MS,
             waiter,
-            lifetime,
+            lifetime_ms,
         ]
         .iter()
         .map(|arg| arg.to_vec())
         .collect()
     };
     let mut handoffs = Vec::with_capacity(cycles);
+    let mut missed = 0;
     for n in 0..cycles {
         let first = format!("floor-holder-{n:028}");
         let again = format!("floor-again-{n:029}");
@@ -349,27 +322,20 @@ pub async fn queued_handoff_floor(
         }
 
         let started = Instant::now();
-        send_all(
-            &mut holder,
-            &[
-                b"EVALSHA",
-                RELEASE_SHA1.as_bytes(),
-                b"1",
-                key,
-                first.as_bytes(),
-                holder_id.as_bytes(),
-            ],
-        )
-        .await;
+        let sha = RELEASE_SHA1.as_bytes();
+        let release = [
+            b"EVALSHA",
+            sha,
+            b"1",
+            key,
+            first.as_bytes(),
+            holder_id.as_bytes(),
+        ];
+        send_all(&mut holder, &release).await;
         let holding = async {
-            let (_, answered) = until_decided(&mut holder, {
-                let mut released = 0;
-                move |reply| {
-                    released += usize::from(*reply == Reply::Integer(1));
-                    released == quorum
-                }
-            })
-            .await;
+            let (_, answered) = until_decided(&mut holder, quorum_of(Reply::Integer(1), quorum))
+                .await
+                .expect("a quorum released");
             if !holder_returns {
                 drain(&mut holder, &answered).await;
                 return;
@@ -378,48 +344,28 @@ pub async fn queued_handoff_floor(
             let retry = queued(again.as_bytes(), again_id.as_bytes());
             send_all(&mut holder, &args(&retry)).await;
             drain(&mut holder, &answered).await;
-            for connection in &mut holder {
-                connection.reply().await;
-            }
-            send_all(
-                &mut holder,
-                &[
-                    b"EVALSHA",
-                    RELEASE_SHA1.as_bytes(),
-                    b"1",
-                    key,
-                    again.as_bytes(),
-                ],
-            )
-            .await;
-            for connection in &mut holder {
-                connection.reply().await;
-            }
+            read_each(&mut holder).await;
+            send_all(&mut holder, &[b"EVALSHA", sha, b"1", key, again.as_bytes()]).await;
+            read_each(&mut holder).await;
         };
         let waiting = async {
-            let (_, heard) = until_decided(&mut notices, {
-                let mut named = 0;
-                move |_| {
-                    named += 1;
-                    named == quorum
-                }
-            })
+            let (_, heard) = until_decided(&mut notices, |_| true)
+                .await
+                .expect("a notice");
+            let acquired = round(
+                &mut waiter,
+                &args(&queued(next.as_bytes(), &waiter_id)),
+                Reply::Integer(1),
+            )
             .await;
-            send_all(&mut waiter, &args(&queued(next.as_bytes(), &waiter_id))).await;
-            let (acquired, answered) = until_decided(&mut waiter, {
-                let mut set = 0;
-                move |reply| {
-                    set += usize::from(*reply == Reply::Integer(1));
-                    set == quorum
-                }
-            })
-            .await;
-            drain(&mut waiter, &answered).await;
             drain(&mut notices, &heard).await;
             acquired
         };
         let ((), acquired) = tokio::join!(holding, waiting);
-        handoffs.push(acquired - started);
+        match acquired {
+            Some(acquired) => handoffs.push(acquired - started),
+            None => missed += 1,
+        }
 
         // Clean every node for the next cycle (not timed).
         for connection in &mut waiter {
@@ -428,5 +374,5 @@ pub async fn queued_handoff_floor(
                 .await;
         }
     }
-    handoffs
+    (handoffs, missed)
 }
