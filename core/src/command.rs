@@ -32,8 +32,8 @@ return 1
 ";
 
 /// Deletes each key that holds the token and answers how many keys it deleted. It
-/// never deletes a key that holds another value. For each key it deletes it publishes a release notice, so
-/// that a waiter tries again at once. The notice's message names the waiter first in
+/// never deletes a key that holds another value. For each key it deletes it publishes a
+/// release notice, so that a waiter tries again at once. The notice's message names the waiter first in
 /// the queue of the first key ([`queue_keys`], kept by [`QUEUED_ACQUIRE_SCRIPT`];
 /// entries past their time are dropped first), and goes to that waiter's client alone,
 /// on [`waiter_channel`] of the waiter and the key: the others keep their retry

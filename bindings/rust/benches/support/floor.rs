@@ -146,25 +146,32 @@ fn args(argv: &[Vec<u8>]) -> Vec<&[u8]> {
     argv.iter().map(Vec::as_slice).collect()
 }
 
-/// Connections to every node, `per_node` to each (in that many lists), the core's
-/// release and queued acquire scripts loaded on the first.
-async fn connect(urls: &[String], per_node: usize) -> Vec<Vec<Raw>> {
-    let mut lists: Vec<Vec<Raw>> = (0..per_node).map(|_| Vec::new()).collect();
+/// The three parties' connections to every node: the holder's (the core's release and
+/// queued acquire scripts loaded through them), the waiter's, and the waiter's
+/// subscriber connections.
+struct Parties {
+    holder: Vec<Raw>,
+    waiter: Vec<Raw>,
+    notices: Vec<Raw>,
+}
+
+async fn connect(urls: &[String]) -> Parties {
+    let mut parties = Parties {
+        holder: Vec::new(),
+        waiter: Vec::new(),
+        notices: Vec::new(),
+    };
     for url in urls {
-        for (i, list) in lists.iter_mut().enumerate() {
-            let mut connection = Raw::connect(url).await;
-            if i == 0 {
-                for script in [RELEASE_SCRIPT, QUEUED_ACQUIRE_SCRIPT] {
-                    let loaded = connection
-                        .call(&[b"SCRIPT", b"LOAD", script.as_bytes()])
-                        .await;
-                    assert!(matches!(loaded, Reply::Bulk(_)), "{loaded:?}");
-                }
-            }
-            list.push(connection);
+        let mut holder = Raw::connect(url).await;
+        for script in [RELEASE_SCRIPT, QUEUED_ACQUIRE_SCRIPT] {
+            let loaded = holder.call(&[b"SCRIPT", b"LOAD", script.as_bytes()]).await;
+            assert!(matches!(loaded, Reply::Bulk(_)), "{loaded:?}");
         }
+        parties.holder.push(holder);
+        parties.waiter.push(Raw::connect(url).await);
+        parties.notices.push(Raw::connect(url).await);
     }
-    lists
+    parties
 }
 
 async fn subscribe(connections: &mut [Raw], channel: &[u8]) {
@@ -187,12 +194,11 @@ const TTL_MS: &[u8] = b"10000";
 /// `cycles` uncontended acquisitions and `cycles` hand-offs, interleaved, on `urls`.
 pub async fn handoff_floor(urls: &[String], cycles: usize) -> Floor {
     let quorum = urls.len() / 2 + 1;
-    let mut lists = connect(urls, 3).await;
-    let (mut notices, mut waiter, mut holder) = (
-        lists.pop().unwrap_or_default(),
-        lists.pop().unwrap_or_default(),
-        lists.pop().unwrap_or_default(),
-    );
+    let Parties {
+        mut holder,
+        mut waiter,
+        mut notices,
+    } = connect(urls).await;
     let key: &[u8] = b"bench:floor:handoff";
     let free: &[u8] = b"bench:floor:free";
     subscribe(&mut notices, &notice_channel(key)).await;
@@ -271,12 +277,11 @@ pub async fn queued_handoff_floor(
     holder_returns: bool,
 ) -> (Vec<Duration>, usize) {
     let quorum = urls.len() / 2 + 1;
-    let mut lists = connect(urls, 3).await;
-    let (mut notices, mut waiter, mut holder) = (
-        lists.pop().unwrap_or_default(),
-        lists.pop().unwrap_or_default(),
-        lists.pop().unwrap_or_default(),
-    );
+    let Parties {
+        mut holder,
+        mut waiter,
+        mut notices,
+    } = connect(urls).await;
     let key: &[u8] = b"bench:floor:queued";
     let [order, expiry] = queue_keys(key);
     let mut turn = order.clone();
