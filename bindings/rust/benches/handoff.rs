@@ -370,7 +370,7 @@ fn main() {
             Stats(floor.handoff),
         ),
         ("hand-off with the waiters' queue", queued(false)),
-        ("  and the holder back at once", queued(true)),
+        ("the same, the holder back at once", queued(true)),
     ];
     for (name, stats) in &floors {
         stats.row(name);
@@ -378,8 +378,7 @@ fn main() {
     for (name, stats) in &floors {
         let p50 = stats.percentile(50.0).as_secs_f64();
         println!(
-            "{:<44} p50 {:.2}x the floor's acquisition, {:.2}x redlock-client's uncontended acquisition",
-            name.trim_start(),
+            "{name:<44} p50 {:.2}x the floor's acquisition, {:.2}x redlock-client's uncontended acquisition",
             p50 / floor_acquire.percentile(50.0).as_secs_f64(),
             p50 / alone.as_secs_f64()
         );
