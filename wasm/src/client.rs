@@ -92,32 +92,8 @@ impl Redlock {
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
         options: Option<AcquireOptionsJs>,
     ) -> Result<Operation, JsValue> {
-        let now = time(now_us, "nowUs")?;
-        let resources = crate::convert::resources(&resources)?;
-        let options: AcquireOptions = match options {
-            Some(options) if !options.is_undefined() && !options.is_null() => options_from_js(
-                options.into(),
-                &["ttlMs", "waitUs", "random"],
-                "acquire options",
-            )?,
-            _ => AcquireOptions::default(),
-        };
-        let mut core_options = redlock_core::AcquireOptions::new();
-        if let Some(ttl_ms) = options.ttl_ms {
-            core_options = core_options.ttl(Duration::from_millis(ttl_ms));
-        }
-        if let Some(wait_us) = options.wait_us {
-            core_options = core_options.wait(Duration::from_micros(wait_us));
-        }
-        let op = match options.random {
-            None => self.inner.acquire_with(&resources, &core_options, now),
-            Some(random) => {
-                self.inner
-                    .acquire_with_random_options(&resources, &core_options, random.0, now)
-            }
-        }
-        .map_err(error::usage)?;
-        Ok(Operation::new(op))
+        self.start_acquire(&resources, now_us, options)
+            .map(Operation::new)
     }
 
     /// The channels on which releases of `resources` (one or an array; the key prefix
@@ -144,16 +120,7 @@ impl Redlock {
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
         #[wasm_bindgen(js_name = ttlMs)] ttl_ms: Option<f64>,
     ) -> Result<Operation, JsValue> {
-        let now = time(now_us, "nowUs")?;
-        let op = match ttl_ms {
-            None => self.inner.extend(&lease.inner, now),
-            Some(ttl_ms) => {
-                let ttl = Duration::from_millis(whole(ttl_ms, "ttlMs")?);
-                self.inner.extend_for(&lease.inner, ttl, now)
-            }
-        }
-        .map_err(error::usage)?;
-        Ok(Operation::new(op))
+        self.start_extend(lease, now_us, ttl_ms).map(Operation::new)
     }
 
     /// Starts reading who holds the lock on `resources` at `nowUs` (docs/inspection.md):
@@ -165,10 +132,7 @@ impl Redlock {
         resources: ResourcesJs,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<Operation, JsValue> {
-        let now = time(now_us, "nowUs")?;
-        let resources = crate::convert::resources(&resources)?;
-        let op = self.inner.inspect(&resources, now).map_err(error::usage)?;
-        Ok(Operation::new(op))
+        self.start_inspect(&resources, now_us).map(Operation::new)
     }
 
     /// Starts releasing `lease` on every node at `nowUs`.
@@ -177,8 +141,7 @@ impl Redlock {
         lease: &Lease,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<Operation, JsValue> {
-        let now = time(now_us, "nowUs")?;
-        Ok(Operation::new(self.inner.release(&lease.inner, now)))
+        self.start_release(lease, now_us).map(Operation::new)
     }
 
     /// A lease rebuilt from its parts, for a holder that kept only the token.
@@ -219,6 +182,79 @@ impl Redlock {
         let now = time(now_us, "nowUs")?;
         let at = self.inner.config().next_extension(&lease.inner, now);
         Ok(at.map(time_to_js))
+    }
+}
+
+/// The operations' starts, shared by the methods above (which wrap the operation for
+/// JavaScript) and `Engine` (which keeps it).
+impl Redlock {
+    pub(crate) fn start_acquire(
+        &mut self,
+        resources: &JsValue,
+        now_us: f64,
+        options: Option<AcquireOptionsJs>,
+    ) -> Result<redlock_core::Operation, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let resources = crate::convert::resources(resources)?;
+        let options: AcquireOptions = match options {
+            Some(options) if !options.is_undefined() && !options.is_null() => options_from_js(
+                options.into(),
+                &["ttlMs", "waitUs", "random"],
+                "acquire options",
+            )?,
+            _ => AcquireOptions::default(),
+        };
+        let mut core_options = redlock_core::AcquireOptions::new();
+        if let Some(ttl_ms) = options.ttl_ms {
+            core_options = core_options.ttl(Duration::from_millis(ttl_ms));
+        }
+        if let Some(wait_us) = options.wait_us {
+            core_options = core_options.wait(Duration::from_micros(wait_us));
+        }
+        match options.random {
+            None => self.inner.acquire_with(&resources, &core_options, now),
+            Some(random) => {
+                self.inner
+                    .acquire_with_random_options(&resources, &core_options, random.0, now)
+            }
+        }
+        .map_err(error::usage)
+    }
+
+    pub(crate) fn start_extend(
+        &self,
+        lease: &Lease,
+        now_us: f64,
+        ttl_ms: Option<f64>,
+    ) -> Result<redlock_core::Operation, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        match ttl_ms {
+            None => self.inner.extend(&lease.inner, now),
+            Some(ttl_ms) => {
+                let ttl = Duration::from_millis(whole(ttl_ms, "ttlMs")?);
+                self.inner.extend_for(&lease.inner, ttl, now)
+            }
+        }
+        .map_err(error::usage)
+    }
+
+    pub(crate) fn start_inspect(
+        &self,
+        resources: &JsValue,
+        now_us: f64,
+    ) -> Result<redlock_core::Operation, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        let resources = crate::convert::resources(resources)?;
+        self.inner.inspect(&resources, now).map_err(error::usage)
+    }
+
+    pub(crate) fn start_release(
+        &self,
+        lease: &Lease,
+        now_us: f64,
+    ) -> Result<redlock_core::Operation, JsValue> {
+        let now = time(now_us, "nowUs")?;
+        Ok(self.inner.release(&lease.inner, now))
     }
 }
 

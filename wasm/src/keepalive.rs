@@ -7,6 +7,7 @@ use wasm_bindgen::prelude::*;
 use crate::client::Lease;
 use crate::config::Config;
 use crate::convert::{time, to_js, NodeResults};
+use crate::engine::Engine;
 use crate::error::invalid_argument;
 use crate::operation::Operation;
 use crate::strings;
@@ -64,6 +65,22 @@ impl KeepAlive {
     ) -> Result<(), JsValue> {
         let now = time(now_us, "nowUs")?;
         if let Some(outcome) = operation.outcome() {
+            self.inner.handle_outcome(outcome, now);
+        }
+        Ok(())
+    }
+
+    /// `handleOutcome` for an extension run by `engine` under `tag`, after its `done`
+    /// action and before `engine.forget(tag)`.
+    #[wasm_bindgen(js_name = handleOutcomeOf)]
+    pub fn handle_outcome_of(
+        &mut self,
+        engine: &Engine,
+        tag: f64,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+    ) -> Result<(), JsValue> {
+        let now = time(now_us, "nowUs")?;
+        if let Some(outcome) = engine.outcome_of(tag) {
             self.inner.handle_outcome(outcome, now);
         }
         Ok(())

@@ -28,6 +28,7 @@
 mod client;
 mod config;
 mod convert;
+mod engine;
 mod error;
 mod guard;
 mod keepalive;
@@ -40,6 +41,7 @@ mod types;
 
 pub use client::{Lease, Redlock};
 pub use config::Config;
+pub use engine::Engine;
 pub use guard::{fence_guard_key, fence_key, notice_channel, FencedSet};
 pub use keepalive::KeepAlive;
 pub use link::Link;

@@ -99,7 +99,7 @@ pub(crate) fn event_to_js(event: &redlock_core::Event) -> JsValue {
 
 /// The outcome as a plain object (an object literal made in one call: it is on every
 /// lock's path).
-fn outcome_to_js(outcome: Outcome) -> JsValue {
+pub(crate) fn outcome_to_js(outcome: Outcome) -> JsValue {
     let micros = |d: core::time::Duration| d.as_micros() as f64;
     let lease = |lease: redlock_core::Lease| JsValue::from(Lease { inner: lease });
     strings::with(|s| {

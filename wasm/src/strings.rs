@@ -496,8 +496,12 @@ thread_local! {
 /// not frozen (a frozen array made each client's copy of it measurably slower): the
 /// link's documentation says not to change it.
 pub(crate) fn write_output(write: &redlock_core::Write) -> JsValue {
-    let id = write.id().0 as f64;
-    let array = WRITES.with(|cache| {
+    write_args(write.id().0 as f64, &write_array(write))
+}
+
+/// The arguments array of `write`, as `write_output` gives it.
+pub(crate) fn write_array(write: &redlock_core::Write) -> JsValue {
+    WRITES.with(|cache| {
         let Ok(mut cache) = cache.try_borrow_mut() else {
             return args_array(|| write.args());
         };
@@ -512,8 +516,7 @@ pub(crate) fn write_output(write: &redlock_core::Write) -> JsValue {
         };
         cache.last = Some((write.clone(), array.clone()));
         array
-    });
-    write_args(id, &array)
+    })
 }
 
 /// The array of `write`'s arguments through its shape's last values, or None for a

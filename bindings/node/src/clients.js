@@ -252,8 +252,7 @@ class IoredisTransport extends LibraryTransport {
     else this.waitForReady(this.node); // (re)connecting on its own: its ready event reports it
   }
 
-  write(write) {
-    const { args, id } = write;
+  write(id, args) {
     const node = this.node;
     // One promise hop per command: this is on every lock's path.
     ioredisCall(this.client, args).then(
@@ -304,8 +303,7 @@ class NodeRedisTransport extends LibraryTransport {
     else if (!this.client.isOpen) queueMicrotask(() => this.node.closed('closed', 'the client is not open'));
   }
 
-  write(write) {
-    const { args, id } = write;
+  write(id, args) {
     const node = this.node;
     nodeRedisCall(this.client, args, LINK_COMMAND_OPTIONS).then(
       (value) => node.value(id, value),
@@ -510,7 +508,7 @@ class SendTransport {
     queueMicrotask(() => this.node.connected());
   }
 
-  write({ id, args }) {
+  write(id, args) {
     const node = this.node;
     let pending;
     try {

@@ -1,15 +1,25 @@
-// The driver loop: one core Link per node, and the operations that use them. It decides
-// nothing: the operation decides quorum, validity, deadlines and retries; each link
-// decides order, the bound in flight, stalled nodes, owed releases, resends, scripts
-// and reconnecting. This file moves outputs to where they go and arms the wake-ups the
-// core names (an operation's wait, a link's pollTimeout), nothing else.
+// The driver loop: the core's Engine holds one Link per node and the operations that
+// use them, and routes each reply from its link to its operation inside WebAssembly. It
+// decides nothing: the operations decide quorum, validity, deadlines and retries; each
+// link decides order, the bound in flight, stalled nodes, owed releases, resends,
+// scripts and reconnecting. This file hands the transports' events to the engine, does
+// the actions it gives back (write, connect, close, an operation's end), and arms the
+// one wake-up it names (`nextWake`), nothing else.
 
-import { Link } from '../wasm/redlock_wasm.js';
+import { Engine } from '../wasm/redlock_wasm.js';
 import { nowUs } from './clock.js';
 import { replyFromValue } from './clients.js';
 import { CancelledError, UsedAfterCloseError } from './errors.js';
 import { Notices, canSubscribe } from './notices.js';
 import { endWithError, recordEvent, startSpan } from './tracing.js';
+
+// The engine's action codes (`code % 8`; `Math.floor(code / 8)` is the node or the tag).
+const WRITE = 1;
+const CONNECT = 2;
+const CLOSE = 3;
+const DONE = 4;
+const FAILED = 5;
+const LISTEN = 6;
 
 // Timers run before the event loop reads sockets: a timer that fires late (a busy
 // machine, a long GC) would time out replies already received. The wake-up therefore
@@ -26,9 +36,12 @@ class Alarm {
     this.#call = call;
   }
 
-  /** Arms for `at`; an alarm already armed sooner stays (waking early is harmless). */
+  /**
+   * Arms for `at`; an alarm already armed sooner stays (waking early is harmless).
+   * True when it set a new timer.
+   */
   arm(at) {
-    if (at === undefined || at >= this.#at) return;
+    if (at >= this.#at) return false;
     clearTimeout(this.#timer);
     this.#at = at;
     this.#timer = setTimeout(() => {
@@ -36,6 +49,7 @@ class Alarm {
       this.#timer = undefined;
       afterIo(this.#call);
     }, Math.max(0, Math.ceil((at - nowUs()) / 1000)));
+    return true;
   }
 
   clear() {
@@ -57,106 +71,40 @@ class Alarm {
   }
 }
 
-// The inputs of a transport's events, as #input calls them.
-const CONNECTED = (link, now) => link.handleConnected(now);
-const CLOSED = (link, now, cause, text) => link.handleClosed(cause, text, now);
-const REPLY = (link, now, id, reply) => link.handleReply(id, reply, now);
-const DATA = (link, now, bytes) => link.handleData(bytes, now);
-const TIMEOUT = (link, now) => link.handleTimeout(now);
+// The engine's inputs for a transport's events, as Driver.input calls them.
+const CONNECTED = (engine, node, now) => engine.connected(node, now);
+const CLOSED = (engine, node, now, cause, text) => engine.closed(node, cause, text, now);
+const REPLY = (engine, node, now, id, reply) => engine.reply(node, id, reply, now);
+const DATA = (engine, node, now, bytes) => engine.data(node, bytes, now);
 
-/** One node: its link and its transport. */
+/** One node's transport, reporting its events to the driver under the node's index. */
 class Node {
-  constructor(driver, transport) {
+  constructor(driver, index, transport) {
     this.driver = driver;
+    this.index = index;
     this.transport = transport;
-    // Replies stay in the link until flush() hands them to their operations: they never
-    // become JS objects on the way. A connection attempt gets the client's connect
-    // timeout when the transport names one (`connectTimeoutMs`), else the core's
-    // default: the link gives it up past that (`close`) and counts it failed.
-    const options = { resp: transport.resp === true, holdReplies: true };
-    const connectTimeoutMs = transport.connectTimeoutMs;
-    if (connectTimeoutMs != null) options.connectTimeoutMs = connectTimeoutMs;
-    this.link = new Link(options);
-    this.alarm = new Alarm(() => this.#input(TIMEOUT));
+    /** Whether its writes come as RESP bytes (a socket of this package's). */
+    this.resp = transport.resp === true;
     transport.attach(this);
   }
 
-  /**
-   * Does what the link outputs (`count` of them: what the input returned, or until
-   * none is left), then arms its next wake-up. A reply (`arm` false) can only push the
-   * link's wake-up later, unless it makes the link write or connect.
-   */
-  pump(count = Infinity, arm = true) {
-    const link = this.link;
-    for (let i = 0; i < count; i++) {
-      const output = link.pollOutput();
-      if (output === undefined) break;
-      // A delivery: its tag (the reply stays in the link until flush()).
-      if (typeof output === 'number') {
-        this.driver.deliveries.push(this, output);
-        continue;
-      }
-      switch (output.type) {
-        case 'write':
-          this.transport.write(output);
-          arm = true;
-          break;
-        case 'connect':
-          this.transport.connect();
-          arm = true;
-          break;
-        case 'close':
-          // The connection, or the attempt to open one under way (past the connect
-          // timeout): the transport closes or gives it up and reports nothing more for
-          // it (a client library's transport takes it as a hint).
-          this.transport.close();
-          arm = true;
-          break;
-      }
-    }
-    if (arm) this.alarm.arm(link.pollTimeout());
-  }
-
-  /**
-   * A value the core refused (a client gave something unexpected): the connection can
-   * no longer be trusted.
-   */
-  #refused(error) {
-    this.link.handleClosed('closed', String(error?.message ?? error), nowUs());
-    this.transport.close();
-  }
-
-  /** After every input: the link's outputs, then the replies it delivered. */
-  #after() {
-    this.pump();
-    this.driver.flush();
-  }
-
-  // ---- events from the transport (each an input, then #after) -------------------
-
-  /** Hands `call(link, now, a, b)` to the link (a module-level function: no closure). */
-  #input(call, a, b) {
-    if (this.driver.closed) return;
-    try {
-      call(this.link, nowUs(), a, b);
-    } catch (error) {
-      this.#refused(error);
-    }
-    this.#after();
+  /** The link's connect timeout in milliseconds. */
+  get connectTimeoutMs() {
+    return this.driver.engine.connectTimeoutMs(this.index);
   }
 
   connected() {
-    this.#input(CONNECTED);
+    this.driver.input(CONNECTED, this.index);
   }
 
   /** @param {'refused' | 'auth' | 'tls' | 'timeout' | 'closed'} cause */
   closed(cause, text) {
-    this.#input(CLOSED, cause, text);
+    this.driver.input(CLOSED, this.index, cause, text);
   }
 
   /** The reply to write `id`, as a core reply object. */
   reply(id, reply) {
-    this.#input(REPLY, id, reply);
+    this.driver.input(REPLY, this.index, id, reply);
   }
 
   /**
@@ -165,59 +113,49 @@ class Node {
    * without an object.
    */
   value(id, value) {
-    if (this.driver.closed) return;
+    const driver = this.driver;
+    if (driver.closed) return;
+    const engine = driver.engine;
     let count;
     try {
-      const link = this.link;
-      if (value === 'OK') count = link.handleReplyOk(id, nowUs());
-      else if (Number.isSafeInteger(value)) count = link.handleReplyInteger(id, value, nowUs());
-      else count = link.handleReply(id, replyFromValue(value), nowUs());
+      if (value === 'OK') count = engine.replyOk(this.index, id, nowUs());
+      else if (Number.isSafeInteger(value)) count = engine.replyInteger(this.index, id, value, nowUs());
+      else count = engine.reply(this.index, id, replyFromValue(value), nowUs());
     } catch (error) {
-      this.#refused(error);
-      this.#after();
+      driver.refused(this.index, error);
       return;
     }
-    this.pump(count, false);
-    this.driver.flush();
+    driver.after(count);
   }
 
   data(bytes) {
-    this.#input(DATA, bytes);
+    this.driver.input(DATA, this.index, bytes);
   }
 }
 
-/** An operation under way: its promise's settlers and its wake-up. */
+/** An operation under way: its promise's settlers and what its end needs. */
 class Task {
-  constructor(op, resolve, reject) {
-    this.op = op;
+  constructor(resolve, reject, finish) {
     this.resolve = resolve;
     this.reject = reject;
-    /** When the operation's wait ends (us), while it waits. */
-    this.until = undefined;
+    /** `(outcome, tag, engine) => value`: what the promise resolves to, at its end. */
+    this.finish = finish;
     this.detach = undefined;
-    /** `() => channels`: what to listen on once the core says the operation listens. */
+    /** `() => channels`: what to listen on once the engine says the operation listens. */
     this.watch = undefined;
     /** The notice channels listened on for this task (ids), once watching. */
     this.watching = undefined;
-    /** Whether string replies are bulk strings (an inspection's GET / MGET). */
-    this.bulk = false;
     /** The OpenTelemetry span of this operation, when tracing. */
     this.span = undefined;
   }
 }
 
 export class Driver {
-  /** The links' `deliver` outputs as pairs (node, tag), handed on by flush(). */
-  deliveries = [];
   closed = false;
   #tasks = new Map();
-  /**
-   * The operations' wake-up: one timer for all of them, armed for the soonest wait (a
-   * timer per operation was a visible part of a lock cycle's cost).
-   */
-  #waits = new Alarm(() => this.#wake());
-  #nextTag = 1;
-  #flushing = false;
+  /** The one wake-up: the engine's `nextWake` (its links' and operations' soonest). */
+  #alarm = new Alarm(() => this.#wake());
+  #idleAlarm = new Alarm(() => this.#checkIdle());
   #idleWaiters = [];
   /**
    * Where the operations' events go (`{ _listening, _emitEvent(event) }`): drained from
@@ -234,7 +172,18 @@ export class Driver {
    *   when no transport can)
    */
   constructor(transports, { notices = true } = {}) {
-    this.nodes = transports.map((transport) => new Node(this, transport));
+    // A connection attempt gets the client's connect timeout when the transport names
+    // one (`connectTimeoutMs`), else the core's default: the link gives it up past that
+    // (`close`) and counts it failed.
+    this.engine = new Engine(
+      transports.map((transport) => {
+        const options = { resp: transport.resp === true };
+        const connectTimeoutMs = transport.connectTimeoutMs;
+        if (connectTimeoutMs != null) options.connectTimeoutMs = connectTimeoutMs;
+        return options;
+      }),
+    );
+    this.nodes = transports.map((transport, index) => new Node(this, index, transport));
     this.notices =
       notices && transports.some(canSubscribe)
         ? new Notices(transports, (tag, node, message) => this.#notice(tag, node, message))
@@ -242,18 +191,30 @@ export class Driver {
   }
 
   /**
-   * Runs `op` (a core Operation) to its outcome. With `signal`, aborting it abandons
-   * the operation (the links still get the release it emits) and rejects with a
-   * CancelledError. With `watch` (acquisitions), `watch()` names the notice channels to
-   * listen on from when the core says the operation listens (`op.listens`) until it
-   * ends. The caller frees `op`.
+   * Runs the operation `start(engine, now)` starts (it returns the operation's tag) to
+   * its outcome. With `signal`, aborting it abandons the operation (the links still get
+   * the release it emits) and rejects with a CancelledError. With `watch`
+   * (acquisitions), `watch()` names the notice channels to listen on from when the
+   * engine says the operation listens until it ends. With `finish`, the promise
+   * resolves to `finish(outcome, tag, engine)`, called at the operation's end while the
+   * engine still has it (an extension's outcome for KeepAlive, an inspection's for
+   * isHeldBy); otherwise to the outcome.
    */
-  run(op, signal, watch, { bulk = false, resources } = {}) {
+  run(start, { signal, watch, finish, kind, resources } = {}) {
     return new Promise((resolve, reject) => {
-      const tag = this.#nextTag++;
-      const task = new Task(op, resolve, reject);
-      task.bulk = bulk;
-      if (this.tracer !== undefined) task.span = startSpan(this.tracer, op.kind, resources);
+      if (this.closed) {
+        reject(new UsedAfterCloseError('the Redlock was closed'));
+        return;
+      }
+      let tag;
+      try {
+        tag = start(this.engine, nowUs());
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      const task = new Task(resolve, reject, finish);
+      if (this.tracer !== undefined) task.span = startSpan(this.tracer, kind, resources);
       if (this.notices) task.watch = watch;
       this.#tasks.set(tag, task);
       if (signal) {
@@ -261,109 +222,146 @@ export class Driver {
         signal.addEventListener('abort', abort, { once: true });
         task.detach = () => signal.removeEventListener('abort', abort);
       }
-      this.#step(tag, task);
-      this.flush();
+      this.after(1);
     });
   }
 
-  /** Hands queued deliveries to their operations until none is left. */
-  flush() {
-    if (this.#flushing) return;
-    if (this.closed) {
-      this.deliveries.length = 0; // nobody waits for them, and the links may be freed
+  /** Hands an event of node `node`'s transport to the engine: `call(engine, node, now, a, b)`. */
+  input(call, node, a, b) {
+    if (this.closed) return;
+    let count;
+    try {
+      count = call(this.engine, node, nowUs(), a, b);
+    } catch (error) {
+      this.refused(node, error);
       return;
     }
-    this.#flushing = true;
-    try {
-      const now = nowUs();
-      const deliveries = this.deliveries;
-      // Delivering may queue more (an operation's next command answered at once).
-      for (let i = 0; i < deliveries.length; i += 2) {
-        const link = deliveries[i].link;
-        const tag = deliveries[i + 1];
-        const task = this.#tasks.get(tag);
-        // An operation already finished or abandoned: its late replies change nothing.
-        if (task === undefined) {
-          link.dropHeld(tag);
-          continue;
-        }
-        let first;
-        try {
-          // `bulk`: the client gave the GET's bulk strings as strings (see replyFromValue).
-          first = link.deliverHeld(tag, task.op, now, task.bulk);
-        } catch (error) {
-          this.#finish(tag, task, 'error');
-          task.reject(error);
-          continue;
-        }
-        this.#step(tag, task, first);
-      }
-    } finally {
-      this.deliveries.length = 0;
-      this.#flushing = false;
-    }
-    if (this.#idleWaiters.length > 0) this.#checkIdle();
+    this.after(count);
   }
 
   /**
-   * The one output rule: poll until a wait or the outcome. `first`: the output a link's
-   * deliverHeld already polled.
+   * An event the engine refused (a transport gave something unexpected): the connection
+   * can no longer be trusted.
    */
-  #step(tag, task, first) {
-    const op = task.op;
-    const now = nowUs();
-    // After every input, before its commands go out: the core says when an acquisition
-    // listens (with a wait limit from the first refusal by a held key, or from its start
-    // after a recent wait for the resource; else as a failed attempt's cleanup goes out).
-    if (task.watching === undefined && task.watch !== undefined && op.listens) this.#watch(tag, task);
-    for (let output = first ?? op.pollOutputToLink(); ; output = op.pollOutputToLink()) {
-      if (output === undefined) {
-        this.#drain(task);
-        return;
-      }
-      if (output.type === 'send') {
-        const node = this.nodes[output.node];
-        node.pump(node.link.submit(tag, op, now));
-      } else if (output.type === 'wait') {
-        task.until = output.until;
-        this.#waits.arm(output.until);
-        this.#waits.keepAlive(true);
-        this.#drain(task);
-        return;
-      } else {
-        this.#drain(task);
-        this.#finish(tag, task);
-        task.resolve(output.outcome);
-        return;
+  refused(node, error) {
+    if (this.closed) return;
+    let count = 0;
+    try {
+      count = this.engine.closed(node, 'closed', String(error?.message ?? error), nowUs());
+    } catch {
+      // Not one of the engine's nodes: nothing to close.
+    }
+    this.nodes[node]?.transport.close();
+    this.after(count);
+  }
+
+  /** After an input: the engine's actions (`count` of them wait, maybe more), then the wake-up. */
+  after(count) {
+    if (count > 0) this.#drain();
+    if (this.events?._listening || this.tracer !== undefined) this.#drainAllEvents();
+    const at = this.engine.nextWake;
+    if (at >= 0 && this.#alarm.arm(at)) this.#alarm.keepAlive(this.#tasks.size > 0 || this.engine.isBusy);
+    if (this.#idleWaiters.length > 0) this.#checkIdle();
+  }
+
+  /** Does the engine's actions until none is left. */
+  #drain() {
+    const engine = this.engine;
+    for (let code = engine.poll(); code !== 0; code = engine.poll()) {
+      const kind = code % 8;
+      const x = (code - kind) / 8;
+      switch (kind) {
+        case WRITE: {
+          const node = this.nodes[x];
+          node.transport.write(engine.writeId, node.resp ? engine.writeBytes() : engine.writeArgs());
+          break;
+        }
+        case CONNECT:
+          this.nodes[x].transport.connect();
+          break;
+        case CLOSE:
+          // The connection, or the attempt to open one under way (past the connect
+          // timeout): the transport closes or gives it up and reports nothing more for
+          // it (a client library's transport takes it as a hint).
+          this.nodes[x].transport.close();
+          break;
+        case DONE:
+          this.#done(x);
+          break;
+        case FAILED:
+          this.#failed(x);
+          break;
+        case LISTEN:
+          this.#watch(x);
+          break;
+        default:
+          break;
       }
     }
   }
 
-  /** The operations whose wait ended get handleTimeout; the timer is armed for the rest. */
+  /** Operation `tag` has its outcome. */
+  #done(tag) {
+    const engine = this.engine;
+    const task = this.#tasks.get(tag);
+    if (task === undefined) {
+      engine.forget(tag);
+      return;
+    }
+    this.#drainEvents(tag, task);
+    let result;
+    let failure;
+    try {
+      const outcome = engine.outcome(tag);
+      result = task.finish === undefined ? outcome : task.finish(outcome, tag, engine);
+    } catch (error) {
+      failure = error;
+    }
+    engine.forget(tag);
+    if (failure !== undefined) {
+      this.#finish(tag, task, 'error');
+      task.reject(failure);
+      return;
+    }
+    this.#finish(tag, task);
+    task.resolve(result);
+  }
+
+  /** Operation `tag` cannot go on (the engine says why). */
+  #failed(tag) {
+    const engine = this.engine;
+    const task = this.#tasks.get(tag);
+    const error = engine.error(tag);
+    engine.forget(tag);
+    if (task === undefined) return;
+    this.#finish(tag, task, 'error');
+    task.reject(error);
+  }
+
+  /** The operations whose time came, and the links'. */
   #wake() {
     if (this.closed) return;
-    const now = nowUs();
-    for (const [tag, task] of this.#tasks) {
-      if (task.until === undefined || task.until > now) continue;
-      task.until = undefined;
-      task.op.handleTimeout(now);
-      this.#step(tag, task);
+    let count;
+    try {
+      count = this.engine.timeout(nowUs());
+    } catch {
+      count = 0; // nowUs is always a valid time: nothing to do
     }
-    let next = Infinity;
-    for (const task of this.#tasks.values()) {
-      if (task.until !== undefined && task.until < next) next = task.until;
-    }
-    if (next !== Infinity) this.#waits.arm(next);
-    this.flush();
+    this.after(count);
+  }
+
+  /** Hands the unread events of every operation to `events` and to their spans. */
+  #drainAllEvents() {
+    for (const [tag, task] of this.#tasks) this.#drainEvents(tag, task);
   }
 
   /** Hands the operation's unread events to `events` if anyone listens, and to its span. */
-  #drain(task) {
+  #drainEvents(tag, task) {
     const events = this.events;
     const listening = events !== undefined && events._listening;
     if (!listening && task.span === undefined) return;
-    const op = task.op;
-    for (let event = op.pollEvent(); event !== undefined; event = op.pollEvent()) {
+    const engine = this.engine;
+    for (let event = engine.pollEvent(tag); event !== undefined; event = engine.pollEvent(tag)) {
       if (task.span !== undefined) recordEvent(task.span, event);
       if (listening) events._emitEvent(event);
     }
@@ -376,17 +374,17 @@ export class Driver {
       task.span = undefined;
     }
     this.#tasks.delete(tag);
-    task.until = undefined;
-    // Left armed for the next operation (re-arming it for each was a visible cost),
-    // but not keeping the process alive with nothing waiting.
-    if (this.#tasks.size === 0) this.#waits.keepAlive(false);
+    // Left armed for the next operation, but not keeping the process alive with
+    // nothing waiting.
+    if (this.#tasks.size === 0) this.#alarm.keepAlive(this.engine.isBusy);
     task.detach?.();
     if (task.watching !== undefined) this.notices.unwatch(tag, task.watching);
   }
 
-  /** Starts listening for the task's notice channels, once. */
-  #watch(tag, task) {
-    if (task.watch === undefined || task.watching !== undefined) return;
+  /** Starts listening for operation `tag`'s notice channels, once. */
+  #watch(tag) {
+    const task = this.#tasks.get(tag);
+    if (task === undefined || task.watch === undefined || task.watching !== undefined) return;
     let channels;
     try {
       channels = task.watch();
@@ -402,37 +400,30 @@ export class Driver {
    * a release may have gone unheard).
    */
   #notice(tag, node, message) {
-    const task = this.#tasks.get(tag);
-    if (task === undefined || this.closed) return;
+    if (this.closed || !this.#tasks.has(tag)) return;
+    let count;
     try {
-      if (message === undefined) task.op.handleSubscribed(node, nowUs());
-      else task.op.handleNoticeMessage(node, message, nowUs());
+      count =
+        message === undefined ? this.engine.subscribed(tag, node, nowUs()) : this.engine.notice(tag, node, message, nowUs());
     } catch (error) {
+      const task = this.#tasks.get(tag);
+      this.engine.forget(tag);
       this.#finish(tag, task, 'error');
       task.reject(error);
-      return;
+      count = 0;
     }
-    this.#step(tag, task);
-    this.flush();
+    this.after(count);
   }
 
   #abandon(tag, reason) {
     const task = this.#tasks.get(tag);
-    if (task === undefined) return;
+    if (task === undefined || this.closed) return;
     this.#finish(tag, task, 'cancelled');
-    const op = task.op;
-    const now = nowUs();
-    op.abandon(now);
     // What must still be sent (the release of an attempt whose SETs are out) goes to
     // the links under a tag nobody waits for.
-    for (let output = op.pollOutputToLink(); output !== undefined; output = op.pollOutputToLink()) {
-      if (output.type !== 'send') continue;
-      const node = this.nodes[output.node];
-      node.link.submit(0, op, now);
-      node.pump();
-    }
+    const count = this.engine.abandon(tag, nowUs());
     task.reject(new CancelledError('the operation was cancelled', { cause: reason }));
-    this.flush();
+    this.after(count);
   }
 
   /**
@@ -448,30 +439,25 @@ export class Driver {
   }
 
   #checkIdle() {
-    const now = nowUs();
-    const busy = this.nodes.filter((node) => !node.link.isIdle && !node.link.isStalled(now));
-    if (busy.length === 0) {
+    if (this.closed) return;
+    const at = this.engine.idleWake(nowUs());
+    if (at < 0) {
+      this.#idleAlarm.clear();
       const waiters = this.#idleWaiters;
       this.#idleWaiters = [];
       for (const resolve of waiters) resolve();
       return;
     }
     // Look again when the busy links next wake (a reply also triggers a look).
-    for (const node of busy) {
-      node.idleAlarm ??= new Alarm(() => this.#checkIdle());
-      node.idleAlarm.arm(node.link.pollTimeout() ?? now + 1000);
-    }
+    this.#idleAlarm.arm(at);
   }
 
   /** Stops everything: timers, listeners on the clients, sockets this package opened. */
   close() {
     this.closed = true;
-    this.#waits.clear();
-    for (const node of this.nodes) {
-      node.alarm.clear();
-      node.idleAlarm?.clear();
-      node.transport.detach?.();
-    }
+    this.#alarm.clear();
+    this.#idleAlarm.clear();
+    for (const node of this.nodes) node.transport.detach?.();
     this.notices?.close();
     for (const [tag, task] of this.#tasks) {
       this.#finish(tag, task, 'closed');
@@ -482,8 +468,8 @@ export class Driver {
     for (const resolve of waiters) resolve();
   }
 
-  /** Frees the links' memory (after close). */
+  /** Frees the engine's memory (after close). */
   free() {
-    for (const node of this.nodes) node.link.free();
+    this.engine.free();
   }
 }

@@ -217,16 +217,15 @@ export class Redlock extends Emitter {
     if (ttlMs !== undefined || waitMs !== undefined) {
       coreOptions = { ttlMs, waitUs: waitMs === undefined ? undefined : Math.round(waitMs * 1000) };
     }
-    const op = core(() => client.acquire(names, nowUs(), coreOptions));
     // The channels to listen on for release notices, once the core says the acquisition
-    // listens (`Operation.listens`).
+    // listens (the engine's `listen` action).
     const watch = () => client.noticeChannels(names);
-    let outcome;
-    try {
-      outcome = await this.#driver.run(op, signal, watch, { resources: names });
-    } finally {
-      op.free();
-    }
+    const outcome = await this.#driver.run((engine, now) => core(() => engine.acquire(client, names, now, coreOptions)), {
+      signal,
+      watch,
+      kind: 'acquire',
+      resources: names,
+    });
     if (outcome.kind === 'acquired') return new Lock(this, outcome.lease, names, outcome);
     const what = outcome.errorClass === 'held_elsewhere' ? 'is locked by someone else' : `could not be locked: ${outcome.reason}`;
     throw outcomeError(outcome, `${names.join(', ')} ${what} (${outcome.attempts} attempts)`, {
@@ -262,21 +261,28 @@ export class Redlock extends Emitter {
     return this._inspect(names, (outcome) => outcome.locked);
   }
 
-  /** @internal Inspects `names`; resolves to `decide(outcome, op)` for an `inspected` outcome. */
+  /**
+   * @internal Inspects `names`; resolves to `decide(outcome, heldBy)` for an `inspected`
+   * outcome, where `heldBy(lease)` says whether `lease` holds the lock by it.
+   */
   async _inspect(names, decide) {
     this.#open();
-    const op = core(() => this.#core.inspect(names, nowUs()));
-    try {
-      const outcome = await this.#driver.run(op, undefined, undefined, { bulk: true, resources: names });
-      if (outcome.kind === 'inspected') return decide(outcome, op);
-      throw outcomeError(outcome, `the lock on ${names.join(', ')} could not be inspected: too few nodes answered`, {
-        reason: outcome.kind,
-        nodes: this._details(outcome.nodes),
-        resources: names,
-      });
-    } finally {
-      op.free();
-    }
+    const client = this.#core;
+    const { outcome, value } = await this.#driver.run((engine, now) => core(() => engine.inspect(client, names, now)), {
+      kind: 'inspect',
+      resources: names,
+      // At the inspection's end, while the engine still has its outcome.
+      finish: (outcome, tag, engine) =>
+        outcome.kind === 'inspected'
+          ? { outcome, value: decide(outcome, (lease) => core(() => engine.isHeldBy(tag, lease, nowUs()))) }
+          : { outcome },
+    });
+    if (outcome.kind === 'inspected') return value;
+    throw outcomeError(outcome, `the lock on ${names.join(', ')} could not be inspected: too few nodes answered`, {
+      reason: outcome.kind,
+      nodes: this._details(outcome.nodes),
+      resources: names,
+    });
   }
 
   /** Same as `lock.extend(ttlMs)`. */
@@ -356,17 +362,24 @@ export class Redlock extends Emitter {
 
   // ---- for Lock and Keeper -------------------------------------------------------
 
-  /** @internal Runs the operation `start(core, now)` returns; resolves to its outcome. */
-  async _run(start, keepAlive, resources) {
+  /**
+   * @internal Runs the operation `start(engine, core, now)` starts (it returns its tag);
+   * resolves to its outcome, which `keepAlive` is told of.
+   */
+  async _run(start, keepAlive, resources, kind) {
     this.#open();
-    const op = core(() => start(this.#core, nowUs()));
-    try {
-      const outcome = await this.#driver.run(op, undefined, undefined, { resources });
-      keepAlive?.handleOutcome(op, nowUs());
-      return outcome;
-    } finally {
-      op.free();
-    }
+    const client = this.#core;
+    return this.#driver.run((engine, now) => core(() => start(engine, client, now)), {
+      kind,
+      resources,
+      finish:
+        keepAlive === undefined
+          ? undefined
+          : (outcome, tag, engine) => {
+              keepAlive.handleOutcomeOf(engine, tag, nowUs());
+              return outcome;
+            },
+    });
   }
 
   /**
@@ -501,7 +514,12 @@ export class Lock {
       });
     }
     const lease = this.#lease;
-    const outcome = await this.#redlock._run((client, now) => client.extend(lease, now, ttlMs), this._keepAlive, this.resources);
+    const outcome = await this.#redlock._run(
+      (engine, client, now) => engine.extend(client, lease, now, ttlMs),
+      this._keepAlive,
+      this.resources,
+      'extend',
+    );
     this.#lease = outcome.lease;
     if (outcome.kind === 'extended') return this;
     const what = {
@@ -529,7 +547,7 @@ export class Lock {
     this._keepAlive?.stop();
     const lease = this.#lease;
     const redlock = this.#redlock;
-    const outcome = await redlock._run((client, now) => client.release(lease, now), undefined, this.resources);
+    const outcome = await redlock._run((engine, client, now) => engine.release(client, lease, now), undefined, this.resources, 'release');
     if (outcome.kind === 'released') {
       let nodes;
       // The details are made when read: most callers never look.
@@ -557,7 +575,7 @@ export class Lock {
   async isOwned() {
     if (this.#redlock.closed) throw new UsedAfterCloseError('this Redlock was closed');
     if (this.#released) return false;
-    return this.#redlock._inspect(this.resources, (outcome, op) => core(() => op.isHeldBy(this.#lease, nowUs())));
+    return this.#redlock._inspect(this.resources, (outcome, heldBy) => heldBy(this.#lease));
   }
 
   /** For `await using lock = await redlock.acquire(...)`. */

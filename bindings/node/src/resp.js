@@ -101,7 +101,7 @@ export class StreamTransport {
     attempt?.abort();
   }
 
-  write({ bytes }) {
+  write(id, bytes) {
     try {
       this.#stream.write(bytes);
     } catch (error) {

@@ -20,7 +20,7 @@ import { silentServer } from './helpers.js';
 function linkTimeouts(clients) {
   const driver = new Driver(clients.map((client, index) => toTransport(client, index)));
   try {
-    return driver.nodes.map((node) => node.link.connectTimeoutMs);
+    return driver.nodes.map((node) => node.connectTimeoutMs);
   } finally {
     driver.close();
     driver.free();
