@@ -194,8 +194,18 @@ impl Redlock {
         now_us: f64,
         options: Option<AcquireOptionsJs>,
     ) -> Result<redlock_core::Operation, JsValue> {
-        let now = time(now_us, "nowUs")?;
         let resources = crate::convert::resources(resources)?;
+        self.start_acquire_of(&resources, now_us, options)
+    }
+
+    /// `start_acquire` with the resources already converted.
+    pub(crate) fn start_acquire_of<R: AsRef<[u8]>>(
+        &mut self,
+        resources: &[R],
+        now_us: f64,
+        options: Option<AcquireOptionsJs>,
+    ) -> Result<redlock_core::Operation, JsValue> {
+        let now = time(now_us, "nowUs")?;
         let options: AcquireOptions = match options {
             Some(options) if !options.is_undefined() && !options.is_null() => options_from_js(
                 options.into(),
@@ -212,10 +222,10 @@ impl Redlock {
             core_options = core_options.wait(Duration::from_micros(wait_us));
         }
         match options.random {
-            None => self.inner.acquire_with(&resources, &core_options, now),
+            None => self.inner.acquire_with(resources, &core_options, now),
             Some(random) => {
                 self.inner
-                    .acquire_with_random_options(&resources, &core_options, random.0, now)
+                    .acquire_with_random_options(resources, &core_options, random.0, now)
             }
         }
         .map_err(error::usage)

@@ -35,6 +35,9 @@ const CLOSE: f64 = 3.0;
 const DONE: f64 = 4.0;
 const FAILED: f64 = 5.0;
 const LISTEN: f64 = 6.0;
+/// A write whose arguments are those of the write before it (the N writes of a round):
+/// the driver writes the array `writeArgs()` gave last.
+const WRITE_SAME: f64 = 7.0;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -137,9 +140,11 @@ struct Task {
 /// returns 0, doing what each code says (`code % 8`, with `x = Math.floor(code / 8)`):
 ///
 /// - 1, write: write node `x`'s next command on its connection now, in order:
-///   `writeArgs()` (a client library; the writes of one round share one array: never
-///   change it) or `writeBytes()` (a link made with `resp`), and hand its reply to
-///   `replyOk` / `replyInteger` / `reply` under `writeId` (or its bytes to `data`);
+///   `writeArgs()` (a client library; never change the array) or `writeBytes()` (a link
+///   made with `resp`), and hand its reply to `replyOk` / `replyInteger` / `reply` under
+///   `writeId` (or its bytes to `data`);
+/// - 7, write the same: as 1, with the arguments of the write before (the N writes of a
+///   round share them): the array `writeArgs()` gave last;
 /// - 2, connect: open node `x`'s connection, then call `connected` (or `closed`);
 /// - 3, close: close node `x`'s connection, or give up the attempt to open one, and
 ///   report nothing more for it;
@@ -241,15 +246,15 @@ impl Engine {
             task.listening = true;
             actions.push_back(Action::Listen(tag));
         }
-        if let Some(until) = task.until.take() {
-            waits.remove(&(until, tag));
-        }
         loop {
             match task.op.poll_output() {
                 None => return,
                 Some(Output::Send(command)) => {
                     let index = command.node();
                     let Some(node) = nodes.get_mut(index) else {
+                        if let Some(previous) = task.until.take() {
+                            waits.remove(&(previous, tag));
+                        }
                         task.error = Some(invalid_argument(&format!(
                             "the operation sends to node {index}, and this engine has {} nodes: give the Redlock's configuration as many nodes",
                             nodes.len()
@@ -262,16 +267,27 @@ impl Engine {
                     node.pump(index as u32, actions, deliveries);
                 }
                 Some(Output::Wait(until)) => {
-                    task.until = Some(until);
-                    waits.insert((until, tag));
+                    // Most replies leave the wait as it was.
+                    if task.until != Some(until) {
+                        if let Some(previous) = task.until.replace(until) {
+                            waits.remove(&(previous, tag));
+                        }
+                        waits.insert((until, tag));
+                    }
                     return;
                 }
                 Some(Output::Outcome(outcome)) => {
+                    if let Some(previous) = task.until.take() {
+                        waits.remove(&(previous, tag));
+                    }
                     task.outcome = Some(outcome);
                     actions.push_back(Action::Done(tag));
                     return;
                 }
                 Some(_) => {
+                    if let Some(previous) = task.until.take() {
+                        waits.remove(&(previous, tag));
+                    }
                     task.error = Some(error::error("unknown_output", "unknown output kind"));
                     actions.push_back(Action::Failed(tag));
                     return;
@@ -441,6 +457,20 @@ impl Engine {
         options: Option<AcquireOptionsJs>,
     ) -> Result<f64, JsValue> {
         let op = client.start_acquire(&resources, now_us, options)?;
+        Ok(self.start(op, false, time(now_us, "nowUs")?))
+    }
+
+    /// `acquire` of one resource given as a string (its UTF-8 bytes): the string crosses
+    /// as it is, not as an array to read element by element.
+    #[wasm_bindgen(js_name = acquireOne)]
+    pub fn acquire_one(
+        &mut self,
+        client: &mut Redlock,
+        resource: &str,
+        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
+        options: Option<AcquireOptionsJs>,
+    ) -> Result<f64, JsValue> {
+        let op = client.start_acquire_of(&[resource.as_bytes()], now_us, options)?;
         Ok(self.start(op, false, time(now_us, "nowUs")?))
     }
 
@@ -714,8 +744,14 @@ impl Engine {
         let (kind, x) = match self.actions.pop_front() {
             None => return 0.0,
             Some(Action::Write(node, id, payload)) => {
+                let same = match (&self.write, &payload) {
+                    (Some((_, Payload::Args(previous))), Payload::Args(write)) => {
+                        previous.shares_args_with(write)
+                    }
+                    _ => false,
+                };
                 self.write = Some((id, payload));
-                (WRITE, f64::from(node))
+                (if same { WRITE_SAME } else { WRITE }, f64::from(node))
             }
             Some(Action::Connect(node)) => (CONNECT, f64::from(node)),
             Some(Action::Close(node)) => (CLOSE, f64::from(node)),
@@ -842,11 +878,14 @@ impl Engine {
         }
     }
 
-    /// True while an operation is under way or a link has something queued or awaiting a
-    /// reply.
+    /// True while an operation is under way (not ended) or a link has something queued or
+    /// awaiting a reply.
     #[wasm_bindgen(getter, js_name = isBusy)]
     pub fn is_busy(&self) -> bool {
-        !self.tasks.is_empty() || self.nodes.iter().any(|node| !node.link.is_idle())
+        self.tasks
+            .values()
+            .any(|task| !task.op.is_finished() && task.error.is_none())
+            || self.nodes.iter().any(|node| !node.link.is_idle())
     }
 
     /// -1 when every link is idle (nothing queued or awaiting a reply) or stalled (what

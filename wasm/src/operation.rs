@@ -47,18 +47,22 @@ fn command_kind(strings: &Strings, kind: CommandKind) -> JsValue {
 
 /// Per node: its code, or `{ error, cause }`.
 pub(crate) fn node_results_to_js(s: &Strings, nodes: &[NodeResult]) -> JsValue {
-    let array = js_sys::Array::new_with_length(nodes.len() as u32);
-    for (index, result) in nodes.iter().enumerate() {
-        let value = match result {
-            NodeResult::Error(text) => {
-                let cause = result.cause().map_or("error", |c| c.code());
-                strings::node_error(text, &s.code(cause))
-            }
-            other => s.code(other.code()),
-        };
-        array.set(index as u32, value);
+    if let Some(codes) = strings::node_codes(nodes) {
+        return codes;
     }
-    array.into()
+    let value = |result: &NodeResult| match result {
+        NodeResult::Success => s.success.clone(),
+        NodeResult::Conflict => s.conflict.clone(),
+        NodeResult::Timeout => s.timeout.clone(),
+        NodeResult::Pending => s.pending.clone(),
+        NodeResult::NotAsked => s.not_asked.clone(),
+        NodeResult::Error(text) => {
+            let cause = result.cause().map_or("error", |c| c.code());
+            strings::node_error(text, &s.code(cause))
+        }
+        other => s.code(other.code()),
+    };
+    strings::array(nodes.iter().map(value))
 }
 
 fn operation_kind(kind: OperationKind) -> &'static str {

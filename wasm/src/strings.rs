@@ -197,6 +197,18 @@ export function arrayOf(n, a0, a1, a2, a3, a4, a5, a6, a7) {
     default: return [a0, a1, a2, a3, a4, a5, a6, a7];
   }
 }
+const NODE_CODES = ['not_asked', 'pending', 'success', 'conflict', 'timeout'];
+export function nodeCodes(n, packed) {
+  const codes = [];
+  for (let i = 0; i < n; i++) {
+    codes.push(NODE_CODES[packed % 8]);
+    packed = Math.floor(packed / 8);
+  }
+  return codes;
+}
+export function asciiText(bytes) {
+  return String.fromCharCode.apply(null, bytes);
+}
 export function writeBytes(id, bytes) {
   return { type: 'write', id, bytes };
 }
@@ -309,6 +321,14 @@ extern "C" {
     #[wasm_bindgen(js_name = writeBytes)]
     pub(crate) fn write_bytes(id: f64, bytes: &[u8]) -> JsValue;
 
+    /// The node results' codes from `packed` (3 bits per node, see `node_codes`).
+    #[wasm_bindgen(js_name = nodeCodes)]
+    fn node_codes_js(n: u32, packed: f64) -> JsValue;
+
+    /// ASCII bytes as a JS string (read from the module's memory, no decoder).
+    #[wasm_bindgen(js_name = asciiText)]
+    fn ascii_text(bytes: &[u8]) -> JsValue;
+
     #[wasm_bindgen(js_name = deliverOutput)]
     pub(crate) fn deliver_output(tag: f64, request: f64, reply: &JsValue) -> JsValue;
 
@@ -388,8 +408,17 @@ pub(crate) fn note_token(token: &[u8]) {
     });
 }
 
+/// The longest text made by `ascii_text` rather than by a `TextDecoder`.
+const ASCII_TEXT_MAX: usize = 256;
+
 /// Bytes as a JS string when valid UTF-8, as a `Uint8Array` otherwise.
 pub(crate) fn bytes_to_js(bytes: &[u8]) -> JsValue {
+    // Short ASCII (tokens, keys, numbers: every argument of a lock's commands) is made
+    // from the module's memory directly: a TextDecoder call cost more than the rest of
+    // the argument array.
+    if bytes.len() <= ASCII_TEXT_MAX && bytes.is_ascii() {
+        return ascii_text(bytes);
+    }
     match core::str::from_utf8(bytes) {
         Ok(text) => JsValue::from_str(text),
         Err(_) => js_sys::Uint8Array::from(bytes).into(),
@@ -462,6 +491,53 @@ where
         cache.key = key;
         array
     })
+}
+
+/// Node results without an error text as one number: each node's code (0 `not_asked`,
+/// 1 `pending`, 2 `success`, 3 `conflict`, 4 `timeout`) in 3 bits, node 0 lowest. `None`
+/// for an error or more than 17 nodes (8^17 = 2^51 stays exact in a JS number).
+fn packed_codes(nodes: &[redlock_core::NodeResult]) -> Option<f64> {
+    use redlock_core::NodeResult;
+    if nodes.len() > 17 {
+        return None;
+    }
+    let mut packed: u64 = 0;
+    for result in nodes.iter().rev() {
+        let code = match result {
+            NodeResult::NotAsked => 0,
+            NodeResult::Pending => 1,
+            NodeResult::Success => 2,
+            NodeResult::Conflict => 3,
+            NodeResult::Timeout => 4,
+            _ => return None,
+        };
+        packed = packed * 8 + code;
+    }
+    // Below 2^51: exact.
+    Some(packed as f64)
+}
+
+/// The node results as codes in one crossing, or `None` (see `packed_codes`).
+pub(crate) fn node_codes(nodes: &[redlock_core::NodeResult]) -> Option<JsValue> {
+    packed_codes(nodes).map(|packed| node_codes_js(nodes.len() as u32, packed))
+}
+
+/// A JS array of `values`, made in one crossing when there are at most `ARRAY_OF_MAX`.
+pub(crate) fn array(values: impl ExactSizeIterator<Item = JsValue>) -> JsValue {
+    let count = values.len();
+    if count > ARRAY_OF_MAX {
+        let array = js_sys::Array::new_with_length(count as u32);
+        for (index, value) in values.enumerate() {
+            array.set(index as u32, value);
+        }
+        return array.into();
+    }
+    let mut slots: [JsValue; ARRAY_OF_MAX] = Default::default();
+    for (slot, value) in slots.iter_mut().zip(values) {
+        *slot = value;
+    }
+    let [a0, a1, a2, a3, a4, a5, a6, a7] = &slots;
+    array_of(count as u32, a0, a1, a2, a3, a4, a5, a6, a7)
 }
 
 /// The most arguments a write's array is made from in one crossing (`arrayOf`).

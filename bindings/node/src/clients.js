@@ -555,7 +555,17 @@ function ioredisCall(client, args) {
       if (typeof args[i] !== 'string') return client.call(toClientArg(args[0]), ...args.slice(1).map(toClientArg));
     }
     const name = args[0];
-    return typeof name === 'string' ? client.call(lowerName(name), ...args.slice(1)) : client.call(toClientArg(name), ...args.slice(1));
+    if (typeof name !== 'string') return client.call(toClientArg(name), ...args.slice(1));
+    const lower = lowerName(name);
+    // The lock's commands by their argument count, without a copy of the array.
+    switch (args.length) {
+      case 5:
+        return client.call(lower, args[1], args[2], args[3], args[4]);
+      case 6:
+        return client.call(lower, args[1], args[2], args[3], args[4], args[5]);
+      default:
+        return client.call(lower, ...args.slice(1));
+    }
   } catch (error) {
     return Promise.reject(error);
   }

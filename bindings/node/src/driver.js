@@ -20,6 +20,7 @@ const CLOSE = 3;
 const DONE = 4;
 const FAILED = 5;
 const LISTEN = 6;
+const WRITE_SAME = 7;
 
 // Timers run before the event loop reads sockets: a timer that fires late (a busy
 // machine, a long GC) would time out replies already received. The wake-up therefore
@@ -31,6 +32,8 @@ class Alarm {
   #timer = undefined;
   #at = Infinity;
   #call;
+  /** Whether a timer keeps the process alive (ref/unref only when this changes). */
+  #keep = true;
 
   constructor(call) {
     this.#call = call;
@@ -49,6 +52,7 @@ class Alarm {
       this.#timer = undefined;
       afterIo(this.#call);
     }, Math.max(0, Math.ceil((at - nowUs()) / 1000)));
+    if (!this.#keep) this.#timer.unref?.();
     return true;
   }
 
@@ -63,6 +67,8 @@ class Alarm {
    * one left armed while nothing waits on it must not.
    */
   keepAlive(keep) {
+    if (keep === this.#keep) return;
+    this.#keep = keep;
     const timer = this.#timer;
     if (typeof timer === 'object' && timer !== null) {
       if (keep) timer.ref?.();
@@ -157,6 +163,14 @@ export class Driver {
   #alarm = new Alarm(() => this.#wake());
   #idleAlarm = new Alarm(() => this.#checkIdle());
   #idleWaiters = [];
+  /** The arguments array of the last `write` action, for the `write the same` after it. */
+  #args = undefined;
+  /**
+   * Tags of ended operations, forgotten after this turn's I/O: the caller's code that
+   * awaited the outcome (the next lock call, its writes) goes first.
+   */
+  #ended = [];
+  #cleanUpScheduled = false;
   /**
    * Where the operations' events go (`{ _listening, _emitEvent(event) }`): drained from
    * the core after each input only while `_listening`, so without listeners no event is
@@ -217,6 +231,8 @@ export class Driver {
       if (this.tracer !== undefined) task.span = startSpan(this.tracer, kind, resources);
       if (this.notices) task.watch = watch;
       this.#tasks.set(tag, task);
+      // While an operation runs, its wake-up keeps the process alive.
+      this.#alarm.keepAlive(true);
       if (signal) {
         const abort = () => this.#abandon(tag, signal.reason);
         signal.addEventListener('abort', abort, { once: true });
@@ -273,7 +289,19 @@ export class Driver {
       switch (kind) {
         case WRITE: {
           const node = this.nodes[x];
-          node.transport.write(engine.writeId, node.resp ? engine.writeBytes() : engine.writeArgs());
+          if (node.resp) {
+            node.transport.write(engine.writeId, engine.writeBytes());
+          } else {
+            const args = engine.writeArgs();
+            this.#args = args;
+            node.transport.write(engine.writeId, args);
+          }
+          break;
+        }
+        case WRITE_SAME: {
+          // The arguments of the write before (the N writes of a round share them).
+          const node = this.nodes[x];
+          node.transport.write(engine.writeId, node.resp ? engine.writeBytes() : this.#args);
           break;
         }
         case CONNECT:
@@ -317,7 +345,7 @@ export class Driver {
     } catch (error) {
       failure = error;
     }
-    engine.forget(tag);
+    this.#forgetSoon(tag);
     if (failure !== undefined) {
       this.#finish(tag, task, 'error');
       task.reject(failure);
@@ -325,6 +353,31 @@ export class Driver {
     }
     this.#finish(tag, task);
     task.resolve(result);
+  }
+
+  /** Forgets operation `tag` after this turn's I/O (see #ended). */
+  #forgetSoon(tag) {
+    this.#ended.push(tag);
+    this.#cleanUpSoon();
+  }
+
+  /** Runs #cleanUp after this turn's I/O, once. */
+  #cleanUpSoon() {
+    if (this.#cleanUpScheduled) return;
+    this.#cleanUpScheduled = true;
+    afterIo(() => this.#cleanUp());
+  }
+
+  #cleanUp() {
+    this.#cleanUpScheduled = false;
+    const ended = this.#ended;
+    this.#ended = [];
+    // After close the engine may be freed: nothing to forget then.
+    if (this.closed) return;
+    for (const tag of ended) this.engine.forget(tag);
+    // Left armed for the next operation, but not keeping the process alive with
+    // nothing waiting.
+    if (this.#tasks.size === 0) this.#alarm.keepAlive(this.engine.isBusy);
   }
 
   /** Operation `tag` cannot go on (the engine says why). */
@@ -374,9 +427,7 @@ export class Driver {
       task.span = undefined;
     }
     this.#tasks.delete(tag);
-    // Left armed for the next operation, but not keeping the process alive with
-    // nothing waiting.
-    if (this.#tasks.size === 0) this.#alarm.keepAlive(this.engine.isBusy);
+    if (this.#tasks.size === 0) this.#cleanUpSoon();
     task.detach?.();
     if (task.watching !== undefined) this.notices.unwatch(tag, task.watching);
   }

@@ -220,7 +220,13 @@ export class Redlock extends Emitter {
     // The channels to listen on for release notices, once the core says the acquisition
     // listens (the engine's `listen` action).
     const watch = () => client.noticeChannels(names);
-    const outcome = await this.#driver.run((engine, now) => core(() => engine.acquire(client, names, now, coreOptions)), {
+    // One resource named by a string (the usual lock) crosses as the string itself.
+    const one = names.length === 1 && typeof names[0] === 'string' ? names[0] : undefined;
+    const start =
+      one === undefined
+        ? (engine, now) => core(() => engine.acquire(client, names, now, coreOptions))
+        : (engine, now) => core(() => engine.acquireOne(client, one, now, coreOptions));
+    const outcome = await this.#driver.run(start, {
       signal,
       watch,
       kind: 'acquire',
@@ -366,8 +372,8 @@ export class Redlock extends Emitter {
    * @internal Runs the operation `start(engine, core, now)` starts (it returns its tag);
    * resolves to its outcome, which `keepAlive` is told of.
    */
-  async _run(start, keepAlive, resources, kind) {
-    this.#open();
+  _run(start, keepAlive, resources, kind) {
+    if (this.#closed) return Promise.reject(new UsedAfterCloseError('this Redlock was closed'));
     const client = this.#core;
     return this.#driver.run((engine, now) => core(() => start(engine, client, now)), {
       kind,
