@@ -148,8 +148,9 @@ struct Task {
 /// - 2, connect: open node `x`'s connection, then call `connected` (or `closed`);
 /// - 3, close: close node `x`'s connection, or give up the attempt to open one, and
 ///   report nothing more for it;
-/// - 4, done: operation `x` has its outcome: read it with `outcome(x)`, then `forget(x)`;
-/// - 5, failed: operation `x` cannot go on (`error(x)` says why), then `forget(x)`;
+/// - 4, done: operation `x` has its outcome: read it with `outcome(x)` (the operation is
+///   forgotten at the next input);
+/// - 5, failed: operation `x` cannot go on: `error(x)` says why (the same);
 /// - 6, listen: operation `x` listens for release notices from now until it ends.
 ///
 /// Then call `timeout` at `nextWake` (or sooner: early is harmless). Nothing here throws
@@ -165,6 +166,8 @@ pub struct Engine {
     deliveries: VecDeque<Delivery>,
     /// The write `poll()` returned last, for `writeId`, `writeArgs` and `writeBytes`.
     write: Option<(WriteId, Payload)>,
+    /// Operations whose end was read (`outcome`, `error`): forgotten at the next input.
+    ended: Vec<u64>,
 }
 
 /// The message of an error this shell made (a JS `Error`), for a connection's close.
@@ -204,8 +207,21 @@ impl Engine {
         }
     }
 
+    /// Forgets the operations whose end was read (every input starts with this: their
+    /// memory is freed once the driver's caller had its outcome, off its path).
+    fn sweep(&mut self) {
+        for tag in self.ended.drain(..) {
+            if let Some(mut task) = self.tasks.remove(&tag) {
+                if let Some(until) = task.until.take() {
+                    self.waits.remove(&(until, tag));
+                }
+            }
+        }
+    }
+
     /// A new task for `op`, run until it waits or ends.
     fn start(&mut self, op: redlock_core::Operation, bulk: bool, now: Time) -> f64 {
+        self.sweep();
         let tag = self.next_tag;
         self.next_tag += 1;
         self.tasks.insert(
@@ -360,6 +376,7 @@ impl Engine {
         reply: Result<Reply, JsValue>,
         now_us: f64,
     ) -> Result<u32, JsValue> {
+        self.sweep();
         let now = time(now_us, "nowUs")?;
         let (index, _) = self.node(node)?;
         let checked = write_id(id).and_then(|id| reply.map(|reply| (id, reply)));
@@ -445,6 +462,7 @@ impl Engine {
             actions: VecDeque::new(),
             deliveries: VecDeque::new(),
             write: None,
+            ended: Vec::new(),
         })
     }
 
@@ -515,6 +533,7 @@ impl Engine {
         node: f64,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<u32, JsValue> {
+        self.sweep();
         let now = time(now_us, "nowUs")?;
         let (index, n) = self.node(node)?;
         n.closed();
@@ -534,6 +553,7 @@ impl Engine {
         text: &str,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<u32, JsValue> {
+        self.sweep();
         let now = time(now_us, "nowUs")?;
         let cause = link_cause(cause)?;
         let (index, n) = self.node(node)?;
@@ -594,6 +614,7 @@ impl Engine {
         bytes: &[u8],
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<u32, JsValue> {
+        self.sweep();
         let now = time(now_us, "nowUs")?;
         let (index, _) = self.node(node)?;
         let Engine { nodes, actions, .. } = self;
@@ -633,6 +654,7 @@ impl Engine {
         &mut self,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<u32, JsValue> {
+        self.sweep();
         let now = time(now_us, "nowUs")?;
         for (index, node) in self.nodes.iter_mut().enumerate() {
             if node.wake.is_some_and(|at| at <= now) {
@@ -668,6 +690,7 @@ impl Engine {
         #[wasm_bindgen(unchecked_param_type = "Uint8Array")] message: &JsValue,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<u32, JsValue> {
+        self.sweep();
         let Some(message) = message.dyn_ref::<js_sys::Uint8Array>() else {
             return Err(invalid_argument(
                 "a notice's message must be a Uint8Array (the bytes as received)",
@@ -695,6 +718,7 @@ impl Engine {
         node: f64,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<u32, JsValue> {
+        self.sweep();
         let now = time(now_us, "nowUs")?;
         let node = node_index(node)?;
         let tag = tag_of(tag);
@@ -717,6 +741,7 @@ impl Engine {
         tag: f64,
         #[wasm_bindgen(js_name = nowUs)] now_us: f64,
     ) -> Result<u32, JsValue> {
+        self.sweep();
         let now = time(now_us, "nowUs")?;
         let tag = tag_of(tag);
         let Some(mut task) = self.tasks.remove(&tag) else {
@@ -793,7 +818,8 @@ impl Engine {
     }
 
     /// The outcome of operation `tag`, after its `done` action: the same object as
-    /// `Operation.pollOutput()`'s `outcome`. The operation stays until `forget(tag)`.
+    /// `Operation.pollOutput()`'s `outcome`. The operation is forgotten at the next input
+    /// (`isHeldBy`, `pollEvent` and `KeepAlive.handleOutcomeOf` read it until then).
     pub fn outcome(&mut self, tag: f64) -> Result<JsValue, JsValue> {
         let tag = tag_of(tag);
         let Some(task) = self.tasks.get_mut(&tag) else {
@@ -818,16 +844,20 @@ impl Engine {
                 None => return Err(invalid_argument("the operation has no outcome yet")),
             }
         };
+        self.ended.push(tag);
         Ok(outcome_to_js(outcome))
     }
 
-    /// Why operation `tag` failed, after its `failed` action: the error to throw.
-    pub fn error(&self, tag: f64) -> Result<JsValue, JsValue> {
-        let task = self.task(tag)?;
-        Ok(task.error.clone().unwrap_or(JsValue::UNDEFINED))
+    /// Why operation `tag` failed, after its `failed` action: the error to throw. The
+    /// operation is forgotten at the next input.
+    pub fn error(&mut self, tag: f64) -> Result<JsValue, JsValue> {
+        let error = self.task(tag)?.error.clone().unwrap_or(JsValue::UNDEFINED);
+        self.ended.push(tag_of(tag));
+        Ok(error)
     }
 
-    /// Forgets operation `tag` (after `done` or `failed`); its late replies are dropped.
+    /// Forgets operation `tag` now (its late replies are dropped): an operation whose end
+    /// the driver will not read.
     pub fn forget(&mut self, tag: f64) {
         let tag = tag_of(tag);
         if let Some(mut task) = self.tasks.remove(&tag) {
@@ -876,16 +906,6 @@ impl Engine {
             (Some(a), None) | (None, Some(a)) => time_to_js(a),
             (None, None) => -1.0,
         }
-    }
-
-    /// True while an operation is under way (not ended) or a link has something queued or
-    /// awaiting a reply.
-    #[wasm_bindgen(getter, js_name = isBusy)]
-    pub fn is_busy(&self) -> bool {
-        self.tasks
-            .values()
-            .any(|task| !task.op.is_finished() && task.error.is_none())
-            || self.nodes.iter().any(|node| !node.link.is_idle())
     }
 
     /// -1 when every link is idle (nothing queued or awaiting a reply) or stalled (what

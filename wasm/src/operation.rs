@@ -101,13 +101,17 @@ pub(crate) fn event_to_js(event: &redlock_core::Event) -> JsValue {
     value.into()
 }
 
-/// The outcome as a plain object (an object literal made in one call: it is on every
-/// lock's path).
+/// The outcome as a JS object (made in one call: it is on every lock's path).
 pub(crate) fn outcome_to_js(outcome: Outcome) -> JsValue {
     let micros = |d: core::time::Duration| d.as_micros() as f64;
     let lease = |lease: redlock_core::Lease| JsValue::from(Lease { inner: lease });
     strings::with(|s| {
-        let nodes = node_results_to_js(s, outcome.nodes());
+        // Acquired and released outcomes make their node results an array when read.
+        let nodes = if matches!(outcome, Outcome::Acquired(_) | Outcome::Released(_)) {
+            JsValue::UNDEFINED
+        } else {
+            node_results_to_js(s, outcome.nodes())
+        };
         let class = outcome
             .error_class()
             .map_or(JsValue::NULL, |c| s.code(c.code()));
@@ -115,9 +119,12 @@ pub(crate) fn outcome_to_js(outcome: Outcome) -> JsValue {
             Outcome::Acquired(a) => {
                 // Fencing tokens stay below 2^53 (`MAX_FENCING_TOKEN`): exact as numbers.
                 let fencing_token = a.lease.fencing_token().map(|t| t as f64);
+                let (count, packed, nodes) = strings::lazy_nodes(s, &a.nodes);
                 strings::acquired(
                     micros(a.validity),
                     a.attempts,
+                    count,
+                    packed,
                     &nodes,
                     lease(a.lease),
                     fencing_token,
@@ -143,7 +150,10 @@ pub(crate) fn outcome_to_js(outcome: Outcome) -> JsValue {
                     &class,
                 )
             }
-            Outcome::Released(r) => strings::released(r.released as f64, &nodes),
+            Outcome::Released(r) => {
+                let (count, packed, nodes) = strings::lazy_nodes(s, &r.nodes);
+                strings::released(r.released as f64, count, packed, &nodes)
+            }
             Outcome::NotReleased(r) => strings::not_released(r.released as f64, &nodes, &class),
             // Inspections are not on the lock's path: built property by property.
             Outcome::Inspected(i) => {

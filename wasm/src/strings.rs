@@ -155,8 +155,45 @@ export function waitOutput(until) {
 export function outcomeOutput(outcome) {
   return { type: 'outcome', outcome };
 }
-export function acquired(validityUs, attempts, nodes, lease, fencingToken) {
-  return { kind: 'acquired', lease, validityUs, attempts, fencingToken: fencingToken ?? null, nodes, errorClass: null };
+// The outcomes of every lock cycle: their node results cross as one number (see
+// packedCodes) and become an array only when read.
+class Acquired {
+  #count;
+  #packed;
+  #nodes;
+  constructor(validityUs, attempts, count, packed, nodes, lease, fencingToken) {
+    this.kind = 'acquired';
+    this.lease = lease;
+    this.validityUs = validityUs;
+    this.attempts = attempts;
+    this.fencingToken = fencingToken ?? null;
+    this.errorClass = null;
+    this.#count = count;
+    this.#packed = packed;
+    this.#nodes = nodes;
+  }
+  get nodes() {
+    return (this.#nodes ??= nodeCodes(this.#count, this.#packed));
+  }
+}
+class Released {
+  #count;
+  #packed;
+  #nodes;
+  constructor(released, count, packed, nodes) {
+    this.kind = 'released';
+    this.released = released;
+    this.errorClass = null;
+    this.#count = count;
+    this.#packed = packed;
+    this.#nodes = nodes;
+  }
+  get nodes() {
+    return (this.#nodes ??= nodeCodes(this.#count, this.#packed));
+  }
+}
+export function acquired(validityUs, attempts, count, packed, nodes, lease, fencingToken) {
+  return new Acquired(validityUs, attempts, count, packed, nodes, lease, fencingToken);
 }
 export function notAcquired(reason, attempts, token, nodes, errorClass) {
   return { kind: 'not_acquired', reason, attempts, token, nodes, errorClass };
@@ -167,8 +204,8 @@ export function extended(validityUs, nodes, lease) {
 export function notExtended(reason, validityUs, retryAt, lost, nodes, lease, errorClass) {
   return { kind: 'not_extended', reason, lease, validityUs, retryAt: retryAt ?? null, lost, nodes, errorClass };
 }
-export function released(released, nodes) {
-  return { kind: 'released', released, nodes, errorClass: null };
+export function released(released, count, packed, nodes) {
+  return new Released(released, count, packed, nodes);
 }
 export function notReleased(released, nodes, errorClass) {
   return { kind: 'not_released', released, nodes, errorClass };
@@ -257,9 +294,12 @@ extern "C" {
     #[wasm_bindgen(js_name = outcomeOutput)]
     pub(crate) fn outcome_output(outcome: &JsValue) -> JsValue;
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn acquired(
         validity_us: f64,
         attempts: u32,
+        count: u32,
+        packed: f64,
         nodes: &JsValue,
         lease: JsValue,
         fencing_token: Option<f64>,
@@ -287,7 +327,7 @@ extern "C" {
         error_class: &JsValue,
     ) -> JsValue;
 
-    pub(crate) fn released(released: f64, nodes: &JsValue) -> JsValue;
+    pub(crate) fn released(released: f64, count: u32, packed: f64, nodes: &JsValue) -> JsValue;
 
     #[wasm_bindgen(js_name = notReleased)]
     pub(crate) fn not_released(released: f64, nodes: &JsValue, error_class: &JsValue) -> JsValue;
@@ -522,6 +562,20 @@ pub(crate) fn node_codes(nodes: &[redlock_core::NodeResult]) -> Option<JsValue> 
     packed_codes(nodes).map(|packed| node_codes_js(nodes.len() as u32, packed))
 }
 
+/// An outcome's node results as `(count, packed, array)`: the packed codes, made into an
+/// array only when read (`array` undefined), or the array itself (`packed` NaN).
+pub(crate) fn lazy_nodes(s: &Strings, nodes: &[redlock_core::NodeResult]) -> (u32, f64, JsValue) {
+    let count = u32::try_from(nodes.len()).unwrap_or(u32::MAX);
+    match packed_codes(nodes) {
+        Some(packed) => (count, packed, JsValue::UNDEFINED),
+        None => (
+            count,
+            f64::NAN,
+            crate::operation::node_results_to_js(s, nodes),
+        ),
+    }
+}
+
 /// A JS array of `values`, made in one crossing when there are at most `ARRAY_OF_MAX`.
 pub(crate) fn array(values: impl ExactSizeIterator<Item = JsValue>) -> JsValue {
     let count = values.len();
@@ -550,7 +604,13 @@ struct Shape {
     args: Vec<(Vec<u8>, JsValue)>,
 }
 
+/// How many argument strings made for one shape are kept for the others (a token is
+/// written by the acquisition's `SET`, then by its release's `EVALSHA`).
+const RECENT: usize = 4;
+
 struct WriteCache {
+    /// The argument strings made last, for any shape.
+    recent: std::collections::VecDeque<(Vec<u8>, JsValue)>,
     /// The last write and its array: the N writes of a round share their arguments
     /// (`Write::shares_args_with`), so they share one array. The write is kept (and
     /// with it its arguments), so a later write cannot be mistaken for it.
@@ -562,7 +622,11 @@ struct WriteCache {
 
 thread_local! {
     static WRITES: core::cell::RefCell<WriteCache> = const {
-        core::cell::RefCell::new(WriteCache { last: None, shapes: Vec::new() })
+        core::cell::RefCell::new(WriteCache {
+            recent: std::collections::VecDeque::new(),
+            last: None,
+            shapes: Vec::new(),
+        })
     };
 }
 
@@ -586,7 +650,8 @@ pub(crate) fn write_array(write: &redlock_core::Write) -> JsValue {
                 return array.clone();
             }
         }
-        let array = match shaped_array(&mut cache.shapes, write) {
+        let WriteCache { recent, shapes, .. } = &mut *cache;
+        let array = match shaped_array(shapes, recent, write) {
             Some(array) => array,
             None => args_array(|| write.args()),
         };
@@ -597,7 +662,11 @@ pub(crate) fn write_array(write: &redlock_core::Write) -> JsValue {
 
 /// The array of `write`'s arguments through its shape's last values, or None for a
 /// command of more than `ARRAY_OF_MAX` arguments.
-fn shaped_array(shapes: &mut Vec<Shape>, write: &redlock_core::Write) -> Option<JsValue> {
+fn shaped_array(
+    shapes: &mut Vec<Shape>,
+    recent: &mut std::collections::VecDeque<(Vec<u8>, JsValue)>,
+    write: &redlock_core::Write,
+) -> Option<JsValue> {
     let count = write.arg_count();
     if count == 0 || count > ARRAY_OF_MAX {
         return None;
@@ -622,7 +691,17 @@ fn shaped_array(shapes: &mut Vec<Shape>, write: &redlock_core::Write) -> Option<
         match shape.args.get(position) {
             Some((bytes, value)) if bytes.as_slice() == arg => values[position] = value.clone(),
             _ => {
-                let value = bytes_to_js(arg);
+                let value = match recent.iter().find(|(bytes, _)| bytes.as_slice() == arg) {
+                    Some((_, value)) => value.clone(),
+                    None => {
+                        let value = bytes_to_js(arg);
+                        if recent.len() >= RECENT {
+                            recent.pop_front();
+                        }
+                        recent.push_back((arg.to_vec(), value.clone()));
+                        value
+                    }
+                };
                 let entry = (arg.to_vec(), value.clone());
                 match shape.args.get_mut(position) {
                     Some(slot) => *slot = entry,

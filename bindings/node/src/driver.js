@@ -39,12 +39,9 @@ class Alarm {
     this.#call = call;
   }
 
-  /**
-   * Arms for `at`; an alarm already armed sooner stays (waking early is harmless).
-   * True when it set a new timer.
-   */
+  /** Arms for `at`; an alarm already armed sooner stays (waking early is harmless). */
   arm(at) {
-    if (at >= this.#at) return false;
+    if (at >= this.#at) return;
     clearTimeout(this.#timer);
     this.#at = at;
     this.#timer = setTimeout(() => {
@@ -53,7 +50,6 @@ class Alarm {
       afterIo(this.#call);
     }, Math.max(0, Math.ceil((at - nowUs()) / 1000)));
     if (!this.#keep) this.#timer.unref?.();
-    return true;
   }
 
   clear() {
@@ -166,12 +162,6 @@ export class Driver {
   /** The arguments array of the last `write` action, for the `write the same` after it. */
   #args = undefined;
   /**
-   * Tags of ended operations, forgotten after this turn's I/O: the caller's code that
-   * awaited the outcome (the next lock call, its writes) goes first.
-   */
-  #ended = [];
-  #cleanUpScheduled = false;
-  /**
    * Where the operations' events go (`{ _listening, _emitEvent(event) }`): drained from
    * the core after each input only while `_listening`, so without listeners no event is
    * built.
@@ -276,7 +266,7 @@ export class Driver {
     if (count > 0) this.#drain();
     if (this.events?._listening || this.tracer !== undefined) this.#drainAllEvents();
     const at = this.engine.nextWake;
-    if (at >= 0 && this.#alarm.arm(at)) this.#alarm.keepAlive(this.#tasks.size > 0 || this.engine.isBusy);
+    if (at >= 0) this.#alarm.arm(at);
     if (this.#idleWaiters.length > 0) this.#checkIdle();
   }
 
@@ -344,8 +334,9 @@ export class Driver {
       result = task.finish === undefined ? outcome : task.finish(outcome, tag, engine);
     } catch (error) {
       failure = error;
+      engine.forget(tag);
     }
-    this.#forgetSoon(tag);
+    // Otherwise the engine forgets the operation at its next input.
     if (failure !== undefined) {
       this.#finish(tag, task, 'error');
       task.reject(failure);
@@ -355,37 +346,11 @@ export class Driver {
     task.resolve(result);
   }
 
-  /** Forgets operation `tag` after this turn's I/O (see #ended). */
-  #forgetSoon(tag) {
-    this.#ended.push(tag);
-    this.#cleanUpSoon();
-  }
-
-  /** Runs #cleanUp after this turn's I/O, once. */
-  #cleanUpSoon() {
-    if (this.#cleanUpScheduled) return;
-    this.#cleanUpScheduled = true;
-    afterIo(() => this.#cleanUp());
-  }
-
-  #cleanUp() {
-    this.#cleanUpScheduled = false;
-    const ended = this.#ended;
-    this.#ended = [];
-    // After close the engine may be freed: nothing to forget then.
-    if (this.closed) return;
-    for (const tag of ended) this.engine.forget(tag);
-    // Left armed for the next operation, but not keeping the process alive with
-    // nothing waiting.
-    if (this.#tasks.size === 0) this.#alarm.keepAlive(this.engine.isBusy);
-  }
-
   /** Operation `tag` cannot go on (the engine says why). */
   #failed(tag) {
     const engine = this.engine;
     const task = this.#tasks.get(tag);
     const error = engine.error(tag);
-    engine.forget(tag);
     if (task === undefined) return;
     this.#finish(tag, task, 'error');
     task.reject(error);
@@ -427,7 +392,9 @@ export class Driver {
       task.span = undefined;
     }
     this.#tasks.delete(tag);
-    if (this.#tasks.size === 0) this.#cleanUpSoon();
+    // Left armed for the next operation, but not keeping the process alive with
+    // nothing waiting.
+    if (this.#tasks.size === 0) this.#alarm.keepAlive(false);
     task.detach?.();
     if (task.watching !== undefined) this.notices.unwatch(tag, task.watching);
   }
