@@ -502,12 +502,13 @@ impl Link {
             consider(until);
         }
         if self.state == State::Open {
-            match self.stalled_since() {
-                Some(since) => consider(since.plus_micros(micros_floor(STALL_CLOSE))),
-                None => {
-                    if let Some(deadline) = self.oldest_command_deadline() {
-                        consider(deadline);
-                    }
+            // Stalled (the oldest deadline passed): when the connection is closed;
+            // otherwise that deadline. One pass over the writes either way.
+            if let Some(deadline) = self.oldest_command_deadline() {
+                if deadline <= self.latest {
+                    consider(deadline.plus_micros(micros_floor(STALL_CLOSE)));
+                } else {
+                    consider(deadline);
                 }
             }
         }
