@@ -7,7 +7,8 @@
 //! ## Conventions
 //!
 //! - Names are camelCase; classes mirror the core: [`Config`], [`Redlock`],
-//!   [`Operation`], [`Lease`], [`Link`] (one node's command policy), [`KeepAlive`],
+//!   [`Operation`], [`Lease`], [`Link`] (one node's command policy), [`Engine`] (the
+//!   driver loop inside the module: N links and the operations using them), [`KeepAlive`],
 //!   [`Subscriptions`] (the notice subscriber connections' policy), [`Decoder`], and
 //!   [`FencedSet`] (the resource-side fencing check).
 //! - **Time is a JS number of microseconds** on the caller's monotonic clock (for

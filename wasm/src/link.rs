@@ -4,23 +4,20 @@
 
 use std::collections::VecDeque;
 
-use redlock_core::{resp, Delivery, LinkOutput, Reply, WriteId};
+use redlock_core::{resp, LinkOutput, Reply, WriteId};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
-use crate::convert::{
-    as_bulk, link_cause, options_from_js, reply_from_js, reply_to_js, time, time_to_js,
-};
+use crate::convert::{link_cause, options_from_js, reply_from_js, reply_to_js, time, time_to_js};
 use crate::error::{self, invalid_argument};
 use crate::operation::Operation;
 use crate::strings;
-use crate::types::{LinkCauseJs, LinkOptionsJs, OutputJs, ReplyJs};
+use crate::types::{LinkCauseJs, LinkOptionsJs, ReplyJs};
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Options {
     resp: Option<bool>,
-    hold_replies: Option<bool>,
     connect_timeout_ms: Option<f64>,
 }
 
@@ -37,10 +34,7 @@ struct Options {
 /// - `close`: close the current connection, or give up the attempt to open one that is
 ///   under way (it took longer than the connect timeout), and report nothing more for it;
 /// - `deliver`: hand `reply` to the operation tagged `tag`:
-///   `operation.handleReply(request, reply, now)`; a link made with
-///   `{ holdReplies: true }` outputs the tag alone (a number) and keeps the reply:
-///   `deliverHeld(tag, operation, now)` hands it on (or `dropHeld(tag)` drops it), in
-///   the order the tags came.
+///   `operation.handleReply(request, reply, now)`.
 ///
 /// Call `handleTimeout` at `pollTimeout()`. A client library that manages its own
 /// connection reports its "ready" event as `handleConnected` and its "disconnected"
@@ -56,9 +50,6 @@ pub struct Link {
     decoder: Option<resp::Decoder>,
     written: VecDeque<WriteId>,
     scratch: Vec<u8>,
-    /// `holdReplies`: deliveries output without their reply, oldest first.
-    hold: bool,
-    held: VecDeque<Delivery>,
 }
 
 fn id_from_js(id: f64) -> Result<WriteId, JsValue> {
@@ -104,23 +95,6 @@ impl Link {
     fn pending(&self) -> u32 {
         u32::try_from(self.front.len() + self.inner.pending_outputs()).unwrap_or(u32::MAX)
     }
-
-    /// The oldest held delivery, if it is for `tag`.
-    fn take_held(&mut self, tag: f64) -> Result<Delivery, JsValue> {
-        match self.held.front() {
-            Some(delivery) if delivery.tag as f64 == tag => {}
-            Some(_) => {
-                return Err(invalid_argument(
-                    "the oldest held reply is for another tag: hand them on in the order of the `deliver` outputs",
-                ))
-            }
-            None => return Err(invalid_argument("no reply is held")),
-        }
-        // `front()` just matched.
-        self.held
-            .pop_front()
-            .ok_or_else(|| invalid_argument("no reply is held"))
-    }
 }
 
 #[wasm_bindgen]
@@ -136,7 +110,7 @@ impl Link {
         let options: Options = match options {
             Some(options) if !options.is_undefined() && !options.is_null() => options_from_js(
                 options.into(),
-                &["resp", "holdReplies", "connectTimeoutMs"],
+                &["resp", "connectTimeoutMs"],
                 "link options",
             )?,
             _ => Options::default(),
@@ -158,8 +132,6 @@ impl Link {
             decoder: None,
             written: VecDeque::new(),
             scratch: Vec::new(),
-            hold: options.hold_replies.unwrap_or(false),
-            held: VecDeque::new(),
         })
     }
 
@@ -254,38 +226,6 @@ impl Link {
         self.take_reply(id, safe_integer(value), now_us)
     }
 
-    /// Links made with `{ holdReplies: true }`: hands the oldest held reply, which must
-    /// be for `tag`, to `operation` (as `operation.handleReply` would), and returns the
-    /// operation's first output after it (as `operation.pollOutputToLink()` would: go on
-    /// polling from there). With `bulk`, status replies count as the bulk strings they
-    /// were (a client library that gives both as strings, for an inspection's `GET`).
-    /// Throws what `handleReply` throws.
-    #[wasm_bindgen(js_name = deliverHeld)]
-    pub fn deliver_held(
-        &mut self,
-        tag: f64,
-        operation: &mut Operation,
-        #[wasm_bindgen(js_name = nowUs)] now_us: f64,
-        bulk: Option<bool>,
-    ) -> Result<Option<OutputJs>, JsValue> {
-        let now = time(now_us, "nowUs")?;
-        let delivery = self.take_held(tag)?;
-        let reply = if bulk == Some(true) {
-            as_bulk(delivery.reply)
-        } else {
-            delivery.reply
-        };
-        operation.handle_core_reply(delivery.request, reply, now)?;
-        operation.poll_to_link()
-    }
-
-    /// Links made with `{ holdReplies: true }`: drops the oldest held reply, which must
-    /// be for `tag` (its operation is finished or abandoned).
-    #[wasm_bindgen(js_name = dropHeld)]
-    pub fn drop_held(&mut self, tag: f64) -> Result<(), JsValue> {
-        self.take_held(tag).map(drop)
-    }
-
     /// RESP links: bytes received on the current connection. Each complete reply
     /// answers the oldest write awaiting one. A protocol error (or a reply nobody asked
     /// for) closes the connection: the next output is `close`.
@@ -351,9 +291,7 @@ impl Link {
     }
 
     /// The next output, or `undefined` when there is nothing to do until the next input.
-    /// For a link made with `{ holdReplies: true }`, a delivery is its tag (a number);
-    /// its reply is held for `deliverHeld`.
-    #[wasm_bindgen(js_name = pollOutput, unchecked_return_type = "LinkOutput | number | undefined")]
+    #[wasm_bindgen(js_name = pollOutput, unchecked_return_type = "LinkOutput | undefined")]
     pub fn poll_output(&mut self) -> Result<JsValue, JsValue> {
         if let Some(value) = self.front.pop_front() {
             return Ok(value);
@@ -375,11 +313,6 @@ impl Link {
                 } else {
                     strings::write_output(&write)
                 }
-            }
-            Some(LinkOutput::Deliver(delivery)) if self.hold => {
-                let tag = JsValue::from_f64(delivery.tag as f64);
-                self.held.push_back(delivery);
-                tag
             }
             Some(LinkOutput::Deliver(delivery)) => strings::deliver_output(
                 delivery.tag as f64,

@@ -203,18 +203,6 @@ impl Operation {
         self.last_send.take()
     }
 
-    /// `handleReply` with a reply already in the core's form (a link's held reply).
-    pub(crate) fn handle_core_reply(
-        &mut self,
-        request: RequestId,
-        reply: redlock_core::Reply,
-        now: redlock_core::Time,
-    ) -> Result<(), JsValue> {
-        self.inner
-            .handle_reply(request, reply, now)
-            .map_err(error::usage)
-    }
-
     /// The last outcome this operation output, if it was an extension's or an
     /// inspection's.
     pub(crate) fn outcome(&self) -> Option<&Outcome> {
@@ -346,11 +334,6 @@ impl Operation {
 }
 
 impl Operation {
-    /// `pollOutputToLink`, for the link that just handed this operation a reply.
-    pub(crate) fn poll_to_link(&mut self) -> Result<Option<OutputJs>, JsValue> {
-        self.poll(false)
-    }
-
     fn poll(&mut self, with_args: bool) -> Result<Option<OutputJs>, JsValue> {
         let value: JsValue = match self.inner.poll_output() {
             None => return Ok(None),

@@ -175,6 +175,9 @@ class Acquired {
   get nodes() {
     return (this.#nodes ??= nodeCodes(this.#count, this.#packed));
   }
+  toJSON() {
+    return { ...this, nodes: this.nodes };
+  }
 }
 class Released {
   #count;
@@ -190,6 +193,9 @@ class Released {
   }
   get nodes() {
     return (this.#nodes ??= nodeCodes(this.#count, this.#packed));
+  }
+  toJSON() {
+    return { ...this, nodes: this.nodes };
   }
 }
 export function acquired(validityUs, attempts, count, packed, nodes, lease, fencingToken) {

@@ -173,13 +173,6 @@ export interface LinkOptions {
   /** Writes as RESP bytes, and replies fed to `handleData` (raw sockets). Default false. */
   resp?: boolean;
   /**
-   * Replies stay in the link: `pollOutput` gives a delivery as its tag alone (a number),
-   * and the driver hands each reply to its operation with `deliverHeld(tag, operation,
-   * nowUs)` (or drops it with `dropHeld(tag)`), oldest first. Saves making the reply a
-   * JS object and reading it back. Default false.
-   */
-  holdReplies?: boolean;
-  /**
    * How long a connection attempt may take before the link gives it up (a `close`
    * output) and counts it failed with `timeout`: the user's client's connect timeout
    * when it has one. Default: the core's, `defaults().connectTimeoutDefaultMs`.
@@ -215,11 +208,7 @@ export interface CloseOutput {
   type: "close";
 }
 
-/**
- * Hand `reply` to the operation tagged `tag`: `operation.handleReply(request, reply, now)`.
- * (A link made with `{ holdReplies: true }` outputs the tag alone, a number, and keeps
- * the reply for `link.deliverHeld(tag, operation, now)`.)
- */
+/** Hand `reply` to the operation tagged `tag`: `operation.handleReply(request, reply, now)`. */
 export interface DeliverOutput {
   type: "deliver";
   tag: number;

@@ -199,59 +199,194 @@ test('Link: connect, scripts first, writes in order, deliveries to the tagged op
   assert.throws(() => link.handleData(new Uint8Array(1), 1400), isCode('invalid_argument'));
 });
 
-test('Link with holdReplies: replies stay in the link until handed on, in order, to the right tag', () => {
+test('Link: OK and integer replies go in without an object; a value out of range is refused', () => {
   const client = new core.Redlock(new core.Config({ nodes: 1, ttlMs: 10_000, attempts: 1 }), new Uint8Array(32));
-  const link = new core.Link({ holdReplies: true });
+  const link = new core.Link();
   const a = client.acquire('a', 1000);
-  const b = client.acquire('b', 1000);
   a.pollOutput();
   link.submit(1, a, 1000);
-  b.pollOutput();
-  link.submit(2, b, 1000);
-  assert.deepEqual(drainLink(link), [{ type: 'connect' }]);
+  drainLink(link);
   link.handleConnected(1000);
   const writes = drainLink(link);
-  assert.deepEqual(writes.map((w) => w.args[0]), ['SCRIPT', 'SCRIPT', 'SCRIPT', 'SET', 'SET']);
-  for (const id of [1, 2, 3]) link.handleReply(id, { type: 'bulk', value: 'sha' }, 1100);
-  assert.throws(() => link.deliverHeld(1, a, 1100), isCode('invalid_argument'), 'nothing held yet');
-  // Each input says how many outputs wait: here one delivery each, given as its tag.
+  for (const w of writes.slice(0, 3)) link.handleReply(w.id, { type: 'bulk', value: 'sha' }, 1100);
+  // Each input says how many outputs wait.
   assert.equal(link.handleReplyOk(writes[3].id, 1200), 1);
-  assert.equal(link.handleReplyInteger(writes[4].id, 7, 1200), 2);
-  assert.throws(() => link.handleReplyInteger(writes[4].id, 0.5, 1200), isCode('invalid_argument'));
-  assert.throws(() => link.handleReplyInteger(writes[4].id, 2 ** 53, 1200), isCode('invalid_argument'));
-  assert.deepEqual(drainLink(link), [1, 2]);
-  // The oldest first: b's reply cannot jump a's.
-  assert.throws(() => link.deliverHeld(2, b, 1200), isCode('invalid_argument'));
-  // deliverHeld returns the operation's next output, as pollOutputToLink would.
-  assert.equal(link.deliverHeld(1, a, 1200).outcome.kind, 'acquired');
-  assert.equal(a.pollOutputToLink(), undefined);
-  // `7` is no answer to SET: the operation refuses it as a node error, not the link.
-  link.dropHeld(2);
-  assert.throws(() => link.dropHeld(2), isCode('invalid_argument'), 'dropped once');
-  assert.throws(() => new core.Link({ holdReplies: 'yes' }), isCode('invalid_argument'));
+  assert.deepEqual(drainLink(link), [{ type: 'deliver', tag: 1, request: 1, reply: { type: 'ok' } }]);
+  assert.throws(() => link.handleReplyInteger(writes[3].id, 0.5, 1200), isCode('invalid_argument'));
+  assert.throws(() => link.handleReplyInteger(writes[3].id, 2 ** 53, 1200), isCode('invalid_argument'));
+  const b = client.acquire('b', 1300);
+  b.pollOutput();
+  link.submit(2, b, 1300);
+  const [write] = drainLink(link);
+  assert.equal(link.handleReplyInteger(write.id, 7, 1400), 1);
+  assert.deepEqual(drainLink(link), [{ type: 'deliver', tag: 2, request: 1, reply: { type: 'integer', value: 7 } }]);
+  assert.throws(() => new core.Link({ holdReplies: true }), isCode('invalid_argument'), 'an option no more');
 });
 
-test('Link with holdReplies: bulk hands status replies on as the bulk strings they were', () => {
-  const client = new core.Redlock(new core.Config({ nodes: 1, ttlMs: 10_000, attempts: 1 }), new Uint8Array(32));
-  const inspectWith = (bulk) => {
-    const inspect = client.inspect('r', 1000);
-    assert.equal(inspect.pollOutput().type, 'send');
-    const link = new core.Link({ holdReplies: true });
-    link.submit(3, inspect, 1000);
-    drainLink(link);
-    link.handleConnected(1000);
-    const writes = drainLink(link);
-    for (const w of writes.slice(0, 3)) link.handleReply(w.id, { type: 'bulk', value: 'sha' }, 1100);
-    // ioredis gives a GET's bulk string as a string, which reads as a status reply.
-    link.handleReply(writes[3].id, { type: 'status', value: 'holder-token' }, 1200);
-    const [tag] = drainLink(link);
-    assert.equal(tag, 3);
-    return link.deliverHeld(tag, inspect, 1200, bulk).outcome;
-  };
-  const outcome = inspectWith(true);
-  assert.equal(outcome.kind, 'inspected');
-  assert.equal(outcome.holder, 'holder-token');
-  assert.equal(inspectWith(false).kind, 'not_inspected', 'a GET answers bulk strings only');
+/** The engine's actions until none is left, as `[kind, x, writeId?, args or bytes?]`. */
+const drainEngine = (engine) => {
+  const actions = [];
+  for (let code = engine.poll(); code !== 0; code = engine.poll()) {
+    const kind = code % 8;
+    const x = (code - kind) / 8;
+    if (kind === 1) actions.push(['write', x, engine.writeId, engine.writeArgs() ?? engine.writeBytes()]);
+    else if (kind === 7) actions.push(['same', x, engine.writeId]);
+    else actions.push([{ 2: 'connect', 3: 'close', 4: 'done', 5: 'failed', 6: 'listen' }[kind], x]);
+  }
+  return actions;
+};
+
+/** An engine over `n` nodes, every link connected and its scripts loaded at 1000 us. */
+const connectedEngine = (n, options = {}) => {
+  const engine = new core.Engine(Array.from({ length: n }, () => options));
+  for (let node = 0; node < n; node++) engine.connected(node, 1000);
+  for (const [kind, node, id] of drainEngine(engine)) {
+    assert.ok(kind === 'write' || kind === 'same');
+    engine.reply(node, id, { type: 'bulk', value: 'sha' }, 1000);
+  }
+  assert.deepEqual(drainEngine(engine), []);
+  return engine;
+};
+
+test('Engine: a lock cycle crosses as numbers; the round shares one arguments array', () => {
+  const client = new core.Redlock(new core.Config({ nodes: 3, ttlMs: 10_000, attempts: 1 }), new Uint8Array(32));
+  const engine = connectedEngine(3);
+  assert.equal(engine.nextWake, -1, 'nothing waits on time');
+  const tag = engine.acquireOne(client, 'r', 1000);
+  const commands = drainEngine(engine);
+  // The first SET carries its arguments; the other two nodes get the same array.
+  assert.deepEqual(
+    commands.map(([kind, node]) => [kind, node]),
+    [
+      ['write', 0],
+      ['same', 1],
+      ['same', 2],
+    ],
+  );
+  const token = commands[0][3][2];
+  assert.deepEqual(commands[0][3], ['SET', 'r', token, 'NX', 'PX', '10000']);
+  assert.ok(engine.nextWake > 1000, 'the round has a deadline');
+  // Two confirmations decide at the quorum: one `done` action, nothing else.
+  assert.equal(engine.replyOk(0, commands[0][2], 1100), 0);
+  assert.equal(engine.replyOk(1, commands[1][2], 1100), 1);
+  assert.deepEqual(drainEngine(engine), [['done', tag]]);
+  const outcome = engine.outcome(tag);
+  assert.equal(outcome.kind, 'acquired');
+  assert.equal(outcome.lease.token, token);
+  // Node results become an array when read, and are in the outcome's JSON.
+  assert.deepEqual(outcome.nodes, ['success', 'success', 'pending']);
+  assert.deepEqual(JSON.parse(JSON.stringify(outcome)).nodes, ['success', 'success', 'pending']);
+  // The next input forgets the operation: the late reply changes nothing.
+  assert.equal(engine.replyOk(2, commands[2][2], 1200), 0);
+  assert.throws(() => engine.outcome(tag), isCode('invalid_argument'));
+  // The release writes the same token string.
+  const release = engine.release(client, outcome.lease, 1300);
+  const writes = drainEngine(engine);
+  assert.deepEqual(
+    writes.map(([kind, node]) => [kind, node]),
+    [
+      ['write', 0],
+      ['same', 1],
+      ['same', 2],
+    ],
+  );
+  assert.equal(writes[0][3][0], 'EVALSHA');
+  assert.equal(writes[0][3][4], token);
+  // The release decides at the quorum too; the third reply comes late.
+  for (const [, node, id] of writes) engine.replyInteger(node, id, 1, 1400);
+  assert.deepEqual(drainEngine(engine), [['done', release]]);
+  const released = engine.outcome(release);
+  assert.equal(released.kind, 'released');
+  assert.equal(released.released, 2);
+  assert.deepEqual(released.nodes, ['success', 'success', 'pending']);
+});
+
+test('Engine: a refused value closes its connection; a driver mistake throws a typed error', () => {
+  const client = new core.Redlock(new core.Config({ nodes: 2, ttlMs: 10_000, attempts: 1 }), new Uint8Array(32));
+  const engine = connectedEngine(2);
+  engine.acquireOne(client, 'r', 1000);
+  const [first] = drainEngine(engine);
+  // Not a whole number: node 0's connection closes (the next action), nothing throws.
+  assert.ok(engine.replyInteger(0, first[2], 0.5, 1100) >= 1);
+  assert.deepEqual(drainEngine(engine)[0], ['close', 0]);
+  for (const reply of [{ type: 'bogus' }, { type: 'integer', value: 2 ** 53 }, 'OK']) {
+    const other = connectedEngine(1);
+    assert.ok(other.reply(0, 5, reply, 1000) >= 1);
+    assert.deepEqual(drainEngine(other)[0], ['close', 0]);
+  }
+  assert.throws(() => engine.replyOk(7, 1, 1100), isCode('unknown_node'));
+  assert.throws(() => engine.replyOk(-1, 1, 1100), isCode('invalid_argument'));
+  assert.throws(() => engine.closed(0, 'bogus', 'x', 1100), isCode('invalid_argument'));
+  assert.throws(() => engine.data(0, new Uint8Array(1), 1100), isCode('invalid_argument'), 'not a RESP node');
+  assert.throws(() => engine.replyOk(0, 1, Number.NaN), isCode('invalid_argument'));
+  assert.throws(() => engine.outcome(99), isCode('invalid_argument'));
+  assert.throws(() => engine.acquireOne(client, '', 1100), isCode('empty_resource'));
+  assert.throws(() => new core.Engine([]), isCode('invalid_argument'));
+  assert.throws(() => new core.Engine([{ bogus: true }]), isCode('invalid_argument'));
+  assert.throws(() => new core.Engine([{ connectTimeoutMs: -1 }]), isCode('invalid_argument'));
+  assert.equal(new core.Engine([{ connectTimeoutMs: 750 }]).connectTimeoutMs(0), 750);
+  // An operation for more nodes than the engine has fails, saying so.
+  const wide = new core.Redlock(new core.Config({ nodes: 3, ttlMs: 10_000 }), new Uint8Array(32));
+  const tag = engine.acquireOne(wide, 'w', 1200);
+  assert.deepEqual(
+    drainEngine(engine).find(([kind]) => kind === 'failed'),
+    ['failed', tag],
+  );
+  assert.match(engine.error(tag).message, /this engine has 2 nodes/);
+});
+
+test('Engine: deadlines, abandon, inspection and RESP', () => {
+  const client = new core.Redlock(
+    new core.Config({ nodes: 1, ttlMs: 10_000, attempts: 1, nodeTimeoutUs: 50_000 }),
+    new Uint8Array(32),
+  );
+  // No reply before the deadline: the operation ends when the engine is told the time.
+  const engine = connectedEngine(1);
+  const late = engine.acquireOne(client, 'r', 1000);
+  drainEngine(engine);
+  assert.ok(engine.nextWake > 1000 && engine.nextWake <= 51_000, `wake ${engine.nextWake}`);
+  let done = [];
+  for (let i = 0; i < 10 && done.length === 0; i++) {
+    engine.timeout(engine.nextWake);
+    done = drainEngine(engine).filter(([kind]) => kind === 'done');
+  }
+  assert.deepEqual(done, [['done', late]]);
+  assert.equal(engine.outcome(late).kind, 'not_acquired');
+  // Abandoned after its SET went out: the release goes out under no tag.
+  const fresh = connectedEngine(1);
+  const gone = fresh.acquireOne(client, 's', 2000);
+  assert.deepEqual(
+    drainEngine(fresh).map(([kind]) => kind),
+    ['write'],
+  );
+  fresh.abandon(gone, 2100);
+  const abandoned = drainEngine(fresh);
+  assert.equal(abandoned.length, 1);
+  assert.equal(abandoned[0][3][0], 'EVALSHA');
+  assert.throws(() => fresh.outcome(gone), isCode('invalid_argument'), 'forgotten at once');
+  // An inspection counts status replies as the bulk strings a client gave them as.
+  const inspect = fresh.inspect(client, 'r', 3000);
+  const get = drainEngine(fresh).find(([, , , args]) => args?.[0] === 'GET');
+  fresh.reply(0, get[2], { type: 'status', value: 'holder-token' }, 3100);
+  assert.deepEqual(drainEngine(fresh), [['done', inspect]]);
+  const inspected = fresh.outcome(inspect);
+  assert.equal(inspected.kind, 'inspected');
+  assert.equal(inspected.holder, 'holder-token');
+  assert.equal(fresh.isHeldBy(inspect, client.lease('r', 'holder-token', 9_000_000), 3200), true);
+  // RESP: bytes out, bytes in; a protocol error closes.
+  const resp = new core.Engine([{ resp: true }]);
+  const tag = resp.acquireOne(client, 'q', 4000);
+  assert.deepEqual(drainEngine(resp), [['connect', 0]]);
+  resp.connected(0, 4000);
+  const writes = drainEngine(resp);
+  assert.equal(writes.length, 4);
+  assert.ok(writes.every(([, , , bytes]) => bytes instanceof Uint8Array));
+  assert.match(Buffer.from(writes[3][3]).toString(), /^\*6\r\n\$3\r\nSET\r\n/);
+  resp.data(0, Buffer.from('$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n+OK\r\n'), 4100);
+  assert.deepEqual(drainEngine(resp), [['done', tag]]);
+  assert.equal(resp.outcome(tag).kind, 'acquired');
+  resp.data(0, Buffer.from('?bad\r\n'), 4200);
+  assert.deepEqual(drainEngine(resp), [['close', 0]]);
 });
 
 test('Link over RESP: bytes out, bytes in, a protocol error closes; a refused node fails at once', () => {
@@ -305,7 +440,7 @@ test('Link connectTimeoutMs: an attempt not open in time is given up with a clos
   assert.equal(new core.Link().connectTimeoutMs, core.defaults().connectTimeoutDefaultMs, "the core's default");
   assert.equal(new core.Link({ connectTimeoutMs: undefined }).connectTimeoutMs, 2000);
   assert.equal(new core.Link({ connectTimeoutMs: null }).connectTimeoutMs, 2000, 'null: unset');
-  assert.equal(new core.Link({ resp: true, holdReplies: true, connectTimeoutMs: 750 }).connectTimeoutMs, 750);
+  assert.equal(new core.Link({ resp: true, connectTimeoutMs: 750 }).connectTimeoutMs, 750);
   assert.equal(new core.Link({ connectTimeoutMs: 1234.5 }).connectTimeoutMs, 1234.5);
   assert.equal(new core.Link({ connectTimeoutMs: 0 }).connectTimeoutMs, 1, 'less than 1 ms counts as 1 ms');
   assert.equal(new core.Link({ connectTimeoutMs: 0.25 }).connectTimeoutMs, 1);
