@@ -222,7 +222,7 @@ export class Driver {
       if (this.notices) task.watch = watch;
       this.#tasks.set(tag, task);
       // While an operation runs, its wake-up keeps the process alive.
-      this.#alarm.keepAlive(true);
+      if (this.#tasks.size === 1) this.#alarm.keepAlive(true);
       if (signal) {
         const abort = () => this.#abandon(tag, signal.reason);
         signal.addEventListener('abort', abort, { once: true });
@@ -359,6 +359,10 @@ export class Driver {
   /** The operations whose time came, and the links'. */
   #wake() {
     if (this.closed) return;
+    // Left armed for the next operation, but not keeping the process alive with
+    // nothing waiting (told here, where the timer fires, rather than at every end:
+    // that changed a timer's ref twice per lock cycle).
+    if (this.#tasks.size === 0) this.#alarm.keepAlive(false);
     let count;
     try {
       count = this.engine.timeout(nowUs());
@@ -392,9 +396,6 @@ export class Driver {
       task.span = undefined;
     }
     this.#tasks.delete(tag);
-    // Left armed for the next operation, but not keeping the process alive with
-    // nothing waiting.
-    if (this.#tasks.size === 0) this.#alarm.keepAlive(false);
     task.detach?.();
     if (task.watching !== undefined) this.notices.unwatch(tag, task.watching);
   }
