@@ -39,6 +39,11 @@ const LISTEN: f64 = 6.0;
 /// the driver writes the array `writeArgs()` gave last.
 const WRITE_SAME: f64 = 7.0;
 
+/// In what an input returns: the next wake-up became sooner than `nextWake` last said.
+const WAKE_EARLIER: u32 = 1 << 31;
+/// In what an input returns: the count of actions waiting.
+const COUNT_MASK: u32 = WAKE_EARLIER - 1;
+
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct NodeOptions {
@@ -136,8 +141,10 @@ struct Task {
 /// returns the operation's tag); hand in every event of the nodes' connections
 /// (`connected`, `closed`, `replyOk` / `replyInteger` / `reply`, `data`), of time
 /// (`timeout`) and of notices (`notice`, `subscribed`); abandon an operation with
-/// `abandon`. Each returns how many actions wait. After each, call `poll()` until it
-/// returns 0, doing what each code says (`code % 8`, with `x = Math.floor(code / 8)`):
+/// `abandon`. Each returns how many actions wait (`result & 0x7fffffff`), with bit 31
+/// set when the next wake-up became sooner than `nextWake` last said. After each, call
+/// `poll()` until it returns 0, doing what each code says (`code % 8`, with
+/// `x = Math.floor(code / 8)`):
 ///
 /// - 1, write: write node `x`'s next command on its connection now, in order:
 ///   `writeArgs()` (a client library; never change the array) or `writeBytes()` (a link
@@ -153,7 +160,9 @@ struct Task {
 /// - 5, failed: operation `x` cannot go on: `error(x)` says why (the same);
 /// - 6, listen: operation `x` listens for release notices from now until it ends.
 ///
-/// Then call `timeout` at `nextWake` (or sooner: early is harmless). Nothing here throws
+/// Then, after starting an operation, after `timeout`, and after an input that set bit
+/// 31, read `nextWake` and call `timeout` then (or sooner: early is harmless; a wake-up
+/// that moved later is found when the earlier one comes). Nothing here throws
 /// for a value a node's client gave: a reply the core refuses closes that connection.
 #[wasm_bindgen]
 pub struct Engine {
@@ -168,6 +177,8 @@ pub struct Engine {
     write: Option<(WriteId, Payload)>,
     /// Operations whose end was read (`outcome`, `error`): forgotten at the next input.
     ended: Vec<u64>,
+    /// The value `nextWake` gave last.
+    reported_wake: Option<Time>,
 }
 
 /// The message of an error this shell made (a JS `Error`), for a connection's close.
@@ -352,8 +363,33 @@ impl Engine {
         self.pending()
     }
 
+    /// What an input returns: how many actions wait (below 2^31), plus `WAKE_EARLIER`
+    /// when the next wake-up is now sooner than the last `nextWake` read (or there was
+    /// none): only then does the driver need to read it again.
     fn pending(&self) -> u32 {
-        u32::try_from(self.actions.len()).unwrap_or(u32::MAX)
+        let count = u32::try_from(self.actions.len())
+            .unwrap_or(u32::MAX)
+            .min(COUNT_MASK);
+        let earlier = match (self.wake(), self.reported_wake) {
+            (Some(wake), Some(reported)) => wake < reported,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if earlier {
+            count | WAKE_EARLIER
+        } else {
+            count
+        }
+    }
+
+    /// The soonest of the links' wake-ups and the operations' waits.
+    fn wake(&self) -> Option<Time> {
+        let links = self.nodes.iter().filter_map(|node| node.wake).min();
+        let tasks = self.waits.first().map(|(until, _)| *until);
+        match (links, tasks) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// A value the core refused from node `index`'s client: the connection can no
@@ -463,6 +499,7 @@ impl Engine {
             deliveries: VecDeque::new(),
             write: None,
             ended: Vec::new(),
+            reported_wake: None,
         })
     }
 
@@ -896,16 +933,13 @@ impl Engine {
         }
     }
 
-    /// When `timeout` is next due (us), or -1 when nothing waits on time.
+    /// When `timeout` is next due (us), or -1 when nothing waits on time. Inputs say
+    /// (`WAKE_EARLIER`) when it became sooner than the value last read here.
     #[wasm_bindgen(getter, js_name = nextWake)]
-    pub fn next_wake(&self) -> f64 {
-        let links = self.nodes.iter().filter_map(|node| node.wake).min();
-        let tasks = self.waits.first().map(|(until, _)| *until);
-        match (links, tasks) {
-            (Some(a), Some(b)) => time_to_js(a.min(b)),
-            (Some(a), None) | (None, Some(a)) => time_to_js(a),
-            (None, None) => -1.0,
-        }
+    pub fn next_wake(&mut self) -> f64 {
+        let wake = self.wake();
+        self.reported_wake = wake;
+        wake.map_or(-1.0, time_to_js)
     }
 
     /// -1 when every link is idle (nothing queued or awaiting a reply) or stalled (what

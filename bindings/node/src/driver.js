@@ -21,6 +21,10 @@ const DONE = 4;
 const FAILED = 5;
 const LISTEN = 6;
 const WRITE_SAME = 7;
+// In what an input returns: the count of actions waiting, and a bit set when the next
+// wake-up became sooner than `nextWake` last said (only then is it read again).
+const COUNT = 0x7fffffff;
+const WAKE_EARLIER = 0x80000000;
 
 // Timers run before the event loop reads sockets: a timer that fires late (a busy
 // machine, a long GC) would time out replies already received. The wake-up therefore
@@ -228,7 +232,7 @@ export class Driver {
         signal.addEventListener('abort', abort, { once: true });
         task.detach = () => signal.removeEventListener('abort', abort);
       }
-      this.after(1);
+      this.after(1, true);
     });
   }
 
@@ -261,12 +265,18 @@ export class Driver {
     this.after(count);
   }
 
-  /** After an input: the engine's actions (`count` of them wait, maybe more), then the wake-up. */
-  after(count) {
-    if (count > 0) this.#drain();
+  /**
+   * After an input (`result`: what it returned): the engine's actions, then the
+   * wake-up, read again when it became sooner (or `readWake`: after starting an
+   * operation, and after the alarm fired).
+   */
+  after(result, readWake = result >= WAKE_EARLIER) {
+    if ((result & COUNT) > 0) this.#drain();
     if (this.events?._listening || this.tracer !== undefined) this.#drainAllEvents();
-    const at = this.engine.nextWake;
-    if (at >= 0) this.#alarm.arm(at);
+    if (readWake) {
+      const at = this.engine.nextWake;
+      if (at >= 0) this.#alarm.arm(at);
+    }
     if (this.#idleWaiters.length > 0) this.#checkIdle();
   }
 
@@ -369,7 +379,7 @@ export class Driver {
     } catch {
       count = 0; // nowUs is always a valid time: nothing to do
     }
-    this.after(count);
+    this.after(count, true);
   }
 
   /** Hands the unread events of every operation to `events` and to their spans. */

@@ -266,7 +266,8 @@ test('Engine: a lock cycle crosses as numbers; the round shares one arguments ar
   const token = commands[0][3][2];
   assert.deepEqual(commands[0][3], ['SET', 'r', token, 'NX', 'PX', '10000']);
   assert.ok(engine.nextWake > 1000, 'the round has a deadline');
-  // Two confirmations decide at the quorum: one `done` action, nothing else.
+  // Two confirmations decide at the quorum: one `done` action, nothing else (and no
+  // sooner wake-up than nextWake said).
   assert.equal(engine.replyOk(0, commands[0][2], 1100), 0);
   assert.equal(engine.replyOk(1, commands[1][2], 1100), 1);
   assert.deepEqual(drainEngine(engine), [['done', tag]]);
@@ -359,7 +360,12 @@ test('Engine: deadlines, abandon, inspection and RESP', () => {
     drainEngine(fresh).map(([kind]) => kind),
     ['write'],
   );
-  fresh.abandon(gone, 2100);
+  // Bit 31 of what an input returns: the next wake-up is sooner than nextWake last said
+  // (never read here); the count of actions is in the other bits.
+  const result = fresh.abandon(gone, 2100);
+  assert.ok(result >= 2 ** 31, `result ${result}`);
+  assert.equal(result & 0x7fffffff, 1);
+  assert.ok(fresh.nextWake > 2100);
   const abandoned = drainEngine(fresh);
   assert.equal(abandoned.length, 1);
   assert.equal(abandoned[0][3][0], 'EVALSHA');
