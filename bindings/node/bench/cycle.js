@@ -104,7 +104,7 @@ class InstantTransport {
     queueMicrotask(() => this.node.connected());
   }
 
-  write({ id, args }) {
+  write(id, args) {
     const name = String(args[0]).toUpperCase();
     const value =
       name === 'SET' ? 'OK' : name === 'SCRIPT' ? createHash('sha1').update(String(args[2])).digest('hex') : 1;
