@@ -83,7 +83,15 @@ const CLOSED = (engine, node, now, cause, text) => engine.closed(node, cause, te
 const REPLY = (engine, node, now, id, reply) => engine.reply(node, id, reply, now);
 const DATA = (engine, node, now, bytes) => engine.data(node, bytes, now);
 
-/** One node's transport, reporting its events to the driver under the node's index. */
+/**
+ * One node's transport, reporting its events to the driver under the node's index.
+ *
+ * A transport (clients.js, resp.js) has `attach(node)`, `connect()`, `write(id, data)`
+ * (`data`: the command's arguments, or its RESP bytes when `resp` is true), `close()`
+ * and optionally `detach()`, `connectTimeoutMs` and `subscriber(events)`; it reports to
+ * the node given to `attach`: `connected()`, `closed(cause, text)`, and for write `id`
+ * `value(id, value)` or `reply(id, reply)` (or `data(bytes)` for RESP).
+ */
 class Node {
   constructor(driver, index, transport) {
     this.driver = driver;
