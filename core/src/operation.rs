@@ -269,6 +269,8 @@ pub struct Operation {
     started: Time,
     /// Events not polled yet, at most `MAX_EVENTS`.
     events: VecDeque<Event>,
+    /// Whether events are made at all (`Operation::record_events`).
+    recording: bool,
 }
 
 /// Whom a release notice named first in the queue of waiters.
@@ -410,6 +412,7 @@ impl Operation {
             held: Vec::new(),
             started: now,
             events: VecDeque::new(),
+            recording: true,
             config,
         }
     }
@@ -846,6 +849,16 @@ impl Operation {
         self.events.pop_front()
     }
 
+    /// Whether this operation makes events for [`Operation::poll_event`] (the default),
+    /// from now on. A driver that nobody listens to spares building them; turning it
+    /// off drops the unread ones. Events never affect the operation.
+    pub fn record_events(&mut self, record: bool) {
+        self.recording = record;
+        if !record {
+            self.events.clear();
+        }
+    }
+
     /// Whether the driver should listen for this acquisition's release notices now
     /// (subscribe to [`Operation::notice_channels`], `docs/bindings.md`, rules 12 and 14),
     /// decided once for every driver:
@@ -1177,7 +1190,7 @@ impl Operation {
     }
 
     fn settle(&mut self, node: usize, result: NodeResult) {
-        if let Some(cause) = result.cause() {
+        if let Some(cause) = result.cause().filter(|_| self.recording) {
             let mut event = Event::new(EventKind::NodeFailed, self.kind, self.latest, self.started);
             event.attempt = self.attempt;
             event.node = Some(node);
@@ -1405,14 +1418,16 @@ impl Operation {
                 // limit, rather than not at all.
                 until = until.min(last_start);
             }
-            let mut event = Event::new(EventKind::Retry, self.kind, now, self.started);
-            event.attempt = self.attempt;
-            event.retry_at = Some(until);
-            if let Some((reason, nodes)) = &self.failure {
-                event.reason = Some(*reason);
-                event.nodes = nodes.clone();
+            if self.recording {
+                let mut event = Event::new(EventKind::Retry, self.kind, now, self.started);
+                event.attempt = self.attempt;
+                event.retry_at = Some(until);
+                if let Some((reason, nodes)) = &self.failure {
+                    event.reason = Some(*reason);
+                    event.nodes = nodes.clone();
+                }
+                self.push_event(event);
             }
-            self.push_event(event);
             self.phase = Phase::Delaying { until };
             if until <= now {
                 self.start_next_attempt(now);
@@ -1568,8 +1583,11 @@ impl Operation {
     }
 
     fn finish(&mut self, outcome: Outcome) {
-        let event = Event::of_outcome(&outcome, self.kind, self.attempt, self.latest, self.started);
-        self.push_event(event);
+        if self.recording {
+            let event =
+                Event::of_outcome(&outcome, self.kind, self.attempt, self.latest, self.started);
+            self.push_event(event);
+        }
         self.phase = Phase::Done;
         self.outcome = Some(outcome);
     }

@@ -101,6 +101,66 @@ fn an_acquisition_reports_node_failures_its_retry_and_its_outcome() {
     assert!(events[0].nodes.contains(&NodeResult::Success));
 }
 
+/// Runs the acquisition of the test above (a failed attempt, a retry, a success), with
+/// events recorded or not; returns its events and what it sent and decided.
+fn failing_then_succeeding(record: bool) -> (Vec<Event>, Vec<String>) {
+    let config = Config::builder(3, Duration::from_secs(10))
+        .attempts(2)
+        .retry_delay(Duration::from_millis(100))
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap();
+    let mut redlock = Redlock::with_seed(config, [1; 32]);
+    let mut op = redlock.acquire(&["r"], at(1_000)).unwrap();
+    op.record_events(record);
+    let mut events = Vec::new();
+    let mut seen = Vec::new();
+    let mut pending: Vec<redlock_core::Command> = Vec::new();
+    let mut now = 1_000;
+    for step in 0..8 {
+        while let Some(output) = op.poll_output() {
+            seen.push(format!("{output:?}"));
+            if let Output::Send(command) = output {
+                pending.push(command);
+            }
+        }
+        while let Some(event) = op.poll_event() {
+            events.push(event);
+        }
+        now += 100;
+        match pending.pop() {
+            // The first attempt's SETs are refused, every later command succeeds.
+            Some(command) => {
+                let reply = if step < 3 && command.kind() == redlock_core::CommandKind::Set {
+                    Reply::ConnectionFailed("refused: 127.0.0.1:1".into())
+                } else if command.kind() == redlock_core::CommandKind::Set {
+                    Reply::Ok
+                } else {
+                    Reply::Integer(0)
+                };
+                let _ = op.handle_reply(command.request_id(), reply, at(now));
+            }
+            None => {
+                now += 100_000;
+                op.handle_timeout(at(now));
+            }
+        }
+    }
+    (events, seen)
+}
+
+#[test]
+fn an_operation_told_not_to_record_events_makes_none_and_decides_the_same() {
+    let (recorded, decided) = failing_then_succeeding(true);
+    assert!(
+        recorded.iter().any(|e| e.kind == EventKind::NodeFailed),
+        "{recorded:?}"
+    );
+    let (none, same) = failing_then_succeeding(false);
+    assert!(none.is_empty(), "{none:?}");
+    assert_eq!(same, decided, "events never change what the operation does");
+}
+
 #[test]
 fn unread_events_stay_bounded() {
     // A release on many nodes, every one failing, nobody reading events.

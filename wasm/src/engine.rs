@@ -9,7 +9,7 @@
 //! and each operation's end, as numbers. Every decision is still the core's: this file
 //! only routes the core's outputs, as the one output rule says (docs/bindings.md).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use redlock_core::{resp, Delivery, LinkCause, LinkOutput, OperationKind, Outcome, Output, Reply};
 use redlock_core::{Time, WriteId};
@@ -135,6 +135,68 @@ struct Task {
     error: Option<JsValue>,
 }
 
+/// The operations under way by tag, sorted (tags only grow, so a new one goes last): a
+/// map that keeps its memory from one operation to the next. A `BTreeMap` allocated a
+/// node and freed it each time it went from empty to one entry and back, that is, on
+/// every lock call of a client that locks one thing at a time.
+#[derive(Default)]
+struct Tasks(Vec<(u64, Task)>);
+
+impl Tasks {
+    fn position(&self, tag: u64) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&tag, |(t, _)| *t)
+    }
+
+    fn insert(&mut self, tag: u64, task: Task) {
+        match self.position(tag) {
+            Ok(at) => self.0[at].1 = task,
+            Err(at) => self.0.insert(at, (tag, task)),
+        }
+    }
+
+    fn get(&self, tag: &u64) -> Option<&Task> {
+        self.position(*tag).ok().map(|at| &self.0[at].1)
+    }
+
+    fn get_mut(&mut self, tag: &u64) -> Option<&mut Task> {
+        match self.position(*tag) {
+            Ok(at) => Some(&mut self.0[at].1),
+            Err(_) => None,
+        }
+    }
+
+    fn remove(&mut self, tag: &u64) -> Option<Task> {
+        self.position(*tag).ok().map(|at| self.0.remove(at).1)
+    }
+}
+
+/// The operations' waits as `(until, tag)`, sorted, soonest first: a set that keeps its
+/// memory (see `Tasks`).
+#[derive(Default)]
+struct Waits(Vec<(Time, u64)>);
+
+impl Waits {
+    fn insert(&mut self, wait: (Time, u64)) {
+        if let Err(at) = self.0.binary_search(&wait) {
+            self.0.insert(at, wait);
+        }
+    }
+
+    fn remove(&mut self, wait: &(Time, u64)) {
+        if let Ok(at) = self.0.binary_search(wait) {
+            self.0.remove(at);
+        }
+    }
+
+    fn first(&self) -> Option<&(Time, u64)> {
+        self.0.first()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(Time, u64)> {
+        self.0.iter()
+    }
+}
+
 /// The links of N nodes and the operations that use them, for one driver.
 ///
 /// The loop: start operations with `acquire`, `extend`, `release` or `inspect` (each
@@ -167,9 +229,9 @@ struct Task {
 #[wasm_bindgen]
 pub struct Engine {
     nodes: Vec<Node>,
-    tasks: BTreeMap<u64, Task>,
+    tasks: Tasks,
     /// The tasks' waits, soonest first.
-    waits: BTreeSet<(Time, u64)>,
+    waits: Waits,
     next_tag: u64,
     actions: VecDeque<Action>,
     deliveries: VecDeque<Delivery>,
@@ -179,6 +241,8 @@ pub struct Engine {
     ended: Vec<u64>,
     /// The value `nextWake` gave last.
     reported_wake: Option<Time>,
+    /// Whether operations started from now on make events (`recordEvents`).
+    record_events: bool,
 }
 
 /// The message of an error this shell made (a JS `Error`), for a connection's close.
@@ -231,8 +295,9 @@ impl Engine {
     }
 
     /// A new task for `op`, run until it waits or ends.
-    fn start(&mut self, op: redlock_core::Operation, bulk: bool, now: Time) -> f64 {
+    fn start(&mut self, mut op: redlock_core::Operation, bulk: bool, now: Time) -> f64 {
         self.sweep();
+        op.record_events(self.record_events);
         let tag = self.next_tag;
         self.next_tag += 1;
         self.tasks.insert(
@@ -492,14 +557,15 @@ impl Engine {
         }
         Ok(Engine {
             nodes: links,
-            tasks: BTreeMap::new(),
-            waits: BTreeSet::new(),
+            tasks: Tasks::default(),
+            waits: Waits::default(),
             next_tag: 1,
             actions: VecDeque::new(),
             deliveries: VecDeque::new(),
             write: None,
             ended: Vec::new(),
             reported_wake: None,
+            record_events: true,
         })
     }
 
@@ -964,6 +1030,18 @@ impl Engine {
             (true, Some(at)) => time_to_js(at),
             (true, None) => time_to_js(now) + 1000.0,
         })
+    }
+
+    /// Whether operations started from now on make events for `pollEvent` (default
+    /// true): a driver nobody listens to spares building them.
+    #[wasm_bindgen(getter, js_name = recordEvents)]
+    pub fn record_events(&self) -> bool {
+        self.record_events
+    }
+
+    #[wasm_bindgen(setter, js_name = recordEvents)]
+    pub fn set_record_events(&mut self, record: bool) {
+        self.record_events = record;
     }
 
     /// Node `node`'s connect timeout in milliseconds.

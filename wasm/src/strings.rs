@@ -701,17 +701,28 @@ fn shaped_array(
                     Some((_, value)) => value.clone(),
                     None => {
                         let value = bytes_to_js(arg);
-                        if recent.len() >= RECENT {
-                            recent.pop_front();
-                        }
-                        recent.push_back((arg.to_vec(), value.clone()));
+                        // The oldest entry's buffer is reused: no allocation per token.
+                        let mut bytes = if recent.len() >= RECENT {
+                            recent
+                                .pop_front()
+                                .map(|(bytes, _)| bytes)
+                                .unwrap_or_default()
+                        } else {
+                            Vec::new()
+                        };
+                        bytes.clear();
+                        bytes.extend_from_slice(arg);
+                        recent.push_back((bytes, value.clone()));
                         value
                     }
                 };
-                let entry = (arg.to_vec(), value.clone());
                 match shape.args.get_mut(position) {
-                    Some(slot) => *slot = entry,
-                    None => shape.args.push(entry),
+                    Some(slot) => {
+                        slot.0.clear();
+                        slot.0.extend_from_slice(arg);
+                        slot.1 = value.clone();
+                    }
+                    None => shape.args.push((arg.to_vec(), value.clone())),
                 }
                 values[position] = value;
             }

@@ -171,12 +171,14 @@ export class Driver {
   #alarm = new Alarm(() => this.#wake());
   #idleAlarm = new Alarm(() => this.#checkIdle());
   #idleWaiters = [];
+  /** Whether operations started now make events (the engine's `recordEvents`). */
+  #observed = true;
   /** The arguments array of the last `write` action, for the `write the same` after it. */
   #args = undefined;
   /**
-   * Where the operations' events go (`{ _listening, _emitEvent(event) }`): drained from
-   * the core after each input only while `_listening`, so without listeners no event is
-   * built.
+   * Where the operations' events go (`{ _listening, _emitEvent(event) }`): operations
+   * started while nobody listens (and no tracer) make none, and events are drained from
+   * the core after each input only while `_listening`.
    */
   events = undefined;
   /** An OpenTelemetry Tracer: one span per operation (see tracing.js), or undefined. */
@@ -221,6 +223,12 @@ export class Driver {
       if (this.closed) {
         reject(new UsedAfterCloseError('the Redlock was closed'));
         return;
+      }
+      // Operations make events only while someone listens or traces.
+      const observed = this.tracer !== undefined || this.events?._listening === true;
+      if (observed !== this.#observed) {
+        this.#observed = observed;
+        this.engine.recordEvents = observed;
       }
       let tag;
       try {
