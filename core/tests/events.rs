@@ -25,6 +25,16 @@ fn drain(op: &mut Operation) -> (Vec<redlock_core::Command>, Vec<Event>) {
     (sends, events)
 }
 
+/// Three nodes, two attempts 100 ms apart (no jitter).
+fn two_attempts_100ms_apart() -> Config {
+    Config::builder(3, Duration::from_secs(10))
+        .attempts(2)
+        .retry_delay(Duration::from_millis(100))
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn kinds_have_stable_distinct_codes_and_numbers() {
     let codes: Vec<&str> = EventKind::ALL.iter().map(|k| k.code()).collect();
@@ -40,12 +50,7 @@ fn kinds_have_stable_distinct_codes_and_numbers() {
 
 #[test]
 fn an_acquisition_reports_node_failures_its_retry_and_its_outcome() {
-    let config = Config::builder(3, Duration::from_secs(10))
-        .attempts(2)
-        .retry_delay(Duration::from_millis(100))
-        .retry_jitter(Duration::ZERO)
-        .build()
-        .unwrap();
+    let config = two_attempts_100ms_apart();
     let mut redlock = Redlock::with_seed(config, [1; 32]);
     let mut op = redlock.acquire(&["r"], at(1_000)).unwrap();
     let (sends, events) = drain(&mut op);
@@ -104,12 +109,7 @@ fn an_acquisition_reports_node_failures_its_retry_and_its_outcome() {
 /// Runs the acquisition of the test above (a failed attempt, a retry, a success), with
 /// events recorded or not; returns its events and what it sent and decided.
 fn failing_then_succeeding(record: bool) -> (Vec<Event>, Vec<String>) {
-    let config = Config::builder(3, Duration::from_secs(10))
-        .attempts(2)
-        .retry_delay(Duration::from_millis(100))
-        .retry_jitter(Duration::ZERO)
-        .build()
-        .unwrap();
+    let config = two_attempts_100ms_apart();
     let mut redlock = Redlock::with_seed(config, [1; 32]);
     let mut op = redlock.acquire(&["r"], at(1_000)).unwrap();
     op.record_events(record);

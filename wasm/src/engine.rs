@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 
-use redlock_core::{resp, Delivery, LinkCause, LinkOutput, OperationKind, Outcome, Output, Reply};
+use redlock_core::{Delivery, LinkCause, LinkOutput, OperationKind, Outcome, Output, Reply};
 use redlock_core::{Time, WriteId};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
@@ -23,6 +23,7 @@ use crate::convert::{
 };
 use crate::error::{self, invalid_argument};
 use crate::operation::{event_to_js, outcome_to_js};
+use crate::reader::Reader;
 use crate::strings;
 use crate::types::{AcquireOptionsJs, EventJs, ReplyJs, ResourcesJs};
 
@@ -71,10 +72,8 @@ enum Action {
 struct Node {
     link: redlock_core::Link,
     resp: bool,
-    /// RESP mode: the decoder of the current connection and the writes it awaits, in
-    /// order.
-    decoder: Option<resp::Decoder>,
-    written: VecDeque<WriteId>,
+    /// RESP mode: the replies of the current connection.
+    reader: Reader,
     /// The link's `poll_timeout` after its last input (every input ends with `pump`).
     wake: Option<Time>,
 }
@@ -82,8 +81,7 @@ struct Node {
 impl Node {
     /// The connection is gone: its decoder and the writes it awaited with it.
     fn closed(&mut self) {
-        self.decoder = None;
-        self.written.clear();
+        self.reader.close();
     }
 
     /// Moves the link's outputs on: deliveries to `deliveries`, the rest to `actions`.
@@ -99,7 +97,7 @@ impl Node {
                 LinkOutput::Write(write) => {
                     let id = write.id();
                     let payload = if self.resp {
-                        self.written.push_back(id);
+                        self.reader.wrote(id);
                         let mut bytes = Vec::new();
                         write.encode_resp(&mut bytes);
                         Payload::Bytes(bytes)
@@ -504,6 +502,25 @@ impl Engine {
         }
     }
 
+    /// Hands operation `tag` an input (`input`): then its outputs, or its failure when
+    /// the core refused the input. A tag that ended changes nothing.
+    fn input_to(
+        &mut self,
+        tag: f64,
+        now: Time,
+        input: impl FnOnce(&mut redlock_core::Operation) -> Result<(), redlock_core::UsageError>,
+    ) -> u32 {
+        let tag = tag_of(tag);
+        if let Some(task) = self.tasks.get_mut(&tag) {
+            match input(&mut task.op) {
+                Ok(()) => self.step(tag, now),
+                Err(e) => self.fail(tag, error::usage(e)),
+            }
+            self.settle(now);
+        }
+        self.pending()
+    }
+
     fn task(&self, tag: f64) -> Result<&Task, JsValue> {
         self.tasks.get(&tag_of(tag)).ok_or_else(|| {
             invalid_argument("no operation has this tag (it ended and was forgotten)")
@@ -547,8 +564,7 @@ impl Engine {
             links.push(Node {
                 link,
                 resp: options.resp.unwrap_or(false),
-                decoder: None,
-                written: VecDeque::new(),
+                reader: Reader::default(),
                 wake: None,
             });
         }
@@ -641,7 +657,7 @@ impl Engine {
         let (index, n) = self.node(node)?;
         n.closed();
         if n.resp {
-            n.decoder = Some(resp::Decoder::new());
+            n.reader.open();
         }
         n.link.handle_connected(now);
         Ok(self.after(index, now))
@@ -727,27 +743,8 @@ impl Engine {
                 "data is for nodes made with { resp: true }",
             ));
         }
-        let Some(decoder) = n.decoder.as_mut() else {
-            // Bytes of a connection already counted closed.
-            return Ok(self.pending());
-        };
-        decoder.feed(bytes);
-        while let Some(decoder) = n.decoder.as_mut() {
-            let failure = match decoder.next_reply() {
-                Ok(None) => break,
-                Ok(Some(reply)) => match n.written.pop_front() {
-                    Some(id) => {
-                        n.link.handle_reply(id, reply, now);
-                        continue;
-                    }
-                    None => String::from("a reply without a command"),
-                },
-                Err(e) => format!("protocol error: {e}"),
-            };
-            n.closed();
+        if n.reader.feed(&mut n.link, bytes, now) {
             actions.push_back(Action::Close(index as u32));
-            n.link.handle_closed(LinkCause::Closed, &failure, now);
-            break;
         }
         Ok(self.after(index, now))
     }
@@ -801,16 +798,8 @@ impl Engine {
         };
         let now = time(now_us, "nowUs")?;
         let node = node_index(node)?;
-        let tag = tag_of(tag);
-        let Some(task) = self.tasks.get_mut(&tag) else {
-            return Ok(self.pending());
-        };
-        match task.op.handle_notice_message(node, &message.to_vec(), now) {
-            Ok(()) => self.step(tag, now),
-            Err(e) => self.fail(tag, error::usage(e)),
-        }
-        self.settle(now);
-        Ok(self.pending())
+        let message = message.to_vec();
+        Ok(self.input_to(tag, now, |op| op.handle_notice_message(node, &message, now)))
     }
 
     /// Node `node` confirmed a subscription to one of operation `tag`'s notice channels
@@ -824,16 +813,7 @@ impl Engine {
         self.sweep();
         let now = time(now_us, "nowUs")?;
         let node = node_index(node)?;
-        let tag = tag_of(tag);
-        let Some(task) = self.tasks.get_mut(&tag) else {
-            return Ok(self.pending());
-        };
-        match task.op.handle_subscribed(node, now) {
-            Ok(()) => self.step(tag, now),
-            Err(e) => self.fail(tag, error::usage(e)),
-        }
-        self.settle(now);
-        Ok(self.pending())
+        Ok(self.input_to(tag, now, |op| op.handle_subscribed(node, now)))
     }
 
     /// Abandons operation `tag` (the caller cancelled it): what it must still send (the

@@ -35,6 +35,7 @@ mod guard;
 mod keepalive;
 mod link;
 mod operation;
+mod reader;
 mod resp;
 mod strings;
 mod subscriptions;

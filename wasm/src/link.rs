@@ -4,13 +4,14 @@
 
 use std::collections::VecDeque;
 
-use redlock_core::{resp, LinkOutput, Reply, WriteId};
+use redlock_core::{LinkOutput, Reply, WriteId};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{link_cause, options_from_js, reply_from_js, reply_to_js, time, time_to_js};
 use crate::error::{self, invalid_argument};
 use crate::operation::Operation;
+use crate::reader::Reader;
 use crate::strings;
 use crate::types::{LinkCauseJs, LinkOptionsJs, ReplyJs};
 
@@ -45,10 +46,8 @@ pub struct Link {
     resp: bool,
     /// Outputs of this shell placed before the core's (a `close` after a protocol error).
     front: VecDeque<JsValue>,
-    /// RESP mode: the decoder of the current connection and the writes it awaits, in
-    /// order.
-    decoder: Option<resp::Decoder>,
-    written: VecDeque<WriteId>,
+    /// RESP mode: the replies of the current connection.
+    reader: Reader,
     scratch: Vec<u8>,
 }
 
@@ -73,8 +72,7 @@ fn safe_integer(value: f64) -> Result<Reply, JsValue> {
 
 impl Link {
     fn closed(&mut self) {
-        self.decoder = None;
-        self.written.clear();
+        self.reader.close();
     }
 
     /// One reply in (every `handleReply*`): the arguments checked in the order the
@@ -129,8 +127,7 @@ impl Link {
             inner,
             resp: options.resp.unwrap_or(false),
             front: VecDeque::new(),
-            decoder: None,
-            written: VecDeque::new(),
+            reader: Reader::default(),
             scratch: Vec::new(),
         })
     }
@@ -168,7 +165,7 @@ impl Link {
         let now = time(now_us, "nowUs")?;
         self.closed();
         if self.resp {
-            self.decoder = Some(resp::Decoder::new());
+            self.reader.open();
         }
         self.inner.handle_connected(now);
         Ok(self.pending())
@@ -248,32 +245,10 @@ impl Link {
                 "handleData is for links made with { resp: true }",
             ));
         }
-        let Some(decoder) = self.decoder.as_mut() else {
-            // Bytes of a connection already counted closed.
-            return Ok(());
-        };
-        decoder.feed(bytes);
-        loop {
-            let Some(decoder) = self.decoder.as_mut() else {
-                return Ok(());
-            };
-            let failure = match decoder.next_reply() {
-                Ok(None) => return Ok(()),
-                Ok(Some(reply)) => match self.written.pop_front() {
-                    Some(id) => {
-                        self.inner.handle_reply(id, reply, now);
-                        continue;
-                    }
-                    None => String::from("a reply without a command"),
-                },
-                Err(e) => format!("protocol error: {e}"),
-            };
-            self.closed();
+        if self.reader.feed(&mut self.inner, bytes, now) {
             self.front.push_back(strings::close_output());
-            self.inner
-                .handle_closed(redlock_core::LinkCause::Closed, &failure, now);
-            return Ok(());
         }
+        Ok(())
     }
 }
 
@@ -306,7 +281,7 @@ impl Link {
             Some(LinkOutput::Write(write)) => {
                 let id = write.id().0 as f64;
                 if self.resp {
-                    self.written.push_back(write.id());
+                    self.reader.wrote(write.id());
                     self.scratch.clear();
                     write.encode_resp(&mut self.scratch);
                     strings::write_bytes(id, &self.scratch)

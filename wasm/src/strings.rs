@@ -157,17 +157,11 @@ export function outcomeOutput(outcome) {
 }
 // The outcomes of every lock cycle: their node results cross as one number (see
 // packedCodes) and become an array only when read.
-class Acquired {
+class LazyNodes {
   #count;
   #packed;
   #nodes;
-  constructor(validityUs, attempts, count, packed, nodes, lease, fencingToken) {
-    this.kind = 'acquired';
-    this.lease = lease;
-    this.validityUs = validityUs;
-    this.attempts = attempts;
-    this.fencingToken = fencingToken ?? null;
-    this.errorClass = null;
+  constructor(count, packed, nodes) {
     this.#count = count;
     this.#packed = packed;
     this.#nodes = nodes;
@@ -179,23 +173,23 @@ class Acquired {
     return { ...this, nodes: this.nodes };
   }
 }
-class Released {
-  #count;
-  #packed;
-  #nodes;
+class Acquired extends LazyNodes {
+  constructor(validityUs, attempts, count, packed, nodes, lease, fencingToken) {
+    super(count, packed, nodes);
+    this.kind = 'acquired';
+    this.lease = lease;
+    this.validityUs = validityUs;
+    this.attempts = attempts;
+    this.fencingToken = fencingToken ?? null;
+    this.errorClass = null;
+  }
+}
+class Released extends LazyNodes {
   constructor(released, count, packed, nodes) {
+    super(count, packed, nodes);
     this.kind = 'released';
     this.released = released;
     this.errorClass = null;
-    this.#count = count;
-    this.#packed = packed;
-    this.#nodes = nodes;
-  }
-  get nodes() {
-    return (this.#nodes ??= nodeCodes(this.#count, this.#packed));
-  }
-  toJSON() {
-    return { ...this, nodes: this.nodes };
   }
 }
 export function acquired(validityUs, attempts, count, packed, nodes, lease, fencingToken) {
