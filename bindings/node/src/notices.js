@@ -6,11 +6,11 @@
 // arms one timer at its pollTimeout.
 //
 // Dispatch stays here: each message is handed to the operations listening on its
-// channel as `handleNoticeMessage(node, message, now)`, its bytes as received (the waiter
-// first in the resource's queue, or empty); a confirmed subscription, when the core says
-// it counts, as `handleSubscribed(node, now)`: a release the node published before the
-// subscription took effect reached nobody, and the core decides whether one may have
-// gone unheard (docs/bindings.md, rule 13). Notices never decide anything: a lost one
+// channel (through the driver, `engine.notice(tag, node, message, now)`), its bytes as
+// received (the waiter first in the resource's queue, or empty); a confirmed
+// subscription, when the core says it counts, as `engine.subscribed(tag, node, now)`: a
+// release the node published before the subscription took effect reached nobody, and
+// the core decides whether one may have gone unheard (docs/bindings.md, rule 13). Notices never decide anything: a lost one
 // costs at most a retry delay (or the time to subscribe again), a forged one at most an
 // attempt.
 
