@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use redlock_client::core::resp::{encode_command, Decoder};
 use redlock_client::core::{
-    notice_channel, queue_keys, waiter_channel, Reply, QUEUED_ACQUIRE_SCRIPT, QUEUED_ACQUIRE_SHA1,
-    RELEASE_SCRIPT, RELEASE_SHA1,
+    notice_channel, queue_keys, waiter_channel, Config, Reply, QUEUED_ACQUIRE_SCRIPT,
+    QUEUED_ACQUIRE_SHA1, RELEASE_SCRIPT, RELEASE_SHA1,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -128,10 +128,19 @@ fn quorum_of(wanted: Reply, quorum: usize) -> impl FnMut(&Reply) -> bool {
     }
 }
 
+/// The quorum of `nodes` nodes, as the core's configuration says (the floor does what a
+/// lock does, without the library, but does not decide what a quorum is).
+fn quorum(nodes: usize) -> usize {
+    Config::builder(nodes, Duration::from_millis(10_000))
+        .build()
+        .expect("a configuration of at least one node and a 10 s TTL")
+        .quorum()
+}
+
 /// Sends `args` to every connection at once, waits until a quorum answered `wanted`,
 /// reads the rest, and returns the instant the quorum was complete (`None`: no quorum).
 async fn round(connections: &mut [Raw], args: &[&[u8]], wanted: Reply) -> Option<Instant> {
-    let quorum = connections.len() / 2 + 1;
+    let quorum = quorum(connections.len());
     send_all(connections, args).await;
     match until_decided(connections, quorum_of(wanted, quorum)).await {
         Some((at, answered)) => {
@@ -193,7 +202,7 @@ const TTL_MS: &[u8] = b"10000";
 
 /// `cycles` uncontended acquisitions and `cycles` hand-offs, interleaved, on `urls`.
 pub async fn handoff_floor(urls: &[String], cycles: usize) -> Floor {
-    let quorum = urls.len() / 2 + 1;
+    let quorum = quorum(urls.len());
     let Parties {
         mut holder,
         mut waiter,
@@ -276,7 +285,7 @@ pub async fn queued_handoff_floor(
     cycles: usize,
     holder_returns: bool,
 ) -> (Vec<Duration>, usize) {
-    let quorum = urls.len() / 2 + 1;
+    let quorum = quorum(urls.len());
     let Parties {
         mut holder,
         mut waiter,
