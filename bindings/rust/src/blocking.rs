@@ -137,6 +137,29 @@ impl Client {
     pub fn inspect(&self, resource: impl AsRef<[u8]>) -> Vec<KeyStatus> {
         self.runtime.block_on(self.client.inspect(resource))
     }
+
+    /// See [`crate::Client::release_token_settled`].
+    pub fn release_token_settled<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+        token: &str,
+    ) -> Result<ReleaseReport, Error> {
+        self.runtime
+            .block_on(self.client.release_token_settled(resources, token))
+    }
+
+    /// Closes the client ([`crate::Client::close`]): releases every lock of it still
+    /// held, waiting at most about two node timeouts, then closes the connections. Every
+    /// later call on the client or its locks fails with [`Error::Closed`]
+    /// (`used_after_close`). A second call does nothing.
+    pub fn close(&self) {
+        self.runtime.block_on(self.client.close());
+    }
+
+    /// True once the client was closed.
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
 }
 
 /// A held lock of the blocking client. Dropping it releases it.

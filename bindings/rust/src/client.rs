@@ -1,7 +1,7 @@
 //! The async client: node connections, the driver loop, and the lock operations.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use redlock_core::{
@@ -372,6 +372,8 @@ impl Client {
                 hooks,
                 config,
                 clock,
+                closed: AtomicBool::new(false),
+                locks: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -408,6 +410,11 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     /// The client's monotonic clock.
     clock: Clock,
+    /// [`Client::close`] was called: every later call is [`Error::Closed`].
+    closed: AtomicBool,
+    /// The locks acquired through this client, for [`Client::close`] to release those
+    /// still held (entries of ended locks are dropped as new ones come).
+    locks: Mutex<Vec<Weak<LockShared>>>,
 }
 
 impl Drop for Inner {
@@ -696,6 +703,7 @@ impl Client {
         resources: &[R],
         options: LockOptions,
     ) -> Result<Lock, Error> {
+        self.inner.check_open()?;
         let started = self.now();
         let mut acquire = AcquireOptions::new();
         if let Some(ttl) = options.ttl {
@@ -748,6 +756,13 @@ impl Client {
                     nodes,
                     options.auto_extend,
                 );
+                self.inner.register(&shared);
+                if self.inner.check_open().is_err() && shared.claim_end() {
+                    // Closed while acquiring, after close collected the locks: this one
+                    // is released here, as close would have.
+                    let _ = self.inner.release(&shared.lease(), true).await;
+                    return Err(Error::Closed);
+                }
                 Ok(Lock::new(shared))
             }
             Outcome::NotAcquired(failed) => Err(Error::NotAcquired(NotAcquired {
@@ -768,6 +783,7 @@ impl Client {
         token: &str,
         ttl: Duration,
     ) -> Result<ExtendReport, Error> {
+        self.inner.check_open()?;
         let lease = self.inner.redlock().lease(resources, token, Time::ZERO)?;
         self.inner.extend(&lease, Some(ttl)).await
     }
@@ -780,8 +796,79 @@ impl Client {
         resources: &[R],
         token: &str,
     ) -> Result<ReleaseReport, Error> {
+        self.inner.check_open()?;
         let lease = self.inner.redlock().lease(resources, token, Time::ZERO)?;
-        self.inner.release(&lease).await
+        self.inner.release(&lease, false).await
+    }
+
+    /// [`Client::release_token`], and then the replies of the nodes that had not
+    /// answered when the quorum decided, each until the round's deadline (at most the
+    /// node timeout after the release started): the report is every node's final answer
+    /// (`released` counts every node that deleted a key; a node silent at its deadline
+    /// is `timeout`). Costs up to one node timeout more when a node does not answer
+    /// (frozen, unreachable); the lock's fate is the same either way.
+    pub async fn release_token_settled<R: AsRef<[u8]>>(
+        &self,
+        resources: &[R],
+        token: &str,
+    ) -> Result<ReleaseReport, Error> {
+        self.inner.check_open()?;
+        let lease = self.inner.redlock().lease(resources, token, Time::ZERO)?;
+        self.inner.release(&lease, true).await
+    }
+
+    /// Closes the client: releases every lock acquired through it that is still held
+    /// (neither released, dropped nor [leaked](Lock::leak)), waiting for each node's
+    /// answer up to the release's deadline (one node timeout: the releases run at
+    /// once), waits at most one more node timeout for commands still out (releases of
+    /// dropped guards, cleanups of cancelled acquisitions), then closes the node
+    /// connections and the notice subscribers. Bounded: about two node timeouts
+    /// whatever the nodes do; a node that does not answer keeps its key until its TTL.
+    ///
+    /// From then on every call on the client, its clones and its locks (`lock`,
+    /// `extend_token`, `release_token`, `is_locked`, a lock's `extend`, `release`,
+    /// `is_owned`) fails with [`Error::Closed`] (class `used_after_close`) and changes
+    /// nothing. A lock whose release at close failed is not marked released
+    /// ([`Lock::state`] stays as it was until its lease runs out). Calling `close` again
+    /// does nothing. Without `close`, the client lives as long as any clone of it or
+    /// any of its locks (a lock keeps its client's connections).
+    pub async fn close(&self) {
+        if self.inner.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let locks: Vec<Arc<LockShared>> = {
+            let mut registry = self
+                .inner
+                .locks
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            registry
+                .drain(..)
+                .filter_map(|weak| weak.upgrade())
+                .collect()
+        };
+        let releases = locks
+            .iter()
+            .filter(|shared| shared.claim_end())
+            .map(|shared| async move {
+                shared.stop_keeping();
+                let result = self.inner.release(&shared.lease(), true).await;
+                if result.is_ok() {
+                    shared.mark_released();
+                }
+            });
+        futures_util::future::join_all(releases).await;
+        let idle = futures_util::future::join_all(self.inner.nodes.iter().map(|n| n.wait_idle()));
+        let _ = tokio::time::timeout(self.inner.config.node_timeout(), idle).await;
+        for node in &self.inner.nodes {
+            node.shut_down();
+        }
+        self.inner.notices.close();
+    }
+
+    /// True once [`Client::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::SeqCst)
     }
 
     /// Whether anyone holds the lock on `resources` now: a quorum of nodes hold one
@@ -794,6 +881,7 @@ impl Client {
     /// The answer describes the moment the nodes answered: use it for monitoring, never
     /// instead of acquiring.
     pub async fn is_locked<R: AsRef<[u8]>>(&self, resources: &[R]) -> Result<bool, Error> {
+        self.inner.check_open()?;
         Ok(self.inner.inspect(resources).await?.is_locked())
     }
 
@@ -806,6 +894,17 @@ impl Client {
     /// What each node holds under `resource`'s key, and for how long (`GET` and `PTTL`,
     /// each bounded by the node timeout). Diagnostics: it decides nothing.
     pub async fn inspect(&self, resource: impl AsRef<[u8]>) -> Vec<KeyStatus> {
+        if self.inner.check_open().is_err() {
+            return (self.inner.nodes.iter().enumerate())
+                .map(|(index, node)| KeyStatus {
+                    index,
+                    url: node.label().to_string(),
+                    value: None,
+                    ttl_ms: None,
+                    error: Some(Error::Closed.to_string()),
+                })
+                .collect();
+        }
         let mut key = self.inner.config.key_prefix().to_vec();
         key.extend_from_slice(resource.as_ref());
         let deadline = tokio::time::Instant::now() + self.inner.config.node_timeout();
@@ -889,6 +988,16 @@ impl Inner {
         self.clock.instant(time)
     }
 
+    /// Records a new lock for [`Client::close`], forgetting the entries of ended ones.
+    fn register(&self, shared: &Arc<LockShared>) {
+        let mut locks = self
+            .locks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        locks.retain(|weak| weak.strong_count() > 0);
+        locks.push(Arc::downgrade(shared));
+    }
+
     fn redlock(&self) -> MutexGuard<'_, Redlock> {
         // The core keeps its own state consistent; a panic elsewhere cannot break it.
         self.redlock
@@ -930,6 +1039,7 @@ impl Inner {
         &self,
         resources: &[R],
     ) -> Result<redlock_core::Inspected, Error> {
+        self.check_open()?;
         let op = self.redlock().inspect(resources, self.now())?;
         let keys = keys(&self.config, resources);
         match self.drive(op, &keys, |_| {}).await? {
@@ -994,9 +1104,36 @@ impl Inner {
         &self,
         op: Operation,
         keys: &[Vec<u8>],
-        mut on_attempt: impl FnMut(u32),
+        on_attempt: impl FnMut(u32),
         listen: bool,
     ) -> Result<Outcome, Error> {
+        let (outcome, _) = self
+            .drive_inner(op, keys, on_attempt, listen, false)
+            .await?;
+        Ok(outcome)
+    }
+
+    /// [`Inner::drive`], and then, past the outcome, the replies of the nodes that had
+    /// not answered when the operation decided, each until the round's deadline: the
+    /// per-node results returned are final (a node silent at its deadline is `Timeout`).
+    pub(crate) async fn drive_settled(
+        &self,
+        op: Operation,
+        keys: &[Vec<u8>],
+    ) -> Result<(Outcome, Vec<redlock_core::NodeResult>), Error> {
+        self.drive_inner(op, keys, |_| {}, false, true).await
+    }
+
+    async fn drive_inner(
+        &self,
+        op: Operation,
+        keys: &[Vec<u8>],
+        mut on_attempt: impl FnMut(u32),
+        listen: bool,
+        settle: bool,
+    ) -> Result<(Outcome, Vec<redlock_core::NodeResult>), Error> {
+        // The latest deadline of the commands sent in the current round.
+        let mut round_deadline: Option<Time> = None;
         let mut listening: Option<Listening> = None;
         let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
         let mut replies = self.routes.open(tag);
@@ -1022,6 +1159,11 @@ impl Inner {
             while let Some(output) = op.poll_output() {
                 match output {
                     Output::Send(command) => {
+                        if settle {
+                            let deadline = command.deadline();
+                            round_deadline =
+                                Some(round_deadline.map_or(deadline, |at| at.max(deadline)));
+                        }
                         if let Err(command) = self.submit(tag, command) {
                             // The core only names nodes 0..N of this configuration.
                             let _ = op.handle_reply(
@@ -1042,7 +1184,14 @@ impl Inner {
             self.drain_events(op, span);
             if let Some(outcome) = done {
                 span.finish(op.attempt(), &outcome);
-                return Ok(outcome);
+                if !settle {
+                    return Ok((outcome, Vec::new()));
+                }
+                let results = self
+                    .settle(op, &mut replies, round_deadline.unwrap_or(Time::ZERO))
+                    .await;
+                self.drain_events(op, span);
+                return Ok((outcome, results));
             }
             if op.attempt() != attempt {
                 attempt = op.attempt();
@@ -1081,12 +1230,46 @@ impl Inner {
         }
     }
 
+    /// Past a decided operation's outcome: hands it the replies still coming until none
+    /// is pending or `deadline` (the round's) has passed, then gives its per-node results,
+    /// a node still silent counting as `Timeout` (no reply came before its deadline).
+    async fn settle(
+        &self,
+        op: &mut Operation,
+        replies: &mut tokio::sync::mpsc::UnboundedReceiver<(redlock_core::RequestId, Reply)>,
+        deadline: Time,
+    ) -> Vec<redlock_core::NodeResult> {
+        let until = tokio::time::Instant::from_std(self.instant(deadline));
+        while op
+            .node_results()
+            .iter()
+            .any(|result| matches!(result, redlock_core::NodeResult::Pending))
+        {
+            tokio::select! {
+                biased;
+                Some((request, reply)) = replies.recv() => {
+                    // Late replies only change the per-node results (the core's rule).
+                    let _ = op.handle_reply(request, reply, self.now());
+                }
+                () = tokio::time::sleep_until(until) => break,
+            }
+        }
+        op.node_results()
+            .into_iter()
+            .map(|result| match result {
+                redlock_core::NodeResult::Pending => redlock_core::NodeResult::Timeout,
+                other => other,
+            })
+            .collect()
+    }
+
     /// Extends `lease` (by `ttl`, or its own TTL): the raw outcome.
     pub(crate) async fn extend_outcome(
         &self,
         lease: &Lease,
         ttl: Option<Duration>,
     ) -> Result<Outcome, Error> {
+        self.check_open()?;
         let now = self.now();
         let op = {
             let redlock = self.redlock();
@@ -1129,24 +1312,73 @@ impl Inner {
         self.extend_result(outcome)
     }
 
-    pub(crate) async fn release(&self, lease: &Lease) -> Result<ReleaseReport, Error> {
+    /// Releases `lease`. With `settle`, the report waits for every node's reply up to
+    /// the round's deadline ([`Inner::drive_settled`]): `released` then counts every
+    /// node that deleted a key, not only those that answered before the quorum decided.
+    pub(crate) async fn release(
+        &self,
+        lease: &Lease,
+        settle: bool,
+    ) -> Result<ReleaseReport, Error> {
         let op = self.redlock().release(lease, self.now());
-        match self.drive(op, lease.keys(), |_| {}).await? {
-            Outcome::Released(released) => Ok(ReleaseReport {
-                released: released.released,
-                nodes: self.reports(&released.nodes),
-            }),
-            Outcome::NotReleased(failed) => Err(Error::NotReleased(NotReleased {
-                released: failed.released,
-                nodes: self.reports(&failed.nodes),
-            })),
+        let (outcome, settled) = if settle {
+            self.drive_settled(op, lease.keys()).await?
+        } else {
+            (self.drive(op, lease.keys(), |_| {}).await?, Vec::new())
+        };
+        let count = |nodes: &[redlock_core::NodeResult], decided: usize| {
+            if settled.is_empty() {
+                decided
+            } else {
+                nodes
+                    .iter()
+                    .filter(|result| matches!(result, redlock_core::NodeResult::Success))
+                    .count()
+            }
+        };
+        match outcome {
+            Outcome::Released(released) => {
+                let nodes = if settled.is_empty() {
+                    &released.nodes
+                } else {
+                    &settled
+                };
+                Ok(ReleaseReport {
+                    released: count(nodes, released.released),
+                    nodes: self.reports(nodes),
+                })
+            }
+            Outcome::NotReleased(failed) => {
+                let nodes = if settled.is_empty() {
+                    &failed.nodes
+                } else {
+                    &settled
+                };
+                Err(Error::NotReleased(NotReleased {
+                    released: count(nodes, failed.released),
+                    nodes: self.reports(nodes),
+                }))
+            }
             other => Err(Error::Internal(unexpected(&other))),
+        }
+    }
+
+    /// [`Error::Closed`] once the client was closed.
+    pub(crate) fn check_open(&self) -> Result<(), Error> {
+        if self.closed.load(Ordering::SeqCst) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
         }
     }
 
     /// Releases `lease` without waiting (a dropped guard): the release's commands go to
     /// the links at once, and the links write them.
     pub(crate) fn release_detached(&self, lease: &Lease) {
+        if self.check_open().is_err() {
+            // Close released what it could; nothing is sent after it.
+            return;
+        }
         let mut op = self.redlock().release(lease, self.now());
         while let Some(output) = op.poll_output() {
             if let Output::Send(command) = output {

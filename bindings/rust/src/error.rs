@@ -140,6 +140,9 @@ pub enum Error {
     LockLost(Lost),
     /// The lock was already released.
     Released,
+    /// The client was closed ([`crate::Client::close`]): every call on it or on its
+    /// locks after that is this error (class `used_after_close`), and changes nothing.
+    Closed,
     /// A fenced write ([`crate::fenced_set`]) whose server answered an error or something
     /// other than the check's reply, or gave no answer: the text says which. After a lost
     /// connection, whether the write happened is not known.
@@ -173,7 +176,7 @@ impl Error {
                 LostReason::NotHeld => ErrorClass::NotHeld,
                 _ => ErrorClass::LockLost,
             },
-            Error::Released => ErrorClass::UsedAfterClose,
+            Error::Released | Error::Closed => ErrorClass::UsedAfterClose,
             Error::Runtime(_) | Error::Internal(_) => return None,
         })
     }
@@ -315,6 +318,10 @@ impl fmt::Display for Error {
             }
             Error::LockLost(lost) => write!(f, "lock lost: {lost}"),
             Error::Released => f.write_str("the lock was already released"),
+            Error::Closed => f.write_str(
+                "used after close: the client was closed (its locks were released when it \
+                 closed); build a new client",
+            ),
             Error::FencedWrite(text) => write!(f, "fenced write failed: {text}"),
             Error::Runtime(error) => write!(f, "could not start the runtime: {error}"),
             Error::Internal(what) => write!(f, "internal error: {what}"),

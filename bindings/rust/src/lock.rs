@@ -87,6 +87,9 @@ pub(crate) struct LockShared {
     /// Wakes the keeper: a manual extension changed the lease, or the guard ended.
     kick: Notify,
     stop: watch::Sender<bool>,
+    /// Set once the lock's end was started (a release, a drop, a leak, or the client's
+    /// close): whoever sets it first does the release, nobody twice.
+    ended: AtomicBool,
 }
 
 fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -125,6 +128,7 @@ impl LockShared {
             state: watch::Sender::new(state),
             kick: Notify::new(),
             stop: watch::Sender::new(false),
+            ended: AtomicBool::new(false),
             client,
         })
     }
@@ -133,7 +137,7 @@ impl LockShared {
         guard(&self.keep)
     }
 
-    fn lease(&self) -> Lease {
+    pub(crate) fn lease(&self) -> Lease {
         self.keep().lease().clone()
     }
 
@@ -258,11 +262,43 @@ impl LockShared {
         self.kick.notify_one();
     }
 
-    /// Ends the guard's life: stops the keep-alive and marks the lock released.
-    fn finish(&self) {
+    /// Claims the lock's end: true for the first caller only (the one that releases).
+    pub(crate) fn claim_end(&self) -> bool {
+        !self.ended.swap(true, Ordering::SeqCst)
+    }
+
+    /// Stops the keep-alive (no more extensions); the state stays what it is.
+    pub(crate) fn stop_keeping(&self) {
         self.keep().stop();
         self.stop.send_replace(true);
+    }
+
+    /// A release a quorum confirmed: the lock is released. Only then: a failed release
+    /// leaves the state as it was (held until its lease runs out, or lost).
+    pub(crate) fn mark_released(&self) {
         self.state.send_replace(LockState::Released);
+    }
+
+    /// Ends the guard's life: stops the keep-alive and marks the lock released (a
+    /// dropped guard, whose release is not awaited).
+    fn finish(&self) {
+        self.stop_keeping();
+        self.mark_released();
+    }
+
+    /// Releases (with `settle`, every node's final answer) unless the client was closed
+    /// (its close released the lock, or tried to) or the release was started already.
+    async fn release_once(&self, settle: bool) -> Result<ReleaseReport, Error> {
+        self.client.inner.check_open()?;
+        if !self.claim_end() {
+            return Err(Error::Released);
+        }
+        self.stop_keeping();
+        let result = self.client.inner.release(&self.lease(), settle).await;
+        if result.is_ok() {
+            self.mark_released();
+        }
+        result
     }
 }
 
@@ -387,6 +423,7 @@ impl Lock {
     /// [`Error::NotInspected`] (`nodes_failing`). Changes nothing on the nodes, and
     /// does not feed the keep-alive: [`Lock::lost`] stays the signal to stop.
     pub async fn is_owned(&self) -> Result<bool, Error> {
+        self.shared.client.inner.check_open()?;
         if !matches!(self.state(), LockState::Held { .. }) {
             return Ok(false);
         }
@@ -410,6 +447,7 @@ impl Lock {
     }
 
     async fn extend_inner(&self, ttl: Option<Duration>) -> Result<ExtendReport, Error> {
+        self.shared.client.inner.check_open()?;
         if let LockState::Lost(lost) = self.state() {
             return Err(Error::LockLost(lost));
         }
@@ -422,11 +460,22 @@ impl Lock {
     /// Releases the lock on every node and reports how each answered. Keys holding
     /// another token are never deleted. Fewer than a quorum of nodes confirming is
     /// [`Error::NotReleased`].
+    ///
+    /// A release that failed (not confirmed, or after [`crate::Client::close`]:
+    /// [`Error::Closed`]) does not mark the lock released: [`Lock::state`] and
+    /// [`Lock::subscribe`] go on saying held until the lease runs out. Automatic
+    /// extension stops either way.
     pub async fn release(mut self) -> Result<ReleaseReport, Error> {
         self.finished = true;
-        self.shared.finish();
-        let lease = self.shared.lease();
-        self.shared.client.inner.release(&lease).await
+        self.shared.release_once(false).await
+    }
+
+    /// [`Lock::release`], and then the replies of the nodes that had not answered when
+    /// the quorum decided, each until the round's deadline, so that the report is every
+    /// node's final answer ([`crate::Client::release_token_settled`]).
+    pub async fn release_settled(mut self) -> Result<ReleaseReport, Error> {
+        self.finished = true;
+        self.shared.release_once(true).await
     }
 
     /// Forgets the lock without releasing it: automatic extension stops, the keys stay
@@ -434,13 +483,14 @@ impl Lock {
     /// resources are enough to extend or release it).
     pub fn leak(mut self) {
         self.finished = true;
+        self.shared.ended.store(true, Ordering::SeqCst);
         self.shared.stop.send_replace(true);
     }
 }
 
 impl Drop for Lock {
     fn drop(&mut self) {
-        if self.finished {
+        if self.finished || !self.shared.claim_end() {
             return;
         }
         self.shared.finish();
@@ -465,14 +515,13 @@ impl std::fmt::Debug for Lock {
 impl Lock {
     pub(crate) fn take_for_release(mut self) -> Arc<LockShared> {
         self.finished = true;
-        self.shared.finish();
         Arc::clone(&self.shared)
     }
 }
 
 impl LockShared {
+    /// The blocking guard's drop: a release awaited, once, unless the client was closed.
     pub(crate) async fn release_now(&self) -> Result<ReleaseReport, Error> {
-        let lease = self.lease();
-        self.client.inner.release(&lease).await
+        self.release_once(false).await
     }
 }
