@@ -47,8 +47,17 @@ final class Engine
     /** The driver listens for the running operation's release notices (see listenWhenDue()). */
     private bool $listening = false;
 
-    public function __construct(Native $native, private readonly Driver $driver, int $nodes)
-    {
+    /**
+     * @param int $settleUs how long one step of settle() may block (the client's node
+     *     timeout): after the outcome nothing is waited for longer than an operation
+     *     would wait for one node
+     */
+    public function __construct(
+        Native $native,
+        private readonly Driver $driver,
+        int $nodes,
+        private readonly int $settleUs = 50_000,
+    ) {
         $links = [];
         for ($i = 0; $i < $nodes; $i++) {
             $link = Link::create($native);
@@ -377,7 +386,16 @@ final class Engine
         $this->op = null;
     }
 
-    /** After an outcome: a sequential driver finishes the writes it accepted. */
+    /**
+     * After an outcome: a sequential driver finishes the writes it accepted, each step
+     * bounded by the client's node timeout. A connection attempt accepted for a node is
+     * bounded by its link's connect timeout (2 s without the client's own), which is
+     * how long the link waits for it, not how long the caller may be kept: the caller
+     * already has its outcome. A node that is frozen accepts the TCP connection and
+     * never answers the connection's first command, so without this bound the call
+     * that decided without it would block the whole connect timeout. An attempt cut
+     * short is reported as failed, and the link tries again after its backoff.
+     */
     private function settle(): void
     {
         while ($this->driver->hasPendingIo()) {
@@ -388,9 +406,9 @@ final class Engine
                 $this->linkTimeouts($now);
                 continue;
             }
-            // A write has its deadline as the link's due time, a connection its connect
-            // timeout; otherwise a bounded wait.
-            $this->driver->wait($due ?? $now + 100_000, $this->events);
+            // A write has its deadline as the link's due time (within the node timeout), a
+            // connection its connect timeout: at most one node timeout either way.
+            $this->driver->wait(min($due ?? PHP_INT_MAX, $now + $this->settleUs), $this->events);
             if (!$this->driver->hasPendingIo()) {
                 $this->pump();
             }

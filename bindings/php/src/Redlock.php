@@ -65,7 +65,7 @@ final class Redlock
         self::refuseDuplicates($this->native, $driver->addresses(), $this->labels);
         $this->config = Config::build($this->native, count($this->labels), $options->ttlMs, $options->coreSettings());
         $this->client = Client::create($this->config);
-        $this->engine = new Engine($this->native, $driver, count($this->labels));
+        $this->engine = new Engine($this->native, $driver, count($this->labels), $this->config->nodeTimeoutUs());
         $this->held = new \WeakMap();
     }
 
