@@ -27,8 +27,10 @@
 //!   ([`LostReason::Expired`], or [`LostReason::ExtensionLimit`] once
 //!   [`Config::max_extensions`] extensions were made). A lost lock stays lost: an
 //!   extension that succeeds after the lease ran out does not revive it.
-//! - A failed extension's lease replaces the current one (it may be shorter: see
-//!   [`crate::NotExtended::lease`]).
+//! - An extension's lease replaces the current one, whether it succeeded (its TTL counts
+//!   from the extension's own start, so a shorter TTL ends the lease sooner) or failed
+//!   (it may be shorter: see [`crate::NotExtended::lease`]). An outcome of another lock
+//!   (another token, or other keys) changes nothing.
 
 use alloc::vec::Vec;
 
@@ -189,10 +191,18 @@ impl KeepAlive {
     }
 
     /// Hands in the outcome of an extension of this lock (the one [`KeepAliveAction::Extend`]
-    /// asked for, or one made by hand) at `now`. Outcomes of other kinds, and any
-    /// outcome once the lock is lost or keep-alive stopped, change nothing.
+    /// asked for, or one made by hand) at `now`. Outcomes of other kinds, outcomes of
+    /// another lock (a lease with another token or other keys), and any outcome once the
+    /// lock is lost or keep-alive stopped, change nothing.
     pub fn handle_outcome(&mut self, outcome: &Outcome, now: Time) {
         if matches!(self.state, State::Lost(_) | State::Stopped) {
+            return;
+        }
+        if outcome.lease().is_some_and(|lease| {
+            lease.token() != self.lease.token() || lease.keys != self.lease.keys
+        }) {
+            // Another lock's outcome (another token, or the same token on other keys):
+            // it says nothing about this lease.
             return;
         }
         if self.state == State::Extending && !self.lease.is_valid(now) {
@@ -202,9 +212,11 @@ impl KeepAlive {
         }
         match outcome {
             Outcome::Extended(extended) => {
-                if extended.lease.valid_until() >= self.lease.valid_until() {
-                    self.lease = extended.lease.clone();
-                }
+                // The extension's lease replaces the old one even when it ends sooner:
+                // its PEXPIRE set the keys' TTL from the extension's own start, so the
+                // old valid_until no longer holds on any node it reached (extending a
+                // 10 s lock by 1 s leaves about 1 s, not the 10 s that were left).
+                self.lease = extended.lease.clone();
                 self.retry_at = None;
                 self.exhausted = false;
                 self.state = State::Waiting;
@@ -212,8 +224,15 @@ impl KeepAlive {
             Outcome::NotExtended(failed) => {
                 self.last_failure.clone_from(&failed.nodes);
                 match failed.reason {
-                    FailureReason::Conflict => self.state = State::Lost(LostReason::Taken),
-                    FailureReason::NotHeld => self.state = State::Lost(LostReason::NotHeld),
+                    // The lock is gone now: the outcome's lease ends at its decision.
+                    FailureReason::Conflict => {
+                        self.lease = failed.lease.clone();
+                        self.state = State::Lost(LostReason::Taken);
+                    }
+                    FailureReason::NotHeld => {
+                        self.lease = failed.lease.clone();
+                        self.state = State::Lost(LostReason::NotHeld);
+                    }
                     _ => {
                         if failed.lease.valid_until() < self.lease.valid_until() {
                             self.lease = failed.lease.clone();

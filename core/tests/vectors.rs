@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use redlock_core::resp::Decoder;
 use redlock_core::{
-    AcquireOptions, Config, Lease, NodeResult, Operation, Outcome, Output, Redlock, Reply,
-    RequestId, Time, ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT,
+    AcquireOptions, Config, KeepAlive, KeepAliveAction, Lease, NodeResult, Operation, Outcome,
+    Output, Redlock, Reply, RequestId, Time, ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT,
 };
 use serde_json::{json, Value};
 
@@ -210,7 +210,20 @@ struct Replay {
     client: Redlock,
     ops: HashMap<String, Operation>,
     leases: HashMap<String, Lease>,
+    /// The last outcome each operation handed out (for `keepalive_outcome`).
+    outcomes: HashMap<String, Outcome>,
+    keepalives: HashMap<String, KeepAlive>,
     last: Option<String>,
+}
+
+fn keepalive_action_to_json(action: KeepAliveAction) -> Value {
+    match action {
+        KeepAliveAction::Extend => json!({"extend": {}}),
+        KeepAliveAction::WaitUntil(t) => json!({"wait": t.as_micros()}),
+        KeepAliveAction::Lost(reason) => json!({"lost": reason.code()}),
+        KeepAliveAction::Stopped => json!({"stopped": {}}),
+        other => panic!("unexpected keep-alive action {other:?}"),
+    }
 }
 
 impl Replay {
@@ -239,7 +252,51 @@ impl Replay {
         if let Some(lease) = outcome.as_ref().and_then(Outcome::lease) {
             self.leases.insert(name.to_string(), lease.clone());
         }
+        if let Some(outcome) = outcome {
+            self.outcomes.insert(name.to_string(), outcome);
+        }
         outputs
+    }
+
+    /// A keep-alive step (`keepalive`, `keepalive_outcome`, `keepalive_failure`,
+    /// `keepalive_stop`, `keepalive_poll`): its input, then one poll at `now`. The
+    /// keep-alive's lease afterwards is kept under its name, for extensions of it.
+    fn keepalive_step(&mut self, step: &Value, now: Time) -> Result<Option<StepResult>, String> {
+        let Some(name) = step.get("name").and_then(Value::as_str) else {
+            return Ok(None);
+        };
+        if let Some(args) = step.get("keepalive") {
+            let lease_name = args["lease"].as_str().ok_or("keepalive needs lease")?;
+            let lease = self
+                .leases
+                .get(lease_name)
+                .ok_or_else(|| format!("no lease named {lease_name}"))?;
+            let keep = KeepAlive::new(self.client.config(), lease.clone());
+            self.keepalives.insert(name.to_string(), keep);
+        } else if let Some(args) = step.get("keepalive_outcome") {
+            let op = args["op"].as_str().ok_or("keepalive_outcome needs op")?;
+            let outcome = self
+                .outcomes
+                .get(op)
+                .ok_or_else(|| format!("no outcome of {op}"))?;
+            let keep = self.keepalives.get_mut(name).ok_or("no such keep-alive")?;
+            keep.handle_outcome(outcome, now);
+        } else if step.get("keepalive_failure").is_some() {
+            let keep = self.keepalives.get_mut(name).ok_or("no such keep-alive")?;
+            keep.handle_failure(now);
+        } else if step.get("keepalive_stop").is_some() {
+            let keep = self.keepalives.get_mut(name).ok_or("no such keep-alive")?;
+            keep.stop();
+        } else if step.get("keepalive_poll").is_none() {
+            return Ok(None);
+        }
+        let keep = self.keepalives.get_mut(name).ok_or("no such keep-alive")?;
+        let action = keep.poll(now);
+        let lease = keep.lease().clone();
+        let mut outputs = vec![keepalive_action_to_json(action)];
+        outputs.push(json!({"valid_until": lease.valid_until().as_micros()}));
+        self.leases.insert(name.to_string(), lease);
+        Ok(Some((None, outputs, None)))
     }
 
     /// Runs one step; returns the outputs and the usage error, if any.
@@ -255,6 +312,9 @@ impl Replay {
                 .map(|s| s.as_str().expect("resource").to_string())
                 .collect()
         };
+        if let Some(result) = self.keepalive_step(step, now)? {
+            return Ok(result);
+        }
         let result: Result<(), String>;
         let target: String;
         if let Some(args) = step.get("acquire") {
@@ -440,6 +500,8 @@ fn run_vector(path: &Path) -> Result<(), String> {
         client: Redlock::with_seed(config, [0; 32]),
         ops: HashMap::new(),
         leases: HashMap::new(),
+        outcomes: HashMap::new(),
+        keepalives: HashMap::new(),
         last: None,
     };
     let steps = vector["steps"].as_array().ok_or("missing steps")?;
@@ -549,6 +611,17 @@ fn every_fencing_and_waiting_vector() {
     files.extend(json_files(&vectors_dir().join("waiting")));
     files.extend(json_files(&vectors_dir().join("inspect")));
     replay_all(&files, "fencing, waiting and inspection vectors", 7);
+}
+
+/// Keep-alive vectors: the keep-alive state machine driven by the outcomes of the
+/// operations of the same file.
+#[test]
+fn every_keepalive_vector() {
+    replay_all(
+        &json_files(&vectors_dir().join("keepalive")),
+        "keep-alive vectors",
+        4,
+    );
 }
 
 #[test]
