@@ -389,6 +389,9 @@ impl Redlock {
             let mut key = Vec::with_capacity(prefix.len() + resource.len());
             key.extend_from_slice(prefix);
             key.extend_from_slice(resource);
+            if crate::command::reserved_key_owner(&key).is_some() {
+                return Err(UsageError::ReservedResource);
+            }
             if keys.contains(&key) {
                 return Err(UsageError::DuplicateResource);
             }

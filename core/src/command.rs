@@ -33,14 +33,16 @@ return 1
 
 /// Deletes each key that holds the token and answers how many keys it deleted. It
 /// never deletes a key that holds another value. For each key it deletes it publishes a
-/// release notice, so that a waiter tries again at once. The notice's message names the waiter first in
-/// the queue of the first key ([`queue_keys`], kept by [`QUEUED_ACQUIRE_SCRIPT`];
-/// entries past their time are dropped first), and goes to that waiter's client alone,
+/// release notice, so that a waiter tries again at once. The notice's message names the
+/// waiter first in that key's own queue ([`queue_keys`], kept by
+/// [`QUEUED_ACQUIRE_SCRIPT`]; entries past their time, and entries whose expiry was lost
+/// (an eviction, a partial restore), are dropped first), so a lock on several resources
+/// hands each one to its own first waiter, and goes to that waiter's client alone,
 /// on [`waiter_channel`] of the waiter and the key: the others keep their retry
 /// schedule, as the named one has the turn. When nobody waits there the message is
 /// empty and goes to the key's [`notice_channel`], for every listener. With a second
-/// argument, a waiter id, it first takes that waiter out of the queue (a held lock's
-/// release, or an abandoned acquisition's: its waiting is over). A server that refuses
+/// argument, a waiter id, it first takes that waiter out of every key's queue (a held
+/// lock's release, or an abandoned acquisition's: its waiting is over). A server that refuses
 /// `PUBLISH` (an ACL) still releases.
 ///
 /// When its notice reached a subscriber (of the named waiter's channel), the waiter it
@@ -51,39 +53,43 @@ return 1
 /// queue's end instead. A turn still running for a waiter still queued is kept (not
 /// renewed) and that waiter named again, so every turn ends by its time at the latest
 /// (`docs/waiting.md`, "Fairness").
-pub const RELEASE_SCRIPT: &str = "local lock = KEYS[1]
-local open = string.find(lock, '{', 1, true)
-local close = open and string.find(lock, '}', open + 1, true)
-if not (close and close > open + 1) then lock = '{' .. lock .. '}' end
-local order, expiry = lock .. ':waiters', lock .. ':waiters:expiry'
-local turn = order .. ':turn'
-if ARGV[2] then
-  redis.call('ZREM', order, ARGV[2])
-  redis.call('ZREM', expiry, ARGV[2])
-  if redis.call('GET', turn) == ARGV[2] then redis.call('DEL', turn) end
-end
+pub const RELEASE_SCRIPT: &str = "local waiter = ARGV[2]
 local released = 0
-local first = nil
+local now = nil
 for _, key in ipairs(KEYS) do
+  local lock = key
+  local open = string.find(lock, '{', 1, true)
+  local close = open and string.find(lock, '}', open + 1, true)
+  if not (close and close > open + 1) then lock = '{' .. lock .. '}' end
+  local order, expiry = lock .. ':waiters', lock .. ':waiters:expiry'
+  local turn = order .. ':turn'
+  if waiter then
+    redis.call('ZREM', order, waiter)
+    redis.call('ZREM', expiry, waiter)
+    if redis.call('GET', turn) == waiter then redis.call('DEL', turn) end
+  end
   if redis.call('GET', key) == ARGV[1] then
     released = released + redis.call('DEL', key)
-    local give = false
-    if first == nil then
-      first = ''
-      if redis.call('EXISTS', order) == 1 then
+    local first, give = '', false
+    if redis.call('EXISTS', order) == 1 then
+      if not now then
         local clock = redis.call('TIME')
-        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-        for _, gone in ipairs(redis.call('ZRANGEBYSCORE', expiry, '-inf', now)) do
-          redis.call('ZREM', order, gone)
-          redis.call('ZREM', expiry, gone)
-        end
+        now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+      end
+      for _, gone in ipairs(redis.call('ZRANGEBYSCORE', expiry, '-inf', now)) do
+        redis.call('ZREM', order, gone)
+        redis.call('ZREM', expiry, gone)
+      end
+      first = redis.call('ZRANGE', order, 0, 0)[1] or ''
+      while first ~= '' and not redis.call('ZSCORE', expiry, first) do
+        redis.call('ZREM', order, first)
         first = redis.call('ZRANGE', order, 0, 0)[1] or ''
-        local current = redis.call('GET', turn)
-        if current and redis.call('ZSCORE', order, current) then
-          first = current
-        else
-          give = first ~= ''
-        end
+      end
+      local current = redis.call('GET', turn)
+      if current and redis.call('ZSCORE', order, current) and redis.call('ZSCORE', expiry, current) then
+        first = current
+      else
+        give = first ~= ''
       end
     end
     local channel = 'redlock:released:' .. key
@@ -181,7 +187,8 @@ for i = 1, n do
 end
 local fence = 0
 for i = n + 1, 2 * n do
-  local value = tonumber(redis.call('GET', KEYS[i]) or '0') or 0
+  local value = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if not value then return redis.error_reply('ERR fence counter is not a number: ' .. KEYS[i]) end
   if value > fence then fence = value end
 end
 fence = fence + 1
@@ -205,9 +212,14 @@ for i = 1, n do
   if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
 end
 local fence = tonumber(ARGV[2])
+local raise = {}
 for i = n + 1, 2 * n do
-  local value = tonumber(redis.call('GET', KEYS[i]) or '0') or 0
-  if value < fence then redis.call('SET', KEYS[i], ARGV[2]) end
+  local value = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if not value then return redis.error_reply('ERR fence counter is not a number: ' .. KEYS[i]) end
+  if value < fence then raise[#raise + 1] = KEYS[i] end
+end
+for _, key in ipairs(raise) do
+  redis.call('SET', key, ARGV[2])
 end
 return 1
 ";
@@ -242,7 +254,7 @@ for i = 1, n do
 end
 if free and not redis.call('ZSCORE', order, ARGV[3]) then
   local turn = redis.call('GET', order .. ':turn')
-  if turn and redis.call('ZSCORE', order, turn) then free = false end
+  if turn and redis.call('ZSCORE', order, turn) and redis.call('ZSCORE', expiry, turn) then free = false end
 end
 if free then
   for i = 1, n do
@@ -250,13 +262,24 @@ if free then
   end
   return 1
 end
-local lifetime = tonumber(ARGV[4])
+local lifetime = tonumber(ARGV[4]) or 1
+if lifetime < 1 then lifetime = 1 elseif lifetime > 5000 then lifetime = 5000 end
 redis.call('ZADD', order, 'NX', now, ARGV[3])
 redis.call('ZADD', expiry, now + lifetime, ARGV[3])
 if redis.call('PTTL', order) < lifetime then redis.call('PEXPIRE', order, lifetime) end
 if redis.call('PTTL', expiry) < lifetime then redis.call('PEXPIRE', expiry, lifetime) end
 return -redis.call('ZRANK', order, ARGV[3])
 ";
+
+/// The longest a waiter's entry in a queue of waiters lives without being renewed, in
+/// milliseconds, whatever the client's configuration: [`QUEUED_ACQUIRE_SCRIPT`] caps the
+/// lifetime it is given at this (a literal there; a test checks that they agree), and
+/// the core never asks for more. A waiter that died first in line is named by releases
+/// (and may be given turns) until its entry expires, so this bounds what a dead waiter
+/// costs the others, whatever retry delay its client had. A live waiter whose attempts
+/// are further apart than this (a retry delay of seconds) drops out between attempts and
+/// queues again at the end: with such delays the queue no longer orders it.
+pub const MAX_QUEUE_ENTRY_LIFETIME_MS: u64 = 5_000;
 
 /// How long the turn a release gives the waiter it names lasts on a node
 /// ([`RELEASE_SCRIPT`]): long enough for the notice to reach that waiter and its attempt
@@ -326,15 +349,15 @@ pub fn sentinel_connect_timeout_ms(sentinels: usize, query_ms: u64, connect_ms: 
 /// SHA-1 of [`ACQUIRE_SCRIPT`], as `EVALSHA` takes it.
 pub const ACQUIRE_SHA1: &str = "4df62321cd567593267878acb4c28e1f7a3cc4af";
 /// SHA-1 of [`RELEASE_SCRIPT`].
-pub const RELEASE_SHA1: &str = "f58c7a08d33abd3054ac30ef684907261633d073";
+pub const RELEASE_SHA1: &str = "9a4c12ce2a7ef3e2864bdbe648b6d0f0ee05029b";
 /// SHA-1 of [`EXTEND_SCRIPT`].
 pub const EXTEND_SHA1: &str = "6aec6dabb71e80f87fc28910be87b135f17d85ab";
 /// SHA-1 of [`FENCED_ACQUIRE_SCRIPT`].
-pub const FENCED_ACQUIRE_SHA1: &str = "3124085886878302d7995bc87f6ac4157e969560";
+pub const FENCED_ACQUIRE_SHA1: &str = "34ddf8a6f39c22ff8b1f2ace02f29fa956926673";
 /// SHA-1 of [`WRITE_BACK_SCRIPT`].
-pub const WRITE_BACK_SHA1: &str = "47286555568e62ef8206b4cebe6f2c747294980e";
+pub const WRITE_BACK_SHA1: &str = "43a12dfe4e337bab12db319c30992ccd32725275";
 /// SHA-1 of [`QUEUED_ACQUIRE_SCRIPT`].
-pub const QUEUED_ACQUIRE_SHA1: &str = "8b18f0545fa49a38beba9969bf360a23b8dd98a8";
+pub const QUEUED_ACQUIRE_SHA1: &str = "c100eb0d669b2c24bf768a7f667d1ad4e93ed9ae";
 
 /// The queue of waiters for lock key `key`, in its Redis Cluster slot: the order set
 /// (`{key}:waiters`) and the expiry set (`{key}:waiters:expiry`) that
@@ -351,6 +374,38 @@ pub fn queue_keys(key: &[u8]) -> [Vec<u8>; 2] {
 /// itself: `{key}:fence`.
 pub fn fence_key(key: &[u8]) -> Vec<u8> {
     tagged_key(key, b":fence")
+}
+
+/// The suffixes of the auxiliary keys the scripts keep beside a lock key: the fence
+/// counter ([`fence_key`]) and the queue of waiters with its turn ([`queue_keys`]).
+pub const AUXILIARY_SUFFIXES: [&str; 4] =
+    [":fence", ":waiters", ":waiters:expiry", ":waiters:turn"];
+
+/// If `key` is an auxiliary key of some lock key ([`AUXILIARY_SUFFIXES`]: the fence
+/// counter, the queue of waiters or its turn), that lock key. A resource whose key is
+/// one is refused ([`crate::UsageError::ReservedResource`]): the scripts of the lock
+/// that owns it write there (the turn is a `SET … PX 50`, the fence a counter with no
+/// TTL, the queue sorted sets), so the two locks would overwrite each other's keys.
+/// No suffix is a suffix of another, and an auxiliary key is always a key with a hash
+/// tag followed by its suffix, so checking the two lock keys it could come from (the
+/// part before the suffix, and that part without its outer braces) is exact: every
+/// other name, `orders:fence` included, stays usable.
+pub fn reserved_key_owner(key: &[u8]) -> Option<Vec<u8>> {
+    for suffix in AUXILIARY_SUFFIXES {
+        let Some(before) = key.strip_suffix(suffix.as_bytes()) else {
+            continue;
+        };
+        let inner = before
+            .strip_prefix(b"{")
+            .and_then(|rest| rest.strip_suffix(b"}"));
+        for owner in core::iter::once(before).chain(inner) {
+            // An empty key is never a lock key (the core refuses it).
+            if !owner.is_empty() && tagged_key(owner, suffix.as_bytes()) == key {
+                return Some(owner.to_vec());
+            }
+        }
+    }
+    None
 }
 
 /// `key` followed by `suffix`, in `key`'s Redis Cluster slot: a key with a hash tag (`{...}`
@@ -734,6 +789,62 @@ mod tests {
         let literal = alloc::format!("redis.call('SET', turn, first, 'PX', {HANDOFF_TURN_MS}) end");
         assert!(RELEASE_SCRIPT.contains(&literal), "{literal}");
         assert_eq!(RELEASE_SCRIPT.matches("'PX'").count(), 1);
+    }
+
+    #[test]
+    fn the_queued_acquire_script_caps_an_entry_lifetime_at_the_maximum() {
+        let literal = alloc::format!(
+            "if lifetime < 1 then lifetime = 1 elseif lifetime > {MAX_QUEUE_ENTRY_LIFETIME_MS} then lifetime = {MAX_QUEUE_ENTRY_LIFETIME_MS} end"
+        );
+        assert!(QUEUED_ACQUIRE_SCRIPT.contains(&literal), "{literal}");
+    }
+
+    #[test]
+    fn auxiliary_keys_are_reserved_and_nothing_else() {
+        for owner in [
+            &b"r"[..],
+            b"lock:{order}",
+            b"{a}b",
+            b"x}y",
+            b"a{}b",
+            b"}x",
+            b"orders:fence",
+        ] {
+            for key in [fence_key(owner)]
+                .into_iter()
+                .chain(queue_keys(owner))
+                .chain([tagged_key(owner, b":waiters:turn")])
+            {
+                let found = reserved_key_owner(&key);
+                assert!(found.is_some(), "{key:?} is an auxiliary key of {owner:?}");
+                // The owner found has the same auxiliary key (`{r}` and `r` share theirs).
+                let found = found.unwrap();
+                let suffix = AUXILIARY_SUFFIXES
+                    .iter()
+                    .find(|s| key.ends_with(s.as_bytes()))
+                    .unwrap();
+                assert_eq!(tagged_key(&found, suffix.as_bytes()), key);
+            }
+        }
+        for free in [
+            &b"r"[..],
+            b"orders:fence",
+            b"orders:waiters",
+            b"{r}",
+            b"{r}:fenced",
+            b"{r}:waiters:x",
+            b"fence",
+            b":fence",
+            b"{}:fence",
+            b"lock:{order}:fence:1",
+        ] {
+            assert_eq!(
+                reserved_key_owner(free),
+                None,
+                "{:?}",
+                core::str::from_utf8(free)
+            );
+        }
     }
 
     #[test]

@@ -600,11 +600,11 @@ impl fmt::Display for ConfigError {
         let text = match self {
             ConfigError::NoNodes => "at least one node is required",
             ConfigError::TooManyNodes => "too many nodes (the most is 255)",
-            ConfigError::TtlZero => "the TTL must be positive",
+            ConfigError::TtlZero => "the TTL must be at least 1 ms (and at most 10^12 ms)",
             ConfigError::TtlNotWholeMilliseconds => {
                 "the TTL must be a whole number of milliseconds (Redis's PX unit)"
             }
-            ConfigError::TtlTooLarge => "the TTL is too large (the most is 10^12 ms)",
+            ConfigError::TtlTooLarge => "the TTL must be at most 10^12 ms (and at least 1 ms)",
             ConfigError::DriftFactorInvalid => "the drift factor must be a number in [0, 1)",
             ConfigError::DriftTooLarge => {
                 "the drift (ttl * drift_factor + drift_fixed) is not smaller than the TTL"

@@ -15,6 +15,11 @@ pub enum UsageError {
     NoResources,
     /// A resource whose key (prefix included) would be empty.
     EmptyResource,
+    /// A resource whose key (prefix included) is an auxiliary key of another resource's
+    /// lock ([`crate::reserved_key_owner`]): its fence counter, or its queue of waiters
+    /// and their turn. Taking it as a lock would let one resource's scripts overwrite
+    /// the other's keys.
+    ReservedResource,
     /// More than [`crate::MAX_RESOURCES`] resources in one lock.
     TooManyResources,
     /// The same resource named twice in one lock.
@@ -46,6 +51,7 @@ impl UsageError {
             UsageError::DuplicateReply => "duplicate_reply",
             UsageError::NoResources => "no_resources",
             UsageError::EmptyResource => "empty_resource",
+            UsageError::ReservedResource => "reserved_resource",
             UsageError::TooManyResources => "too_many_resources",
             UsageError::DuplicateResource => "duplicate_resource",
             UsageError::InvalidToken => "invalid_token",
@@ -70,6 +76,9 @@ impl fmt::Display for UsageError {
             UsageError::DuplicateReply => "this request already had its reply",
             UsageError::NoResources => "a lock needs at least one resource",
             UsageError::EmptyResource => "a resource name (with the key prefix) must not be empty",
+            UsageError::ReservedResource => {
+                "a resource's key (with the key prefix) must not be another resource's fence or waiters key: a key ending in :fence, :waiters, :waiters:expiry or :waiters:turn right after a hash tag ({...}) is reserved"
+            }
             UsageError::TooManyResources => "too many resources in one lock (the most is 64)",
             UsageError::DuplicateResource => "the same resource appears twice in one lock",
             UsageError::InvalidToken => {

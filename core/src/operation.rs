@@ -260,6 +260,9 @@ pub struct Operation {
     waiter: Option<Token>,
     /// An abandoned acquisition's release: the waiter leaves the queue.
     leaving: bool,
+    /// When the current acquisition attempt started: the next one never starts before
+    /// `MIN_RETRY_DELAY` after it, notices or not.
+    attempt_start: Time,
     /// The kind of outcome polled, while it may still be given back
     /// ([`Operation::decline`]).
     handed_out: Option<core::mem::Discriminant<Outcome>>,
@@ -408,6 +411,7 @@ impl Operation {
             notice_window: 0,
             waiter: None,
             leaving: false,
+            attempt_start: Time::ZERO,
             handed_out: None,
             held: Vec::new(),
             started: now,
@@ -496,10 +500,16 @@ impl Operation {
             }
             Verdict::Success => self.settle(node, NodeResult::Success),
             Verdict::Conflict(kind) => {
-                if kind == ConflictKind::Taken {
+                let result = if kind == ConflictKind::Taken {
                     self.round.taken += 1;
-                }
-                self.settle(node, NodeResult::Conflict);
+                    NodeResult::Conflict
+                } else {
+                    // The extend script's 0: the key is gone, held by nobody. Said as
+                    // such, so that a node's result tells a missing key from another
+                    // token (the overall reason, not_held, needs every conflict missing).
+                    NodeResult::Missing
+                };
+                self.settle(node, result);
             }
             Verdict::Failed(result) => self.settle(node, result),
         }
@@ -699,7 +709,7 @@ impl Operation {
     /// received make a quorum possible (when: [`Operation::handle_notice_message`]).
     fn retry_early(&mut self, now: Time, until: Time) {
         if let Some(wait) = self.notice_retry_in() {
-            let early = now.plus_micros(wait);
+            let early = now.plus_micros(wait).max(self.attempt_floor());
             if early <= now {
                 self.start_next_attempt(now);
             } else if early < until {
@@ -715,7 +725,9 @@ impl Operation {
     /// - An acquisition whose current attempt's commands are out (some `SET` may have
     ///   landed, or will) emits a release of that attempt's token to every node. One
     ///   that was already releasing a failed attempt has those releases out, and one
-    ///   waiting to retry has nothing set: neither emits anything.
+    ///   waiting to retry has nothing set: neither emits anything, unless it waits with
+    ///   a wait limit: then it is in the queue of waiters, and it emits the release that
+    ///   takes it out on every node (carrying its waiter id).
     /// - An extension emits nothing: a `PEXPIRE` that lands only lengthens our own key,
     ///   which the holder still releases or lets expire.
     /// - An acquisition that decided "acquired" whose outcome was not polled yet (so its
@@ -739,6 +751,16 @@ impl Operation {
             // Commands not polled yet were never sent; the release covers every node
             // (and takes a waiter out of the queue).
             self.sends.clear();
+            self.leaving = true;
+            self.start_round(CommandKind::Release, now);
+        } else if self.waiter.is_some()
+            && matches!(self.phase, Phase::CleaningUp | Phase::Delaying { .. })
+        {
+            // A waiter between attempts (its usual state) has nothing set, but it is
+            // still in the queue on the nodes that refused it: releases would keep
+            // naming it, and give it turns that keep newcomers out, until its entry
+            // expires. Its leaving release takes it out; the key release in it matches
+            // nothing (the failed attempt was, or is being, cleaned up).
             self.leaving = true;
             self.start_round(CommandKind::Release, now);
         }
@@ -1001,6 +1023,15 @@ impl Operation {
         }
     }
 
+    /// The earliest instant the next attempt may start: `MIN_RETRY_DELAY` after the
+    /// current one started. Notices bring attempts forward, never closer together than
+    /// this, so that a stream of them (real, duplicated or forged) cannot make a waiter
+    /// hammer the nodes.
+    fn attempt_floor(&self) -> Time {
+        self.attempt_start
+            .plus_micros(crate::time::micros_floor(crate::config::MIN_RETRY_DELAY))
+    }
+
     /// Starts the next attempt of an acquisition at `now`, with its own token.
     fn start_next_attempt(&mut self, now: Time) {
         self.attempt = self.attempt.saturating_add(1);
@@ -1043,6 +1074,7 @@ impl Operation {
     /// A queued attempt's waiter id and entry lifetime (ms): an entry must outlive the
     /// longest gap between two attempts of a live waiter (a full retry delay and an
     /// attempt), twice over; a waiter that gives up leaves an entry that ends by then.
+    /// Never above [`crate::MAX_QUEUE_ENTRY_LIFETIME_MS`], which the script enforces too.
     fn queue_entry(&self, kind: CommandKind) -> Option<(&[u8], u64)> {
         let waiter = self.waiter.as_ref()?;
         match kind {
@@ -1060,7 +1092,10 @@ impl Operation {
             .retry_delay_us()
             .saturating_add(self.config.retry_jitter_us())
             .saturating_add(self.attempt_span_us());
-        let lifetime_ms = gap_us.saturating_mul(2).div_ceil(1000).max(1);
+        let lifetime_ms = gap_us
+            .saturating_mul(2)
+            .div_ceil(1000)
+            .clamp(1, crate::command::MAX_QUEUE_ENTRY_LIFETIME_MS);
         Some((waiter.as_bytes(), lifetime_ms))
     }
 
@@ -1100,6 +1135,15 @@ impl Operation {
                 false,
                 Arc::clone(&argv),
             ));
+        }
+        if matches!(
+            kind,
+            CommandKind::Set
+                | CommandKind::Acquire
+                | CommandKind::QueuedAcquire
+                | CommandKind::FencedAcquire
+        ) {
+            self.attempt_start = now;
         }
         self.round.number = number;
         self.round.kind = kind;
@@ -1201,6 +1245,7 @@ impl Operation {
         let round = &mut self.round;
         match &result {
             NodeResult::Success => round.successes += 1,
+            NodeResult::Missing => round.conflicts += 1,
             NodeResult::Conflict => {
                 round.conflicts += 1;
                 // Held elsewhere: a waiter listens from now on (see `listens`).
@@ -1411,7 +1456,7 @@ impl Operation {
             }
             let mut until = now.plus_micros(delay);
             if let Some(wait) = self.notice_retry_in() {
-                until = until.min(now.plus_micros(wait));
+                until = until.min(now.plus_micros(wait).max(self.attempt_floor()));
             }
             if let Some(last_start) = last_start {
                 // The last attempt starts at the latest instant it can still end by the

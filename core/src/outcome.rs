@@ -11,8 +11,9 @@ use crate::time::Time;
 /// How one node answered the round an outcome reports on.
 ///
 /// `Conflict` is the node refusing on the key's state: for an acquisition, the key
-/// already exists (someone else holds it, or a stale key of ours); for an extension or
-/// release, the key is missing or holds another token.
+/// already exists (someone else holds it, or a stale key of ours); for an extension,
+/// the key holds another token (`Missing` when it is gone); for a release, the key is
+/// missing or holds another token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum NodeResult {
@@ -25,6 +26,9 @@ pub enum NodeResult {
     Success,
     /// The node refused because of the key's state (see the type's documentation).
     Conflict,
+    /// An extension found the key gone on this node (expired or released, held by
+    /// nobody), where [`NodeResult::Conflict`] says it holds another token.
+    Missing,
     /// The node answered with an error, an unexpected reply, or the connection failed;
     /// the text says which.
     Error(String),
@@ -33,14 +37,15 @@ pub enum NodeResult {
 }
 
 impl NodeResult {
-    /// A stable snake_case name: `not_asked`, `pending`, `success`, `conflict`, `error`,
-    /// `timeout`.
+    /// A stable snake_case name: `not_asked`, `pending`, `success`, `conflict`,
+    /// `missing`, `error`, `timeout`.
     pub fn code(&self) -> &'static str {
         match self {
             NodeResult::NotAsked => "not_asked",
             NodeResult::Pending => "pending",
             NodeResult::Success => "success",
             NodeResult::Conflict => "conflict",
+            NodeResult::Missing => "missing",
             NodeResult::Error(_) => "error",
             NodeResult::Timeout => "timeout",
         }
@@ -160,9 +165,9 @@ impl Lease {
         self.key_ttl_ms
     }
 
-    /// The fencing token of this acquisition: strictly greater than every token handed
-    /// out before for any of its resources by an acquisition whose write-back completed
-    /// (see `docs/fencing.md`). `None` without fencing, and for a lease rebuilt from its
+    /// The fencing token of this acquisition: strictly greater than every token of its
+    /// resources handed out by an acquisition whose write-back completed before this
+    /// acquisition started (see `docs/fencing.md`). `None` without fencing, and for a lease rebuilt from its
     /// parts. Send it with every write to the protected resource, which rejects a token
     /// lower than one it has seen.
     pub fn fencing_token(&self) -> Option<u64> {

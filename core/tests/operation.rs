@@ -402,8 +402,9 @@ fn largest_configuration_runs() {
 }
 
 /// An acquisition on 3 nodes whose first attempt every node refused (a waiting one at
-/// queue place `place`): returns it delaying after its cleanup, the time the cleanup
-/// ended and the retry's due time.
+/// queue place `place`): returns it delaying after its cleanup (which ended at 200 us),
+/// a time 1 ms after its attempt started (from which notices may start the next one:
+/// `MIN_RETRY_DELAY`) and the retry's due time.
 fn refused_at_place(wait: Option<Duration>, place: i64) -> (Operation, u64, Time) {
     let config = Config::builder(3, ms(10_000)).attempts(3).build().unwrap();
     let mut client = Redlock::with_seed(config, [4; 32]);
@@ -432,7 +433,7 @@ fn refused_at_place(wait: Option<Duration>, place: i64) -> (Operation, u64, Time
         retry_at >= at(100_000),
         "the retry delay is 200 ms +- 100 ms"
     );
-    (op, 200, retry_at)
+    (op, 1_000, retry_at)
 }
 
 /// Asserts that `op`'s retry stays at `retry_at` after the confirmations from `nodes`.
@@ -477,17 +478,18 @@ fn a_subscription_confirmed_after_refusals_as_first_waiter_tries_at_once() {
     let (retry_at, _) = answer_all_wait(&mut op, &cleanup, now + 200, |_| Reply::Integer(0));
     let retry_at = retry_at.unwrap();
     keeps_its_retry(&mut op, &[2], now + 300, retry_at);
-    // Node 0's subscriber connection opened again: its confirmation brings the retry
-    // forward, and a second one keeps that time.
-    op.handle_subscribed(0, at(now + 400)).unwrap();
+    // Node 0's subscriber connection opened again (more than MIN_RETRY_DELAY after
+    // attempt 2 started): its confirmation brings the retry forward, and a second one
+    // keeps that time.
+    op.handle_subscribed(0, at(now + 1_400)).unwrap();
     let (sends, wait, _) = drain(&mut op);
     assert!(sends.is_empty());
     let early = wait.expect("a retry is due");
     assert!(
-        early >= at(now + 400 + 200) && early <= at(now + 400 + 400),
+        early >= at(now + 1_400 + 200) && early <= at(now + 1_400 + 400),
         "{early:?}"
     );
-    op.handle_subscribed(0, at(now + 500)).unwrap();
+    op.handle_subscribed(0, at(now + 1_500)).unwrap();
     let (sends, wait, _) = drain(&mut op);
     assert!(
         sends.is_empty() && wait.is_none_or(|w| w == early),
@@ -873,16 +875,17 @@ fn confirmations_as_first_waiter_from_too_few_nodes_try_after_the_spread_window(
     let retry_at = retry_at.unwrap();
     assert!(retry_at >= at(100_000), "the retry delay: {retry_at:?}");
     // Nodes 0-2 confirm: none of them counts.
-    keeps_its_retry(&mut op, &[0, 1, 2], 300, retry_at);
-    op.handle_subscribed(3, at(400)).unwrap();
+    // (From 1 ms after attempt 1 started: never closer than MIN_RETRY_DELAY.)
+    keeps_its_retry(&mut op, &[0, 1, 2], 1_300, retry_at);
+    op.handle_subscribed(3, at(1_400)).unwrap();
     let (sends, wait, _) = drain(&mut op);
     assert!(sends.is_empty(), "not at once: one confirmation");
     let early = wait.expect("the retry moves");
     assert!(
-        early >= at(400 + 200) && early <= at(400 + 400),
+        early >= at(1_400 + 200) && early <= at(1_400 + 400),
         "{early:?}"
     );
-    op.handle_subscribed(4, at(500)).unwrap();
+    op.handle_subscribed(4, at(1_500)).unwrap();
     retries_at(&mut op, early);
 }
 
@@ -930,8 +933,9 @@ fn a_waiter_that_began_listening_at_a_refusal_counts_confirmations_read_before_r
     assert_eq!(cleanup.len(), 3, "the failed attempt is cleaned up");
     op.handle_subscribed(0, at(250)).unwrap();
     assert!(drain(&mut op).0.is_empty(), "not while cleaning up");
-    // The cleanup ends: the confirmations stood for releases naming it, attempt 2 at once.
-    let (next, _) = answer(&mut op, &cleanup, 300, |_| Reply::Integer(0));
+    // The cleanup ends (more than MIN_RETRY_DELAY after attempt 1 started): the
+    // confirmations stood for releases naming it, attempt 2 at once.
+    let (next, _) = answer(&mut op, &cleanup, 1_300, |_| Reply::Integer(0));
     assert_eq!(next.len(), 3, "attempt 2 at once: {next:?}");
     assert_eq!(op.attempt(), 2);
 }

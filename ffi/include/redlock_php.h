@@ -559,6 +559,12 @@ enum { REDLOCK_NODE_ERROR = 5 };
 enum { REDLOCK_NODE_TIMEOUT = 6 };
 
 /**
+ * An extension found the key gone on this node (expired or released, held by nobody),
+ * where `REDLOCK_NODE_CONFLICT` says it holds another token.
+ */
+enum { REDLOCK_NODE_MISSING = 7 };
+
+/**
  * The status reply `OK`.
  */
 enum { REDLOCK_REPLY_OK = 1 };
@@ -733,6 +739,13 @@ enum redlock_result
      * hand it out: another operation's, one not polled yet, or one given back already.
      */
     REDLOCK_FOREIGN_OUTCOME = 9112,
+    /**
+     * A resource whose key (prefix included) is another resource's fence or waiters key
+     * (one ending in `:fence`, `:waiters`, `:waiters:expiry` or `:waiters:turn` right
+     * after a hash tag): refused, so that one lock's scripts never write over another's
+     * keys.
+     */
+    REDLOCK_RESERVED_RESOURCE = 9113,
     /**
      * No nodes: N must be at least 1.
      */

@@ -66,6 +66,11 @@ pub enum redlock_result {
     /// An outcome given back (`redlock_operation_decline`) to an operation that did not
     /// hand it out: another operation's, one not polled yet, or one given back already.
     REDLOCK_FOREIGN_OUTCOME = 9112,
+    /// A resource whose key (prefix included) is another resource's fence or waiters key
+    /// (one ending in `:fence`, `:waiters`, `:waiters:expiry` or `:waiters:turn` right
+    /// after a hash tag): refused, so that one lock's scripts never write over another's
+    /// keys.
+    REDLOCK_RESERVED_RESOURCE = 9113,
 
     /// No nodes: N must be at least 1.
     REDLOCK_CONFIG_NO_NODES = 9200,
@@ -142,6 +147,7 @@ const NAMES: &[(redlock_result, &std::ffi::CStr)] = &[
     (R::REDLOCK_UNKNOWN_NODE, c"unknown_node"),
     (R::REDLOCK_INVALID_FENCING_TOKEN, c"invalid_fencing_token"),
     (R::REDLOCK_FOREIGN_OUTCOME, c"foreign_outcome"),
+    (R::REDLOCK_RESERVED_RESOURCE, c"reserved_resource"),
     (R::REDLOCK_CONFIG_NO_NODES, c"no_nodes"),
     (R::REDLOCK_CONFIG_TOO_MANY_NODES, c"too_many_nodes"),
     (R::REDLOCK_CONFIG_TTL_ZERO, c"ttl_zero"),
@@ -203,6 +209,7 @@ const USAGE: &[(redlock_result, UsageError)] = &[
         UsageError::InvalidFencingToken,
     ),
     (R::REDLOCK_FOREIGN_OUTCOME, UsageError::ForeignOutcome),
+    (R::REDLOCK_RESERVED_RESOURCE, UsageError::ReservedResource),
 ];
 
 const CONFIG: &[(redlock_result, ConfigError)] = &[
@@ -312,7 +319,7 @@ impl redlock_result {
             R::REDLOCK_NO_VALUE => "this output or outcome has no such value",
             R::REDLOCK_UNKNOWN_ERROR => "an error this version of the library has no code for",
             R::REDLOCK_INVALID_TTL => {
-                "invalid TTL for this operation (redlock_client_check_ttl tells which rule it breaks)"
+                "invalid TTL for this operation: it must be a whole number of milliseconds from 1 to 10^12, longer than the drift (ttl * drift_factor + drift_fixed) and the minimum validity, and at least three node timeouts"
             }
             _ => "unknown result code",
         };

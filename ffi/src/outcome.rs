@@ -51,6 +51,9 @@ pub const REDLOCK_NODE_CONFLICT: u32 = 4;
 pub const REDLOCK_NODE_ERROR: u32 = 5;
 /// No reply before the deadline.
 pub const REDLOCK_NODE_TIMEOUT: u32 = 6;
+/// An extension found the key gone on this node (expired or released, held by nobody),
+/// where `REDLOCK_NODE_CONFLICT` says it holds another token.
+pub const REDLOCK_NODE_MISSING: u32 = 7;
 
 /// A finished operation's outcome. Freed by `redlock_outcome_free`.
 pub struct redlock_outcome {
@@ -80,6 +83,7 @@ pub(crate) fn node_kind(node: &NodeResult) -> (u32, &[u8]) {
         NodeResult::Conflict => (REDLOCK_NODE_CONFLICT, &[]),
         NodeResult::Error(text) => (REDLOCK_NODE_ERROR, text.as_bytes()),
         NodeResult::Timeout => (REDLOCK_NODE_TIMEOUT, &[]),
+        NodeResult::Missing => (REDLOCK_NODE_MISSING, &[]),
         // A result this version does not know is reported as an error without text.
         _ => (REDLOCK_NODE_ERROR, &[]),
     }

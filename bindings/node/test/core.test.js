@@ -139,7 +139,7 @@ test('RESP codec, scripts, limits and version', () => {
   assert.throws(() => decoder.nextReply(), isCode('too_large'));
   assert.throws(() => new core.Decoder({ maxBulk: -1 }), isCode('invalid_argument'));
   const scripts = core.scripts();
-  assert.equal(scripts.release.sha1, 'f58c7a08d33abd3054ac30ef684907261633d073');
+  assert.equal(scripts.release.sha1, '9a4c12ce2a7ef3e2864bdbe648b6d0f0ee05029b');
   assert.match(scripts.extend.text, /PEXPIRE/);
   assert.equal(core.limits().maxNodes, 255);
   assert.equal(core.defaults().driftFixedUs, 2000);

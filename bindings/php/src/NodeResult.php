@@ -11,6 +11,8 @@ final class NodeResult
 {
     public const SUCCESS = 'success';
     public const CONFLICT = 'conflict';
+    /** An extension found the key gone on this node (held by nobody). */
+    public const MISSING = 'missing';
     public const ERROR = 'error';
     public const TIMEOUT = 'timeout';
     public const PENDING = 'pending';

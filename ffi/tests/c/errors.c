@@ -878,7 +878,7 @@ static void buffers_and_texts(void) {
 
     /* Static texts. */
     CHECK(strcmp(redlock_version(), "0.1.0") == 0 || strlen(redlock_version()) > 0);
-    CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_RELEASE), "f58c7a08d33abd3054ac30ef684907261633d073") == 0);
+    CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_RELEASE), "9a4c12ce2a7ef3e2864bdbe648b6d0f0ee05029b") == 0);
     CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_ACQUIRE), "4df62321cd567593267878acb4c28e1f7a3cc4af") == 0);
     CHECK(strcmp(redlock_script_sha1(REDLOCK_SCRIPT_EXTEND), "6aec6dabb71e80f87fc28910be87b135f17d85ab") == 0);
     CHECK(strstr(redlock_script_text(REDLOCK_SCRIPT_EXTEND), "PEXPIRE") != NULL);

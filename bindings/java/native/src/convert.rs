@@ -225,6 +225,7 @@ pub(crate) fn node_code(result: &NodeResult) -> jint {
         NodeResult::Conflict => 3,
         NodeResult::Error(_) => 4,
         NodeResult::Timeout => 5,
+        NodeResult::Missing => 6,
         _ => -1,
     }
 }

@@ -114,6 +114,7 @@ final class Constants
     public const NODE_CONFLICT = 4;
     public const NODE_ERROR = 5;
     public const NODE_TIMEOUT = 6;
+    public const NODE_MISSING = 7;
 
     public const REPLY_OK = 1;
     public const REPLY_STATUS = 2;
@@ -165,6 +166,7 @@ final class Constants
         self::NODE_CONFLICT => 'conflict',
         self::NODE_ERROR => 'error',
         self::NODE_TIMEOUT => 'timeout',
+        self::NODE_MISSING => 'missing',
     ];
 
     public const OUTCOME_KINDS = [

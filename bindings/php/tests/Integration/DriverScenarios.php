@@ -234,7 +234,7 @@ abstract class DriverScenarios extends TestCase
         $second->release();
         $redlock->flush();
         // The scripts were loaded on the new connection before any EVALSHA.
-        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', 'f58c7a08d33abd3054ac30ef684907261633d073');
+        $exists = Nodes::redis(static::basePort(), 0)->rawCommand('SCRIPT', 'EXISTS', '9a4c12ce2a7ef3e2864bdbe648b6d0f0ee05029b');
         $this->assertSame([1], $exists);
     }
 

@@ -132,6 +132,7 @@ NODE_SUCCESS = 3
 NODE_CONFLICT = 4
 NODE_ERROR = 5
 NODE_TIMEOUT = 6
+NODE_MISSING = 7
 
 REPLY_OK = 1
 REPLY_STATUS = 2
@@ -201,6 +202,7 @@ NODE_NAMES = {
     NODE_CONFLICT: "conflict",
     NODE_ERROR: "error",
     NODE_TIMEOUT: "timeout",
+    NODE_MISSING: "missing",
 }
 REPLY_NAMES = {
     REPLY_OK: "ok",

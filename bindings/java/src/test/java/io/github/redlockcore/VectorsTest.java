@@ -103,9 +103,9 @@ class VectorsTest {
 
   @Test
   void scriptsComeFromTheCore() {
-    assertEquals("f58c7a08d33abd3054ac30ef684907261633d073", Scripts.RELEASE_SHA1);
+    assertEquals("9a4c12ce2a7ef3e2864bdbe648b6d0f0ee05029b", Scripts.RELEASE_SHA1);
     assertTrue(Scripts.RELEASE.contains("redis.call('DEL', key)"));
-    assertEquals("8b18f0545fa49a38beba9969bf360a23b8dd98a8", Scripts.QUEUED_ACQUIRE_SHA1);
+    assertEquals("c100eb0d669b2c24bf768a7f667d1ad4e93ed9ae", Scripts.QUEUED_ACQUIRE_SHA1);
     assertEquals(500, io.github.redlockcore.internal.Native.noticeChannelLingerMs());
     assertEquals(100, io.github.redlockcore.internal.Native.subscriberReopenFirstMs());
     assertEquals(5000, io.github.redlockcore.internal.Native.subscriberReopenMaxMs());

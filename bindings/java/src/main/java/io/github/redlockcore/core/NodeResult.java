@@ -11,7 +11,9 @@ public final class NodeResult {
     SUCCESS("success"),
     CONFLICT("conflict"),
     ERROR("error"),
-    TIMEOUT("timeout");
+    TIMEOUT("timeout"),
+    /** An extension found the key gone on this node (expired or released, held by nobody). */
+    MISSING("missing");
 
     private final String code;
 
