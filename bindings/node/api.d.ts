@@ -107,7 +107,7 @@ export interface RedlockOptions {
  * connection failure), `pending` (asked, undecided when the operation decided),
  * `not_asked`.
  */
-export type NodeOutcome = 'not_asked' | 'pending' | 'success' | 'conflict' | 'timeout' | 'error';
+export type NodeOutcome = 'not_asked' | 'pending' | 'success' | 'conflict' | 'missing' | 'timeout' | 'error';
 
 /** How one node answered. */
 export interface NodeDetail {

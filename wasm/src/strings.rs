@@ -234,7 +234,7 @@ export function arrayOf(n, a0, a1, a2, a3, a4, a5, a6, a7) {
     default: return [a0, a1, a2, a3, a4, a5, a6, a7];
   }
 }
-const NODE_CODES = ['not_asked', 'pending', 'success', 'conflict', 'timeout'];
+const NODE_CODES = ['not_asked', 'pending', 'success', 'conflict', 'timeout', 'missing'];
 export function nodeCodes(n, packed) {
   const codes = [];
   for (let i = 0; i < n; i++) {
@@ -534,7 +534,7 @@ where
 }
 
 /// Node results without an error text as one number: each node's code (0 `not_asked`,
-/// 1 `pending`, 2 `success`, 3 `conflict`, 4 `timeout`) in 3 bits, node 0 lowest. `None`
+/// 1 `pending`, 2 `success`, 3 `conflict`, 4 `timeout`, 5 `missing`) in 3 bits, node 0 lowest. `None`
 /// for an error or more than 17 nodes (8^17 = 2^51 stays exact in a JS number).
 fn packed_codes(nodes: &[redlock_core::NodeResult]) -> Option<f64> {
     use redlock_core::NodeResult;
@@ -549,6 +549,7 @@ fn packed_codes(nodes: &[redlock_core::NodeResult]) -> Option<f64> {
             NodeResult::Success => 2,
             NodeResult::Conflict => 3,
             NodeResult::Timeout => 4,
+            NodeResult::Missing => 5,
             _ => return None,
         };
         packed = packed * 8 + code;

@@ -118,7 +118,7 @@ export interface NodeError {
 }
 
 /** How one node answered the round an outcome reports on. */
-export type NodeResult = "not_asked" | "pending" | "success" | "conflict" | "timeout" | NodeError;
+export type NodeResult = "not_asked" | "pending" | "success" | "conflict" | "missing" | "timeout" | NodeError;
 
 export type CommandKind = "set" | "acquire" | "release" | "extend" | "fenced_acquire" | "write_back" | "inspect" | "queued_acquire";
 export type OperationKind = "acquire" | "extend" | "release" | "inspect";

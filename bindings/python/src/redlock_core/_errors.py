@@ -105,8 +105,9 @@ class ProtocolError(CoreError):
 class NodeResult:
     """How one node answered the round an outcome reports on.
 
-    ``status`` is one of ``"success"``, ``"conflict"``, ``"error"``, ``"timeout"``,
-    ``"pending"``, ``"not_asked"``; ``error`` is the text for ``"error"``; ``cause``
+    ``status`` is one of ``"success"``, ``"conflict"``, ``"missing"`` (an extension
+    found the key gone there), ``"error"``, ``"timeout"``, ``"pending"``,
+    ``"not_asked"``; ``error`` is the text for ``"error"``; ``cause``
     is why it failed, as the core classifies it (``"refused"``, ``"auth"``, ``"tls"``,
     ``"timeout"``, ``"stalled"``, ``"connection"``, ``"error"``), ``None`` otherwise.
     """
