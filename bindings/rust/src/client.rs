@@ -194,6 +194,17 @@ impl ClientBuilder {
     /// count twice towards the quorum). Connections are made on first use.
     pub fn build(self) -> Result<Client, Error> {
         let config = self.config.build()?;
+        if self.connect_timeout < Duration::from_millis(1)
+            || self.connect_timeout > Duration::from_millis(redlock_core::MAX_TTL_MS)
+        {
+            return Err(Error::InvalidSetting {
+                setting: "connect_timeout",
+                message: format!(
+                    "{:?}: a connection attempt needs at least 1 ms, and at most 10^12 ms",
+                    self.connect_timeout
+                ),
+            });
+        }
         #[cfg(feature = "sentinel")]
         if let Some((sentinels, service)) = self.sentinel {
             if self.sentinel_query_timeout.is_zero() {
@@ -312,6 +323,7 @@ impl ClientBuilder {
                 url: label.clone(),
                 message,
             };
+            check_url(url).map_err(invalid)?;
             let client = match &self.root_certificate {
                 Some(pem) if url.starts_with("rediss://") => redis::Client::build_with_tls(
                     url.as_str(),
@@ -943,6 +955,54 @@ impl Client {
             }
         });
         futures_util::future::join_all(asks).await
+    }
+}
+
+/// The rules of a node URL that the `redis` crate would refuse without naming them: a
+/// known scheme, and a port from 1 to 65535 (port 0 would only fail when connecting).
+fn check_url(url: &str) -> Result<(), String> {
+    const SCHEMES: [&str; 7] = [
+        "redis",
+        "rediss",
+        "redis+unix",
+        "unix",
+        "valkey",
+        "valkeys",
+        "valkey+unix",
+    ];
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(String::from(
+            "not a URL: a node URL is redis://host:port or rediss://host:port",
+        ));
+    };
+    if !SCHEMES.contains(&scheme) {
+        return Err(format!(
+            "unknown scheme {:?}: a node URL starts with redis:// or rediss:// (or unix://)",
+            crate::error::clip(scheme)
+        ));
+    }
+    if !matches!(scheme, "redis" | "rediss" | "valkey" | "valkeys") {
+        return Ok(());
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let port = match host_port.strip_prefix('[') {
+        Some(v6) => v6
+            .split_once(']')
+            .and_then(|(_, tail)| tail.strip_prefix(':')),
+        None => host_port.rsplit_once(':').map(|(_, port)| port),
+    };
+    match port {
+        None => Ok(()),
+        Some(text) => match text.parse::<u16>() {
+            Ok(port) if port >= 1 => Ok(()),
+            _ => Err(format!(
+                "port {:?} is not valid: a node's port is a number from 1 to 65535",
+                crate::error::clip(text)
+            )),
+        },
     }
 }
 

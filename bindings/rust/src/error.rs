@@ -221,6 +221,20 @@ impl Error {
     }
 }
 
+/// Text a message quotes (a URL, a name the caller gave), cut to its first 64 bytes and
+/// "…" when longer, so that a huge input never floods a message.
+pub(crate) fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+    const SHOWN: usize = 64;
+    if text.len() <= SHOWN {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = SHOWN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}… ({} bytes)", &text[..end], text.len()))
+}
+
 /// A reason in words, for messages.
 pub(crate) fn describe_reason(reason: FailureReason) -> &'static str {
     match reason {
@@ -253,11 +267,12 @@ impl fmt::Display for Error {
                 index,
                 url,
                 message,
-            } => write!(f, "invalid node URL #{index} {url:?}: {message}"),
+            } => write!(f, "invalid node URL #{index} {:?}: {message}", clip(url)),
             Error::DuplicateNode { first, second, url } => write!(
                 f,
-                "node #{second} {url:?} is the same server as node #{first}: each node must be \
-                 an independent server"
+                "node #{second} {:?} is the same server as node #{first}: each node must be \
+                 an independent server",
+                clip(url)
             ),
             Error::InvalidSetting { setting, message } => {
                 write!(f, "invalid {setting}: {message}")
