@@ -75,6 +75,7 @@ static const char *node_name(uint32_t kind) {
     case REDLOCK_NODE_CONFLICT: return "conflict";
     case REDLOCK_NODE_ERROR: return "error";
     case REDLOCK_NODE_TIMEOUT: return "timeout";
+    case REDLOCK_NODE_MISSING: return "missing";
     default: return "?";
     }
 }
@@ -239,6 +240,13 @@ typedef struct {
     char *lease_names[MAX_NAMED];
     redlock_lease *leases[MAX_NAMED];
     size_t lease_count;
+    /* The last outcome each operation handed out (for `keepalive_outcome`). */
+    char *outcome_names[MAX_NAMED];
+    redlock_outcome *outcomes[MAX_NAMED];
+    size_t outcome_count;
+    char *keepalive_names[MAX_NAMED];
+    redlock_keepalive *keepalives[MAX_NAMED];
+    size_t keepalive_count;
     const char *last;
 } replay;
 
@@ -290,7 +298,60 @@ static bool put_lease(replay *r, const char *name, redlock_lease *lease) {
     return true;
 }
 
+static redlock_outcome *find_outcome(replay *r, const char *name) {
+    for (size_t i = 0; i < r->outcome_count; i++)
+        if (strcmp(r->outcome_names[i], name) == 0) return r->outcomes[i];
+    return NULL;
+}
+
+/* Keeps `outcome` as operation `name`'s last, freeing the one it replaces. */
+static bool put_outcome(replay *r, const char *name, redlock_outcome *outcome) {
+    for (size_t i = 0; i < r->outcome_count; i++)
+        if (strcmp(r->outcome_names[i], name) == 0) {
+            redlock_outcome_free(r->outcomes[i]);
+            r->outcomes[i] = outcome;
+            return true;
+        }
+    if (r->outcome_count == MAX_NAMED) {
+        redlock_outcome_free(outcome);
+        return fail("too many outcomes");
+    }
+    r->outcome_names[r->outcome_count] = dup_text(name);
+    r->outcomes[r->outcome_count++] = outcome;
+    return true;
+}
+
+static redlock_keepalive *find_keepalive(replay *r, const char *name) {
+    for (size_t i = 0; i < r->keepalive_count; i++)
+        if (strcmp(r->keepalive_names[i], name) == 0) return r->keepalives[i];
+    return NULL;
+}
+
+static bool put_keepalive(replay *r, const char *name, redlock_keepalive *keepalive) {
+    for (size_t i = 0; i < r->keepalive_count; i++)
+        if (strcmp(r->keepalive_names[i], name) == 0) {
+            redlock_keepalive_free(r->keepalives[i]);
+            r->keepalives[i] = keepalive;
+            return true;
+        }
+    if (r->keepalive_count == MAX_NAMED) {
+        redlock_keepalive_free(keepalive);
+        return fail("too many keep-alives");
+    }
+    r->keepalive_names[r->keepalive_count] = dup_text(name);
+    r->keepalives[r->keepalive_count++] = keepalive;
+    return true;
+}
+
 static void replay_free(replay *r) {
+    for (size_t i = 0; i < r->outcome_count; i++) {
+        redlock_outcome_free(r->outcomes[i]);
+        free(r->outcome_names[i]);
+    }
+    for (size_t i = 0; i < r->keepalive_count; i++) {
+        redlock_keepalive_free(r->keepalives[i]);
+        free(r->keepalive_names[i]);
+    }
     for (size_t i = 0; i < r->op_count; i++) {
         redlock_operation_free(r->ops[i]);
         free(r->op_names[i]);
@@ -543,7 +604,13 @@ static bool drain(replay *r, const char *name, redlock_operation *op, json **out
             json *value = outcome_to_json(outcome);
             redlock_lease *lease = NULL;
             redlock_result lease_rc = redlock_outcome_lease(outcome, &lease);
-            redlock_outcome_free(outcome);
+            /* Kept (and freed with the replay) for `keepalive_outcome` steps. */
+            if (!put_outcome(r, name, outcome)) {
+                redlock_lease_free(lease);
+                json_free(value);
+                json_free(outputs);
+                return false;
+            }
             if (!value) {
                 redlock_lease_free(lease);
                 json_free(outputs);
@@ -589,6 +656,94 @@ static bool resources_of(const json *list, const uint8_t ***ptrs, size_t **lens,
     return true;
 }
 
+/* A keep-alive step (`keepalive`, `keepalive_outcome`, `keepalive_failure`,
+ * `keepalive_stop`, `keepalive_poll`): its input, then one poll at `now`; `*outputs` is
+ * `[<action>, {"valid_until": <us>}]`. The keep-alive's lease afterwards is kept under
+ * its name, for extensions of it (core/tests/vectors.rs keepalive_step). Returns false
+ * with `*handled` unset for a step of another kind. */
+static bool keepalive_step(replay *r, const json *s, uint64_t now, bool *handled,
+                           json **outputs) {
+    *handled = false;
+    const char *name = json_string(json_get(s, "name"));
+    const json *args;
+    if (!name) return true;
+    if ((args = json_get(s, "keepalive"))) {
+        const char *lease_name = json_string(json_get(args, "lease"));
+        redlock_lease *lease = lease_name ? find_lease(r, lease_name) : NULL;
+        if (!lease) return fail("no lease named %s", lease_name ? lease_name : "(none)");
+        redlock_keepalive *keepalive = NULL;
+        MUST(redlock_keepalive_new(r->client, lease, &keepalive));
+        TRY(put_keepalive(r, name, keepalive));
+    } else if ((args = json_get(s, "keepalive_outcome"))) {
+        const char *op = json_string(json_get(args, "op"));
+        if (!op) return fail("keepalive_outcome needs op");
+        redlock_outcome *outcome = find_outcome(r, op);
+        if (!outcome) return fail("no outcome of %s", op);
+        redlock_keepalive *keepalive = find_keepalive(r, name);
+        if (!keepalive) return fail("no keep-alive named %s", name);
+        MUST(redlock_keepalive_handle_outcome(keepalive, outcome, now));
+    } else if (json_get(s, "keepalive_failure")) {
+        redlock_keepalive *keepalive = find_keepalive(r, name);
+        if (!keepalive) return fail("no keep-alive named %s", name);
+        MUST(redlock_keepalive_handle_failure(keepalive, now));
+    } else if (json_get(s, "keepalive_stop")) {
+        redlock_keepalive *keepalive = find_keepalive(r, name);
+        if (!keepalive) return fail("no keep-alive named %s", name);
+        MUST(redlock_keepalive_stop(keepalive));
+    } else if (!json_get(s, "keepalive_poll")) {
+        return true;
+    }
+    *handled = true;
+    redlock_keepalive *keepalive = find_keepalive(r, name);
+    if (!keepalive) return fail("no keep-alive named %s", name);
+    uint32_t action = 0, reason = 0;
+    uint64_t until = 0;
+    MUST(redlock_keepalive_poll(keepalive, now, &action, &until, &reason));
+    json *out = json_new_object();
+    switch (action) {
+    case REDLOCK_KEEPALIVE_EXTEND:
+        json_set(out, "extend", json_new_object());
+        break;
+    case REDLOCK_KEEPALIVE_WAIT:
+        json_set(out, "wait", json_new_u64(until));
+        break;
+    case REDLOCK_KEEPALIVE_LOST: {
+        const char *text = redlock_lost_reason_name(reason);
+        /* The reason the poll gave is the keep-alive's own. */
+        if (!text || redlock_keepalive_lost_reason(keepalive) != reason) {
+            json_free(out);
+            return fail("lost reason %u has no name or disagrees with the keep-alive's", reason);
+        }
+        json_set(out, "lost", json_new_string(text, strlen(text)));
+        break;
+    }
+    case REDLOCK_KEEPALIVE_STOPPED:
+        json_set(out, "stopped", json_new_object());
+        break;
+    default:
+        json_free(out);
+        return fail("unknown keep-alive action %u", action);
+    }
+    redlock_lease *lease = NULL;
+    redlock_result rc = redlock_keepalive_lease(keepalive, &lease);
+    if (rc != REDLOCK_OK) {
+        json_free(out);
+        return fail("redlock_keepalive_lease gave %s", redlock_result_name(rc));
+    }
+    json *valid_until = json_new_object();
+    json_set(valid_until, "valid_until", json_new_u64(redlock_lease_valid_until(lease)));
+    if (!put_lease(r, name, lease)) {
+        redlock_lease_free(lease);
+        json_free(out);
+        json_free(valid_until);
+        return false;
+    }
+    *outputs = json_new_array();
+    json_push(*outputs, out);
+    json_push(*outputs, valid_until);
+    return true;
+}
+
 /* Runs one step: `*error` is the usage error's code or NULL; `*outputs` what followed. */
 static bool step(replay *r, const json *s, const char **error, json **outputs) {
     uint64_t now = 0;
@@ -601,7 +756,10 @@ static bool step(replay *r, const json *s, const char **error, json **outputs) {
     redlock_result rc = REDLOCK_OK;
     redlock_operation *op = NULL;
     const char *target;
+    bool handled;
 
+    TRY(keepalive_step(r, s, now, &handled, outputs));
+    if (handled) return true;
     if ((args = json_get(s, "acquire"))) {
         if (!op_name) return fail("acquire needs op");
         const char *hex = json_string(json_get(args, "random"));
@@ -1013,28 +1171,37 @@ int main(int argc, char **argv) {
     }
     char resp_dir[4096];
     snprintf(resp_dir, sizeof resp_dir, "%s/resp", argv[1]);
-    size_t vectors = 0, resp_vectors = 0, fencing = 0, waiting = 0, inspect = 0;
-    char fencing_dir[4096], waiting_dir[4096], inspect_dir[4096];
+    size_t vectors = 0, resp_vectors = 0, fencing = 0, waiting = 0, inspect = 0, keepalive = 0;
+    char fencing_dir[4096], waiting_dir[4096], inspect_dir[4096], keepalive_dir[4096];
     snprintf(inspect_dir, sizeof inspect_dir, "%s/inspect", argv[1]);
     snprintf(fencing_dir, sizeof fencing_dir, "%s/fencing", argv[1]);
     snprintf(waiting_dir, sizeof waiting_dir, "%s/waiting", argv[1]);
+    snprintf(keepalive_dir, sizeof keepalive_dir, "%s/keepalive", argv[1]);
     int failed = run_dir(argv[1], false, &vectors);
     int fencing_failed = run_dir(fencing_dir, false, &fencing);
     int waiting_failed = run_dir(waiting_dir, false, &waiting);
     int inspect_failed = run_dir(inspect_dir, false, &inspect);
+    int keepalive_failed = run_dir(keepalive_dir, false, &keepalive);
     int resp_failed = run_dir(resp_dir, true, &resp_vectors);
     if (failed < 0 || resp_failed < 0 || fencing_failed < 0 || waiting_failed < 0 ||
-        inspect_failed < 0 || vectors == 0 || resp_vectors == 0 || fencing == 0 || waiting == 0 ||
-        inspect == 0) {
+        inspect_failed < 0 || keepalive_failed < 0 || vectors == 0 || resp_vectors == 0 ||
+        fencing == 0 || waiting == 0 || inspect == 0) {
         fprintf(stderr, "no vectors found under %s\n", argv[1]);
         return 1;
     }
-    size_t total = vectors + fencing + waiting + inspect + resp_vectors;
+    /* As core/tests/vectors.rs: a moved or emptied folder must not pass as "nothing
+     * failed". */
+    if (keepalive < 4) {
+        fprintf(stderr, "only %zu keep-alive vectors under %s\n", keepalive, keepalive_dir);
+        return 1;
+    }
+    size_t total = vectors + fencing + waiting + inspect + keepalive + resp_vectors;
     size_t total_failed = (size_t)failed + (size_t)fencing_failed + (size_t)waiting_failed +
-                          (size_t)inspect_failed + (size_t)resp_failed;
-    printf("vectors: %zu conformance (%zu fencing, %zu waiting, %zu inspection) and %zu RESP "
-           "vectors replayed through the C ABI\n",
-           vectors + fencing + waiting + inspect, fencing, waiting, inspect, resp_vectors);
+                          (size_t)inspect_failed + (size_t)keepalive_failed + (size_t)resp_failed;
+    printf("vectors: %zu conformance (%zu fencing, %zu waiting, %zu inspection, %zu keep-alive) "
+           "and %zu RESP vectors replayed through the C ABI\n",
+           vectors + fencing + waiting + inspect + keepalive, fencing, waiting, inspect, keepalive,
+           resp_vectors);
     printf("%zu passed, %zu failed\n", total - total_failed, total_failed);
     return total_failed ? 1 : 0;
 }
