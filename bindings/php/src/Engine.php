@@ -131,7 +131,7 @@ final class Engine
             }
             while (!$this->state instanceof Outcome) {
                 if ($limitUs !== null && Clock::nowUs() >= $limitUs) {
-                    throw new CancelledException('gave up at the time limit: ' . implode(', ', $names), $names);
+                    throw new CancelledException('gave up at the time limit: ' . Text::names($names), $names);
                 }
                 $this->step($limitUs);
             }
@@ -398,7 +398,10 @@ final class Engine
      */
     private function settle(): void
     {
-        while ($this->driver->hasPendingIo()) {
+        // In all, too: a node that opens and then stalls again (writes paused) would
+        // otherwise be re-opened one step after another.
+        $limit = Clock::nowUs() + $this->settleUs;
+        while ($this->driver->hasPendingIo() && Clock::nowUs() < $limit) {
             $this->pump();
             $now = Clock::nowUs();
             $due = $this->linkDue();
@@ -408,7 +411,7 @@ final class Engine
             }
             // A write has its deadline as the link's due time (within the node timeout), a
             // connection its connect timeout: at most one node timeout either way.
-            $this->driver->wait(min($due ?? PHP_INT_MAX, $now + $this->settleUs), $this->events);
+            $this->driver->wait(min($due ?? PHP_INT_MAX, $limit), $this->events);
             if (!$this->driver->hasPendingIo()) {
                 $this->pump();
             }

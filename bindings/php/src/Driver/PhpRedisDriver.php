@@ -30,7 +30,9 @@ use Redlock\Sentinel;
  *   command still unread there cannot run after the new connection's.
  * - Across nodes the I/O order is free (the links keep each node's own order): a node
  *   whose last read timed out is served after the others, so one frozen node does not
- *   hold the others' commands behind its timeout.
+ *   hold the others' commands behind its timeout; and while other nodes' commands wait,
+ *   a read may use only half of the time left, so a node that froze since its last
+ *   reply (served first, not yet known slow) leaves the others time to answer.
  *
  * Release notices (waiting acquisitions): phpredis can subscribe only inside its
  * blocking `subscribe()` loop, which returns when a callback unsubscribes and fails the
@@ -297,6 +299,16 @@ final class PhpRedisDriver implements Driver
         [$node, $writeId, $args] = $this->pending[$pick];
         array_splice($this->pending, $pick, 1);
         $budgetUs = max(1_000, $untilUs - $now);
+        foreach ($this->pending as [$other]) {
+            if ($other !== $node) {
+                // Other nodes wait behind this one: it may use half of the time left, so
+                // a node that has just frozen (not yet known slow) cannot take the whole
+                // deadline from the nodes that would answer (a release then failed on
+                // every node, one frozen). Past it, the read counts as timed out.
+                $budgetUs = max(1_000, intdiv($budgetUs, 2));
+                break;
+            }
+        }
         if ($args === null) {
             $this->open($node, $budgetUs, $events);
         } else {
