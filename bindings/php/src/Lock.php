@@ -218,6 +218,11 @@ final class Lock
      * Releases the lock on every node; returns how many nodes deleted a key of ours.
      * Releasing twice does nothing the second time.
      *
+     * A release that fewer than a quorum confirmed (NodesFailedException), or that did
+     * not run (an exception from the loop), leaves the lock not released: its keys may
+     * still hold on the nodes that did not confirm, so release() may be called again,
+     * and close() and the destructor try again.
+     *
      * @throws NodesFailedException fewer than a quorum confirmed (nodes_failing)
      * @throws \Redlock\Exception\UsedAfterCloseException the client was closed
      */
@@ -228,11 +233,11 @@ final class Lock
         if ($this->released) {
             return 0;
         }
-        $this->released = true;
-        $redlock->forget($this);
         $this->keepAlive?->stop();
         $outcome = $redlock->run($client->release($this->lease, Clock::nowUs()), $this->resources);
         if ($outcome->kind === Constants::OUTCOME_RELEASED) {
+            $this->released = true;
+            $redlock->forget($this);
             return $outcome->released() ?? 0;
         }
         throw $redlock->error($this->resources, $outcome, 'could not release the lock on');
@@ -255,7 +260,7 @@ final class Lock
             $this->lostReported = true;
             $this->redlock->reportLost($this->resources, $name, $this->heldSinceUs);
         }
-        $shown = implode(', ', $this->resources);
+        $shown = Text::names($this->resources);
         if ($reason === Constants::LOST_NOT_HELD) {
             return new NotHeldException("the lock on '$shown' is lost: its keys are gone", $this->resources, $name);
         }

@@ -580,7 +580,7 @@ final class Redlock
     {
         $reason = $outcome->reasonName() ?? 'unknown';
         $nodes = $this->nodeResults($outcome);
-        $shown = implode(', ', $names);
+        $shown = Text::names($names);
         $attempts = $outcome->kind === Constants::OUTCOME_NOT_ACQUIRED ? $outcome->attempts() : null;
         $class = $outcome->errorClass();
         return match ($class) {

@@ -88,7 +88,7 @@ final class ErrorPathsTest extends TestCase
         yield 'duplicate resource' => [['a', 'a'], null, 'duplicate_resource'];
         yield 'too many resources' => [array_map('strval', range(1, 65)), null, 'too_many_resources'];
         yield 'ttl zero for one lock' => ['a', 0, 'invalid_ttl'];
-        yield 'negative ttl' => ['a', -5, 'invalid_argument'];
+        yield 'negative ttl' => ['a', -5, 'invalid_ttl'];
         yield 'negative wait' => ['a', null, 'invalid_argument', -1];
         yield 'ttl zero while waiting' => ['a', 0, 'invalid_ttl', 100];
         yield 'empty resource while waiting' => ['', null, 'empty_resource', 100];
@@ -107,6 +107,125 @@ final class ErrorPathsTest extends TestCase
             $this->fail("accepted, expected $code");
         } catch (InvalidArgumentException $e) {
             $this->assertSame($code, $e->codeName, $e->getMessage());
+        }
+    }
+
+    /** @return iterable<string, array{Options, int, string, string}> */
+    public static function badTtls(): iterable
+    {
+        $defaults = new Options();
+        yield 'zero' => [$defaults, 0, 'ttl_zero', 'ttlMs must be between 3 and 1000000000000 ms'];
+        yield 'negative' => [$defaults, -1, 'ttl_zero', 'got -1'];
+        yield 'huge' => [$defaults, PHP_INT_MAX, 'ttl_too_large', 'got ' . PHP_INT_MAX];
+        yield 'beyond redis' => [$defaults, 10 ** 13, 'ttl_too_large', 'and 1000000000000 ms'];
+        yield 'eaten by the drift' => [$defaults, 2, 'drift_too_large', 'got 2'];
+        // At most a third of the TTL: with a 200 ms node timeout the smallest TTL is 600 ms.
+        yield 'below the node timeout' => [new Options(nodeTimeoutMs: 200), 500, 'node_timeout_too_large', 'between 600 and'];
+    }
+
+    /**
+     * A refused TTL (per lock, per extension, while waiting) names the range this
+     * client's settings allow, what it got and the core's rule, never an internal
+     * function of the library.
+     *
+     * @dataProvider badTtls
+     */
+    public function testABadTtlNamesTheRuleAndTheAllowedRange(Options $options, int $ttlMs, string $rule, string $detail): void
+    {
+        $redlock = Redlock::create(self::URLS, $options);
+        $calls = [
+            'acquire' => fn () => $redlock->acquire('a', $ttlMs),
+            'acquire while waiting' => fn () => $redlock->acquire('a', $ttlMs, waitMs: 100),
+            // A lock rebuilt from a token: extend() checks the TTL before any I/O.
+            'extend' => fn () => $redlock->lockFromToken('a', 'token')->extend($ttlMs),
+        ];
+        foreach ($calls as $what => $call) {
+            try {
+                $call();
+                $this->fail("$what accepted a TTL of $ttlMs ms");
+            } catch (InvalidArgumentException $e) {
+                $message = $e->getMessage();
+                $this->assertSame('invalid_ttl', $e->codeName, "$what: $message");
+                $this->assertStringContainsString('ttlMs must be between ', $message, $what);
+                $this->assertStringContainsString("got $ttlMs", $message, $what);
+                $this->assertStringContainsString($detail, $message, $what);
+                $this->assertStringContainsString("($rule: ", $message, $what);
+                $this->assertDoesNotMatchRegularExpression('/redlock_[a-z_]+/', $message, "$what names an internal function");
+            }
+        }
+    }
+
+    public function testANegativeConfiguredTtlNamesTheRule(): void
+    {
+        try {
+            Redlock::create(self::URLS, new Options(ttlMs: -1));
+            $this->fail('a negative TTL was accepted');
+        } catch (ConfigurationException $e) {
+            $this->assertSame('ttl_zero', $e->codeName);
+            $this->assertStringContainsString('ttlMs must be positive', $e->getMessage());
+            $this->assertStringContainsString('got -1', $e->getMessage());
+        }
+    }
+
+    /** @return iterable<string, array{string, string}> */
+    public static function absurdPorts(): iterable
+    {
+        yield 'past 65535' => ['redis://127.0.0.1:99999', 'got 99999'];
+        yield 'zero' => ['redis://127.0.0.1:0', 'got 0'];
+        yield 'past 64 bits' => ['redis://127.0.0.1:' . str_repeat('9', 30), 'got 999'];
+        yield 'with a password' => ['redis://user:secret@127.0.0.1:70000/0', 'got 70000'];
+    }
+
+    /** @dataProvider absurdPorts */
+    public function testAnAbsurdPortNamesTheRange(string $url, string $got): void
+    {
+        try {
+            new StreamDriver([$url]);
+            $this->fail("accepted $url");
+        } catch (InvalidArgumentException $e) {
+            $this->assertSame('invalid_port', $e->codeName);
+            $this->assertStringContainsString("a node's port must be between 1 and 65535, $got", $e->getMessage());
+            $this->assertStringNotContainsString('secret', $e->getMessage(), 'a password in a message');
+        }
+    }
+
+    /** NaN and infinities where a float is accepted are refused with the rule's range. */
+    public function testNanAndInfiniteDriftFactorsNameTheRule(): void
+    {
+        foreach ([NAN, INF, -INF] as $factor) {
+            try {
+                Redlock::create(self::URLS, new Options(driftFactor: $factor));
+                $this->fail("accepted a drift factor of $factor");
+            } catch (ConfigurationException $e) {
+                $this->assertSame('drift_factor_invalid', $e->codeName);
+                $this->assertStringContainsString('[0, 1)', $e->getMessage());
+            }
+        }
+    }
+
+    /**
+     * A 1 MB resource name in a message is cut to 64 bytes and "…" (the nodes refuse
+     * connections here, so the acquisition fails with NodesFailedException naming it);
+     * the exception keeps the whole name in `resources`.
+     */
+    public function testAHugeResourceNameIsCutInMessages(): void
+    {
+        $name = str_repeat('r', 1 << 20);
+        $redlock = Redlock::create(self::URLS, new Options(attempts: 1));
+        try {
+            $redlock->acquire($name);
+            $this->fail('acquired with no node listening');
+        } catch (\Redlock\Exception\NodesFailedException $e) {
+            $this->assertSame([$name], $e->resources);
+            $this->assertLessThan(2_000, strlen($e->getMessage()));
+            $this->assertStringContainsString(str_repeat('r', 64) . '… (1048576 bytes)', $e->getMessage());
+        }
+        try {
+            $redlock->acquire([$name, $name]);
+            $this->fail('accepted the same resource twice');
+        } catch (InvalidArgumentException $e) {
+            $this->assertSame('duplicate_resource', $e->codeName);
+            $this->assertLessThan(2_000, strlen($e->getMessage()));
         }
     }
 

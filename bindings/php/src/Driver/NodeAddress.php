@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Redlock\Driver;
 
 use Redlock\Exception\InvalidArgumentException;
+use Redlock\Text;
 
 /**
  * Where one node is and how to talk to it, parsed from a URL:
@@ -25,8 +26,14 @@ final class NodeAddress
         public readonly int $database = 0,
         public readonly array $tlsOptions = [],
     ) {
-        if ($host === '' || $port < 1 || $port > 65535 || $database < 0) {
-            throw new InvalidArgumentException("not a valid node address: host '$host', port $port, database $database");
+        if ($host === '') {
+            throw new InvalidArgumentException('a node address needs a host, got an empty one');
+        }
+        if ($port < 1 || $port > 65535) {
+            throw new InvalidArgumentException("a node's port must be between 1 and 65535, got $port", 'invalid_port');
+        }
+        if ($database < 0) {
+            throw new InvalidArgumentException("a node's database number must be 0 or more, got $database");
         }
     }
 
@@ -35,17 +42,28 @@ final class NodeAddress
      */
     public static function fromUrl(string $url, array $tlsOptions = []): self
     {
+        $shown = Text::url($url);
+        // parse_url() refuses a port past 65535 with no reason given: name the rule.
+        if (preg_match('#^[a-z][a-z0-9+.-]*://(?:[^@/]*@)?(?:\[[^\]]*\]|[^:/\[]*):(\d+)(?:/|$)#i', $url, $m) === 1) {
+            $port = ltrim($m[1], '0');
+            if ($port === '' || strlen($port) > 5 || (int) $port > 65535) {
+                throw new InvalidArgumentException(
+                    "a node's port must be between 1 and 65535, got " . Text::name($m[1]) . " in '$shown'",
+                    'invalid_port',
+                );
+            }
+        }
         $parts = parse_url($url);
         if ($parts === false || !isset($parts['scheme'], $parts['host'])) {
-            throw new InvalidArgumentException("not a Redis URL: '$url' (expected redis://host:port or rediss://host:port)");
+            throw new InvalidArgumentException("not a Redis URL: '$shown' (expected redis://host:port or rediss://host:port)");
         }
         $scheme = strtolower($parts['scheme']);
         if ($scheme !== 'redis' && $scheme !== 'rediss') {
-            throw new InvalidArgumentException("unsupported URL scheme '$scheme' in '$url' (redis:// or rediss://)");
+            throw new InvalidArgumentException("unsupported URL scheme '" . Text::name($scheme) . "' in '$shown' (redis:// or rediss://)");
         }
         $path = trim($parts['path'] ?? '', '/');
         if ($path !== '' && !ctype_digit($path)) {
-            throw new InvalidArgumentException("the path of '$url' must be a database number");
+            throw new InvalidArgumentException("the path of '$shown' must be a database number");
         }
         $user = isset($parts['user']) && $parts['user'] !== '' ? rawurldecode($parts['user']) : null;
         $password = isset($parts['pass']) ? rawurldecode($parts['pass']) : null;

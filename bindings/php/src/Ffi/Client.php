@@ -14,6 +14,8 @@ use Redlock\Exception\InvalidArgumentException;
 final class Client
 {
     public readonly Native $native;
+    /** @var array{int, int}|null ttlRange(), once computed */
+    private ?array $ttlRange = null;
 
     private function __construct(public readonly Config $config, public readonly CData $handle)
     {
@@ -47,11 +49,11 @@ final class Client
         if ($ttlMs === null) {
             $rc = $ffi->redlock_client_acquire($this->handle, $pointers, $lengths, count($resources), $nowUs, FFI::addr($out));
         } else {
-            self::nonNegative($ttlMs, 'TTL');
+            $this->checkedTtl($ttlMs, 'acquire');
             $rc = $ffi->redlock_client_acquire_for($this->handle, $pointers, $lengths, count($resources), $ttlMs, $nowUs, FFI::addr($out));
         }
         unset($keep);
-        $this->native->check($rc, 'acquire');
+        $this->checkResult($rc, $ttlMs, 'acquire');
         return new Operation($this->native, $out);
     }
 
@@ -67,12 +69,9 @@ final class Client
     {
         self::nonNegative($waitUs, 'wait limit');
         if ($ttlMs !== null) {
-            self::nonNegative($ttlMs, 'TTL');
-            if ($ttlMs === 0) {
-                // 0 means "the configured TTL" to the C ABI; here it is a TTL of zero,
-                // refused as acquire() refuses it (invalid_ttl).
-                throw $this->native->error(Constants::INVALID_TTL, 'acquire');
-            }
+            // 0 means "the configured TTL" to the C ABI; here it is a TTL of zero,
+            // refused as acquire() refuses it (invalid_ttl).
+            $this->checkedTtl($ttlMs, 'acquire');
         }
         [$pointers, $lengths, $keep] = $this->native->resourceArrays($resources);
         $out = $this->newOperationOut();
@@ -88,7 +87,7 @@ final class Client
             FFI::addr($out),
         );
         unset($keep);
-        $this->native->check($rc, 'acquire');
+        $this->checkResult($rc, $ttlMs, 'acquire');
         return new Operation($this->native, $out);
     }
 
@@ -171,10 +170,10 @@ final class Client
         if ($ttlMs === null) {
             $rc = $ffi->redlock_client_extend($this->handle, $lease->handle, $nowUs, FFI::addr($out));
         } else {
-            self::nonNegative($ttlMs, 'TTL');
+            $this->checkedTtl($ttlMs, 'extend');
             $rc = $ffi->redlock_client_extend_for($this->handle, $lease->handle, $ttlMs, $nowUs, FFI::addr($out));
         }
-        $this->native->check($rc, 'extend');
+        $this->checkResult($rc, $ttlMs, 'extend');
         return new Operation($this->native, $out);
     }
 
@@ -214,9 +213,79 @@ final class Client
     /** Null when `$ttlMs` fits the configuration, else the core's name of the rule it breaks. */
     public function checkTtl(int $ttlMs): ?string
     {
-        self::nonNegative($ttlMs, 'TTL');
+        if ($ttlMs < 0) {
+            throw $this->ttlError($ttlMs, 'TTL');
+        }
         $rc = $this->native->ffi->redlock_client_check_ttl($this->handle, $ttlMs);
         return $rc === Constants::OK ? null : $this->native->resultName($rc);
+    }
+
+    /**
+     * The TTLs this client's settings allow, in ms: [smallest, largest]. Every rule
+     * is the core's (`redlock_client_check_ttl`); the TTLs they allow form one range
+     * (each rule bounds the TTL from one side), found here by bisection and kept.
+     *
+     * @return array{int, int}
+     */
+    public function ttlRange(): array
+    {
+        if ($this->ttlRange !== null) {
+            return $this->ttlRange;
+        }
+        $ffi = $this->native->ffi;
+        $fits = fn (int $ttl): bool => $ffi->redlock_client_check_ttl($this->handle, $ttl) === Constants::OK;
+        $valid = $this->config->ttlMs();
+        // Smallest: the first that fits in [1, valid].
+        [$low, $high] = [1, $valid];
+        while ($low < $high) {
+            $mid = intdiv($low + $high, 2);
+            $fits($mid) ? $high = $mid : $low = $mid + 1;
+        }
+        $smallest = $low;
+        // Largest: the last that fits in [valid, PHP_INT_MAX].
+        [$low, $high] = [$valid, PHP_INT_MAX];
+        while ($low < $high) {
+            $mid = $low + intdiv($high - $low + 1, 2);
+            $fits($mid) ? $low = $mid : $high = $mid - 1;
+        }
+        return $this->ttlRange = [$smallest, $low];
+    }
+
+    /**
+     * The error for a TTL these settings refuse: the range they allow and the core's
+     * rule that `$ttlMs` breaks (`invalid_ttl`).
+     */
+    public function ttlError(int $ttlMs, string $context): InvalidArgumentException
+    {
+        [$smallest, $largest] = $this->ttlRange();
+        if ($ttlMs <= 0) {
+            $rule = 'ttl_zero: the TTL must be positive';
+        } else {
+            $rc = $this->native->ffi->redlock_client_check_ttl($this->handle, $ttlMs);
+            $rule = $rc === Constants::OK ? null : "{$this->native->resultName($rc)}: {$this->native->resultMessage($rc)}";
+        }
+        return new InvalidArgumentException(
+            "$context: ttlMs must be between $smallest and $largest ms with this client's settings, got $ttlMs"
+                . ($rule === null ? '' : " ($rule)"),
+            'invalid_ttl',
+            Constants::INVALID_TTL,
+        );
+    }
+
+    private function checkedTtl(int $ttlMs, string $context): void
+    {
+        if ($ttlMs <= 0) {
+            throw $this->ttlError($ttlMs, $context);
+        }
+    }
+
+    /** Like Native::check(), with the range and the rule for a refused TTL. */
+    private function checkResult(int $rc, ?int $ttlMs, string $context): void
+    {
+        if ($rc === Constants::INVALID_TTL) {
+            throw $this->ttlError($ttlMs ?? $this->config->ttlMs(), $context);
+        }
+        $this->native->check($rc, $context);
     }
 
     /**

@@ -6,6 +6,7 @@ namespace Redlock\Ffi;
 
 use FFI;
 use FFI\CData;
+use Redlock\Exception\ConfigurationException;
 use Redlock\Exception\InvalidArgumentException;
 
 /**
@@ -38,8 +39,11 @@ final class Config
      */
     public static function build(Native $native, int $nodes, int $ttlMs, array $settings = []): self
     {
-        if ($nodes < 0 || $ttlMs < 0) {
-            throw new InvalidArgumentException('the number of nodes and the TTL cannot be negative');
+        if ($nodes < 0) {
+            throw new ConfigurationException("the number of nodes must be at least 1, got $nodes", 'no_nodes');
+        }
+        if ($ttlMs < 0) {
+            throw new ConfigurationException("ttlMs must be positive (at most 10^12 ms), got $ttlMs", 'ttl_zero');
         }
         $ffi = $native->ffi;
         $builder = $ffi->new('redlock_config_builder*');
