@@ -71,6 +71,29 @@ seen. Off by default: it costs one more round trip per acquisition and keeps a
 counter key per resource on every node forever ({RESOURCE}:fence), and it helps
 only a resource that checks it.
 
+Exiting: an operation decides at the quorum, and some nodes' replies may
+still be out. Before exiting, redlock waits for them, each until its deadline
+(--node-timeout): a release then reports how every node ended (\"released R
+on 5 of 5 nodes\" when all five deleted the key; a node silent at its
+deadline counts as `timeout`), and the slower nodes get what was sent to
+them: an acquisition's key on more nodes than the quorum (it survives more
+node failures), a release finished and confirmed on a slow but healthy node.
+For a node that does not answer at all (stopped, unreachable) the wait buys
+nothing: its key expires with its TTL. So with a node down each run costs
+one node timeout more. --exit-at-quorum skips the wait: the report then
+counts the nodes that answered before the decision (\"released R (quorum
+confirmed: 3 of 5 nodes deleted it; 2 not awaited)\", JSON \"awaited_all\":
+false, those nodes `pending`), and what was not yet written to a slower node
+ends with the process (a key there expires with its TTL).
+
+Limits: --ttl (acquire, exec, extend) and --retry-delay from 1 ms to 10^12
+ms; --retry-jitter and --grace from 0 to 10^12 ms, the jitter less than the
+delay; --node-timeout from 1 ms to a third of the TTL; --wait from 0 to 10^12
+ms; --retry at most 999999; node URLs redis:// or rediss:// with a port from 1
+to 65535.
+A resource name longer than 64 bytes is cut to its first 64 bytes and \"…\" in
+messages (not in JSON).
+
 Examples:
   redlock --nodes redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 \\
       exec nightly-report --ttl 30000 --auto-extend -- ./make-report.sh
@@ -105,7 +128,8 @@ struct Cli {
 
     /// How long one node may take to answer one round, in milliseconds (default: the
     /// smaller of 50 ms and a tenth of the TTL).
-    #[arg(long, global = true, value_name = "MS")]
+    #[arg(long, global = true, value_name = "MS", allow_hyphen_values = true,
+          value_parser = millis(1, MAX_MS))]
     node_timeout: Option<u64>,
 
     /// Bytes put in front of the resource name to form the key.
@@ -115,6 +139,12 @@ struct Cli {
     /// A CA certificate (PEM file) for rediss:// nodes, instead of the system's roots.
     #[arg(long, global = true, value_name = "FILE")]
     tls_ca_cert: Option<std::path::PathBuf>,
+
+    /// Exit as soon as a quorum decided, without waiting for the other nodes' replies to
+    /// a release (see "Exiting" below): faster with a node down, but the report counts
+    /// only the nodes that answered before the decision.
+    #[arg(long, global = true)]
+    exit_at_quorum: bool,
 
     #[command(subcommand)]
     command: Command,
@@ -147,7 +177,8 @@ enum Command {
         #[arg(long, value_name = "N", requires = "auto_extend")]
         max_extensions: Option<u32>,
         /// After SIGTERM on loss, wait this long before SIGKILL, in milliseconds.
-        #[arg(long, value_name = "MS", default_value_t = 5000)]
+        #[arg(long, value_name = "MS", default_value_t = 5000, allow_hyphen_values = true,
+              value_parser = millis(0, MAX_MS))]
         grace: u64,
         /// The command and its arguments.
         #[arg(required = true, last = true, value_name = "COMMAND")]
@@ -170,7 +201,8 @@ enum Command {
         /// The token `acquire` printed.
         token: String,
         /// New time to live, in milliseconds.
-        #[arg(long, value_name = "MS", default_value_t = 30_000)]
+        #[arg(long, value_name = "MS", default_value_t = 30_000, allow_hyphen_values = true,
+              value_parser = millis(1, MAX_MS))]
         ttl: u64,
     },
     /// Release a lock held with TOKEN. Never deletes a key holding another token.
@@ -190,27 +222,56 @@ enum Command {
 #[derive(Args, Clone)]
 struct AcquireArgs {
     /// Time to live of the lock, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    #[arg(long, value_name = "MS", default_value_t = 30_000, allow_hyphen_values = true,
+          value_parser = millis(1, MAX_MS))]
     ttl: u64,
     /// Retries after a failed attempt (attempts = N + 1).
     #[arg(long, value_name = "N", default_value_t = redlock_client::core::DEFAULT_ATTEMPTS - 1)]
     retry: u32,
     /// Base delay between attempts, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 200)]
+    #[arg(long, value_name = "MS", default_value_t = 200, allow_hyphen_values = true,
+          value_parser = millis(1, MAX_MS))]
     retry_delay: u64,
     /// Random jitter around the delay, in milliseconds (at most the delay).
-    #[arg(long, value_name = "MS", default_value_t = 100)]
+    #[arg(long, value_name = "MS", default_value_t = 100, allow_hyphen_values = true,
+          value_parser = millis(0, MAX_MS))]
     retry_jitter: u64,
     /// Wait up to DURATION for the lock (like flock -w), instead of --retry attempts:
     /// seconds (fractions allowed), or a number with ms, s or m (500ms, 1.5s, 2m).
     /// A release by the holder wakes the wait at once. Giving up exits with 75.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "retry")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "retry",
+          allow_hyphen_values = true)]
     wait: Option<Duration>,
     /// Take a fencing token with the lock (exec: REDLOCK_FENCING_TOKEN; acquire --json:
     /// "fencing_token"). Off by default: one more round trip, and a counter key per
     /// resource on every node that never expires.
     #[arg(long)]
     fencing: bool,
+}
+
+/// The longest duration any option takes, in milliseconds: the core's largest TTL
+/// (10^12 ms, about 31 years). Beyond it nothing could be meant.
+const MAX_MS: u64 = redlock_client::core::MAX_TTL_MS;
+
+/// A whole number of milliseconds from `min` to `max`; the message names the range.
+fn millis(min: u64, max: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync {
+    move |text: &str| {
+        let range = || format!("a whole number of milliseconds from {min} to {max}");
+        let value: u64 = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("{:?} is not {}", clipped(text), range()))?;
+        if (min..=max).contains(&value) {
+            Ok(value)
+        } else {
+            Err(format!("{value} is out of range: give {}", range()))
+        }
+    }
+}
+
+/// Text quoted in a message, cut to 64 bytes.
+fn clipped(text: &str) -> std::borrow::Cow<'_, str> {
+    shown(text)
 }
 
 /// `--wait`'s DURATION: seconds as `flock -w` takes them (`10`, `0.5`), or a number with
@@ -225,16 +286,29 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => 0.001,
         "s" => 1.0,
         "m" => 60.0,
-        other => return Err(format!("unknown unit {other:?}: use ms, s or m")),
+        other => {
+            return Err(format!(
+                "unknown unit {:?} in {:?}: use ms, s or m",
+                clipped(other),
+                clipped(text)
+            ))
+        }
     };
-    let value: f64 = number
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (e.g. 10, 1.5s, 500ms)"))?;
+    let shown = clipped(text);
+    let value: f64 = number.trim().parse().map_err(|_| {
+        format!("{shown:?} is not a duration (e.g. 10, 1.5s, 500ms): from 0 to {MAX_MS} ms")
+    })?;
     if !value.is_finite() || value < 0.0 {
-        return Err(format!("{text:?} is not a duration of zero or more"));
+        return Err(format!(
+            "{shown:?} is not a duration from 0 to {MAX_MS} ms (10^12 ms)"
+        ));
     }
-    Duration::try_from_secs_f64(value * scale).map_err(|_| format!("{text:?} is too long"))
+    match Duration::try_from_secs_f64(value * scale) {
+        Ok(duration) if duration <= Duration::from_millis(MAX_MS) => Ok(duration),
+        _ => Err(format!(
+            "{shown:?} is too long: a wait is at most {MAX_MS} ms (10^12 ms)"
+        )),
+    }
 }
 
 fn main() -> ExitCode {
@@ -258,6 +332,8 @@ fn main() -> ExitCode {
 struct Output {
     json: bool,
     quiet: bool,
+    /// `--exit-at-quorum`: no waiting for replies past a decision.
+    exit_at_quorum: bool,
 }
 
 impl Output {
@@ -284,6 +360,7 @@ async fn run(cli: Cli) -> u8 {
     let out = Output {
         json: cli.json,
         quiet: cli.quiet,
+        exit_at_quorum: cli.exit_at_quorum,
     };
     let (ttl, acquire) = match &cli.command {
         Command::Exec { acquire, .. } | Command::Acquire { acquire, .. } => {
@@ -329,8 +406,11 @@ async fn run(cli: Cli) -> u8 {
         }
         Command::Status { resource } => status_command(&client, &out, &resource).await,
     };
-    // Commands still out after an early decision reach their nodes before we exit.
-    client.wait_idle(Duration::from_secs(2)).await;
+    // Exiting (AFTER_HELP, "Exiting"): commands still out after an early decision get
+    // until their deadlines (at most one node timeout from now), unless --exit-at-quorum.
+    if !out.exit_at_quorum {
+        client.wait_idle(client.config().node_timeout()).await;
+    }
     code
 }
 
@@ -362,6 +442,13 @@ fn build_client(
         builder = builder.max_extensions(*max_extensions);
     }
     if let Some(ms) = cli.node_timeout {
+        if ms > ttl_ms / 3 {
+            return Err(format!(
+                "--node-timeout {ms} ms is too long for a TTL of {ttl_ms} ms: it must be from \
+                 1 ms to a third of the TTL ({} ms)",
+                ttl_ms / 3
+            ));
+        }
         builder = builder.node_timeout(Duration::from_millis(ms));
     }
     if let Some(prefix) = &cli.key_prefix {
@@ -414,7 +501,7 @@ fn progress(
     }
     let terminal = std::io::stderr().is_terminal();
     let last: Mutex<Option<Instant>> = Mutex::new(None);
-    let resource = resource.to_string();
+    let resource = shown(resource).into_owned();
     Some(move |p: RetryProgress| {
         let line = match p.wait {
             Some(wait) => format!(
@@ -470,7 +557,7 @@ async fn lock(
 
 fn report_not_acquired(out: &Output, resource: &str, error: &Error) {
     if !out.json {
-        out.error(&format!("{resource}: {error}"));
+        out.error(&format!("{}: {error}", shown(resource)));
     }
 }
 
@@ -525,7 +612,7 @@ async fn acquire_command(
     let acquired = tokio::select! {
         acquired = lock(client, out, resource, acquire, false) => acquired,
         caught = signals.recv() => {
-            out.info(&format!("{resource}: stopped by signal {} while acquiring", caught.signal));
+            out.info(&format!("{}: stopped by signal {} while acquiring", shown(resource), caught.signal));
             return signal_status(caught.signal);
         }
     };
@@ -552,7 +639,8 @@ async fn acquire_command(
                     .fencing_token()
                     .map_or_else(String::new, |token| format!(", fencing token {token}"));
                 out.info(&format!(
-                    "acquired {resource} for {} ms{fencing}",
+                    "acquired {} for {} ms{fencing}",
+                    shown(resource),
                     validity.as_millis()
                 ));
             }
@@ -612,7 +700,8 @@ async fn extend_command(
         Ok(report) => {
             if !out.json && !out.quiet {
                 println!(
-                    "extended {resource}: valid for {} ms",
+                    "extended {}: valid for {} ms",
+                    shown(resource),
                     report.validity.as_millis()
                 );
             }
@@ -620,32 +709,60 @@ async fn extend_command(
         }
         Err(error) => {
             if !out.json {
-                out.error(&format!("{resource}: {error}"));
+                out.error(&format!("{}: {error}", shown(resource)));
             }
             exit_status(&error)
         }
     }
 }
 
-fn release_json(resource: &str, report: &ReleaseReport) -> Value {
+fn release_json(resource: &str, report: &ReleaseReport, awaited_all: bool) -> Value {
     json!({
         "resource": resource,
         "released": report.released,
         "nodes": node_json(&report.nodes),
+        "awaited_all": awaited_all,
     })
 }
 
+/// The release line: how many nodes deleted the key, out of all of them once every
+/// reply was awaited; with `--exit-at-quorum`, what the quorum confirmed and how many
+/// replies were not awaited.
+fn release_line(resource: &str, report: &ReleaseReport) -> String {
+    let total = report.nodes.len();
+    let pending = report
+        .nodes
+        .iter()
+        .filter(|node| matches!(node.result, NodeResult::Pending | NodeResult::NotAsked))
+        .count();
+    if pending == 0 {
+        format!(
+            "released {} on {} of {total} nodes",
+            shown(resource),
+            report.released
+        )
+    } else {
+        format!(
+            "released {} (quorum confirmed: {} of {total} nodes deleted it; {pending} not \
+             awaited)",
+            shown(resource),
+            report.released
+        )
+    }
+}
+
 async fn release_command(client: &Client, out: &Output, resource: &str, token: &str) -> u8 {
-    match client.release_token(&[resource], token).await {
+    let result = if out.exit_at_quorum {
+        client.release_token(&[resource], token).await
+    } else {
+        client.release_token_settled(&[resource], token).await
+    };
+    match result {
         Ok(report) => {
             if out.json {
-                println!("{}", release_json(resource, &report));
+                println!("{}", release_json(resource, &report, !out.exit_at_quorum));
             } else if !out.quiet {
-                println!(
-                    "released {resource} on {} of {} nodes",
-                    report.released,
-                    report.nodes.len()
-                );
+                println!("{}", release_line(resource, &report));
             }
             for node in &report.nodes {
                 if matches!(node.result, NodeResult::Error(_) | NodeResult::Timeout) {
@@ -655,7 +772,8 @@ async fn release_command(client: &Client, out: &Output, resource: &str, token: &
             if report.released == 0 {
                 if !out.json {
                     out.error(&format!(
-                        "{resource}: no node held this token (expired, or released already)"
+                        "{}: no node held this token (expired, or released already)",
+                        shown(resource)
                     ));
                 }
                 // A quorum answered (an unconfirmed release is an error): nobody held it.
@@ -665,10 +783,37 @@ async fn release_command(client: &Client, out: &Output, resource: &str, token: &
             }
         }
         Err(error) => {
-            out.error(&format!("{resource}: {error}"));
+            if out.json {
+                let mut value = json!({
+                    "resource": resource,
+                    "released": 0,
+                    "error": error.to_string(),
+                    "awaited_all": !out.exit_at_quorum,
+                });
+                if let Error::NotReleased(n) = &error {
+                    value["released"] = json!(n.released);
+                    value["nodes"] = node_json(&n.nodes);
+                }
+                println!("{value}");
+            }
+            out.error(&format!("{}: {error}", shown(resource)));
             exit_status(&error)
         }
     }
+}
+
+/// A resource name as messages show it: whole up to 64 bytes, else its first 64 bytes
+/// (at a character boundary) and "…", so a huge name never floods a message.
+fn shown(resource: &str) -> std::borrow::Cow<'_, str> {
+    const SHOWN: usize = 64;
+    if resource.len() <= SHOWN {
+        return std::borrow::Cow::Borrowed(resource);
+    }
+    let mut end = SHOWN;
+    while !resource.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}… ({} bytes)", &resource[..end], resource.len()))
 }
 
 async fn status_command(client: &Client, out: &Output, resource: &str) -> u8 {
@@ -736,7 +881,7 @@ async fn status_command(client: &Client, out: &Output, resource: &str) -> u8 {
             "{token} is on {n} of {} nodes (a lock needs {quorum})",
             statuses.len()
         ),
-        None => println!("no node holds {resource}"),
+        None => println!("no node holds {}", shown(resource)),
     }
     status_exit(&statuses, quorum)
 }
@@ -803,7 +948,7 @@ async fn exec(client: &Client, out: &Output, run: &Run<'_>, command: &[String]) 
     let acquired = tokio::select! {
         acquired = lock(client, out, resource, acquire, auto_extend) => acquired,
         caught = signals.recv() => {
-            out.info(&format!("{resource}: stopped by signal {} while acquiring", caught.signal));
+            out.info(&format!("{}: stopped by signal {} while acquiring", shown(resource), caught.signal));
             return signal_status(caught.signal);
         }
     };
@@ -874,7 +1019,7 @@ async fn exec(client: &Client, out: &Output, run: &Run<'_>, command: &[String]) 
                 }
             }
             lost = &mut lost, if lost_lock.is_none() => {
-                out.error(&format!("{resource}: lock lost: {lost}; stopping the command"));
+                out.error(&format!("{}: lock lost: {lost}; stopping the command", shown(resource)));
                 out.event(json!({
                     "event": "lost",
                     "resource": resource,
@@ -894,7 +1039,11 @@ async fn exec(client: &Client, out: &Output, run: &Run<'_>, command: &[String]) 
         }
     };
     let extensions = lock.extensions();
-    let release = lock.release().await;
+    let release = if out.exit_at_quorum {
+        lock.release().await
+    } else {
+        lock.release_settled().await
+    };
     let code = match (&exit, &lost_lock) {
         (_, Some(_)) => status::HELD_ELSEWHERE,
         (Ok(exit), None) => exit_code(*exit),
