@@ -275,3 +275,145 @@ fn every_ending_signal_reaches_the_command_and_the_lock_is_released() {
     assert_eq!(nodes.values("waited"), vec![Some(token); 3]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Bad input exits with 2 and a message naming the rule and its range, never a panic;
+/// a huge resource name is cut short in messages. Nodes on base port 7791 (3).
+#[test]
+fn bad_input_exits_2_with_the_rule_and_range() {
+    let nodes = Nodes::start_with(7791, &["--nodes", "3"]);
+    for (args, words) in [
+        (
+            &["acquire", "x", "--ttl", "0"][..],
+            &["--ttl", "from 1 to"][..],
+        ),
+        (
+            &["acquire", "x", "--ttl", "-5"],
+            &["--ttl", "from 1 to 1000000000000"],
+        ),
+        (
+            &["acquire", "x", "--ttl", "99999999999999999999999"],
+            &["--ttl", "from 1 to"],
+        ),
+        (
+            &["acquire", "x", "--ttl", "1000000000001"],
+            &["out of range", "from 1 to"],
+        ),
+        (
+            &[
+                "extend",
+                "x",
+                "0123456789abcdef0123456789abcdef",
+                "--ttl",
+                "0",
+            ],
+            &["--ttl", "from 1 to"],
+        ),
+        (
+            &["--node-timeout", "0", "acquire", "x"],
+            &["--node-timeout", "from 1 to"],
+        ),
+        (
+            &["--node-timeout", "-1", "acquire", "x"],
+            &["--node-timeout", "from 1 to"],
+        ),
+        (
+            &["--node-timeout", "20000", "acquire", "x", "--ttl", "30000"],
+            &["a third of the TTL", "10000 ms"],
+        ),
+        (
+            &["acquire", "x", "--retry-delay", "0"],
+            &["--retry-delay", "from 1 to"],
+        ),
+        (
+            &["acquire", "x", "--retry-delay", "99999999999999999"],
+            &["--retry-delay", "out of range"],
+        ),
+        (
+            &[
+                "acquire",
+                "x",
+                "--retry-jitter",
+                "500",
+                "--retry-delay",
+                "100",
+            ],
+            &["jitter"],
+        ),
+        (
+            &["acquire", "x", "--retry", "4294967295"],
+            &["attempts", "1000000"],
+        ),
+        (&["acquire", "x", "--wait", "-1"], &["--wait", "from 0 to"]),
+        (
+            &["acquire", "x", "--wait", "99999999999m"],
+            &["--wait", "at most"],
+        ),
+        (
+            &["acquire", "x", "--wait", "1e300"],
+            &["--wait", "ms, s or m"],
+        ),
+        (
+            &["exec", "x", "--grace", "-1", "--", "true"],
+            &["--grace", "from 0 to"],
+        ),
+        (
+            &["--nodes", "redis://127.0.0.1:0", "acquire", "x"],
+            &["port", "1 to 65535"],
+        ),
+        (
+            &["--nodes", "redis://127.0.0.1:99999", "acquire", "x"],
+            &["port", "1 to 65535"],
+        ),
+        (
+            &["--nodes", "http://127.0.0.1:6379", "acquire", "x"],
+            &["scheme", "redis://"],
+        ),
+    ] {
+        // Without the default --node-timeout of `redlock()`.
+        let output = Command::new(env!("CARGO_BIN_EXE_redlock"))
+            .env("REDLOCK_NODES", nodes.urls.join(","))
+            .args(args)
+            .output()
+            .unwrap();
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {text}");
+        for word in words {
+            assert!(text.contains(word), "{args:?}: {text:?} lacks {word:?}");
+        }
+        assert!(!text.contains("panicked"), "{args:?}: {text}");
+    }
+
+    // A 100 KB resource name (an argument may not exceed 128 KB): a valid key, and every
+    // message cuts it to 64 bytes and "…".
+    let resource = "r".repeat(100 * 1024);
+    let holder = with_nodes(&nodes.urls)
+        .args(["acquire", &resource, "--ttl", "20000"])
+        .output()
+        .unwrap();
+    assert!(holder.status.success(), "{}", stderr(&holder));
+    assert!(
+        stderr(&holder).len() < 300,
+        "{} bytes",
+        stderr(&holder).len()
+    );
+    let output = with_nodes(&nodes.urls)
+        .args(["acquire", &resource, "--retry", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(75),
+        "{}",
+        &stderr(&output)[..200]
+    );
+    let text = stderr(&output);
+    assert!(text.len() < 2000, "{} bytes", text.len());
+    assert!(text.contains(&format!("{}…", "r".repeat(64))), "{text}");
+    let token = String::from_utf8_lossy(&holder.stdout).trim().to_string();
+    let output = with_nodes(&nodes.urls)
+        .args(["release", &resource, &token])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", &stderr(&output));
+    assert!(output.stdout.len() < 300, "{} bytes", output.stdout.len());
+}
