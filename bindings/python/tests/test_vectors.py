@@ -27,6 +27,8 @@ FEATURE_FILES = sorted(
         *VECTORS.glob("inspect/*.json"),
     ]
 )
+# The keep-alive state machine driven by the outcomes of the same file's operations.
+KEEPALIVE_FILES = sorted(VECTORS.glob("keepalive/*.json"))
 RESP_FILES = sorted((VECTORS / "resp").glob("*.json"))
 
 PLACEHOLDERS = {
@@ -163,7 +165,16 @@ class Replay:
         self.client = client
         self.ops: dict[str, core.Operation] = {}
         self.leases: dict[str, core.Lease] = {}
+        # The last outcome each operation handed out (for ``keepalive_outcome``).
+        self.outcomes: dict[str, core.Outcome] = {}
+        self.keepalives: dict[str, core.KeepAlive] = {}
         self.last: str | None = None
+
+    def keep_lease(self, name: str, lease: core.Lease) -> None:
+        old = self.leases.get(name)
+        self.leases[name] = lease
+        if old is not None:
+            old.close()
 
     def drain(self, name: str) -> list[Any]:
         op = self.ops[name]
@@ -191,19 +202,59 @@ class Replay:
             elif kind == ffi.OUTPUT_WAIT:
                 outputs.append({"wait": op.wait_until()})
             elif kind == ffi.OUTPUT_OUTCOME:
-                with op.take_outcome() as outcome:
-                    outputs.append({"outcome": outcome_to_json(outcome)})
-                    lease = outcome.lease()
-                    if lease is not None:
-                        self.leases[name] = lease
+                # Kept (closed with the replay) for ``keepalive_outcome`` steps.
+                outcome = op.take_outcome()
+                old = self.outcomes.get(name)
+                self.outcomes[name] = outcome
+                if old is not None:
+                    old.close()
+                outputs.append({"outcome": outcome_to_json(outcome)})
+                lease = outcome.lease()
+                if lease is not None:
+                    self.keep_lease(name, lease)
             else:
                 raise AssertionError(f"unknown output kind {kind}")
             assert len(outputs) < 10_000, "outputs never end"
         return outputs
 
+    def keepalive_step(self, step: dict[str, Any]) -> list[Any] | None:
+        """A keep-alive step (``keepalive``, ``keepalive_outcome``, ``keepalive_failure``,
+        ``keepalive_stop``, ``keepalive_poll``): its input, then one poll at ``now``;
+        ``None`` for a step of another kind. The keep-alive's lease afterwards is kept
+        under its name, for extensions of it (core/tests/vectors.rs keepalive_step)."""
+        name = step.get("name")
+        if name is None:
+            return None
+        now = step.get("now", 0)
+        if "keepalive" in step:
+            old = self.keepalives.get(name)
+            self.keepalives[name] = core.KeepAlive(
+                self.client, self.leases[step["keepalive"]["lease"]]
+            )
+            if old is not None:
+                old.close()
+        elif "keepalive_outcome" in step:
+            op = step["keepalive_outcome"]["op"]
+            assert op in self.outcomes, f"no outcome of {op}"
+            self.keepalives[name].handle_outcome(self.outcomes[op], now)
+        elif "keepalive_failure" in step:
+            self.keepalives[name].handle_failure(now)
+        elif "keepalive_stop" in step:
+            self.keepalives[name].stop()
+        elif "keepalive_poll" not in step:
+            return None
+        keepalive = self.keepalives[name]
+        action = keepalive.poll(now)
+        lease = keepalive.lease()
+        self.keep_lease(name, lease)
+        return [keepalive_action_to_json(action), {"valid_until": lease.valid_until}]
+
     def step(self, step: dict[str, Any]) -> tuple[str | None, list[Any]]:
         now = step.get("now", 0)
         name = step.get("op")
+        keepalive_outputs = self.keepalive_step(step)
+        if keepalive_outputs is not None:
+            return None, keepalive_outputs
         if "acquire" in step:
             args = step["acquire"]
             wait_ms = args.get("wait_ms")
@@ -323,7 +374,23 @@ class Replay:
             op.close()
         for lease in self.leases.values():
             lease.close()
+        for outcome in self.outcomes.values():
+            outcome.close()
+        for keepalive in self.keepalives.values():
+            keepalive.close()
         self.client.close()
+
+
+def keepalive_action_to_json(action: core.KeepAliveAction) -> Any:
+    if action.action == ffi.KEEPALIVE_EXTEND:
+        return {"extend": {}}
+    if action.action == ffi.KEEPALIVE_WAIT:
+        return {"wait": action.until}
+    if action.action == ffi.KEEPALIVE_LOST:
+        return {"lost": action.lost}
+    if action.action == ffi.KEEPALIVE_STOPPED:
+        return {"stopped": {}}
+    raise AssertionError(f"unexpected keep-alive action {action}")
 
 
 def resp_encode(argv: tuple[bytes, ...]) -> bytes:
@@ -337,6 +404,8 @@ def test_there_are_vectors() -> None:
     assert len(VECTOR_FILES) >= 40, f"only {len(VECTOR_FILES)} vectors"
     assert {p.parent.name for p in FEATURE_FILES} == {"fencing", "waiting", "inspect"}
     assert len(RESP_FILES) >= 10, f"only {len(RESP_FILES)} RESP vectors"
+    # A moved keep-alive folder must not pass as "nothing failed".
+    assert len(KEEPALIVE_FILES) >= 4, f"only {len(KEEPALIVE_FILES)} keep-alive vectors"
     # Notices that carry a message (the waiter first in the queue) are replayed too.
     named = [p for p in FEATURE_FILES if '"message"' in p.read_text()]
     assert len(named) >= 2, f"only {len(named)} vectors with a notice's message"
@@ -344,8 +413,9 @@ def test_there_are_vectors() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    VECTOR_FILES + FEATURE_FILES,
-    ids=[p.stem for p in VECTOR_FILES] + [f"{p.parent.name}/{p.stem}" for p in FEATURE_FILES],
+    VECTOR_FILES + FEATURE_FILES + KEEPALIVE_FILES,
+    ids=[p.stem for p in VECTOR_FILES]
+    + [f"{p.parent.name}/{p.stem}" for p in FEATURE_FILES + KEEPALIVE_FILES],
 )
 def test_conformance_vector(path: Path) -> None:
     vector = json.loads(path.read_text())
