@@ -102,8 +102,10 @@ fn absurd_node_urls_are_refused_with_the_rule() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_call_durations_and_a_1mb_resource() {
     let nodes = common::shared(7786);
+    // A node timeout that a loaded machine moving 1 MB keys five times over still meets.
     let client = Client::builder(nodes.urls.clone())
         .attempts(1)
+        .node_timeout(Duration::from_secs(2))
         .build()
         .unwrap();
     invalid(

@@ -35,17 +35,22 @@ fn acquire(nodes: &Nodes, resource: &str, extra: &[&str]) -> String {
     text(&output.stdout)
 }
 
+/// A node timeout that a loaded machine meets: the count is the point here, not speed.
+const SLACK: &[&str] = &["--node-timeout", "2000"];
+
 #[test]
 fn release_reports_every_node_that_deleted_the_key() {
     let nodes = Nodes::start(7771);
     for round in 0..5 {
         let resource = format!("released-all-{round}");
-        let token = acquire(&nodes, &resource, &[]);
+        let token = acquire(&nodes, &resource, SLACK);
         assert!(Nodes::eventually(Duration::from_secs(2), || nodes
             .values(&resource)
             .iter()
             .all(Option::is_some)));
-        let output = run(redlock(&nodes).args(["release", &resource, &token]));
+        let output = run(redlock(&nodes)
+            .args(SLACK)
+            .args(["release", &resource, &token]));
         assert!(output.status.success(), "{}", text(&output.stderr));
         assert_eq!(
             text(&output.stdout),
@@ -53,12 +58,14 @@ fn release_reports_every_node_that_deleted_the_key() {
         );
         assert_eq!(nodes.values(&resource), vec![None; 5]);
 
-        let token = acquire(&nodes, &resource, &[]);
+        let token = acquire(&nodes, &resource, SLACK);
         assert!(Nodes::eventually(Duration::from_secs(2), || nodes
             .values(&resource)
             .iter()
             .all(Option::is_some)));
-        let output = run(redlock(&nodes).args(["--json", "release", &resource, &token]));
+        let output = run(redlock(&nodes)
+            .args(SLACK)
+            .args(["--json", "release", &resource, &token]));
         let json: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(json["released"], 5, "{json}");
         assert_eq!(json["awaited_all"], true, "{json}");
@@ -84,7 +91,7 @@ fn with_a_stopped_node_the_tool_waits_to_its_deadline_unless_exit_at_quorum() {
     let output = run(redlock(&nodes).args([
         "--json",
         "--node-timeout",
-        "300",
+        "1000",
         "release",
         resource,
         &token,
@@ -94,18 +101,18 @@ fn with_a_stopped_node_the_tool_waits_to_its_deadline_unless_exit_at_quorum() {
     assert_eq!(json["released"], 4, "{json}");
     assert_eq!(json["awaited_all"], true, "{json}");
     assert_eq!(json["nodes"][2]["result"], "timeout", "{json}");
-    let output = run(redlock(&nodes).args(["--node-timeout", "300", "release", resource, &token]));
+    let output = run(redlock(&nodes).args(["--node-timeout", "1000", "release", resource, &token]));
     // Nothing of ours is left on the four (no node holds it: exit 1), the stopped one
     // timed out again.
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
 
     // --exit-at-quorum: the stopped node is not awaited, and the report says so.
-    let token = acquire(&nodes, "frozen-quorum", &["--node-timeout", "300"]);
+    let token = acquire(&nodes, "frozen-quorum", &["--node-timeout", "1000"]);
     let output = run(redlock(&nodes).args([
         "--json",
         "--exit-at-quorum",
         "--node-timeout",
-        "300",
+        "1000",
         "release",
         "frozen-quorum",
         &token,
@@ -114,11 +121,11 @@ fn with_a_stopped_node_the_tool_waits_to_its_deadline_unless_exit_at_quorum() {
     let json: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["awaited_all"], false, "{json}");
     assert_eq!(json["nodes"][2]["result"], "pending", "{json}");
-    let token = acquire(&nodes, "frozen-quorum-text", &["--node-timeout", "300"]);
+    let token = acquire(&nodes, "frozen-quorum-text", &["--node-timeout", "1000"]);
     let output = run(redlock(&nodes).args([
         "--exit-at-quorum",
         "--node-timeout",
-        "300",
+        "1000",
         "release",
         "frozen-quorum-text",
         &token,
@@ -165,4 +172,57 @@ fn with_a_stopped_node_the_tool_waits_to_its_deadline_unless_exit_at_quorum() {
         started.elapsed()
     );
     nodes.resume(2);
+}
+
+/// The core's per-node `missing` (an extension found the key gone, not another token's)
+/// reaches the tool's text and JSON. Three nodes on base port 7781.
+#[test]
+fn extend_of_a_gone_lock_names_each_node_missing() {
+    let nodes = Nodes::start_with(7781, &["--nodes", "3"]);
+    let token = acquire(&nodes, "gone", &[]);
+    let output = run(redlock(&nodes).args(["release", "gone", &token]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+
+    let output = run(redlock(&nodes).args(["--json", "extend", "gone", &token]));
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["extended"], false, "{json}");
+    assert_eq!(json["reason"], "not_held", "{json}");
+    for node in json["nodes"].as_array().unwrap() {
+        assert!(
+            node["result"] == "missing" || node["result"] == "pending",
+            "{json}"
+        );
+    }
+    assert!(
+        json["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["result"] == "missing")
+            .count()
+            >= 2,
+        "{json}"
+    );
+    let output = run(redlock(&nodes).args(["extend", "gone", &token]));
+    assert_eq!(output.status.code(), Some(1));
+    let message = text(&output.stderr);
+    assert!(
+        message.contains("not held") && message.contains(": missing"),
+        "{message}"
+    );
+
+    // Another token's key is a conflict, not missing.
+    let other = acquire(&nodes, "gone", &[]);
+    assert_ne!(other, token);
+    let output = run(redlock(&nodes).args(["--json", "extend", "gone", &token]));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        json["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["result"] != "missing"),
+        "{json}"
+    );
 }
