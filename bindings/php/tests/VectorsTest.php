@@ -11,14 +11,15 @@ use Redlock\Exception\InvalidArgumentException;
 use Redlock\Ffi\Client;
 use Redlock\Ffi\Config;
 use Redlock\Ffi\Constants;
+use Redlock\Ffi\KeepAlive;
 use Redlock\Ffi\Lease;
 use Redlock\Ffi\Native;
 use Redlock\Ffi\Operation;
 use Redlock\Ffi\Outcome;
 
 /**
- * Every conformance vector (tests/vectors/*.json, and the fencing/ and waiting/ ones)
- * replayed through FFI: the same outputs and outcomes as the Rust core, the C ABI and
+ * Every conformance vector (tests/vectors/*.json, and the fencing/, waiting/, inspect/
+ * and keepalive/ ones) replayed through FFI: the same outputs and outcomes as the Rust core, the C ABI and
  * the other bindings.
  */
 final class VectorsTest extends TestCase
@@ -36,9 +37,10 @@ final class VectorsTest extends TestCase
         foreach ($files as $file) {
             yield basename($file, '.json') => [$file];
         }
-        foreach (['fencing', 'waiting', 'inspect'] as $dir) {
+        // At least this many in each folder: a moved folder must not pass as "nothing failed".
+        foreach (['fencing' => 1, 'waiting' => 1, 'inspect' => 1, 'keepalive' => 4] as $dir => $least) {
             $files = glob(VectorSupport::vectorsDir() . "/$dir/*.json") ?: [];
-            self::assertNotEmpty($files, "the $dir vectors are missing");
+            self::assertGreaterThanOrEqual($least, count($files), "the $dir vectors are missing");
             foreach ($files as $file) {
                 yield "$dir/" . basename($file, '.json') => [$file];
             }
@@ -69,11 +71,20 @@ final class VectorsTest extends TestCase
         $ops = [];
         /** @var array<string, Lease> $leases */
         $leases = [];
+        /** @var array<string, Outcome> $outcomes the last outcome each operation handed out */
+        $outcomes = [];
+        /** @var array<string, KeepAlive> $keepAlives */
+        $keepAlives = [];
         $last = null;
         foreach ($vector['steps'] as $index => $step) {
             $where = "step $index";
             $expectedError = $step['error'] ?? null;
             $name = $step['op'] ?? $last;
+            $keepAliveOutputs = $this->keepAliveStep($step, $client, $leases, $outcomes, $keepAlives);
+            if ($keepAliveOutputs !== null) {
+                $this->assertSame($step['expect'], $keepAliveOutputs, "$where of {$vector['name']}");
+                continue;
+            }
             try {
                 if (isset($step['lease']) && !isset($step['extend']) && !isset($step['release'])) {
                     $leases[$step['name']] = $client->lease($step['lease']['resources'], $step['lease']['token'], $step['lease']['valid_until']);
@@ -143,7 +154,7 @@ final class VectorsTest extends TestCase
                 continue;
             }
             $this->assertNull($expectedError, "$where: the call succeeded, expected $expectedError");
-            $outputs = $this->drain($op, $leases, (string) ($step['op'] ?? $name));
+            $outputs = $this->drain($op, $leases, $outcomes, (string) ($step['op'] ?? $name));
             $this->assertSame(
                 self::normalise($step['expect'], $native),
                 $outputs,
@@ -157,12 +168,67 @@ final class VectorsTest extends TestCase
     }
 
     /**
+     * A keep-alive step (`keepalive`, `keepalive_outcome`, `keepalive_failure`,
+     * `keepalive_stop`, `keepalive_poll`): its input, then one poll at `now`; the outputs
+     * `[<action>, ['valid_until' => <us>]]`, or null for a step of another kind. The
+     * keep-alive's lease afterwards is kept under its name, for extensions of it
+     * (core/tests/vectors.rs keepalive_step).
+     *
+     * @param array<string, mixed> $step
+     * @param array<string, Lease> $leases
+     * @param array<string, Outcome> $outcomes
+     * @param array<string, KeepAlive> $keepAlives
+     * @return list<array<string, mixed>>|null
+     */
+    private function keepAliveStep(array $step, Client $client, array &$leases, array $outcomes, array &$keepAlives): ?array
+    {
+        if (!isset($step['name'])) {
+            return null;
+        }
+        $name = $step['name'];
+        $now = $step['now'] ?? 0;
+        if (isset($step['keepalive'])) {
+            $lease = $leases[$step['keepalive']['lease']] ?? $this->fail("no lease named {$step['keepalive']['lease']}");
+            $keepAlives[$name] = KeepAlive::create($client, $lease);
+        } elseif (isset($step['keepalive_outcome'])) {
+            $op = $step['keepalive_outcome']['op'];
+            $outcome = $outcomes[$op] ?? $this->fail("no outcome of $op");
+            $this->keepAlive($keepAlives, $name)->handleOutcome($outcome, $now);
+        } elseif (isset($step['keepalive_failure'])) {
+            $this->keepAlive($keepAlives, $name)->handleFailure($now);
+        } elseif (isset($step['keepalive_stop'])) {
+            $this->keepAlive($keepAlives, $name)->stop();
+        } elseif (!isset($step['keepalive_poll'])) {
+            return null;
+        }
+        $keepAlive = $this->keepAlive($keepAlives, $name);
+        [$action, $until, $reason] = $keepAlive->poll($now);
+        $output = match ($action) {
+            Constants::KEEPALIVE_EXTEND => ['extend' => []],
+            Constants::KEEPALIVE_WAIT => ['wait' => $until],
+            Constants::KEEPALIVE_LOST => ['lost' => KeepAlive::lostReasonName($keepAlive->native, $reason)],
+            Constants::KEEPALIVE_STOPPED => ['stopped' => []],
+            default => $this->fail("unknown keep-alive action $action"),
+        };
+        $lease = $keepAlive->lease();
+        $leases[$name] = $lease;
+        return [$output, ['valid_until' => $lease->validUntilUs()]];
+    }
+
+    /** @param array<string, KeepAlive> $keepAlives */
+    private function keepAlive(array $keepAlives, string $name): KeepAlive
+    {
+        return $keepAlives[$name] ?? $this->fail("no keep-alive named $name");
+    }
+
+    /**
      * Polls until nothing is left, in the vectors' JSON form.
      *
      * @param array<string, Lease> $leases
+     * @param array<string, Outcome> $outcomes
      * @return list<array<string, mixed>>
      */
-    private function drain(Operation $op, array &$leases, string $name): array
+    private function drain(Operation $op, array &$leases, array &$outcomes, string $name): array
     {
         $outputs = [];
         for ($guard = 0; $guard < 10_000; $guard++) {
@@ -179,6 +245,8 @@ final class VectorsTest extends TestCase
                 $outputs[] = ['wait' => $op->waitUntil()];
             } elseif ($kind === Constants::OUTPUT_OUTCOME) {
                 $outcome = $op->takeOutcome();
+                // Kept for `keepalive_outcome` steps.
+                $outcomes[$name] = $outcome;
                 if ($outcome->lease() !== null) {
                     $leases[$name] = $outcome->lease();
                     $this->assertSame($outcome->fencingToken(), $outcome->lease()->fencingToken(), 'the lease carries the fencing token');
