@@ -79,8 +79,8 @@ export!(Java_io_github_redlockcore_internal_Native_keepAlivePoll(env, keep_alive
     Ok(code)
 });
 
-// Hands the outcome an extension operation just produced (before `operationOutcome`
-// takes it) to the keep-alive.
+// Hands the outcome an operation handed out last (polled, whether or not
+// `operationOutcome` took it since) to the keep-alive.
 export!(Java_io_github_redlockcore_internal_Native_keepAliveHandleOutcome(env, keep_alive: jlong, operation: jlong, now: jlong) -> () = (), {
     let _ = env;
     let keep_alive: &mut redlock_core::KeepAlive = handle(keep_alive, "keep-alive")?;
@@ -88,6 +88,7 @@ export!(Java_io_github_redlockcore_internal_Native_keepAliveHandleOutcome(env, k
     let outcome = op
         .outcome
         .as_ref()
+        .or(op.last_outcome.as_ref())
         .ok_or_else(|| Failure::state("no_outcome", "the operation has not produced its outcome"))?;
     keep_alive.handle_outcome(outcome, time(now)?);
     Ok(())
@@ -98,6 +99,13 @@ export!(Java_io_github_redlockcore_internal_Native_keepAliveHandleFailure(env, k
     let keep_alive: &mut redlock_core::KeepAlive = handle(keep_alive, "keep-alive")?;
     keep_alive.handle_failure(time(now)?);
     Ok(())
+});
+
+// A copy of the keep-alive's lease as it stands (a lease handle of its own).
+export!(Java_io_github_redlockcore_internal_Native_keepAliveLease(env, keep_alive: jlong) -> jlong = 0, {
+    let _ = env;
+    let keep_alive: &mut redlock_core::KeepAlive = handle(keep_alive, "keep-alive")?;
+    Ok(into_handle(keep_alive.lease().clone()))
 });
 
 export!(Java_io_github_redlockcore_internal_Native_keepAliveStop(env, keep_alive: jlong) -> () = (), {

@@ -38,6 +38,9 @@ pub(crate) struct OperationBox {
     operation: Operation,
     command: Option<Command>,
     outcome: Option<Outcome>,
+    /// The outcome the operation handed out last (kept once `operationOutcome` took it),
+    /// for `keepAliveHandleOutcome`.
+    last_outcome: Option<Outcome>,
     /// Outputs polled from the core that `operationDrainInto` has not handed over yet.
     pending: std::collections::VecDeque<Output>,
 }
@@ -294,6 +297,7 @@ fn operation_handle(operation: Operation) -> jlong {
         operation,
         command: None,
         outcome: None,
+        last_outcome: None,
         pending: std::collections::VecDeque::new(),
     })
 }
@@ -571,6 +575,7 @@ pub extern "system" fn Java_io_github_redlockcore_internal_Native_operationDrain
                 Some(Output::Outcome(o)) => {
                     records.extend_from_slice(&[3, 0, 0, 0, 0, 0]);
                     commands.push(None);
+                    op.last_outcome = Some(o.clone());
                     outcome = Some(o);
                 }
                 Some(_) => {
@@ -725,6 +730,7 @@ export!(Java_io_github_redlockcore_internal_Native_operationOutcome(env, operati
         .outcome
         .take()
         .ok_or_else(|| Failure::state("no_outcome", "the operation has not produced its outcome"))?;
+    operation.last_outcome = Some(outcome.clone());
     outcome_to_java(env, outcome)
 });
 

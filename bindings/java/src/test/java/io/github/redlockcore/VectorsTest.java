@@ -14,6 +14,7 @@ import com.fasterxml.jackson.databind.node.TextNode;
 import io.github.redlockcore.core.Client;
 import io.github.redlockcore.core.Command;
 import io.github.redlockcore.core.Config;
+import io.github.redlockcore.core.KeepAliveMachine;
 import io.github.redlockcore.core.Lease;
 import io.github.redlockcore.core.NodeResult;
 import io.github.redlockcore.core.Operation;
@@ -88,6 +89,20 @@ class VectorsTest {
   Stream<DynamicTest> everyInspectionVector() throws IOException {
     List<Path> files = files(vectorsDir().resolve("inspect"));
     assertTrue(files.size() >= 2, "expected the inspection vectors, found " + files.size());
+    return files.stream().flatMap(p -> Stream.of(
+        DynamicTest.dynamicTest(p.getFileName().toString(), () -> runVector(p, false)),
+        DynamicTest.dynamicTest(p.getFileName() + " (drained)", () -> runVector(p, true))));
+  }
+
+  /**
+   * The keep-alive vectors: the core's keep-alive ({@link KeepAliveMachine}) driven by the
+   * outcomes of the same file's operations.
+   */
+  @TestFactory
+  Stream<DynamicTest> everyKeepAliveVector() throws IOException {
+    List<Path> files = files(vectorsDir().resolve("keepalive"));
+    // A moved folder must not pass as "nothing failed".
+    assertTrue(files.size() >= 4, "expected the keep-alive vectors, found " + files.size());
     return files.stream().flatMap(p -> Stream.of(
         DynamicTest.dynamicTest(p.getFileName().toString(), () -> runVector(p, false)),
         DynamicTest.dynamicTest(p.getFileName() + " (drained)", () -> runVector(p, true))));
@@ -310,16 +325,24 @@ class VectorsTest {
     return out;
   }
 
-  /** One vector's state: operations and leases by name. */
+  /** One vector's state: operations, leases and keep-alives by name. */
   static final class Replay implements AutoCloseable {
     final Client client;
+    final Config config;
     final Map<String, Operation> ops = new HashMap<>();
     final Map<String, Lease> leases = new HashMap<>();
+    /**
+     * The operation that handed out the last outcome under each name (for {@code
+     * keepalive_outcome}: the keep-alive reads an operation's last outcome).
+     */
+    final Map<String, Operation> outcomes = new HashMap<>();
+    final Map<String, KeepAliveMachine> keepAlives = new HashMap<>();
     String last;
     final boolean drained;
 
     Replay(Config config, boolean drained) {
       this.drained = drained;
+      this.config = config;
       client = new Client(config, new byte[32]);
     }
 
@@ -367,15 +390,78 @@ class VectorsTest {
         } else {
           Outcome o = ((Output.Finished) out).outcome();
           outputs.add(F.objectNode().set("outcome", outcome(o)));
-          o.lease().ifPresent(l -> {
-            Lease old = leases.put(name, l);
-            if (old != null) {
-              old.close();
-            }
-          });
+          outcomes.put(name, op);
+          o.lease().ifPresent(l -> keepLease(name, l));
         }
         assertTrue(outputs.size() < 10_000, "outputs never end");
       }
+      return outputs;
+    }
+
+    void keepLease(String name, Lease lease) {
+      Lease old = leases.put(name, lease);
+      if (old != null && old != lease) {
+        old.close();
+      }
+    }
+
+    KeepAliveMachine keepAlive(String name) {
+      KeepAliveMachine keepAlive = keepAlives.get(name);
+      assertNotNull(keepAlive, "no keep-alive named " + name);
+      return keepAlive;
+    }
+
+    /**
+     * A keep-alive step ({@code keepalive}, {@code keepalive_outcome}, {@code
+     * keepalive_failure}, {@code keepalive_stop}, {@code keepalive_poll}): its input, then
+     * one poll at {@code now}; the outputs {@code [<action>, {"valid_until": <us>}]}, or
+     * null for a step of another kind. The keep-alive's lease afterwards is kept under its
+     * name, for extensions of it (core/tests/vectors.rs keepalive_step).
+     */
+    ArrayNode keepAliveStep(JsonNode step, long now) {
+      if (!step.has("name")) {
+        return null;
+      }
+      String name = step.get("name").asText();
+      if (step.has("keepalive")) {
+        String leaseName = step.get("keepalive").get("lease").asText();
+        Lease lease = leases.get(leaseName);
+        assertNotNull(lease, "no lease named " + leaseName);
+        KeepAliveMachine old = keepAlives.put(name, new KeepAliveMachine(config, lease));
+        if (old != null) {
+          old.close();
+        }
+      } else if (step.has("keepalive_outcome")) {
+        String op = step.get("keepalive_outcome").get("op").asText();
+        Operation operation = outcomes.get(op);
+        assertNotNull(operation, "no outcome of " + op);
+        keepAlive(name).handleOutcome(operation, now);
+      } else if (step.has("keepalive_failure")) {
+        keepAlive(name).handleFailure(now);
+      } else if (step.has("keepalive_stop")) {
+        keepAlive(name).stop();
+      } else if (!step.has("keepalive_poll")) {
+        return null;
+      }
+      KeepAliveMachine keepAlive = keepAlive(name);
+      ArrayNode outputs = F.arrayNode();
+      switch (keepAlive.poll(now)) {
+        case EXTEND:
+          outputs.add(F.objectNode().set("extend", F.objectNode()));
+          break;
+        case WAIT:
+          outputs.add(F.objectNode().put("wait", keepAlive.value()));
+          break;
+        case LOST:
+          outputs.add(F.objectNode().put("lost", keepAlive.lostReason()));
+          break;
+        default:
+          outputs.add(F.objectNode().set("stopped", F.objectNode()));
+          break;
+      }
+      Lease lease = keepAlive.lease();
+      outputs.add(F.objectNode().put("valid_until", lease.validUntil()));
+      keepLease(name, lease);
       return outputs;
     }
 
@@ -384,6 +470,10 @@ class VectorsTest {
       long now = step.has("now") ? step.get("now").asLong() : 0;
       String opName = step.has("op") ? step.get("op").asText() : null;
       String target;
+      ArrayNode keepAliveOutputs = keepAliveStep(step, now);
+      if (keepAliveOutputs != null) {
+        return new Object[] {null, keepAliveOutputs};
+      }
       try {
         if (step.has("acquire")) {
           JsonNode a = step.get("acquire");
@@ -458,6 +548,8 @@ class VectorsTest {
     @Override
     public void close() {
       ops.values().forEach(Operation::close);
+      outcomes.values().forEach(Operation::close);
+      keepAlives.values().forEach(KeepAliveMachine::close);
       leases.values().forEach(Lease::close);
       client.close();
     }

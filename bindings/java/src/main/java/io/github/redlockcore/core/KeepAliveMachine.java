@@ -52,9 +52,17 @@ public final class KeepAliveMachine extends NativeHandle {
     return i >= 0 && i < REASONS.length ? REASONS[i] : "expired";
   }
 
-  /** The extension's outcome, straight from a standalone operation that just produced it. */
+  /**
+   * The outcome a standalone operation handed out last (an extension of this lock, asked
+   * for or made by hand), also once {@link Operation#poll} returned it.
+   */
   public void handleOutcome(Operation operation, long now) {
     Native.keepAliveHandleOutcome(handle(), operation.handle0(), now);
+  }
+
+  /** The lease as it stands (the latest extension's); the caller closes it. */
+  public Lease lease() {
+    return new Lease(Native.keepAliveLease(handle()));
   }
 
   /** The outcome of the extension the loop ran under {@code tag} (kept natively for this). */

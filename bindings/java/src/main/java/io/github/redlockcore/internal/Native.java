@@ -344,7 +344,11 @@ public final class Native {
   /** 1 extend, 2 wait until out[0], 3 lost (out[0] the reason), 4 stopped. */
   public static native int keepAlivePoll(long keepAlive, long now, long[] out);
 
+  /** The outcome the operation handed out last, polled or taken. */
   public static native void keepAliveHandleOutcome(long keepAlive, long operation, long now);
+
+  /** A lease handle of its own: the keep-alive's lease as it stands. */
+  public static native long keepAliveLease(long keepAlive);
 
   public static native void keepAliveHandleFailure(long keepAlive, long now);
 
