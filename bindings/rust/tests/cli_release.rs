@@ -226,3 +226,25 @@ fn extend_of_a_gone_lock_names_each_node_missing() {
         "{json}"
     );
 }
+
+/// `--help` says what the tests above check: the wait before exiting, what it buys and
+/// what not, and `--exit-at-quorum`.
+#[test]
+fn help_says_what_the_exit_wait_buys() {
+    let output = Command::new(env!("CARGO_BIN_EXE_redlock"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = text(&output.stdout);
+    for words in [
+        "--exit-at-quorum",
+        "Exiting:",
+        "each until its deadline",
+        "on 5 of 5 nodes",
+        "the wait buys",
+        "\"awaited_all\"",
+        "Limits:",
+    ] {
+        assert!(help.contains(words), "--help lacks {words:?}:\n{help}");
+    }
+}
