@@ -90,9 +90,8 @@ Limits: --ttl (acquire, exec, extend) and --retry-delay from 1 ms to 10^12
 ms; --retry-jitter and --grace from 0 to 10^12 ms, the jitter less than the
 delay; --node-timeout from 1 ms to a third of the TTL; --wait from 0 to 10^12
 ms; --retry at most 999999; node URLs redis:// or rediss:// with a port from 1
-to 65535.
-A resource name longer than 64 bytes is cut to its first 64 bytes and \"…\" in
-messages (not in JSON).
+to 65535. A resource name longer than 64 bytes is cut to its first 64 bytes
+and \"…\" in messages (not in JSON).
 
 Examples:
   redlock --nodes redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 \\
@@ -140,8 +139,8 @@ struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     tls_ca_cert: Option<std::path::PathBuf>,
 
-    /// Exit as soon as a quorum decided, without waiting for the other nodes' replies to
-    /// a release (see "Exiting" below): faster with a node down, but the report counts
+    /// Exit as soon as a quorum decided, without waiting for the other nodes' replies
+    /// (see "Exiting" below): faster with a node down, but a release's report counts
     /// only the nodes that answered before the decision.
     #[arg(long, global = true)]
     exit_at_quorum: bool,
