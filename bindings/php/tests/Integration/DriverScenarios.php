@@ -190,8 +190,9 @@ abstract class DriverScenarios extends TestCase
         $warm->release();
         Nodes::pause(static::basePort(), 0);
         try {
+            // The median of 21: a loaded machine slows some acquisitions, not most.
             $took = [];
-            for ($i = 0; $i < 5; $i++) {
+            for ($i = 0; $i < 21; $i++) {
                 $started = Clock::nowUs();
                 $lock = $redlock->acquire($this->resource());
                 $took[] = (Clock::nowUs() - $started) / 1000;
@@ -199,7 +200,7 @@ abstract class DriverScenarios extends TestCase
                 $lock->release();
             }
             sort($took);
-            $this->assertLessThan($this->frozenAcquireBoundMs(), $took[2], 'median acquisition with one node frozen, ms: ' . implode(', ', $took));
+            $this->assertLessThan($this->frozenAcquireBoundMs(), $took[10], 'median acquisition with one node frozen, ms: ' . implode(', ', $took));
         } finally {
             Nodes::resume(static::basePort(), 0);
         }
@@ -323,8 +324,11 @@ abstract class DriverScenarios extends TestCase
         } finally {
             Nodes::resume(static::basePort(), 2);
         }
-        // Decided at the quorum, and the frozen node gets nothing new while stalled.
-        $this->assertLessThan(max(3 * $healthy, $healthy + 5.0), $frozen, "p50 ms: healthy $healthy, frozen $frozen");
+        // Decided at the quorum, and the frozen node gets nothing new while stalled: a
+        // cycle that waited for it would take at least its 50 ms node timeout, twice. A
+        // median of 300 cycles stays far below that on a loaded machine (measured: about
+        // 1 ms healthy and frozen); a ratio to the healthy median did not (variable load).
+        $this->assertLessThan(50.0, $frozen, "p50 ms: healthy $healthy, frozen $frozen");
         usleep(100_000);
         $redlock->flush();
         $redlock->acquire('php-test:probe')->release();
@@ -498,7 +502,8 @@ abstract class DriverScenarios extends TestCase
         // are lost and opened again on a loaded machine. So 2 to 4.
         $this->assertContains($lock->attempts(), [2, 3, 4], 'attempts');
         $handOffMs = ($acquiredAt - $report['release_started']) / 1000;
-        $this->assertLessThan(100, $handOffMs, 'release to next holder, ms');
+        // Through a notice, not the 3 s retry: measured a few ms; the bound is liveness only.
+        $this->assertLessThan(1_000, $handOffMs, 'release to next holder, ms');
         $this->assertLessThan(2_000_000, $acquiredAt - $started, 'long before the 3 s retry');
         $lock->release();
         $this->assertNoSubscribers($this->resource(), $waiter);
@@ -522,7 +527,7 @@ abstract class DriverScenarios extends TestCase
         $report = $this->finishHolder($process, $stdout, $stderr);
         $this->assertTrue($lock->isValid());
         $handOffMs = ($acquiredAt - $report['release_started']) / 1000;
-        $this->assertLessThan(500, $handOffMs, 'release to next holder, ms (the retry delay: 3000)');
+        $this->assertLessThan(1_500, $handOffMs, 'release to next holder, ms (the retry delay: 3000)');
         $this->assertTrue($report['subscribed'], 'the waiter was subscribed on every node before the release');
         $this->assertSame(0, $report['killed']);
         $this->assertSame(2, $lock->attempts(), 'the first attempt refused, the second started by the notices');
@@ -576,8 +581,17 @@ abstract class DriverScenarios extends TestCase
                 $this->assertIsResource($process);
                 $waiters[$i] = [$process, ...$pipes];
                 $this->expectLine($waiters[$i], 'waiting', "waiter $i");
-                // In the queue on every node before the next one starts.
+                // In the queue on every node, and listening there, before the next one
+                // starts. The queue entry comes first (the node's refusal), the waiter's
+                // subscription after it has read the refusal: on a loaded machine a
+                // waiter could still be opening its subscriber connections when it was
+                // stopped below, miss the release that named it (not yet subscribed,
+                // and third in line when refused, so its confirmation did not count as
+                // that release), and wait out its 10 s retry delay ("no waiter took the
+                // lock"). A lost notice costing one retry delay is the documented
+                // fallback; this test is about the notices, so it waits for them.
                 $this->awaitQueued($resource, $i + 1);
+                $this->awaitWaiterChannels($resource, $i + 1);
             }
             $handOffs = [];
             for ($turn = 0; $turn < 3; $turn++) {
@@ -618,10 +632,10 @@ abstract class DriverScenarios extends TestCase
             }
             unlink($script);
         }
-        // Measured: a few ms each; bounded loosely for a loaded machine, far below the
-        // 10 s retry delay and the others' 300 ms head start for the named waiter.
+        // Measured: a few ms each. The order is what shows the names at work (asserted
+        // above); this bound is liveness only, far below the 10 s retry delay.
         foreach ($handOffs as $ms) {
-            $this->assertLessThan(300, $ms, 'resumed after a release to next holder, ms: ' . implode(', ', $handOffs));
+            $this->assertLessThan(2_000, $ms, 'resumed after a release to next holder, ms: ' . implode(', ', $handOffs));
         }
         $this->assertSame(array_fill(0, 5, false), Nodes::values(static::basePort(), $resource));
         $this->assertNoSubscribers($resource);
@@ -656,7 +670,32 @@ abstract class DriverScenarios extends TestCase
                 return (int) array_key_first($read);
             }
         }
-        $this->fail('no waiter took the lock');
+        $said = '';
+        foreach ($processes as $i => $process) {
+            stream_set_blocking($process[3], false);
+            $said .= "\nwaiter $i: " . stream_get_contents($process[3]);
+        }
+        $this->fail('no waiter took the lock within 5 s' . $said);
+    }
+
+    /**
+     * Every node has `$count` waiter channels of `$resource` subscribed (one per waiting
+     * client), within a liveness bound.
+     */
+    private function awaitWaiterChannels(string $resource, int $count): void
+    {
+        $deadline = Clock::nowUs() + 10_000_000;
+        do {
+            $counts = [];
+            for ($i = 0; $i < 5; $i++) {
+                $counts[] = count(Nodes::redis(static::basePort(), $i)->rawCommand('PUBSUB', 'CHANNELS', 'redlock:waiter:*:' . $resource));
+            }
+            if ($counts === array_fill(0, 5, $count)) {
+                return;
+            }
+            usleep(5_000);
+        } while (Clock::nowUs() < $deadline);
+        $this->fail('waiter channels subscribed on each node: ' . implode(', ', $counts) . ", expected $count");
     }
 
     /** Every node's queue of waiters for `$resource` holds `$count` entries (in time). */
@@ -691,15 +730,17 @@ abstract class DriverScenarios extends TestCase
             $this->fail('acquired a lock held elsewhere');
         } catch (LockHeldException $e) {
             $tookMs = (Clock::nowUs() - $started) / 1000;
+            // Not before the limit (no attempt that could not end by it starts); after it,
+            // about one node timeout (20 ms) on a quiet machine: the upper bound is liveness.
             $this->assertGreaterThanOrEqual(350, $tookMs);
-            $this->assertLessThanOrEqual(450, $tookMs);
+            $this->assertLessThanOrEqual(1_000, $tookMs);
             $this->assertGreaterThanOrEqual(3, $e->attempts, 'it kept trying');
         }
         $started = Clock::nowUs();
         $this->assertNull($waiter->tryAcquire($this->resource(), waitMs: 200));
         $tookMs = (Clock::nowUs() - $started) / 1000;
         $this->assertGreaterThanOrEqual(150, $tookMs);
-        $this->assertLessThanOrEqual(250, $tookMs);
+        $this->assertLessThanOrEqual(800, $tookMs);
         $waiter->flush();
         $this->assertSame(
             ['someone-else', 'someone-else', 'someone-else', false, false],
@@ -719,7 +760,7 @@ abstract class DriverScenarios extends TestCase
             $waiter->acquire($this->resource(), timeLimitMs: 250, waitMs: 10_000);
             $this->fail('acquired a lock held elsewhere');
         } catch (CancelledException $e) {
-            $this->assertLessThan(400_000, Clock::nowUs() - $started);
+            $this->assertLessThan(1_500_000, Clock::nowUs() - $started, 'given up at its 250 ms time limit, not its 10 s wait');
         }
         $waiter->flush();
         $this->assertSame([false, false], array_slice(Nodes::values(static::basePort(), $this->resource()), 3));
@@ -769,7 +810,8 @@ abstract class DriverScenarios extends TestCase
         $this->assertTrue($report['subscribed'], 'the waiter was subscribed on every node before the kill');
         $this->assertGreaterThanOrEqual(5, $report['killed'], 'subscriber connections were killed');
         $this->assertGreaterThan(200, ($acquiredAt - $report['release_started']) / 1000, 'no notice arrived, ms after the release');
-        $this->assertLessThan(600 + 200, ($acquiredAt - $started) / 1000, 'acquired at the retry, ms after it started waiting');
+        // At its first retry (600 ms), not a later one (1200 ms): bounded below the second.
+        $this->assertLessThan(1_150, ($acquiredAt - $started) / 1000, 'acquired at the retry, ms after it started waiting');
         $lock->release();
 
         // With subscriptions allowed again, the next waiting acquisition hears the release.
@@ -778,7 +820,8 @@ abstract class DriverScenarios extends TestCase
         $lock = $waiter->acquire($this->resource(), waitMs: 5_000);
         $acquiredAt = Clock::nowUs();
         $report = $this->finishHolder($process, $stdout, $stderr);
-        $this->assertLessThan(100, ($acquiredAt - $report['release_started']) / 1000, 'notices heard again, ms after the release');
+        // The retry would come about 300 ms after the release (600 ms after the refusal).
+        $this->assertLessThan(250, ($acquiredAt - $report['release_started']) / 1000, 'notices heard again, ms after the release');
         $lock->release();
     }
 
@@ -1023,7 +1066,7 @@ abstract class DriverScenarios extends TestCase
         sort($waits);
         // Every waiter is served while the holder loops, within 3 s (measured: at most
         // 0.5 s with the stream driver, 1 s with phpredis, nine PHP processes on two cores).
-        $this->assertLessThan(3_000, max($waits), 'waits, ms: ' . implode(', ', $waits));
+        $this->assertLessThan(3_500, max($waits), 'waits, ms: ' . implode(', ', $waits));
     }
 
     /** PHP code that builds a Redlock with this class's driver from `$options`. */
