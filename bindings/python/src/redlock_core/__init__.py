@@ -26,6 +26,7 @@ from ._asyncio import AsyncLock, AsyncLockContext, AsyncRedlock
 from ._common import AcquireOptions, ReleaseResult
 from ._decorator import synchronized
 from ._errors import (
+    ArgumentTypeError,
     ConfigError,
     CoreError,
     InvalidArgumentError,
@@ -51,6 +52,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AcquireOptions",
+    "ArgumentTypeError",
     "AsyncLock",
     "AsyncLockContext",
     "AsyncRedlock",

@@ -517,25 +517,39 @@ class AsyncRedlock(RedlockBase["AsyncLock", "AsyncLockContext"]):
     # ---- closing ------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Lets the commands on their way finish (up to their deadlines, at most a
-        second), closes the connections, and closes the clients :meth:`from_urls`
-        made. Locks still held are not released. Later calls raise
-        :class:`UsedAfterCloseError`."""
-        if self._closed:
+        """Releases every lock of this Redlock still held (all at once, each within its
+        release's deadlines), lets the commands on their way finish (up to their
+        deadlines, at most a second), closes the connections, and closes the clients
+        :meth:`from_urls` made. From the moment it starts, every call of the Redlock
+        and of its locks raises :class:`UsedAfterCloseError`. A lock the program no
+        longer references is not released: its keys expire with their TTL."""
+        if self._closing:
             return
-        self._closed = True
-        await self.flush()
-        for subscriber in self._subscribers:
-            if subscriber is not None:
-                await subscriber.aclose()
-        for stream in self._streams:
-            await stream.aclose()
-        if self._timer is not None:
-            self._timer.cancel()
-            await asyncio.gather(self._timer, return_exceptions=True)
-        self._engine.close()
-        for client in self._owned:
-            await client.aclose()
+        self._closing = True
+        try:
+            held = self._held_at_close()
+            if held:
+                await self._warm()
+                outcomes = await asyncio.gather(
+                    *(self._drive(step) for _, step in held), return_exceptions=True
+                )
+                for (lock, _), outcome in zip(held, outcomes):
+                    if isinstance(outcome, Outcome):
+                        lock._released_by(outcome)
+        finally:
+            self._closed = True
+            await self.flush()
+            for subscriber in self._subscribers:
+                if subscriber is not None:
+                    await subscriber.aclose()
+            for stream in self._streams:
+                await stream.aclose()
+            if self._timer is not None:
+                self._timer.cancel()
+                await asyncio.gather(self._timer, return_exceptions=True)
+            self._engine.close()
+            for client in self._owned:
+                await client.aclose()
 
     async def flush(self) -> None:
         """Waits (at most until their deadlines, and a second) for the commands still

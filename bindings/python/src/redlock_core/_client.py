@@ -9,12 +9,14 @@ from . import _ffi
 from ._config import Config
 from ._ffi import lib
 from ._handle import (
+    _U64_MAX,
     Resources,
     _byte_strings,
     _bytes,
     _Handle,
     _new_handle,
     _u64,
+    invalid,
     resource_list,
 )
 from ._operation import Lease, Operation
@@ -236,7 +238,11 @@ def _nonzero_ttl(ttl_ms: int) -> int:
     """A per-call TTL for the calls where 0 means "the configured TTL"."""
     value = _u64(ttl_ms, "ttl_ms")
     if value == 0:
-        raise ValueError("ttl_ms must be at least 1 (None: the configured TTL)")
+        raise invalid(
+            "out_of_range",
+            f"ttl_ms must be a whole number of milliseconds from 1 to {_U64_MAX} (None: the "
+            "configured TTL), got 0",
+        )
     return value
 
 

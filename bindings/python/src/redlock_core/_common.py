@@ -17,6 +17,7 @@ its core error class maps to (see :mod:`redlock_core._errors`).
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -51,8 +52,12 @@ from ._errors import (
 )
 from ._handle import (
     connect_timeout_default_ms,
+    invalid,
+    names_text,
+    quoted,
     sentinel_connect_timeout_ms,
     sentinel_query_timeout_default_ms,
+    wrong_type,
 )
 from ._observe import Hook, Hooks, Observation, lost_event
 from ._protocol import Action, Engine, NodeProtocol, Subscriber
@@ -64,6 +69,7 @@ from .core import (
     Outcome,
     Resources,
     duplicate_node,
+    max_ttl_ms,
     micros,
     millis,
     now_us,
@@ -234,7 +240,7 @@ def build_config(
 
     return Config(
         node_count,
-        millis(ttl, "ttl"),
+        millis(ttl, "ttl", max_ttl_ms()),
         drift_factor=drift_factor,
         drift_fixed_us=us(drift_fixed, "drift_fixed"),
         node_timeout_us=us(node_timeout, "node_timeout"),
@@ -250,7 +256,7 @@ def build_config(
 
 
 def ttl_ms(ttl: object) -> int | None:
-    return None if ttl is None else millis(ttl, "ttl")
+    return None if ttl is None else millis(ttl, "ttl", max_ttl_ms())
 
 
 def _endpoint(client: Any) -> tuple[str, str] | None:
@@ -284,7 +290,9 @@ def check_clients(clients: Sequence[Any], kind: type, what: str) -> list[Any]:
         raise TypeError(f"clients must be a sequence of {what} clients")
     result = list(clients)
     if not result:
-        raise ValueError("clients must hold at least one client (one per Redis node)")
+        raise invalid(
+            "no_nodes", "clients must hold at least one client (one per Redis node), got none"
+        )
     for index, client in enumerate(result):
         if not isinstance(client, kind):
             raise TypeError(f"clients[{index}] must be a {what}, not {type(client).__name__}")
@@ -310,7 +318,7 @@ def node_results(outcome: Outcome, labels: Sequence[str]) -> tuple[NodeResult, .
 
 
 def _names(resources: Sequence[str | bytes]) -> str:
-    return ", ".join(repr(resource) for resource in resources)
+    return names_text(resources)
 
 
 def _causes(nodes: Sequence[NodeResult]) -> str:
@@ -498,9 +506,10 @@ def parse_sentinels(
     entries = _sentinel_entries(sentinels)
     logins = {login for _, login in entries}
     if len(logins) > 1:
-        raise ValueError(
+        raise invalid(
+            "invalid_sentinel",
             "the Sentinels' URLs give different credentials: give every Sentinel the same "
-            "user and password (redis-py logs in to all of them alike)"
+            "user and password (redis-py logs in to all of them alike)",
         )
     username, password = logins.pop()
     login = {}
@@ -532,16 +541,24 @@ def _sentinel_entries(
             username = unquote(parts.username) if parts.username else None
             password = unquote(parts.password) if parts.password else None
             if username is not None and password is None:
-                raise ValueError(f"a Sentinel's URL names a user without a password: {item!r}")
+                raise invalid(
+                    "invalid_sentinel",
+                    f"a Sentinel's URL names a user without a password: {quoted(item)}",
+                )
         elif isinstance(item, tuple) and len(item) == 2:
             host, port = item
         else:
-            raise TypeError(f"a Sentinel's address must be 'host:port' or a pair, not {item!r}")
+            raise wrong_type(
+                f"a Sentinel's address must be 'host:port' or a pair, not {quoted(item)}"
+            )
         if not isinstance(host, str) or not host or not isinstance(port, int) or port <= 0:
-            raise ValueError(f"a Sentinel's address needs a host and a port: {item!r}")
+            raise invalid(
+                "invalid_sentinel",
+                f"a Sentinel's address needs a host and a port from 1 to 65535: {quoted(item)}",
+            )
         result.append(((host, port), (username, password)))
     if not result:
-        raise ValueError("sentinels must name at least one Sentinel")
+        raise invalid("invalid_sentinel", "sentinels must name at least one Sentinel, got none")
     return result
 
 
@@ -597,6 +614,9 @@ class RedlockBase(Generic[LockT, ContextT]):
     their lock and lock context classes."""
 
     _closed = False
+    #: Set when close() starts: from then on every call of the Redlock and of its locks
+    #: raises UsedAfterCloseError, while close() releases the locks still held.
+    _closing = False
     _lock_class: type[LockT]
     _context_class: type[ContextT]
     #: The driver's redis-py client class (and its name in errors), ``Sentinel`` and
@@ -629,11 +649,15 @@ class RedlockBase(Generic[LockT, ContextT]):
         clients = check_clients(clients, self._client_class, self._client_name)
         self._node_clients = clients
         self._owned: list[Any] = []
+        # The locks this Redlock handed out that the program still holds a reference
+        # to: close() releases those not released yet. Weak, so that a lock its holder
+        # dropped is not kept (nor kept alive) by the Redlock: its keys expire.
+        self._locks: weakref.WeakSet[Any] = weakref.WeakSet()
         self._hooks = Hooks()
         if on_event is not None:
             self._hooks.add(on_event)
         if not isinstance(notices, bool):
-            raise TypeError(f"notices must be a bool, not {type(notices).__name__}")
+            raise wrong_type(f"notices must be a bool, not {type(notices).__name__}")
         pair = duplicate_node([node_address(c, i) for i, c in enumerate(clients)])
         if pair is not None:
             raise ConfigError(
@@ -769,7 +793,8 @@ class RedlockBase(Generic[LockT, ContextT]):
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """True once ``close()`` was called (also while it releases the locks)."""
+        return self._closing
 
     def add_listener(self, hook: Hook) -> Hook:
         """Calls ``hook`` with every :class:`~redlock_core.Event` of this Redlock's
@@ -817,9 +842,24 @@ class RedlockBase(Generic[LockT, ContextT]):
             return outcome.is_held_by(lease, now_us())
 
     def _usable(self) -> Client:
-        if self._closed:
-            raise UsedAfterCloseError(f"this {type(self).__name__} is closed")
+        if self._closing:
+            raise self._closed_error()
         return self._client
+
+    def _closed_error(self) -> UsedAfterCloseError:
+        return UsedAfterCloseError(f"this {type(self).__name__} is closed")
+
+    def _held_at_close(self) -> list[tuple[LockT, Step]]:
+        """When close() starts: every lock still held, its keep-alive stopped, with the
+        release operation that close() runs for it (all of them at once)."""
+        held = []
+        for lock in list(self._locks):
+            if lock._released is not None:
+                continue
+            lock._stop_keepalive()
+            step = Step(self._client.release(lock._lease, now_us()), lock._resources)
+            held.append((lock, step))
+        return held
 
     def _check_ttl(self, ttl: Duration | None) -> int | None:
         """The per-call TTL in ms, refused with the rule it breaks."""
@@ -855,7 +895,7 @@ class RedlockBase(Generic[LockT, ContextT]):
         if fencing is None or fencing == self._config.fencing:
             return client
         if not isinstance(fencing, bool):
-            raise TypeError(f"fencing must be a bool, not {type(fencing).__name__}")
+            raise wrong_type(f"fencing must be a bool, not {type(fencing).__name__}")
         if self._other is None:
             config = build_config(len(self._labels), fencing=fencing, **self._settings)
             self._other = Client(config, seed=self._seed)

@@ -14,6 +14,7 @@ from ._handle import (
     _size,
     _u32,
     _u64,
+    wrong_type,
 )
 
 
@@ -59,7 +60,7 @@ class Config(_Handle):
 
             if drift_factor is not None:
                 if isinstance(drift_factor, bool) or not isinstance(drift_factor, (int, float)):
-                    raise TypeError(
+                    raise wrong_type(
                         f"drift_factor must be a number, not {type(drift_factor).__name__}"
                     )
                 apply("redlock_config_builder_set_drift_factor", float(drift_factor))
@@ -99,7 +100,7 @@ class Config(_Handle):
                 )
             if fencing is not None:
                 if not isinstance(fencing, bool):
-                    raise TypeError(f"fencing must be a bool, not {type(fencing).__name__}")
+                    raise wrong_type(f"fencing must be a bool, not {type(fencing).__name__}")
                 apply("redlock_config_builder_set_fencing", fencing)
             if key_prefix is not None:
                 prefix = _bytes(key_prefix, "key_prefix")

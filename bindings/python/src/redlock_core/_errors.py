@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "ArgumentTypeError",
     "ConfigError",
     "CoreError",
     "InvalidArgumentError",
@@ -76,8 +77,18 @@ class CoreError(RedlockError):
 
 
 class InvalidArgumentError(CoreError, ValueError):
-    """The core refused an argument (its class ``invalid_argument``): out of range, not
-    acceptable, a configuration or usage rule broken. ``code`` names the rule."""
+    """An argument broke a rule (the core's class ``invalid_argument``): out of range,
+    not acceptable, a configuration or usage rule broken. ``code`` names the rule, the
+    message the rule and the range allowed. Checked by the package before anything
+    reaches the core (a negative, NaN or infinite duration, a number out of range) or
+    by the core itself. It is also a ``ValueError``, what Python code catches for a bad
+    value."""
+
+
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong Python type (``code`` ``wrong_type``). It is an
+    :class:`InvalidArgumentError`, inside the package's hierarchy, and a ``TypeError``,
+    which is what Python code catches for a wrong type."""
 
 
 class UsageError(InvalidArgumentError):

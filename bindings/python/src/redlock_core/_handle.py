@@ -11,7 +11,7 @@ from ctypes import byref, c_bool, c_char_p, c_size_t, c_void_p
 from typing import Any, Union
 
 from . import _ffi
-from ._errors import UsedAfterCloseError
+from ._errors import ArgumentTypeError, InvalidArgumentError, UsedAfterCloseError
 from ._ffi import lib
 
 Resource = Union[str, bytes]
@@ -32,12 +32,51 @@ def now_us() -> int:
 
 # ---- argument checks --------------------------------------------------------------
 
+#: How much of a caller's value (a resource name, a bad argument) a message quotes.
+QUOTE_LIMIT = 64
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)`` for a message, cut to about ``limit`` characters with "…" (and
+    the whole length) when longer: a 1 MB resource name is never copied into a message."""
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        length = len(value)
+        if length > limit:
+            head = bytes(value[:limit]) if not isinstance(value, str) else value[:limit]
+            return f"{head!r}… ({length} {'characters' if isinstance(value, str) else 'bytes'})"
+        return repr(bytes(value) if isinstance(value, (bytearray, memoryview)) else value)
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}…"
+
+
+def names_text(resources: Sequence[object], limit: int = 8) -> str:
+    """Resource names for a message: each quoted (cut to about 64 bytes), at most
+    ``limit`` of them."""
+    shown = ", ".join(quoted(resource) for resource in list(resources)[:limit])
+    more = len(resources) - limit
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def invalid(code: str, message: str) -> InvalidArgumentError:
+    """The package's :class:`InvalidArgumentError` for an argument it checks itself
+    (``code`` names the rule; the message says the rule and the range allowed)."""
+    return InvalidArgumentError(_ffi.INVALID_INPUT, code, message)
+
+
+def wrong_type(message: str) -> ArgumentTypeError:
+    """The :class:`ArgumentTypeError` (an ``InvalidArgumentError`` and a ``TypeError``)
+    for an argument of the wrong Python type."""
+    return ArgumentTypeError(_ffi.INVALID_INPUT, "wrong_type", message)
+
 
 def _unsigned(value: object, name: str, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        raise wrong_type(f"{name} must be an int, not {type(value).__name__}")
     if value < 0 or value > maximum:
-        raise ValueError(f"{name} must be from 0 to {maximum}, got {value}")
+        raise invalid(
+            "out_of_range",
+            f"{name} must be a whole number from 0 to {maximum}, got {quoted(value)}",
+        )
     return value
 
 
@@ -55,9 +94,12 @@ def _size(value: object, name: str) -> int:
 
 def _i64(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        raise wrong_type(f"{name} must be an int, not {type(value).__name__}")
     if not _I64_MIN <= value <= _I64_MAX:
-        raise ValueError(f"{name} must fit in 64 signed bits, got {value}")
+        raise invalid(
+            "out_of_range",
+            f"{name} must be a whole number from {_I64_MIN} to {_I64_MAX}, got {quoted(value)}",
+        )
     return value
 
 
@@ -66,7 +108,7 @@ def _bytes(value: object, name: str) -> bytes:
         return value.encode("utf-8")
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
-    raise TypeError(f"{name} must be str or bytes, not {type(value).__name__}")
+    raise wrong_type(f"{name} must be str or bytes, not {type(value).__name__}")
 
 
 def resource_list(resources: object) -> list[bytes]:
@@ -77,7 +119,7 @@ def resource_list(resources: object) -> list[bytes]:
     try:
         items = list(resources)  # type: ignore[call-overload]
     except TypeError:
-        raise TypeError(
+        raise wrong_type(
             f"resources must be a str, bytes, or a sequence of them, not {type(resources).__name__}"
         ) from None
     return [_bytes(item, "resource") for item in items]
@@ -147,7 +189,9 @@ def script_text(script: int) -> str:
     """The Lua text of ``SCRIPT_ACQUIRE``, ``SCRIPT_RELEASE`` or ``SCRIPT_EXTEND``."""
     text = lib.redlock_script_text(_u32(script, "script"))
     if text is None:
-        raise ValueError(f"no script {script} (use 1 acquire, 2 release, 3 extend)")
+        raise invalid(
+            "out_of_range", f"no script {quoted(script)} (use 1 acquire, 2 release, 3 extend)"
+        )
     return bytes(text).decode("utf-8")
 
 
@@ -155,7 +199,9 @@ def script_sha1(script: int) -> str:
     """The SHA-1 of a script in lowercase hex, as ``EVALSHA`` sends it."""
     sha = lib.redlock_script_sha1(_u32(script, "script"))
     if sha is None:
-        raise ValueError(f"no script {script} (use 1 acquire, 2 release, 3 extend)")
+        raise invalid(
+            "out_of_range", f"no script {quoted(script)} (use 1 acquire, 2 release, 3 extend)"
+        )
     return bytes(sha).decode("ascii")
 
 
@@ -247,38 +293,55 @@ def _new_handle() -> c_void_p:
     return c_void_p()
 
 
+#: The longest duration a setting in microseconds takes, in seconds (2^63 us).
+_MAX_SECONDS = 2**63 / 1_000_000
+
+
 def micros(seconds: object, name: str) -> int:
     """A non-negative duration in seconds (``int``, ``float`` or ``timedelta``) as whole
-    microseconds."""
-    total = _seconds(seconds, name)
+    microseconds. Anything else is refused with the rule and the range: a wrong type
+    with :class:`ArgumentTypeError`, a negative, NaN, infinite or too large one with
+    :class:`InvalidArgumentError` (``invalid_duration``)."""
+    total = _seconds(seconds, name, _MAX_SECONDS)
     return round(total * 1_000_000)
 
 
-def millis(seconds: object, name: str) -> int:
-    """A duration in seconds that must be a whole number of milliseconds, in ms."""
-    total = _seconds(seconds, name)
+def millis(seconds: object, name: str, maximum_ms: int | None = None) -> int:
+    """A duration in seconds that must be a whole number of milliseconds, in ms, at most
+    ``maximum_ms`` (the TTL's bound, for a TTL)."""
+    limit = _MAX_SECONDS if maximum_ms is None else maximum_ms / 1000
+    low = "0" if maximum_ms is None else "0.001"
+    total = _seconds(seconds, name, limit, whole_ms=True, low=low)
     value = total * 1000
     whole = round(value)
     if abs(value - whole) > 1e-6 * max(1.0, abs(value)):
-        raise ValueError(f"{name} must be a whole number of milliseconds, got {seconds!r} s")
+        raise invalid(
+            "invalid_duration",
+            f"{name} must be a whole number of milliseconds (seconds from {low} to {limit:g} "
+            f"in steps of 0.001), got {quoted(seconds)} s",
+        )
     return whole
 
 
-def _seconds(value: object, name: str) -> float:
+def _seconds(
+    value: object, name: str, limit: float, whole_ms: bool = False, low: str = "0"
+) -> float:
     from datetime import timedelta
 
     if isinstance(value, timedelta):
         total = value.total_seconds()
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(
+        raise wrong_type(
             f"{name} must be a number of seconds or a timedelta, not {type(value).__name__}"
         )
     else:
         total = float(value)
-    if math.isnan(total) or math.isinf(total):
-        raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
-    if total < 0:
-        raise ValueError(f"{name} must not be negative, got {value!r}")
-    if total > 2**63 / 1_000_000:
-        raise ValueError(f"{name} is too large: {value!r} s")
+    if math.isnan(total) or math.isinf(total) or total < 0 or total > limit:
+        unit = "whole milliseconds, " if whole_ms else ""
+        raise invalid(
+            "invalid_duration",
+            f"{name} must be a finite, non-negative number of seconds from {low} to {limit:g} "
+            f"({unit}or a "
+            f"timedelta), got {quoted(value)}",
+        )
     return total

@@ -25,6 +25,7 @@ from ._common import (
     release_result,
 )
 from ._errors import LockError, LockLostError, LockNotHeldError, NodeResult, UsedAfterCloseError
+from ._handle import names_text
 from .core import KeepAlive, Lease, Operation, Outcome, now_us, resource_list
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ class LockState:
         self._keepalive: KeepAlive | None = (
             KeepAlive(redlock._client, lease) if auto_extend else None
         )
+        redlock._locks.add(self)
         self._setup()
 
     def _setup(self) -> None:
@@ -92,7 +94,17 @@ class LockState:
 
     # ---- steps that do not wait ---------------------------------------------------
 
+    def _check_open(self) -> None:
+        """After the Redlock's close() every use of its locks raises the same
+        :class:`UsedAfterCloseError` (the lock was released by close)."""
+        if self._owner._closing:
+            raise UsedAfterCloseError(
+                f"the {type(self._owner).__name__} of the lock on {self._describe()} is "
+                "closed (close() released the locks it held)"
+            )
+
     def _start_extend(self, ttl: Duration | None) -> Operation:
+        self._check_open()
         if self._lost is not None:
             raise self._lost
         if self._released is not None:
@@ -130,20 +142,30 @@ class LockState:
 
     def _owning(self) -> Steps[bool]:
         """The inspection procedure behind ``owned()``."""
+        self._check_open()
         with self._owner._start_inspect(resource_list(self._resources)) as op:
             outcome = yield Step(op, self._resources)
         # The lease as it stands now (an auto-extension may have renewed it meanwhile).
         return self._owner._inspected(outcome, self._resources, self._lease)
 
     def _releasing(self) -> Steps[ReleaseResult]:
-        """The release procedure (once: later calls return the first result)."""
+        """The release procedure (once confirmed: later calls return that result). A
+        release fewer than a quorum confirmed leaves the lock unreleased, so that it
+        may be released again."""
+        self._check_open()
         if self._released is not None:
             return self._released
         outcome = yield Step(self._owner._usable().release(self._lease, now_us()), self._resources)
+        return self._released_by(outcome)
+
+    def _released_by(self, outcome: Outcome) -> ReleaseResult:
+        """Takes a release's outcome: the lock counts as released only when a quorum
+        confirmed it."""
         with outcome:
             result = release_result(outcome, self._owner._labels)
         self._nodes = result.nodes
-        self._released = result
+        if result.confirmed:
+            self._released = result
         return result
 
     def _keeping_alive(self) -> Steps[None]:
@@ -303,7 +325,9 @@ class LockState:
 
     def check(self) -> float:
         """Raises :class:`LockLostError` unless the lock is held right now; returns the
-        seconds of validity left. Call it before acting on the lock's protection."""
+        seconds of validity left. Call it before acting on the lock's protection.
+        After the Redlock's close(), :class:`UsedAfterCloseError`."""
+        self._check_open()
         if self._lost is not None:
             raise self._lost
         if self._released is not None:
@@ -322,7 +346,7 @@ class LockState:
         return left / 1e6
 
     def _describe(self) -> str:
-        return ", ".join(repr(resource) for resource in self._resources)
+        return names_text(self._resources)
 
     def _expired_error(self) -> LockLostError:
         return LockLostError(

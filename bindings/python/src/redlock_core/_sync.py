@@ -15,6 +15,7 @@ reply changed, and wakes that thread only for its outcome or another wait).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import os
 import select
@@ -724,30 +725,62 @@ class Redlock(RedlockBase["Lock", "LockContext"]):
     # ---- closing ------------------------------------------------------------------
 
     def close(self) -> None:
-        """Lets the commands still on their way finish (up to their deadlines), then
-        stops the reader thread and closes the clients :meth:`from_urls` made. Locks
-        still held are not released: release them first. Later calls raise
-        :class:`UsedAfterCloseError`."""
-        if self._closed:
+        """Releases every lock of this Redlock still held (all at once, each within its
+        release's deadlines), lets the commands still on their way finish (up to their
+        deadlines), then stops the reader thread and closes the clients
+        :meth:`from_urls` made. From the moment it starts, every call of the Redlock
+        and of its locks (extend, release, owned, check, acquire) raises
+        :class:`UsedAfterCloseError`. A lock the program no longer references is not
+        released: its keys expire with their TTL."""
+        if self._closing:
             return
-        self._closed = True
+        self._closing = True
         _live.discard(self)
-        self.flush()
-        with self._cond:
-            self._stopped = True
-            for io in self._io:
-                io._drop()
-            # A thread still opening a subscriber connection to an address that never
-            # answers ends at the connection's connect timeout; close does not wait
-            # that long for it (given up, its connection is closed then).
-            for subscriber in self._subscribers:
-                if subscriber is not None:
-                    subscriber._stop()
-            self._cond.notify_all()
-        self._reader.join(0.5)
-        with self._cond:
-            self._engine.close()
-        self._close_owned()
+        try:
+            self._release_held()
+        finally:
+            self._closed = True
+            self.flush()
+            with self._cond:
+                self._stopped = True
+                for io in self._io:
+                    io._drop()
+                # A thread still opening a subscriber connection to an address that
+                # never answers ends at the connection's connect timeout; close does not
+                # wait that long for it (given up, its connection is closed then).
+                for subscriber in self._subscribers:
+                    if subscriber is not None:
+                        subscriber._stop()
+                self._cond.notify_all()
+            self._reader.join(0.5)
+            with self._cond:
+                self._engine.close()
+            self._close_owned()
+
+    def _release_held(self) -> None:
+        """close()'s releases: every lock still held, their operations all started
+        before any is waited for, so that they take as long as the slowest one."""
+        held = self._held_at_close()
+        if not held:
+            return
+        with contextlib.ExitStack() as stack:
+            started = []
+            for lock, step in held:
+                observation = stack.enter_context(self._observe(step))
+                with self._cond:
+                    running = self._engine.start(step.op, events=observation.wants_events)
+                started.append((lock, running, observation))
+            for index, (lock, running, observation) in enumerate(started):
+                try:
+                    outcome = self._wait(running, observation)
+                except BaseException:
+                    with self._cond:
+                        for _, other, _ in started[index:]:
+                            self._engine.abandon(other)
+                    raise
+                self._engine.handed(running)
+                observation.outcome(outcome)
+                lock._released_by(outcome)
 
     def flush(self) -> None:
         """Waits (at most until their deadlines, and no longer than a second) for the
@@ -819,7 +852,9 @@ class Lock(LockState):
     def release(self) -> ReleaseResult:
         """Releases the lock on every node (also when lost: it deletes only keys that
         still hold this token). Never raises for node failures (``result.confirmed``
-        says whether a quorum confirmed); idempotent."""
+        says whether a quorum confirmed); once a quorum confirmed, later calls return
+        that result, and before, the lock is not marked released (call it again). After
+        the Redlock's ``close()``, :class:`UsedAfterCloseError`."""
         self._stop_keepalive()
         self._poke()
         with self._op_lock:
