@@ -22,6 +22,14 @@ use Redlock\Ffi\Outcome;
  * wakes up only at the operation's Wait and the links' poll_timeout. It decides
  * nothing itself.
  *
+ * PHP runs nothing between its client's calls, so the engine is driven only inside
+ * them: a release a link owes to a node that stopped answering (the node may hold our
+ * SET) is written when the link emits it. Today the core's Link holds it until the node
+ * answers again, which here is seen at the client's next call, flush() or close(); the
+ * design chosen (README, "Nodes that stop answering") is for the Link to emit it on
+ * the stalled connection at once, behind the SET, where the stream driver's
+ * non-blocking write puts it in the node's socket buffer before the call returns.
+ *
  * @internal used by Redlock
  */
 final class Engine

@@ -121,15 +121,15 @@ final class FrozenNodesTest extends TestCase
     /**
      * The owed releases reach nodes that were frozen when the client decided, without
      * another call of the client: three of five frozen, the acquisition fails, the nodes
-     * thaw, and no node keeps the key (each frozen node ran the SET on thaw).
-     *
-     * @dataProvider drivers
+     * thaw, and no node keeps the key (each frozen node ran the SET on thaw). The stream
+     * driver only: phpredis closes a connection whose read timed out (README, "Nodes
+     * that stop answering").
      */
-    public function testAFailedAcquisitionLeavesNoKeyOnNodesThatWereFrozen(string $driver): void
+    public function testAFailedAcquisitionLeavesNoKeyOnNodesThatWereFrozen(): void
     {
         $this->skipUntilTheLinkWritesOwedReleasesToStalledNodes();
-        $key = "php-test:frozen-failed:$driver";
-        $redlock = self::client($driver, new Options(ttlMs: 10_000, nodeTimeoutMs: 100, attempts: 1));
+        $key = 'php-test:frozen-failed';
+        $redlock = self::client('stream', new Options(ttlMs: 10_000, nodeTimeoutMs: 100, attempts: 1));
         $redlock->acquire('php-test:warm')->release();
         $this->freeze([0, 1, 2]);
         try {
@@ -144,22 +144,54 @@ final class FrozenNodesTest extends TestCase
     }
 
     /**
-     * The same with one node frozen during a healthy acquire + release: the frozen node
-     * does not keep the released key.
+     * The same with one node frozen during a healthy acquire + release (stream driver):
+     * the frozen node does not keep the released key.
+     */
+    public function testAReleasedLockLeavesNoKeyOnTheNodeThatWasFrozen(): void
+    {
+        $this->skipUntilTheLinkWritesOwedReleasesToStalledNodes();
+        $key = 'php-test:frozen-released';
+        $redlock = self::client('stream', new Options(ttlMs: 10_000, nodeTimeoutMs: 100, attempts: 1));
+        $redlock->acquire('php-test:warm')->release();
+        $this->freeze([0]);
+        // Acquired at the quorum while the SET to node 0 is within its deadline, then
+        // held past it: node 0 is stalled when the release comes, which is owed there.
+        $lock = $redlock->acquire($key);
+        usleep(150_000);
+        $lock->release();
+        $this->thaw();
+        $this->assertSame([], self::nodesKeeping($key), 'nodes keeping a released key');
+        $redlock->close();
+    }
+
+    /**
+     * What both drivers do today: the releases owed to nodes that were frozen go out at
+     * the client's next call (here flush()) once they answer again, and no node keeps
+     * the key of the failed acquisition after it.
      *
      * @dataProvider drivers
      */
-    public function testAReleasedLockLeavesNoKeyOnTheNodeThatWasFrozen(string $driver): void
+    public function testOwedReleasesGoOutAtTheNextCall(string $driver): void
     {
-        $this->skipUntilTheLinkWritesOwedReleasesToStalledNodes();
-        $key = "php-test:frozen-released:$driver";
-        // Retries: the sequential driver can lose its first attempt to the node it waited for.
-        $redlock = self::client($driver, new Options(ttlMs: 10_000, nodeTimeoutMs: 100, attempts: 3));
+        $key = "php-test:frozen-next-call:$driver";
+        $redlock = self::client($driver, new Options(ttlMs: 10_000, nodeTimeoutMs: 100, attempts: 1));
         $redlock->acquire('php-test:warm')->release();
-        $this->freeze([0]);
-        $redlock->acquire($key)->release();
+        $this->freeze([0, 1, 2]);
+        try {
+            $redlock->acquire($key);
+            $this->fail('acquired with three nodes of five frozen');
+        } catch (NodesFailedException) {
+            // As it must: no quorum.
+        }
         $this->thaw();
-        $this->assertSame([], self::nodesKeeping($key), 'nodes keeping a released key');
+        // Reconnections wait out the links' backoff: call until it is done, boundedly.
+        $until = Clock::nowUs() + self::CLEAN_WITHIN_US;
+        do {
+            usleep(50_000);
+            $redlock->flush();
+            $idle = array_sum(array_map(static fn (array $l): int => $l['queued'] + $l['in_flight'], $redlock->linkState())) === 0;
+        } while (!$idle && Clock::nowUs() < $until);
+        $this->assertSame([], self::nodesKeeping($key), 'nodes keeping the key after the next calls');
         $redlock->close();
     }
 
