@@ -57,7 +57,13 @@ async fn held_by_us_by_another_free_and_leftovers() {
         .unwrap();
     assert!(ours.is_locked(&["inspect:a", "inspect:b"]).await.unwrap());
     assert!(many.is_owned().await.unwrap());
-    // One of its keys gone on three nodes: no node of those votes for the token.
+    // One of its keys gone on three nodes: no node of those votes for the token. (Once
+    // every node has it: a SET still out after the quorum decided must not land after
+    // the deletion.)
+    assert!(Nodes::eventually(Duration::from_secs(2), || nodes
+        .values("inspect:b")
+        .iter()
+        .all(Option::is_some)));
     for node in 2..5 {
         nodes.del(node, "inspect:b");
     }
