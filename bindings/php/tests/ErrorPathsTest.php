@@ -48,7 +48,7 @@ final class ErrorPathsTest extends TestCase
             $this->fail("accepted, expected $code");
         } catch (ConfigurationException $e) {
             $this->assertSame($code, $e->codeName);
-            $this->assertStringContainsString("($code)", $e->getMessage());
+            $this->assertMatchesRegularExpression('/\\(' . $code . '[):]/', $e->getMessage(), 'names the rule');
             $this->assertInstanceOf(RedlockException::class, $e);
             $this->assertInstanceOf(\InvalidArgumentException::class, $e);
         }
@@ -162,8 +162,16 @@ final class ErrorPathsTest extends TestCase
             $this->fail('a negative TTL was accepted');
         } catch (ConfigurationException $e) {
             $this->assertSame('ttl_zero', $e->codeName);
-            $this->assertStringContainsString('ttlMs must be positive', $e->getMessage());
-            $this->assertStringContainsString('got -1', $e->getMessage());
+            $this->assertStringContainsString('ttlMs must be between 1 and 1000000000000 ms, got -1', $e->getMessage());
+        }
+        foreach ([0 => 'ttl_zero', PHP_INT_MAX => 'ttl_too_large'] as $ttl => $rule) {
+            try {
+                Redlock::create(self::URLS, new Options(ttlMs: $ttl));
+                $this->fail("a TTL of $ttl ms was accepted");
+            } catch (ConfigurationException $e) {
+                $this->assertSame($rule, $e->codeName);
+                $this->assertStringContainsString("ttlMs must be between 1 and 1000000000000 ms, got $ttl ($rule: ", $e->getMessage());
+            }
         }
     }
 

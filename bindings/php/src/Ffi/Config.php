@@ -43,7 +43,8 @@ final class Config
             throw new ConfigurationException("the number of nodes must be at least 1, got $nodes", 'no_nodes');
         }
         if ($ttlMs < 0) {
-            throw new ConfigurationException("ttlMs must be positive (at most 10^12 ms), got $ttlMs", 'ttl_zero');
+            $largest = (int) $native->ffi->redlock_max_ttl_ms();
+            throw new ConfigurationException("configuration: ttlMs must be between 1 and $largest ms, got $ttlMs (ttl_zero)", 'ttl_zero');
         }
         $ffi = $native->ffi;
         $builder = $ffi->new('redlock_config_builder*');
@@ -80,7 +81,18 @@ final class Config
                 $native->check($rc, "setting '$name'");
             }
             $config = $ffi->new('redlock_config*');
-            $native->check($ffi->redlock_config_builder_build($builder, FFI::addr($config)), 'configuration');
+            $rc = $ffi->redlock_config_builder_build($builder, FFI::addr($config));
+            $name = $rc === Constants::OK ? null : $native->resultName($rc);
+            if ($name === 'ttl_zero' || $name === 'ttl_too_large') {
+                // The rule and the range it allows, as for a TTL per call.
+                $largest = (int) $ffi->redlock_max_ttl_ms();
+                throw new ConfigurationException(
+                    "configuration: ttlMs must be between 1 and $largest ms, got $ttlMs ($name: {$native->resultMessage($rc)})",
+                    $name,
+                    $rc,
+                );
+            }
+            $native->check($rc, 'configuration');
         } finally {
             $ffi->redlock_config_builder_free($builder);
         }
