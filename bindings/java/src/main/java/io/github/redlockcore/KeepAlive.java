@@ -20,6 +20,8 @@ final class KeepAlive {
   private final KeepAliveMachine machine;
   private Engine.Timer timer;
   private boolean stopped;
+  /** An extension this keep-alive asked for is under way (its outcome steps again). */
+  private boolean extending;
   private List<NodeResult> lastNodes = List.of();
 
   KeepAlive(RedLock lock, LockListener listener) {
@@ -31,6 +33,28 @@ final class KeepAlive {
 
   void start() {
     engine.execute(this::step);
+  }
+
+  /** The core's keep-alive, told of extensions made by hand too. */
+  KeepAliveMachine machine() {
+    return machine;
+  }
+
+  /**
+   * After an extension made by hand (its outcome went to the machine): asks the machine
+   * again, as its next extension may be due sooner than the timer set from the old lease
+   * (a shorter TTL).
+   */
+  void kick() {
+    engine.execute(() -> {
+      if (stopped || extending) {
+        return;
+      }
+      if (timer != null) {
+        timer.cancel();
+      }
+      step();
+    });
   }
 
   void stop() {
@@ -54,6 +78,7 @@ final class KeepAlive {
     long now = engine.now();
     switch (machine.poll(now)) {
       case EXTEND:
+        extending = true;
         Lease lease = lock.lease();
         engine
             .run(lock.resources(), (links, tag, at) -> lock.owner().core().startExtend(links,
@@ -72,6 +97,7 @@ final class KeepAlive {
   }
 
   private void extended(Outcome outcome, Throwable error) {
+    extending = false;
     if (stopped) {
       if (outcome != null) {
         outcome.lease().ifPresent(Lease::close);

@@ -80,6 +80,7 @@ public final class RedLock implements AutoCloseable {
    * @throws NodesFailingException when too many nodes failed for the core to say
    */
   public boolean isOwned() {
+    owner.ensureOpen();
     Lease current;
     synchronized (leaseLock) {
       if (released) {
@@ -167,17 +168,26 @@ public final class RedLock implements AutoCloseable {
    *     {@link #validUntil()}
    */
   public void extend(Duration ttl) {
+    owner.ensureOpen();
     Lease current;
+    KeepAlive keeping;
     synchronized (leaseLock) {
       if (released) {
         throw new LockNotHeldException(resource, List.of());
       }
       current = lease;
+      keeping = keepAlive;
     }
+    // With keep-alive on, its machine hears this outcome too and plans from the new lease
+    // (a shorter TTL makes its next extension due sooner).
     Outcome outcome = RedlockClient.await(owner.engine().run(resources,
-        (links, tag, now) -> owner.core().startExtend(links, tag, current, ttl, false, now),
-        null, null));
+        (links, tag, now) -> owner.core().startExtend(links, tag, current, ttl, keeping != null,
+            now),
+        keeping == null ? null : keeping.machine(), null));
     outcome.lease().ifPresent(this::replaceLease);
+    if (keeping != null) {
+      keeping.kick();
+    }
     if (outcome.kind() != Outcome.Kind.EXTENDED) {
       LockException e = ErrorClasses.of(resource, outcome);
       if (e instanceof LockLostException) {
@@ -199,6 +209,7 @@ public final class RedLock implements AutoCloseable {
    * cancelled when the lock is released.
    */
   public CompletableFuture<LockLostException> keepAlive(LockListener listener) {
+    owner.ensureOpen();
     synchronized (leaseLock) {
       if (released) {
         throw new RedlockStateException("used_after_close", "the lock was released");
@@ -225,43 +236,84 @@ public final class RedLock implements AutoCloseable {
 
   /**
    * Releases the lock on every node (never deleting a key that holds another token) and
-   * returns the core's release outcome. Idempotent: later calls return null.
+   * returns the core's release outcome. Idempotent: later calls return null. A release
+   * that fails leaves the lock unreleased (its keep-alive stopped): call it again, or let
+   * the keys expire with their TTL; the client's {@code close()} tries it again too.
    *
    * @throws NodesFailingException when fewer than a quorum confirmed the release (the keys
    *     left expire with their TTL)
+   * @throws RedlockStateException {@code used_after_close} once the client was closed
+   *     (whether or not its {@code close()} released this lock)
    */
   public Outcome release() {
+    owner.ensureOpen();
+    Lease current = beginRelease();
+    if (current == null) {
+      return null;
+    }
+    Outcome outcome = RedlockClient.await(owner.engine().run(resources,
+        (links, tag, now) -> owner.core().startRelease(links, tag, current, now), null, null));
+    if (outcome == null) {
+      // The client closed while it ran (its close() releases the lock).
+      throw RedlockClient.closedError();
+    }
+    if (!outcome.isSuccess()) {
+      throw ErrorClasses.of(resource, outcome);
+    }
+    released(current);
+    return outcome;
+  }
+
+  /**
+   * The client's {@code close()}: releases the lock (nothing if released already); the
+   * future completes with the outcome (null: nothing to do).
+   */
+  CompletableFuture<Outcome> releaseOnClose() {
+    Lease current = beginRelease();
+    if (current == null) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return owner.engine().runWhileClosing(resources,
+        (links, tag, now) -> owner.core().startRelease(links, tag, current, now))
+        .whenComplete((outcome, error) -> {
+          if (outcome != null && outcome.isSuccess()) {
+            released(current);
+          }
+        });
+  }
+
+  /** The lease to release, null if released already; the keep-alive is stopped first. */
+  private Lease beginRelease() {
     Lease current;
     KeepAlive running;
     synchronized (leaseLock) {
       if (released) {
         return null;
       }
-      released = true;
       current = lease;
       running = keepAlive;
+      keepAlive = null;
     }
     if (running != null) {
       running.stop();
     }
-    lost.cancel(false);
-    try {
-      Outcome outcome =
-          RedlockClient.await(owner.engine().run(resources,
-              (links, tag, now) -> owner.core().startRelease(links, tag, current, now), null,
-              null));
-      if (outcome != null && !outcome.isSuccess()) {
-        throw ErrorClasses.of(resource, outcome);
-      }
-      return outcome;
-    } finally {
-      current.close();
+    return current;
+  }
+
+  /** A quorum confirmed the release of {@code current}: the lock is released. */
+  private void released(Lease current) {
+    synchronized (leaseLock) {
+      released = true;
     }
+    lost.cancel(false);
+    owner.forget(this);
+    current.close();
   }
 
   /**
    * Releases the lock. A release the nodes could not confirm is not an error here: the keys
-   * expire with their TTL; call {@link #release()} to see the outcome.
+   * expire with their TTL; call {@link #release()} to see the outcome. Once the client was
+   * closed (which released the lock), nothing.
    */
   @Override
   public void close() {
