@@ -29,6 +29,16 @@ public final class RedlockClient implements AutoCloseable {
   private final Client client;
   private final Engine engine;
   private final Driver driver;
+  /** Guards {@link #closed}, {@link #acquiring} and {@link #held}. */
+  private final Object state = new Object();
+  /** {@link #close()} began: every call on the client or its locks is refused. */
+  private boolean closed;
+  /** Acquisitions under way (their callers have not registered their lock yet). */
+  private int acquiring;
+  /** The locks of this client not yet released: {@link #close()} releases them. */
+  private final java.util.Set<RedLock> held = new java.util.LinkedHashSet<>();
+  /** How long {@link #close()} waits for the releases of the locks still held. */
+  private static final long CLOSE_RELEASE_BOUND_MS = 5_000;
 
   private RedlockClient(Driver driver, Config config, List<RedlockListener> listeners) {
     this.driver = driver;
@@ -109,15 +119,70 @@ public final class RedlockClient implements AutoCloseable {
     Objects.requireNonNull(resources, "resources");
     notInLoop();
     List<String> names = List.copyOf(resources);
-    // Its release notices' channels: the core says when it listens on them.
-    Outcome outcome = await(engine.run(names,
-        (links, tag, now) -> client.startAcquire(links, tag, names, ttl, null, now), null,
-        client.noticeChannels(names)));
-    String name = String.join(",", resources);
-    if (outcome.kind() == Outcome.Kind.ACQUIRED) {
-      return new RedLock(this, names, outcome);
+    startAcquiring();
+    try {
+      // Its release notices' channels: the core says when it listens on them.
+      Outcome outcome = await(engine.run(names,
+          (links, tag, now) -> client.startAcquire(links, tag, names, ttl, null, now), null,
+          client.noticeChannels(names)));
+      String name = String.join(",", resources);
+      if (outcome == null) {
+        throw closedError();
+      }
+      if (outcome.kind() == Outcome.Kind.ACQUIRED) {
+        return register(new RedLock(this, names, outcome));
+      }
+      throw ErrorClasses.of(name, outcome);
+    } finally {
+      doneAcquiring();
     }
-    throw ErrorClasses.of(name, outcome);
+  }
+
+  static RedlockStateException closedError() {
+    return new RedlockStateException("used_after_close", "the Redlock client was closed");
+  }
+
+  /** Refuses every call once {@link #close()} began ({@code used_after_close}). */
+  void ensureOpen() {
+    synchronized (state) {
+      if (closed) {
+        throw closedError();
+      }
+    }
+  }
+
+  private void startAcquiring() {
+    synchronized (state) {
+      if (closed) {
+        throw closedError();
+      }
+      acquiring++;
+    }
+  }
+
+  private void doneAcquiring() {
+    synchronized (state) {
+      acquiring--;
+      state.notifyAll();
+    }
+  }
+
+  /**
+   * A lock of this client, held until released: {@link #close()} releases it. Registered
+   * by the acquiring thread before it counts as done, so close() sees it.
+   */
+  private RedLock register(RedLock lock) {
+    synchronized (state) {
+      held.add(lock);
+    }
+    return lock;
+  }
+
+  /** The lock was released: close() has nothing more to do for it. */
+  void forget(RedLock lock) {
+    synchronized (state) {
+      held.remove(lock);
+    }
   }
 
   /**
@@ -127,10 +192,16 @@ public final class RedlockClient implements AutoCloseable {
   public RedLock lock(List<String> resources, String token) {
     Objects.requireNonNull(resources, "resources");
     Objects.requireNonNull(token, "token");
-    if (engine.isClosed()) {
-      throw new RedlockStateException("used_after_close", "the Redlock client was closed");
+    synchronized (state) {
+      if (closed) {
+        throw closedError();
+      }
+      // A lock of this client like any other: close() releases it if still held.
+      RedLock lock =
+          new RedLock(this, List.copyOf(resources), client.lease(resources, token, 0));
+      held.add(lock);
+      return lock;
     }
-    return new RedLock(this, List.copyOf(resources), client.lease(resources, token, 0));
   }
 
   /** Whether anyone holds {@code resource}; see {@link #isLocked(List)}. */
@@ -155,6 +226,7 @@ public final class RedlockClient implements AutoCloseable {
   Outcome inspect(List<String> resources, io.github.redlockcore.core.Lease lease) {
     Objects.requireNonNull(resources, "resources");
     notInLoop();
+    ensureOpen();
     List<String> names = List.copyOf(resources);
     Outcome outcome = await(engine.run(names,
         (links, tag, now) -> client.startInspect(links, tag, names, lease, now), null, null));
@@ -183,20 +255,27 @@ public final class RedlockClient implements AutoCloseable {
     }
     notInLoop();
     List<String> resources = List.of(resource);
-    // Its release notices' channels (a subscriber connection per node): the core says when
-    // it listens on them, and a notice makes it try again at once instead of sleeping out
-    // its retry delay.
-    Outcome outcome = await(engine.run(resources,
-        (links, tag, now) -> client.startAcquire(links, tag, resources, ttl, wait, now), null,
-        client.noticeChannels(resources)));
-    if (outcome.kind() == Outcome.Kind.ACQUIRED) {
-      return Optional.of(
-          new RedLock(this, resources, outcome));
+    startAcquiring();
+    try {
+      // Its release notices' channels (a subscriber connection per node): the core says
+      // when it listens on them, and a notice makes it try again at once instead of
+      // sleeping out its retry delay.
+      Outcome outcome = await(engine.run(resources,
+          (links, tag, now) -> client.startAcquire(links, tag, resources, ttl, wait, now), null,
+          client.noticeChannels(resources)));
+      if (outcome == null) {
+        throw closedError();
+      }
+      if (outcome.kind() == Outcome.Kind.ACQUIRED) {
+        return Optional.of(register(new RedLock(this, resources, outcome)));
+      }
+      if (outcome.reason().orElse(null) == Outcome.Reason.CONFLICT) {
+        return Optional.empty();
+      }
+      throw ErrorClasses.of(resource, outcome);
+    } finally {
+      doneAcquiring();
     }
-    if (outcome.reason().orElse(null) == Outcome.Reason.CONFLICT) {
-      return Optional.empty();
-    }
-    throw ErrorClasses.of(resource, outcome);
   }
 
   /**
@@ -239,14 +318,66 @@ public final class RedlockClient implements AutoCloseable {
   }
 
   /**
-   * Stops taking operations, lets commands still out finish (up to their deadlines),
-   * closes the connections, the driver and the native objects.
+   * Closes the client: from now on every call on it or on its locks throws {@link
+   * RedlockStateException} {@code used_after_close}. Acquisitions under way are abandoned
+   * (their callers get {@code used_after_close}; the core releases what they may have
+   * set). Then every lock of this client still held (acquired or rebuilt with {@link
+   * #lock}, not released) is released on every node, all at once, waiting at most 5 s for
+   * their outcomes; a release the nodes cannot confirm leaves those keys to their TTL and
+   * is not an error here. Last, commands still out finish up to their deadlines (so the
+   * last releases reach slow nodes, for at most 30 s), and the connections, the driver and
+   * the native objects are closed. Idempotent; not from a listener (the client's loop).
    */
   @Override
   public void close() {
-    engine.close();
-    client.close();
-    config.close();
+    if (engine.inLoop()) {
+      throw new RedlockStateException("invalid_call", "close the client from outside its loop");
+    }
+    synchronized (state) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    long end = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(
+        CLOSE_RELEASE_BOUND_MS);
+    try {
+      engine.beginClose();
+      List<RedLock> locks;
+      synchronized (state) {
+        // The abandoned acquisitions return at once; one that won just before registers
+        // its lock first.
+        while (acquiring > 0 && System.nanoTime() < end) {
+          try {
+            state.wait(Math.max(1, (end - System.nanoTime()) / 1_000_000));
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            break;
+          }
+        }
+        locks = new java.util.ArrayList<>(held);
+      }
+      List<CompletableFuture<Outcome>> releases = new java.util.ArrayList<>();
+      for (RedLock lock : locks) {
+        releases.add(lock.releaseOnClose());
+      }
+      for (CompletableFuture<Outcome> release : releases) {
+        try {
+          release.get(Math.max(0, end - System.nanoTime()),
+              java.util.concurrent.TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        } catch (java.util.concurrent.ExecutionException
+            | java.util.concurrent.TimeoutException e) {
+          // Not confirmed in time: those keys expire with their TTL.
+        }
+      }
+    } finally {
+      engine.close();
+      client.close();
+      config.close();
+    }
   }
 
   /** Settings; defaults are the core's (TTL 10 s unless set). */

@@ -33,6 +33,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.function.Executable;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.args.ClientType;
 import redis.clients.jedis.params.ClientKillParams;
@@ -712,6 +713,94 @@ abstract class DriverContract {
     assertEquals("used_after_close", e.code());
     e = assertThrows(RedlockStateException.class, lock::extend);
     assertEquals("used_after_close", e.code());
+  }
+
+  /**
+   * Audit 13: close() releases every lock of the client still held (acquired, or rebuilt
+   * from a token) on all five nodes before it returns, and after it every use of the
+   * client or its locks is used_after_close (extend, release, extend, release).
+   */
+  @Test
+  void closeReleasesTheLocksStillHeldThenEveryUseIsUsedAfterClose() {
+    RedLock lock = redlock.acquire(resource);
+    RedLock other = redlock.acquire(List.of(resource + "-a", resource + "-b"),
+        Duration.ofSeconds(30));
+    // A lock held by its token (set by another process, handed over): rebuilt here.
+    String token = "handed0ver" + Long.toHexString(System.nanoTime());
+    for (int i = 0; i < 5; i++) {
+      try (Jedis j = node(i)) {
+        j.set(resource + "-rebuilt", token,
+            redis.clients.jedis.params.SetParams.setParams().px(30_000));
+      }
+    }
+    RedLock rebuilt = redlock.lock(List.of(resource + "-rebuilt"), token);
+    waitUntil(() -> {
+      for (int i = 0; i < 5; i++) {
+        if (get(i, resource) == null || get(i, resource + "-a") == null
+            || get(i, resource + "-b") == null) {
+          return false;
+        }
+      }
+      return true;
+    });
+    redlock.close();
+    // Released before close() returned (not left to the TTL): on all five nodes.
+    for (int i = 0; i < 5; i++) {
+      assertNull(get(i, resource), "node " + i + " still holds " + resource);
+      assertNull(get(i, resource + "-a"), "node " + i);
+      assertNull(get(i, resource + "-b"), "node " + i);
+      assertNull(get(i, resource + "-rebuilt"), "node " + i);
+    }
+    assertFalse(lock.isValid());
+    for (RedLock l : List.of(lock, other, rebuilt, lock)) {
+      for (Executable call : List.<Executable>of(l::extend, l::release, l::extend, l::release,
+          l::keepAlive, l::isOwned)) {
+        RedlockStateException e = assertThrows(RedlockStateException.class, call);
+        assertEquals("used_after_close", e.code(), e.getMessage());
+        assertTrue(e.getMessage().contains("closed"), e.getMessage());
+      }
+      l.close(); // AutoCloseable stays quiet
+    }
+    RedlockStateException e =
+        assertThrows(RedlockStateException.class, () -> redlock.acquire(resource));
+    assertEquals("used_after_close", e.code());
+    e = assertThrows(RedlockStateException.class, () -> redlock.isLocked(resource));
+    assertEquals("used_after_close", e.code());
+    for (int i = 0; i < 5; i++) {
+      assertNull(get(i, resource));
+    }
+  }
+
+  /**
+   * Audit 13: a release that fails (too few nodes confirm it) does not mark the lock
+   * released: the next release() tries again instead of returning quietly, and the
+   * client's close() releases it once the nodes answer.
+   */
+  @Test
+  void aFailedReleaseLeavesTheLockToReleaseAgain() {
+    RedLock lock = redlock.acquire(resource);
+    waitUntil(() -> {
+      for (int i = 0; i < 5; i++) {
+        if (get(i, resource) == null) {
+          return false;
+        }
+      }
+      return true;
+    });
+    nodes.pause(2);
+    nodes.pause(3);
+    nodes.pause(4);
+    assertThrows(NodesFailingException.class, lock::release);
+    // Still not released: it is tried again (and fails again, the nodes being frozen).
+    NodesFailingException again = assertThrows(NodesFailingException.class, lock::release);
+    assertEquals("nodes_failing", again.code());
+    nodes.resume(2);
+    nodes.resume(3);
+    nodes.resume(4);
+    redlock.close();
+    for (int i = 0; i < 5; i++) {
+      assertNull(get(i, resource), "node " + i + " still holds the key after close()");
+    }
   }
 
   @Test

@@ -194,10 +194,11 @@ public final class Client extends NativeHandle {
   }
 
   private static long ttlMillis(Duration ttl) {
-    if (ttl.isNegative() || ttl.toNanos() % 1_000_000 != 0) {
+    if (ttl.isNegative() || !Durations.wholeMillis(ttl)) {
       throw new io.github.redlockcore.RedlockArgumentException(
           "invalid_ttl", "a TTL must be a positive whole number of milliseconds");
     }
-    return ttl.toMillis();
+    // Beyond a long's milliseconds: Long.MAX_VALUE, which the core refuses (ttl_too_large).
+    return Durations.millis(ttl);
   }
 }

@@ -28,13 +28,13 @@ public final class Config extends NativeHandle {
       throw new io.github.redlockcore.RedlockArgumentException(
           "ttl_zero", "the TTL must be positive");
     }
-    if (b.ttl.toNanos() % 1_000_000 != 0) {
+    if (!Durations.wholeMillis(b.ttl)) {
       throw new io.github.redlockcore.RedlockArgumentException(
           "ttl_not_whole_milliseconds", "the TTL must be a whole number of milliseconds");
     }
     return Native.configNew(
         b.nodes,
-        b.ttl.toMillis(),
+        Durations.millis(b.ttl),
         b.driftFactor,
         micros(b.driftFixed),
         b.nodeTimeout == null ? -1 : micros(b.nodeTimeout),

@@ -114,9 +114,15 @@ public final class Subscriptions extends NativeHandle {
    * too_many_nodes} for a bad node count.
    */
   public Subscriptions(int nodes, Duration timeout) {
-    super(Native.subscriptionsNew(nodes, Objects.requireNonNull(timeout, "timeout").toMillis()),
+    super(Native.subscriptionsNew(nodes, timeoutMillis(timeout)),
         Native::subscriptionsFree, "subscriptions");
     this.nodes = nodes;
+  }
+
+  /** Negative stays negative (refused natively); beyond a long's ms, Long.MAX_VALUE. */
+  private static long timeoutMillis(Duration timeout) {
+    Objects.requireNonNull(timeout, "timeout");
+    return timeout.isNegative() ? -1 : Durations.millis(timeout);
   }
 
   /** The number of nodes. */

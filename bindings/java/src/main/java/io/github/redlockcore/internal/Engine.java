@@ -116,10 +116,13 @@ public final class Engine implements LoopContext, AutoCloseable {
     boolean listening;
     /** The lock's resources, for the events. */
     final List<String> resources;
+    /** An acquisition (it has notice channels): abandoned when the client closes. */
+    final boolean acquisition;
 
     Op(long tag, CompletableFuture<Outcome> future, KeepAliveMachine keepAlive,
         List<String> channels, List<String> resources) {
       this.resources = resources;
+      this.acquisition = channels != null;
       this.tag = tag;
       this.future = future;
       this.keepAlive = keepAlive;
@@ -330,6 +333,20 @@ public final class Engine implements LoopContext, AutoCloseable {
   /** As {@link #run(Starter, KeepAliveMachine, List)}, naming the lock's resources for events. */
   public CompletableFuture<Outcome> run(List<String> resources, Starter start,
       KeepAliveMachine keepAlive, List<byte[]> channels) {
+    return run(resources, start, keepAlive, channels, false);
+  }
+
+  /**
+   * As {@link #run(List, Starter, KeepAliveMachine, List)} for the releases the client's
+   * {@code close()} makes after {@link #beginClose()}: taken while the loop closes (until
+   * {@link #close()} stopped it), when every other operation is refused.
+   */
+  public CompletableFuture<Outcome> runWhileClosing(List<String> resources, Starter start) {
+    return run(resources, start, null, null, true);
+  }
+
+  private CompletableFuture<Outcome> run(List<String> resources, Starter start,
+      KeepAliveMachine keepAlive, List<byte[]> channels, boolean whileClosing) {
     List<String> names = null;
     if (channels != null) {
       names = new ArrayList<>(channels.size());
@@ -339,13 +356,13 @@ public final class Engine implements LoopContext, AutoCloseable {
     }
     List<String> listening = names;
     CompletableFuture<Outcome> future = new CompletableFuture<>();
-    if (closing || !running) {
+    if ((closing && !whileClosing) || !running) {
       future.completeExceptionally(
           new RedlockStateException("used_after_close", "the Redlock client was closed"));
       return future;
     }
     execute(() -> {
-      if (closing) {
+      if ((closing && !whileClosing) || !running) {
         future.completeExceptionally(
             new RedlockStateException("used_after_close", "the Redlock client was closed"));
         return;
@@ -713,6 +730,12 @@ public final class Engine implements LoopContext, AutoCloseable {
       for (int i = 0; i < done.length; i += 2) {
         Outcome outcome = (Outcome) done[i + 1];
         Op op = done[i] instanceof Op ? (Op) done[i] : null;
+        if (op != null && closing && outcome != null
+            && outcome.kind() == Outcome.Kind.ACQUIRED) {
+          // The client is closing: nobody may get a lock any more; declined below, so the
+          // core releases it.
+          op.future.completeExceptionally(closedError());
+        }
         boolean claimed = op != null && op.future.complete(outcome);
         if (outcome != null && outcome.kind() == Outcome.Kind.ACQUIRED) {
           long tag = op != null ? op.tag : (Long) done[i];
@@ -984,6 +1007,42 @@ public final class Engine implements LoopContext, AutoCloseable {
         self.getUncaughtExceptionHandler().uncaughtException(self, e);
       }
     }
+  }
+
+  private static RedlockStateException closedError() {
+    return new RedlockStateException("used_after_close", "the Redlock client was closed");
+  }
+
+  /**
+   * The first step of closing (from outside the loop; waits for the loop to take it): no
+   * new operation is taken except through {@link #runWhileClosing}, every acquisition under
+   * way is abandoned (the core releases what it may have set; its caller gets {@code
+   * used_after_close}), and one that ends from now on is declined (released) rather than
+   * handed out. {@link #close()} follows.
+   */
+  public void beginClose() {
+    if (!running) {
+      return;
+    }
+    if (inLoop()) {
+      throw new RedlockStateException("invalid_call", "close the client from outside its loop");
+    }
+    closing = true;
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    execute(() -> {
+      try {
+        for (Op op : new ArrayList<>(ops.values())) {
+          if (op.acquisition) {
+            // First, so that an "acquired" outcome the abandon may still give is declined.
+            op.future.completeExceptionally(closedError());
+            abandon(op);
+          }
+        }
+      } finally {
+        done.complete(null);
+      }
+    });
+    done.join();
   }
 
   /**
