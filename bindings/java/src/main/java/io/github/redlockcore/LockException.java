@@ -16,7 +16,8 @@ public abstract class LockException extends RuntimeException {
   private final transient List<NodeResult> nodes;
 
   LockException(String code, String resource, String message, List<NodeResult> nodes) {
-    super(message + " (resource " + resource + ", nodes " + nodes + ")");
+    super(message + " (resource " + io.github.redlockcore.internal.Messages.shorten(resource)
+        + ", nodes " + nodes + ")");
     this.code = code;
     this.resource = resource;
     this.nodes = List.copyOf(nodes);

@@ -314,6 +314,148 @@ class ErrorPathsTest {
         () -> redlock.acquire("r")));
   }
 
+  /** Five nodes nobody listens on (ports 7495-7499): every connection is refused at once. */
+  static List<String> refusedNodes() {
+    List<String> urls = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      urls.add("redis://127.0.0.1:" + (7495 + i));
+    }
+    return urls;
+  }
+
+  /** The exception {@code call} throws, of class {@code type}, with its message checked. */
+  static <T extends RuntimeException> T thrown(Class<T> type, String code, String rule,
+      Executable call) {
+    T e = assertThrows(type, call);
+    assertEquals(type, e.getClass(), "exactly " + type.getSimpleName());
+    if (e instanceof RedlockArgumentException) {
+      assertEquals(code, ((RedlockArgumentException) e).code(), e.getMessage());
+    } else if (e instanceof RedlockStateException) {
+      assertEquals(code, ((RedlockStateException) e).code(), e.getMessage());
+    }
+    assertTrue(e.getMessage().contains(rule), "the message names the rule (" + rule + "): "
+        + e.getMessage());
+    return e;
+  }
+
+  /** Audit 13: after close(), every use of the client or of its locks is used_after_close. */
+  @Test
+  void everyUseAfterCloseIsUsedAfterClose() {
+    RedlockClient redlock = RedlockClient.builder(NioDriver.of(refusedNodes())).build();
+    RedLock lock = redlock.lock(List.of("r"), "tok");
+    redlock.close();
+    String rule = "closed";
+    // The misuse sequence of the audit, each one the same exception.
+    for (int i = 0; i < 2; i++) {
+      thrown(RedlockStateException.class, "used_after_close", rule, lock::extend);
+      thrown(RedlockStateException.class, "used_after_close", rule, lock::release);
+    }
+    thrown(RedlockStateException.class, "used_after_close", rule,
+        () -> lock.extend(Duration.ofSeconds(1)));
+    thrown(RedlockStateException.class, "used_after_close", rule, lock::keepAlive);
+    thrown(RedlockStateException.class, "used_after_close", rule, lock::isOwned);
+    thrown(RedlockStateException.class, "used_after_close", rule, () -> redlock.acquire("r"));
+    thrown(RedlockStateException.class, "used_after_close", rule,
+        () -> redlock.tryAcquire("r", Duration.ofSeconds(1), Duration.ZERO));
+    thrown(RedlockStateException.class, "used_after_close", rule, () -> redlock.isLocked("r"));
+    thrown(RedlockStateException.class, "used_after_close", rule,
+        () -> redlock.lock(List.of("r"), "tok"));
+    // AutoCloseable: closing the lock after its client stays quiet, and so does a second
+    // close of the client.
+    lock.close();
+    redlock.close();
+  }
+
+  /** Audit 13: a TTL past a long's nanoseconds is the argument error, never arithmetic. */
+  @Test
+  void extremeTtlsAreArgumentErrors() {
+    for (Duration huge : List.of(Duration.ofMillis(Long.MAX_VALUE),
+        Duration.ofSeconds(Long.MAX_VALUE), Duration.ofSeconds(Long.MAX_VALUE, 999_000_000),
+        Duration.ofMillis(9_300_000_000_000L))) {
+      thrown(RedlockArgumentException.class, "ttl_too_large", "TTL",
+          () -> Config.builder(5, huge).build());
+      thrown(RedlockArgumentException.class, "ttl_too_large", "TTL",
+          () -> RedlockClient.builder(NioDriver.of(refusedNodes())).ttl(huge).build());
+    }
+    thrown(RedlockArgumentException.class, "ttl_zero", "TTL",
+        () -> Config.builder(5, Duration.ZERO).build());
+    thrown(RedlockArgumentException.class, "ttl_zero", "TTL",
+        () -> Config.builder(5, Duration.ofMillis(-1)).build());
+    thrown(RedlockArgumentException.class, "ttl_zero", "TTL",
+        () -> Config.builder(5, Duration.ofSeconds(Long.MIN_VALUE)).build());
+    try (RedlockClient redlock = RedlockClient.builder(NioDriver.of(refusedNodes())).build()) {
+      RedLock lock = redlock.lock(List.of("r"), "tok");
+      for (Duration huge : List.of(Duration.ofMillis(Long.MAX_VALUE),
+          Duration.ofSeconds(Long.MAX_VALUE))) {
+        RedlockArgumentException e = assertThrows(RedlockArgumentException.class,
+            () -> redlock.acquire("r", huge));
+        assertTrue(e.getMessage().toLowerCase(java.util.Locale.ROOT).contains("ttl"),
+            e.getMessage());
+        e = assertThrows(RedlockArgumentException.class, () -> lock.extend(huge));
+        assertTrue(e.getMessage().toLowerCase(java.util.Locale.ROOT).contains("ttl"),
+            e.getMessage());
+        e = assertThrows(RedlockArgumentException.class,
+            () -> redlock.tryAcquire("r", huge, Duration.ZERO));
+        assertTrue(e.getMessage().toLowerCase(java.util.Locale.ROOT).contains("ttl"),
+            e.getMessage());
+      }
+      for (Duration bad : List.of(Duration.ofMillis(-1), Duration.ofSeconds(Long.MIN_VALUE))) {
+        thrown(RedlockArgumentException.class, "invalid_ttl", "positive",
+            () -> redlock.acquire("r", bad));
+        thrown(RedlockArgumentException.class, "invalid_ttl", "positive",
+            () -> lock.extend(bad));
+      }
+      RedlockArgumentException zero = assertThrows(RedlockArgumentException.class,
+          () -> redlock.acquire("r", Duration.ZERO));
+      assertTrue(zero.getMessage().toLowerCase(java.util.Locale.ROOT).contains("ttl"),
+          zero.getMessage());
+    }
+    // Timeouts past a long's milliseconds are as long as can be, not arithmetic errors.
+    NioDriver.of(refusedNodes()).withConnectTimeout(Duration.ofSeconds(Long.MAX_VALUE));
+    try (RedlockClient redlock = RedlockClient.builder(NioDriver.of(refusedNodes())
+        .withConnectTimeout(Duration.ofSeconds(Long.MAX_VALUE))).build()) {
+      assertTrue(redlock.driverName().equals("nio"));
+    }
+  }
+
+  /** Audit 14: a port outside 1-65535 is the package's argument error naming the rule. */
+  @Test
+  void aPortOutsideTheRangeIsAnArgumentErrorNamingTheRule() {
+    for (String url : List.of("redis://127.0.0.1:99999", "127.0.0.1:99999",
+        "redis://127.0.0.1:0", "127.0.0.1:65536")) {
+      thrown(RedlockArgumentException.class, "invalid_node", "port must be 1-65535",
+          () -> NioDriver.of(List.of(url)));
+    }
+    thrown(RedlockArgumentException.class, "invalid_node", "port must be 1-65535",
+        () -> NioDriver.sentinel(List.of("127.0.0.1:99999"), "mymaster"));
+    thrown(RedlockArgumentException.class, "invalid_node", "port must be 1-65535",
+        () -> io.github.redlockcore.jedis.JedisDriver.sentinel(List.of("127.0.0.1:99999"),
+            "mymaster"));
+  }
+
+  /** Audit 14: names and addresses go into messages shortened to 64 bytes and "…". */
+  @Test
+  void hugeNamesAreShortenedInMessages() {
+    String huge = "x".repeat(1 << 20);
+    RedlockArgumentException e = thrown(RedlockArgumentException.class, "invalid_node",
+        "only redis:// URLs", () -> NioDriver.of(List.of("http://" + huge)));
+    assertTrue(e.getMessage().length() < 300, "message of " + e.getMessage().length());
+    assertTrue(e.getMessage().endsWith("…"), e.getMessage());
+    e = thrown(RedlockArgumentException.class, "invalid_node", "port must be 1-65535",
+        () -> NioDriver.of(List.of("redis://" + "h".repeat(1 << 20) + ":99999")));
+    assertTrue(e.getMessage().length() < 300, "message of " + e.getMessage().length());
+    try (RedlockClient redlock = RedlockClient.builder(NioDriver.of(refusedNodes()))
+        .attempts(1).build()) {
+      String name = "é" + huge;
+      NodesFailingException failing =
+          assertThrows(NodesFailingException.class, () -> redlock.acquire(name));
+      String message = failing.getMessage();
+      assertTrue(message.length() < 2_000, "message of " + message.length() + " chars");
+      assertTrue(message.contains("(resource é" + "x".repeat(62) + "…,"), message);
+      assertEquals(name, failing.resource(), "the exception keeps the whole name");
+    }
+  }
+
   @Test
   void badRespIsAProtocolErrorThatSticks() {
     try (RespDecoder d = new RespDecoder()) {

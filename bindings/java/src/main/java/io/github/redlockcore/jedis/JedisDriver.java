@@ -3,6 +3,7 @@ package io.github.redlockcore.jedis;
 import io.github.redlockcore.RedlockArgumentException;
 import io.github.redlockcore.internal.ConnectTimeout;
 import io.github.redlockcore.internal.Engine;
+import io.github.redlockcore.internal.Messages;
 import io.github.redlockcore.internal.SentinelQueryTimeout;
 import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
@@ -120,12 +121,18 @@ public final class JedisDriver implements Driver, Engine.ArgsDriver {
     }
     List<HostAndPort> addresses = new ArrayList<>();
     for (String sentinel : sentinels) {
+      HostAndPort address;
       try {
-        addresses.add(HostAndPort.from(sentinel));
+        address = HostAndPort.from(sentinel);
       } catch (RuntimeException e) {
         throw new RedlockArgumentException("invalid_node",
-            "not a Sentinel address (host:port): " + sentinel);
+            "not a Sentinel address (host:port): " + Messages.shorten(sentinel));
       }
+      if (address.getPort() < 1 || address.getPort() > 65535) {
+        throw new RedlockArgumentException("invalid_node", "the port must be 1-65535, got "
+            + address.getPort() + " in " + Messages.shorten(sentinel));
+      }
+      addresses.add(address);
     }
     SentinelQueryTimeout queryTimeout = new SentinelQueryTimeout();
     JedisDriver driver = new JedisDriver(List.of(new SentinelMaster(List.copyOf(addresses),

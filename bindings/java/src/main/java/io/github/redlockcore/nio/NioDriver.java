@@ -2,6 +2,7 @@ package io.github.redlockcore.nio;
 
 import io.github.redlockcore.RedlockArgumentException;
 import io.github.redlockcore.internal.ConnectTimeout;
+import io.github.redlockcore.internal.Messages;
 import io.github.redlockcore.internal.SentinelQueryTimeout;
 import io.github.redlockcore.spi.Driver;
 import io.github.redlockcore.spi.LoopContext;
@@ -116,17 +117,22 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
     if (url == null || url.isEmpty()) {
       throw new RedlockArgumentException("invalid_node", "a node URL must not be empty");
     }
+    String shown = Messages.shorten(url);
     String text = url.contains("://") ? url : "redis://" + url;
     try {
       URI uri = new URI(text);
       if (!"redis".equals(uri.getScheme())) {
         throw new RedlockArgumentException(
-            "invalid_node", "only redis:// URLs are supported by the nio driver, got " + url);
+            "invalid_node", "only redis:// URLs are supported by the nio driver, got " + shown);
       }
       if (uri.getHost() == null) {
-        throw new RedlockArgumentException("invalid_node", "no host in " + url);
+        throw new RedlockArgumentException("invalid_node", "no host in " + shown);
       }
       int port = uri.getPort() < 0 ? 6379 : uri.getPort();
+      if (port < 1 || port > 65535) {
+        throw new RedlockArgumentException("invalid_node",
+            "the port must be 1-65535, got " + port + " in " + shown);
+      }
       String password = null;
       String info = uri.getUserInfo();
       if (info != null && !info.isEmpty()) {
@@ -134,7 +140,7 @@ public final class NioDriver implements Driver, io.github.redlockcore.internal.E
       }
       return new Node(InetSocketAddress.createUnresolved(uri.getHost(), port), password);
     } catch (URISyntaxException e) {
-      throw new RedlockArgumentException("invalid_node", "not a node URL: " + url);
+      throw new RedlockArgumentException("invalid_node", "not a node URL: " + shown);
     }
   }
 
