@@ -13,7 +13,9 @@
 #                                  paths, both drivers against local Redis nodes (ports 7500-7534),
 #                                  Sentinel (a master, its replica and a Sentinel: 7535-7538),
 #                                  fencing (ports 7550-7555), the README's samples
-#                                  (examples/*.php: 7545-7549 and 7557)
+#                                  (examples/*.php: 7545-7549 and 7557), Symfony Lock
+#                                  (7560-7564 and 7580-7584), frozen nodes (7565-7569),
+#                                  misuse (7575-7579)
 #   bindings/php/build.sh bench    install, then bench/bench.php next to Symfony Lock's
 #                                  CombinedStore (5 local nodes on ports 7540-7544)
 #
