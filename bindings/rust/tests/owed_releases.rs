@@ -7,7 +7,8 @@
 //! the `SET`, which sets the key with its full TTL (30 s here), and the links must then
 //! write the releases they owe, without the caller making another call or closing the
 //! client. The same for the one frozen node of a successful acquire and release.
-//! Closing the client later must leave nothing behind either.
+//! Closing the client later must leave nothing behind either, and neither must closing
+//! it at once right after the thaw instead of waiting.
 //!
 //! Both the async and the blocking client. Base ports 7950 (async) and 7955 (blocking).
 
@@ -160,6 +161,28 @@ impl Scenario<'_> {
         );
     }
 
+    /// Three nodes frozen, a failed acquisition, thaw, and the client closed at once
+    /// instead of waiting: the close lets what is owed go out.
+    fn closed_after_thaw(&self, acquire_fails: impl FnOnce(&str), close: impl FnOnce()) {
+        let key = self.key("close");
+        let mut frozen = Frozen::freeze(self.nodes, &[2, 3, 4]);
+        acquire_fails(&key);
+        frozen.thaw();
+        close();
+        let gone = wait_gone(self.nodes, &key).unwrap_or_else(|left| {
+            panic!(
+                "{}: thawed then closed, the key is still on nodes {left:?} \
+                 (remaining TTL, ms: {:?})",
+                self.name,
+                ttls(self.nodes, &key, &left)
+            )
+        });
+        eprintln!(
+            "{}: thawed then closed: every key gone {gone:?} after the close",
+            self.name
+        );
+    }
+
     /// After the client is closed, still nothing left of either case.
     fn after_close(&self) {
         for case in ["three", "one"] {
@@ -216,6 +239,21 @@ async fn async_client_sends_owed_releases_after_thaw_without_a_call() {
     });
     client.close().await;
     tokio::task::block_in_place(|| scenario.after_close());
+
+    let client = builder(&nodes.urls).build().expect("client");
+    let connected = client.connect(Duration::from_secs(5)).await;
+    assert!(connected.iter().all(Result::is_ok), "{connected:?}");
+    tokio::task::block_in_place(|| {
+        scenario.closed_after_thaw(
+            |key| {
+                let error = handle
+                    .block_on(client.lock(key, TTL))
+                    .expect_err("three of five nodes frozen: no quorum");
+                assert!(error.is_unreachable(), "{error}");
+            },
+            || handle.block_on(client.close()),
+        );
+    });
 }
 
 #[test]
@@ -251,4 +289,18 @@ fn blocking_client_sends_owed_releases_after_thaw_without_a_call() {
     );
     client.close();
     scenario.after_close();
+
+    let client =
+        redlock_client::blocking::Client::from_builder(builder(&nodes.urls)).expect("client");
+    let connected = client.connect(Duration::from_secs(5));
+    assert!(connected.iter().all(Result::is_ok), "{connected:?}");
+    scenario.closed_after_thaw(
+        |key| {
+            let error = client
+                .lock(key, TTL)
+                .expect_err("three of five nodes frozen: no quorum");
+            assert!(error.is_unreachable(), "{error}");
+        },
+        || client.close(),
+    );
 }
