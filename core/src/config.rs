@@ -602,7 +602,7 @@ impl fmt::Display for ConfigError {
             ConfigError::TooManyNodes => "too many nodes (the most is 255)",
             ConfigError::TtlZero => "the TTL must be at least 1 ms (and at most 10^12 ms)",
             ConfigError::TtlNotWholeMilliseconds => {
-                "the TTL must be a whole number of milliseconds (Redis's PX unit)"
+                "the TTL must be a whole number of milliseconds (Redis's PX unit), from 1 to 10^12"
             }
             ConfigError::TtlTooLarge => "the TTL must be at most 10^12 ms (and at least 1 ms)",
             ConfigError::DriftFactorInvalid => "the drift factor must be a number in [0, 1)",
