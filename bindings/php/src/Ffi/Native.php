@@ -333,7 +333,8 @@ final class Native
         if ($result >= 9200 && $result < 9300) {
             return new ConfigurationException($message, $name, $result);
         }
-        $invalid = ($result >= 9102 && $result <= 9107) || ($result >= 9109 && $result <= 9111);
+        // 9113: reserved_resource, a resource named after another lock's auxiliary key.
+        $invalid = ($result >= 9102 && $result <= 9107) || ($result >= 9109 && $result <= 9111) || $result === 9113;
         if ($invalid || $result === 9004 || $result === 9005 || $result === 9001) {
             return new InvalidArgumentException($message, $name, $result);
         }
