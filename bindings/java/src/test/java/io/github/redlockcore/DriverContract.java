@@ -772,6 +772,37 @@ abstract class DriverContract {
   }
 
   /**
+   * Audit 14: a resource name of 1 MB held elsewhere is the held-elsewhere exception, whose
+   * message names the rule and carries the name shortened to 64 bytes and "…".
+   */
+  @Test
+  void aHugeResourceNameIsShortenedInTheMessage() {
+    String huge = resource + ":" + "x".repeat(1 << 20);
+    for (int i = 0; i < 5; i++) {
+      try (Jedis j = node(i)) {
+        j.set(huge, "someone-else", redis.clients.jedis.params.SetParams.setParams().px(10_000));
+      }
+    }
+    // A megabyte on the wire takes longer than the default node timeout (50 ms).
+    try (RedlockClient once = RedlockClient.builder(driver(nodes.urls())).attempts(1)
+        .nodeTimeout(Duration.ofSeconds(1)).build()) {
+      LockHeldElsewhereException e =
+          assertThrows(LockHeldElsewhereException.class, () -> once.acquire(huge));
+      assertEquals("held_elsewhere", e.code());
+      assertTrue(e.getMessage().contains("held by someone else"), e.getMessage());
+      assertTrue(e.getMessage().length() < 2_000, "a message of " + e.getMessage().length());
+      assertTrue(e.getMessage().contains(huge.substring(0, 64) + "…"), e.getMessage());
+      assertEquals(huge, e.resource());
+    } finally {
+      for (int i = 0; i < 5; i++) {
+        try (Jedis j = node(i)) {
+          j.del(huge);
+        }
+      }
+    }
+  }
+
+  /**
    * Audit 13: a release that fails (too few nodes confirm it) does not mark the lock
    * released: the next release() tries again instead of returning quietly, and the
    * client's close() releases it once the nodes answer.
