@@ -108,22 +108,26 @@ fn extending_a_10s_lock_to_1s_leaves_about_1s() {
     );
     assert!(lock.valid_until() <= started + Duration::from_secs(1));
     assert!(lock.is_held());
-    // The nodes agree: every key expires within 1 s.
-    for i in 0..nodes.urls.len() {
-        let pttl = nodes.pttl(i, key);
-        assert!(pttl > 0 && pttl <= 1000, "node {i}: PTTL {pttl}");
-    }
-    // No longer held by about 1.2 s after the extension started.
+    // The nodes agree: every key expires within 1 s (the quorum decided; the last nodes'
+    // PEXPIRE may still be on its way).
+    let pttls = || {
+        (0..nodes.urls.len())
+            .map(|i| nodes.pttl(i, key))
+            .collect::<Vec<_>>()
+    };
     assert!(
-        eventually(Duration::from_millis(1500), || !lock.is_held()),
-        "still held {:?} after extending to 1 s",
-        started.elapsed()
+        eventually(Duration::from_secs(1), || pttls()
+            .iter()
+            .all(|&pttl| pttl > 0 && pttl <= 1000)),
+        "PTTL {:?}",
+        pttls()
     );
-    assert!(
-        started.elapsed() <= Duration::from_millis(1300),
-        "held until {:?} after the extension",
-        started.elapsed()
+    // No longer held 1.2 s after the extension started (read from the clock, so a
+    // descheduled test thread cannot make it pass or fail).
+    std::thread::sleep(
+        (started + Duration::from_millis(1200)).saturating_duration_since(Instant::now()),
     );
+    assert!(!lock.is_held(), "still held 1.2 s after extending to 1 s");
     assert_eq!(lock.validity(), Duration::ZERO);
     assert!(eventually(Duration::from_millis(500), || (0..nodes
         .urls
@@ -265,7 +269,7 @@ fn a_lock_named_after_a_waiters_turn_key_is_refused_while_r_is_waited_for() {
                 .await
         })
     };
-    assert!(eventually(Duration::from_secs(3), || queues(
+    assert!(eventually(Duration::from_secs(8), || queues(
         &nodes,
         "{r}:waiters"
     )
@@ -300,14 +304,14 @@ fn abandon_leaves_the_queue(resource: &str, by_timeout: bool) {
             let resources = [resource];
             let acquisition = waiter.lock_with(&resources, options);
             if by_timeout {
-                tokio::time::timeout(Duration::from_millis(800), acquisition).await
+                tokio::time::timeout(Duration::from_millis(2000), acquisition).await
             } else {
                 Ok(acquisition.await)
             }
         })
     };
     assert!(
-        eventually(Duration::from_secs(3), || queues(&nodes, &order)
+        eventually(Duration::from_secs(8), || queues(&nodes, &order)
             .iter()
             .all(|q| q.len() == 1)),
         "the waiter is not queued: {:?}",
@@ -318,15 +322,16 @@ fn abandon_leaves_the_queue(resource: &str, by_timeout: bool) {
     // It waits between attempts (its retry delay is 4 s).
     assert!(queues(&nodes, &order).iter().all(|q| q.len() == 1));
     if by_timeout {
-        // The timeout drops the acquisition at 800 ms.
+        // The timeout drops the acquisition at 2 s, between its attempts.
         let outcome = rt.block_on(task).unwrap();
         assert!(outcome.is_err(), "the acquisition ended before its timeout");
     } else {
         task.abort();
         assert!(rt.block_on(task).unwrap_err().is_cancelled());
     }
-    // Gone from both sets on every node, long before the entry's 4 s+ lifetime.
-    let gone = eventually(Duration::from_millis(1500), || {
+    // Gone from both sets on every node, before the entry's lifetime (5 s from its
+    // refusal) could end.
+    let gone = eventually(Duration::from_millis(2500), || {
         queues(&nodes, &order).iter().all(Vec::is_empty)
             && queues(&nodes, &expiry).iter().all(Vec::is_empty)
     });
@@ -337,7 +342,7 @@ fn abandon_leaves_the_queue(resource: &str, by_timeout: bool) {
         queues(&nodes, &order),
         queues(&nodes, &expiry)
     );
-    assert!(queued.elapsed() < Duration::from_millis(3500));
+    assert!(queued.elapsed() < Duration::from_millis(4500));
     // The holder is untouched.
     assert!(held.is_held());
     assert!(nodes.values(resource).iter().flatten().count() >= 3);
@@ -381,7 +386,7 @@ fn a_queue_entry_lives_at_most_5s_whatever_the_retry_delay() {
                 .await
         })
     };
-    assert!(eventually(Duration::from_secs(3), || queues(
+    assert!(eventually(Duration::from_secs(8), || queues(
         &nodes, expiry
     )
     .iter()
@@ -435,14 +440,14 @@ fn releasing_a_and_b_wakes_the_waiter_of_b_alone() {
     };
     // A waiter of a first in a's queue: before the fix the release named it for b too.
     let waiting_a = spawn(&a_waiter, "a");
-    assert!(eventually(Duration::from_secs(3), || queues(
+    assert!(eventually(Duration::from_secs(8), || queues(
         &nodes,
         "{a}:waiters"
     )
     .iter()
     .all(|q| q.len() == 1)));
     let waiting_b = spawn(&b_waiter, "b");
-    assert!(eventually(Duration::from_secs(3), || queues(
+    assert!(eventually(Duration::from_secs(8), || queues(
         &nodes,
         "{b}:waiters"
     )
