@@ -917,6 +917,15 @@ class RedlockBase(Generic[LockT, ContextT]):
         with client.acquire(names, now_us(), ttl_ms=ttl, wait_us=wait) as op:
             outcome = yield Step(op, resources)
         lease, attempts, nodes = self._acquired(outcome, resources)
+        if self._closing:
+            # close() started while this acquisition ran, after it looked for the locks
+            # to release: release this one too, and refuse.
+            released = yield Step(self._client.release(lease, now_us()), resources)
+            released.close()
+            raise UsedAfterCloseError(
+                f"this {type(self).__name__} was closed while the acquisition ran (the lock "
+                "was released)"
+            )
         return self._lock_class(
             self, resources, lease, attempts, nodes, plan.auto_extend, plan.on_lost
         )
