@@ -4,7 +4,9 @@
 #   bindings/java/build.sh lib      cargo build -p redlock-jni --release, and stage the
 #                                   library under target/native/redlock/native/<os>/<arch>/
 #                                   (the jar resource path NativeLibrary loads from)
-#   bindings/java/build.sh test     lib, then `mvn -q verify`: compile (javac -Xlint -Werror),
+#   bindings/java/build.sh test     lib, the JNI crate's own tests (cargo test -p redlock-jni:
+#                                   the loop's native half without a JVM), then
+#                                   `mvn -q verify`: compile (javac -Xlint -Werror),
 #                                   package the jar with the library inside, and run the
 #                                   JUnit 5 tests through Surefire (vectors, JNI boundary,
 #                                   both drivers against local Redis nodes, base ports 7400-7460)
@@ -70,6 +72,7 @@ case "${1:-}" in
   test)
     build_lib
     shift
+    (cd "$repo" && cargo test -q -p redlock-jni)
     # The interop tests run the Rust CLI against the same nodes (the build `make
     # test-rust` made).
     cli=$(cli_binary)
