@@ -34,7 +34,7 @@ def audit_nodes() -> Iterator[Nodes]:
         set_.stop()
 
 
-def wait_for(condition: Any, timeout: float = 3.0) -> bool:
+def wait_for(condition: Any, timeout: float = 8.0) -> bool:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() >= deadline:
@@ -43,7 +43,7 @@ def wait_for(condition: Any, timeout: float = 3.0) -> bool:
     return True
 
 
-async def until(condition: Any, timeout: float = 3.0) -> bool:
+async def until(condition: Any, timeout: float = 8.0) -> bool:
     """``wait_for`` on an event loop: the nodes are read on a thread, so that the loop
     (and the driver's I/O on it) is never blocked by the test."""
     deadline = time.monotonic() + timeout
@@ -74,6 +74,13 @@ def queued_everywhere(nodes: Nodes, resource: str) -> bool:
     return all(len(q) == 1 for q in queues(nodes, "{" + resource + "}:waiters"))
 
 
+def queued_on_a_quorum(nodes: Nodes, resource: str) -> bool:
+    """Queued on 3 nodes or more: a node whose SET of the holder's acquisition was still on
+    its way (the acquisition decided at the quorum) may have granted the waiter's first
+    attempt instead of queuing it."""
+    return sum(1 for q in queues(nodes, "{" + resource + "}:waiters") if q) >= 3
+
+
 def left_the_queue(nodes: Nodes, resource: str) -> bool:
     order = queues(nodes, "{" + resource + "}:waiters")
     expiry = queues(nodes, "{" + resource + "}:waiters:expiry")
@@ -100,11 +107,14 @@ def async_redlock(nodes: Nodes, **settings: Any) -> AsyncRedlock:
 
 
 def check_shortened(nodes: Nodes, lock: Any, key: str, started: float) -> None:
-    """Right after extending a 10 s lock to 1 s at ``started``."""
+    """Right after extending a 10 s lock to 1 s at ``started``. The quorum decided: the
+    last nodes' PEXPIRE may still be on its way. A key may be gone already if this
+    thread was kept waiting a second on a loaded machine; none has more than 1 s left."""
     assert 0.5 < lock.validity <= 1.0, lock.validity
     assert lock.valid_until <= started + 1.0
     assert lock.is_valid
-    assert all(0 < pttl <= 1000 for pttl in pttls(nodes, key)), pttls(nodes, key)
+    shortened = lambda: all(pttl == -2 or 0 < pttl <= 1000 for pttl in pttls(nodes, key))  # noqa: E731
+    assert wait_for(shortened, 1.0), pttls(nodes, key)
 
 
 def test_sync_extending_a_10s_lock_to_1s_leaves_about_1s(audit_nodes: Nodes) -> None:
@@ -115,8 +125,9 @@ def test_sync_extending_a_10s_lock_to_1s_leaves_about_1s(audit_nodes: Nodes) -> 
         started = time.monotonic()
         lock.extend(1)
         check_shortened(audit_nodes, lock, key, started)
-        assert wait_for(lambda: not lock.is_valid, 1.5)
-        assert time.monotonic() - started <= 1.3
+        # Not valid 1.2 s after the extension started (read from the clock).
+        time.sleep(max(0.0, started + 1.2 - time.monotonic()))
+        assert not lock.is_valid
         assert lock.validity == 0
         assert wait_for(lambda: key_exists_nowhere(audit_nodes, key), 0.5)
         lock.release()
@@ -132,9 +143,8 @@ def test_asyncio_extending_a_10s_lock_to_1s_leaves_about_1s(audit_nodes: Nodes) 
             started = time.monotonic()
             await lock.extend(1)
             await asyncio.to_thread(check_shortened, audit_nodes, lock, key, started)
-            while lock.is_valid:
-                assert time.monotonic() - started <= 1.3, "still valid"
-                await asyncio.sleep(0.01)
+            await asyncio.sleep(max(0.0, started + 1.2 - time.monotonic()))
+            assert not lock.is_valid
             assert lock.validity == 0
             await lock.release()
 
@@ -268,10 +278,10 @@ def test_asyncio_a_cancelled_wait_leaves_the_queue(audit_nodes: Nodes) -> None:
                 with pytest.raises(asyncio.CancelledError):
                     await waiter
                 # Its entry lives about 5 s: only the abandon's release explains this.
-                assert await until(lambda: left_the_queue(audit_nodes, resource), 1.5), queues(
+                assert await until(lambda: left_the_queue(audit_nodes, resource), 2.5), queues(
                     audit_nodes, "{" + resource + "}:waiters"
                 )
-                assert time.monotonic() - queued < 3.0
+                assert time.monotonic() - queued < 4.0
                 assert holder.is_valid
                 await holder.release()
 
@@ -299,10 +309,10 @@ def test_sync_an_interrupted_wait_leaves_the_queue(audit_nodes: Nodes) -> None:
                 waiter_side.acquire(resource, blocking_timeout=20)
             interrupter.join()
             assert "queued" in at, "the waiter was not queued on every node"
-            assert wait_for(lambda: left_the_queue(audit_nodes, resource), 1.5), queues(
+            assert wait_for(lambda: left_the_queue(audit_nodes, resource), 2.5), queues(
                 audit_nodes, "{" + resource + "}:waiters"
             )
-            assert time.monotonic() - at["queued"] < 3.0
+            assert time.monotonic() - at["queued"] < 4.0
             assert holder.is_valid
             holder.release()
 
@@ -354,10 +364,14 @@ def test_sync_releasing_a_and_b_wakes_the_waiter_of_b(audit_nodes: Nodes) -> Non
                 # A waiter of a, first in a's queue: before the fix the release named it for b too.
                 waiters = [threading.Thread(target=wait, args=(a_side, "a"))]
                 waiters[0].start()
-                assert wait_for(lambda: queued_everywhere(audit_nodes, "a"))
+                assert wait_for(lambda: queued_on_a_quorum(audit_nodes, "a")), queues(
+                    audit_nodes, "{a}:waiters"
+                )
                 waiters.append(threading.Thread(target=wait, args=(b_side, "b")))
                 waiters[1].start()
-                assert wait_for(lambda: queued_everywhere(audit_nodes, "b"))
+                assert wait_for(lambda: queued_on_a_quorum(audit_nodes, "b")), queues(
+                    audit_nodes, "{b}:waiters"
+                )
                 time.sleep(0.3)  # the waiters' subscriptions settle
                 released = time.monotonic()
                 holder.release()
@@ -382,8 +396,8 @@ def test_asyncio_releasing_a_and_b_wakes_the_waiter_of_b(audit_nodes: Nodes) -> 
                         return at
 
                     async def queued(resource: str) -> None:
-                        assert await until(lambda: queued_everywhere(audit_nodes, resource)), (
-                            resource
+                        assert await until(lambda: queued_on_a_quorum(audit_nodes, resource)), (
+                            queues(audit_nodes, "{" + resource + "}:waiters")
                         )
 
                     waiting_a = asyncio.ensure_future(wait(a_side, "a"))

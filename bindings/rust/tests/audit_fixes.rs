@@ -109,7 +109,8 @@ fn extending_a_10s_lock_to_1s_leaves_about_1s() {
     assert!(lock.valid_until() <= started + Duration::from_secs(1));
     assert!(lock.is_held());
     // The nodes agree: every key expires within 1 s (the quorum decided; the last nodes'
-    // PEXPIRE may still be on its way).
+    // PEXPIRE may still be on its way; a key may be gone if this thread was kept waiting
+    // on a loaded machine).
     let pttls = || {
         (0..nodes.urls.len())
             .map(|i| nodes.pttl(i, key))
@@ -118,7 +119,7 @@ fn extending_a_10s_lock_to_1s_leaves_about_1s() {
     assert!(
         eventually(Duration::from_secs(1), || pttls()
             .iter()
-            .all(|&pttl| pttl > 0 && pttl <= 1000)),
+            .all(|&pttl| pttl == -2 || (pttl > 0 && pttl <= 1000))),
         "PTTL {:?}",
         pttls()
     );
