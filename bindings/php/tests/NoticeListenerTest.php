@@ -160,18 +160,20 @@ final class NoticeListenerTest extends TestCase
         try {
             $listener = $this->listener = new NoticeListener(Native::get(), [0 => NodeAddress::fromUrl($node->url())], 150);
             $events = new Events();
+            $asked = Clock::nowUs();
             $listener->listen([self::CHANNEL], $events);
             $opened = Clock::nowUs();
             $this->assertSame(1, $node->synSent(), 'opening');
-            $this->assertEqualsWithDelta($opened + 150_000, $listener->nextDue(), 100_000, 'due at the timeout');
+            $this->assertWithin($asked + 150_000, $opened + 150_000, $listener->nextDue(), 'due at the timeout');
 
-            while ($node->synSent() > 0 && Clock::nowUs() < $opened + 1_000_000) {
+            // Given up at the timeout, not never: the bound is liveness only.
+            while ($node->synSent() > 0 && Clock::nowUs() < $opened + 5_000_000) {
                 $listener->select(5_000);
             }
             $gaveUp = Clock::nowUs();
             $this->assertSame(0, $node->synSent(), 'its socket is closed');
             $this->assertGreaterThanOrEqual(145_000, $gaveUp - $opened, 'at the timeout');
-            $this->assertLessThan(900_000, $gaveUp - $opened, 'at the timeout (room for a loaded machine)');
+            $this->assertLessThan(4_000_000, $gaveUp - $opened, 'at the timeout (room for a loaded machine)');
             $this->assertSame([], $listener->streams(), 'nothing left to select');
             $this->assertSame([], self::notices($events), 'nothing reported');
 

@@ -340,11 +340,19 @@ abstract class DriverScenarios extends TestCase
     private function cycles(Redlock $redlock, int $count): float
     {
         $took = [];
+        $failed = [];
         for ($i = 0; $i < $count; $i++) {
             $started = Clock::nowUs();
-            $redlock->acquire('php-test:pile-up')->release();
+            try {
+                $redlock->acquire('php-test:pile-up')->release();
+            } catch (NodesFailedException $e) {
+                // A loaded machine can miss the 50 ms node timeout on a live node now and
+                // then; what is measured here is the frozen node's cost, not those.
+                $failed[] = $e->getMessage();
+            }
             $took[] = (Clock::nowUs() - $started) / 1000;
         }
+        $this->assertLessThan(intdiv($count, 10), count($failed), "cycles failed:\n" . implode("\n", array_slice($failed, 0, 3)));
         sort($took);
         return $took[intdiv($count, 2)];
     }
