@@ -942,7 +942,9 @@ abstract class DriverScenarios extends TestCase
     private function holdBriefly(): void
     {
         for ($i = 0; $i < 3; $i++) {
-            Nodes::redis(static::basePort(), $i)->set($this->resource(), 'someone-else', ['px' => 300]);
+            // Long enough for the waiter's subscriber connections to open and confirm on
+            // a loaded machine (with 300 ms they sometimes had not when the key expired).
+            Nodes::redis(static::basePort(), $i)->set($this->resource(), 'someone-else', ['px' => 1_000]);
         }
     }
 
@@ -1231,7 +1233,7 @@ abstract class DriverScenarios extends TestCase
     }
 
     /** @param resource $stream */
-    private static function readLine($stream, int $timeoutUs = 10_000_000): string
+    private static function readLine($stream, int $timeoutUs = 30_000_000): string
     {
         $deadline = Clock::nowUs() + $timeoutUs;
         $none = null;
