@@ -56,6 +56,13 @@ fn queues(nodes: &Nodes, key: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Queued on 3 nodes or more: a node whose SET of the holder's acquisition was still on
+/// its way (the acquisition decided at the quorum) may have granted the waiter's first
+/// attempt instead of queuing it.
+fn queued_on_a_quorum(nodes: &Nodes, key: &str) -> bool {
+    queues(nodes, key).iter().filter(|q| !q.is_empty()).count() >= 3
+}
+
 fn exists(nodes: &Nodes, index: usize, key: &str) -> bool {
     let n: i64 = redis::cmd("EXISTS")
         .arg(key)
@@ -270,12 +277,14 @@ fn a_lock_named_after_a_waiters_turn_key_is_refused_while_r_is_waited_for() {
                 .await
         })
     };
-    assert!(eventually(Duration::from_secs(8), || queues(
-        &nodes,
-        "{r}:waiters"
-    )
-    .iter()
-    .all(|q| q.len() == 1)));
+    assert!(
+        eventually(Duration::from_secs(8), || queued_on_a_quorum(
+            &nodes,
+            "{r}:waiters"
+        )),
+        "{:?}",
+        queues(&nodes, "{r}:waiters")
+    );
     // The release of r would give its waiter the turn with SET {r}:waiters:turn PX 50,
     // over a lock of that name: such a lock is refused.
     let result = rt.block_on(other.lock("{r}:waiters:turn", Duration::from_secs(10)));
@@ -441,19 +450,23 @@ fn releasing_a_and_b_wakes_the_waiter_of_b_alone() {
     };
     // A waiter of a first in a's queue: before the fix the release named it for b too.
     let waiting_a = spawn(&a_waiter, "a");
-    assert!(eventually(Duration::from_secs(8), || queues(
-        &nodes,
-        "{a}:waiters"
-    )
-    .iter()
-    .all(|q| q.len() == 1)));
+    assert!(
+        eventually(Duration::from_secs(8), || queued_on_a_quorum(
+            &nodes,
+            "{a}:waiters"
+        )),
+        "{:?}",
+        queues(&nodes, "{a}:waiters")
+    );
     let waiting_b = spawn(&b_waiter, "b");
-    assert!(eventually(Duration::from_secs(8), || queues(
-        &nodes,
-        "{b}:waiters"
-    )
-    .iter()
-    .all(|q| q.len() == 1)));
+    assert!(
+        eventually(Duration::from_secs(8), || queued_on_a_quorum(
+            &nodes,
+            "{b}:waiters"
+        )),
+        "{:?}",
+        queues(&nodes, "{b}:waiters")
+    );
     // Let the waiters' subscriptions settle (they are confirmed within a few round trips).
     std::thread::sleep(Duration::from_millis(300));
     let released = Instant::now();
