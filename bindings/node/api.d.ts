@@ -255,7 +255,7 @@ export class Lock implements AsyncDisposable {
   readonly extensions: number;
   /** The TTL the lock was taken or last extended with. */
   readonly ttlMs: number;
-  /** Whether `release()` was called. */
+  /** Whether a release was confirmed by a quorum (by `release()` or by the Redlock's `close()`). */
   readonly released: boolean;
   /** The core's lease (for the low-level API). */
   readonly lease: core.Lease;
@@ -266,7 +266,8 @@ export class Lock implements AsyncDisposable {
   extend(ttlMs?: number): Promise<this>;
   /**
    * Releases on every node, deciding at a quorum. Rejects with NodesFailingError when
-   * fewer than a quorum confirmed, UsedAfterCloseError when already released or closed.
+   * fewer than a quorum confirmed (the lock is then not marked released), and with
+   * UsedAfterCloseError when already released or when its Redlock was closed.
    */
   release(): Promise<ReleaseResult>;
   /**
@@ -360,10 +361,12 @@ export class Redlock {
    */
   idle(): Promise<void>;
   /**
-   * Stops this Redlock: its listeners leave the clients (which stay yours) and sockets
-   * it opened are closed. Later calls reject with UsedAfterCloseError.
+   * Stops this Redlock: releases every lock of it still held (all at once, within 2 s),
+   * then its listeners leave the clients (which stay yours) and sockets it opened are
+   * closed; resolves when done (a second call returns the same promise). From the call
+   * on, every use of the Redlock and of its locks rejects with UsedAfterCloseError.
    */
-  close(): void;
+  close(): Promise<void>;
 }
 
 /** What a fenced write did. */

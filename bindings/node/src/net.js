@@ -5,6 +5,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 
 import { Decoder, defaults, encodeCommand, sentinelConnectTimeoutMs } from '../wasm/redlock_wasm.js';
+import { positiveDurationMs } from './args.js';
 import { SocketNode, checkLogin, failure, login } from './resp.js';
 
 /**
@@ -232,10 +233,7 @@ async function masterAddress(sentinels, name, timeoutMs, signal) {
 
 function positiveMs(value, what) {
   if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new TypeError(`${what} must be a positive number of milliseconds`);
-  }
-  return value;
+  return positiveDurationMs(what, value);
 }
 
 /**

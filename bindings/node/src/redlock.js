@@ -15,6 +15,7 @@ import { clientRefusal, toTransport } from './clients.js';
 import { Driver } from './driver.js';
 import { Emitter } from './events.js';
 import { resolveTracer } from './tracing.js';
+import { checkSetting, durationMs, namesText, positiveDurationMs, ttlMs as checkTtlMs } from './args.js';
 import {
   CancelledError,
   ERROR_CLASSES,
@@ -40,6 +41,10 @@ const PLAIN_OPTIONS = ['ttlMs', 'driftFactor', 'attempts', 'keyPrefix', 'tokenBy
 // Options of this package, not of the core's configuration.
 const DRIVER_OPTIONS = ['notices', 'tracer'];
 const DEFAULT_TTL_MS = 10_000;
+// How many unreleased locks a Redlock tracks before it drops those whose validity ran out.
+const HELD_PRUNE_FIRST = 1024;
+// How long close() waits for its releases at most (each also ends at its own deadlines).
+const CLOSE_RELEASE_LIMIT_MS = 2000;
 
 function invalid(message, reason = 'invalid_argument') {
   return new InvalidArgumentError(message, { reason });
@@ -50,12 +55,9 @@ function coreOptions(nodes, options) {
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined) continue;
     if (key in MILLISECOND_OPTIONS) {
-      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-        throw invalid(`${key} must be a non-negative number of milliseconds`);
-      }
-      result[MILLISECOND_OPTIONS[key]] = Math.round(value * 1000);
+      result[MILLISECOND_OPTIONS[key]] = Math.round(checkSetting(key, value) * 1000);
     } else if (PLAIN_OPTIONS.includes(key)) {
-      result[key] = value;
+      result[key] = checkSetting(key, value);
     } else if (!DRIVER_OPTIONS.includes(key)) {
       throw invalid(`unknown option ${key}`);
     }
@@ -71,7 +73,8 @@ const ACQUIRE_OPTIONS = ['ttlMs', 'waitMs', 'signal', 'fencing'];
 
 /** `acquire(resources, ttlMs)` or `acquire(resources, { ttlMs, waitMs, signal, fencing })`. */
 function acquireOptions(options) {
-  if (options === undefined || typeof options === 'number') return { ttlMs: options };
+  if (options === undefined) return { ttlMs: undefined };
+  if (typeof options === 'number') return { ttlMs: checkTtlMs('ttlMs', options) };
   if (typeof options !== 'object' || options === null) {
     throw invalid('acquire options are a TTL in milliseconds or { ttlMs, waitMs, signal, fencing }');
   }
@@ -82,9 +85,8 @@ function acquireOptions(options) {
   if (signal !== undefined && !(typeof signal?.aborted === 'boolean' && typeof signal.addEventListener === 'function')) {
     throw invalid('signal must be an AbortSignal');
   }
-  if (waitMs !== undefined && !(typeof waitMs === 'number' && Number.isFinite(waitMs) && waitMs >= 0)) {
-    throw invalid('waitMs must be a non-negative number of milliseconds');
-  }
+  if (ttlMs !== undefined) checkTtlMs('ttlMs', ttlMs);
+  if (waitMs !== undefined) durationMs('waitMs', waitMs);
   if (fencing !== undefined && typeof fencing !== 'boolean') throw invalid('fencing must be true or false');
   return { ttlMs, waitMs, signal, fencing };
 }
@@ -122,6 +124,15 @@ export class Redlock extends Emitter {
   #driver;
   #labels;
   #closed = false;
+  /** close()'s promise, once it started. */
+  #closing = undefined;
+  /**
+   * The locks this Redlock handed out (acquired or rebuilt from a token) and not
+   * released yet: close() releases them. Locks whose validity ran out are dropped now
+   * and then, so that locks a program never released do not pile up.
+   */
+  #held = new Set();
+  #pruneAt = HELD_PRUNE_FIRST;
 
   /**
    * @param clients one per node: ioredis or node-redis clients, `netSocket(...)` /
@@ -144,9 +155,7 @@ export class Redlock extends Emitter {
       }
       // The connect timeout its links get (unset: the core's default).
       const timeout = transport.connectTimeoutMs;
-      if (timeout != null && !(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0)) {
-        throw invalid(`node ${index}: connectTimeoutMs must be a positive number of milliseconds, got ${String(timeout)}`);
-      }
+      if (timeout != null) positiveDurationMs(`node ${index}: connectTimeoutMs`, timeout);
       return transport;
     });
     const duplicate = duplicateNode(transports.map((t) => t.address));
@@ -232,9 +241,18 @@ export class Redlock extends Emitter {
       kind: 'acquire',
       resources: names,
     });
-    if (outcome.kind === 'acquired') return new Lock(this, outcome.lease, names, outcome);
+    if (outcome.kind === 'acquired') {
+      const lock = new Lock(this, outcome.lease, names, outcome);
+      if (this.#closed) {
+        // close() started while this acquisition ran: release what it took, then refuse.
+        await this.#releaseAll([lock]);
+        throw new UsedAfterCloseError('this Redlock was closed while the acquisition ran (the lock was released)');
+      }
+      this._track(lock);
+      return lock;
+    }
     const what = outcome.errorClass === 'held_elsewhere' ? 'is locked by someone else' : `could not be locked: ${outcome.reason}`;
-    throw outcomeError(outcome, `${names.join(', ')} ${what} (${outcome.attempts} attempts)`, {
+    throw outcomeError(outcome, `${namesText(names)} ${what} (${outcome.attempts} attempts)`, {
       reason: outcome.reason,
       nodes: this._details(outcome.nodes),
       resources: names,
@@ -284,7 +302,7 @@ export class Redlock extends Emitter {
           : { outcome },
     });
     if (outcome.kind === 'inspected') return value;
-    throw outcomeError(outcome, `the lock on ${names.join(', ')} could not be inspected: too few nodes answered`, {
+    throw outcomeError(outcome, `the lock on ${namesText(names)} could not be inspected: too few nodes answered`, {
       reason: outcome.kind,
       nodes: this._details(outcome.nodes),
       resources: names,
@@ -309,7 +327,9 @@ export class Redlock extends Emitter {
     this.#open();
     const names = resourceList(resources);
     const lease = core(() => this.#core.lease(names, token, 0));
-    return new Lock(this, lease, names, undefined);
+    const lock = new Lock(this, lease, names, undefined);
+    this._track(lock);
+    return lock;
   }
 
   /**
@@ -353,13 +373,76 @@ export class Redlock extends Emitter {
   }
 
   /**
-   * Stops this Redlock: its listeners leave the clients (which stay yours), sockets this
-   * package opened are closed. Any later call rejects with UsedAfterCloseError.
+   * Stops this Redlock: releases every lock of it still held (all at once, each within
+   * its release's deadlines, and within 2 s in all), then its listeners leave the
+   * clients (which stay yours) and sockets this package opened are closed. Resolves
+   * once that is done; calling it again returns the same promise. From the moment it is
+   * called, every use of the Redlock and of its locks (acquire, extend, release,
+   * isOwned, ...) throws UsedAfterCloseError.
    */
   close() {
-    if (this.#closed) return;
+    if (this.#closing !== undefined) return this.#closing;
     this.#closed = true;
-    this.#driver.close();
+    const held = [...this.#held].filter((lock) => !lock.released);
+    this.#held.clear();
+    if (held.length === 0) {
+      // Nothing to release: closed at once, as before any lock was taken.
+      this.#driver.close();
+      this.#closing = Promise.resolve();
+    } else {
+      this.#closing = this.#releaseAll(held).finally(() => this.#driver.close());
+    }
+    return this.#closing;
+  }
+
+  /**
+   * Releases `locks` through the driver, whatever #closed says, within
+   * CLOSE_RELEASE_LIMIT_MS; a lock is marked released only where a quorum confirmed it.
+   */
+  async #releaseAll(locks) {
+    const pending = locks.filter((lock) => !lock.released);
+    if (pending.length === 0) return;
+    const client = this.#core;
+    const releases = pending.map((lock) => {
+      lock._keepAlive?.stop();
+      const lease = lock.lease;
+      return this.#driver
+        .run((engine, now) => core(() => engine.release(client, lease, now)), {
+          kind: 'release',
+          resources: lock.resources,
+        })
+        .then(
+          (outcome) => {
+            if (outcome.kind === 'released') lock._markReleased();
+          },
+          () => {},
+        );
+    });
+    let timer;
+    const limit = new Promise((resolve) => {
+      timer = setTimeout(resolve, CLOSE_RELEASE_LIMIT_MS);
+      timer.unref?.();
+    });
+    try {
+      await Promise.race([Promise.all(releases), limit]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** @internal Tracks a lock handed out, for close(). */
+  _track(lock) {
+    const held = this.#held;
+    if (held.size >= this.#pruneAt) {
+      for (const old of held) if (!old.isValid) held.delete(old);
+      this.#pruneAt = Math.max(HELD_PRUNE_FIRST, held.size * 2);
+    }
+    held.add(lock);
+  }
+
+  /** @internal A lock released (confirmed by a quorum): close() has nothing left to do for it. */
+  _untrack(lock) {
+    this.#held.delete(lock);
   }
 
   #open() {
@@ -431,11 +514,15 @@ export class Lock {
   #redlock;
   #lease;
   #released = false;
+  /** The release under way, so that a second release() waits for it instead of racing it. */
+  #releasing = undefined;
   /** The acquisition's outcome, for its per-node results, made into details when first read. */
   #acquired;
   #nodes = undefined;
   /** The KeepAlive of `using`, told about every extension. */
   _keepAlive = undefined;
+  /** The Keeper of `using`, kicked by an extension made by hand. */
+  _keeper = undefined;
 
   constructor(redlock, lease, resources, acquired) {
     this.#redlock = redlock;
@@ -496,7 +583,7 @@ export class Lock {
     return this.#lease.ttlMs;
   }
 
-  /** True once `release()` was called. */
+  /** True once a quorum confirmed a release (by `release()`, or by the Redlock's `close()`). */
   get released() {
     return this.#released;
   }
@@ -513,9 +600,10 @@ export class Lock {
    * when nodes failed but the lock still holds until then.
    */
   async extend(ttlMs) {
-    if (this.#redlock.closed) throw new UsedAfterCloseError('this Redlock was closed');
+    this.#checkOpen();
+    if (ttlMs !== undefined) checkTtlMs('ttlMs', ttlMs);
     if (this.#released) {
-      throw new NotHeldError(`the lock on ${this.resources.join(', ')} was released`, {
+      throw new NotHeldError(`the lock on ${namesText(this.resources)} was released`, {
         reason: 'released',
         resources: this.resources,
       });
@@ -528,13 +616,16 @@ export class Lock {
       'extend',
     );
     this.#lease = outcome.lease;
+    // By hand, under using(): the keep-alive follows the new lease (a shorter TTL makes
+    // its next extension due sooner than the timer it set from the old one).
+    this._keeper?.kick();
     if (outcome.kind === 'extended') return this;
     const what = {
       lock_lost: 'is lost',
       not_held: 'is not held: its keys are gone',
       nodes_failing: `could not be extended: ${outcome.reason}; it holds for ${(outcome.validityUs / 1000).toFixed(1)} ms more`,
     }[outcome.errorClass];
-    throw outcomeError(outcome, `the lock on ${this.resources.join(', ')} ${what}`, {
+    throw outcomeError(outcome, `the lock on ${namesText(this.resources)} ${what}`, {
       reason: outcome.reason,
       nodes: this.#redlock._details(outcome.nodes),
       resources: this.resources,
@@ -544,19 +635,34 @@ export class Lock {
   /**
    * Releases the lock on every node (only keys holding this lock's token are deleted).
    * Resolves once a quorum confirmed the keys are gone; throws NodesFailingError when
-   * fewer than a quorum could (the keys may stay until their TTL), UsedAfterCloseError
-   * when the lock was already released or its Redlock closed.
+   * fewer than a quorum could (the keys may stay until their TTL; the lock is not marked
+   * released, and release() may be called again), UsedAfterCloseError when the lock was
+   * already released or its Redlock closed (close() released it).
    */
   async release() {
-    if (this.#redlock.closed) throw new UsedAfterCloseError('this Redlock was closed');
+    this.#checkOpen();
     if (this.#released) throw new UsedAfterCloseError('the lock was already released');
-    this.#released = true;
+    if (this.#releasing !== undefined) {
+      // One release at a time: a second call while one runs gets its outcome's error.
+      await this.#releasing.catch(() => {});
+      return this.release();
+    }
     this._keepAlive?.stop();
     const lease = this.#lease;
     const redlock = this.#redlock;
-    const outcome = await redlock._run((engine, client, now) => engine.release(client, lease, now), undefined, this.resources, 'release');
-    if (outcome.kind === 'released') return new Released(redlock, outcome);
-    throw outcomeError(outcome, `the lock on ${this.resources.join(', ')} was not released on a quorum`, {
+    const running = redlock._run((engine, client, now) => engine.release(client, lease, now), undefined, this.resources, 'release');
+    this.#releasing = running;
+    let outcome;
+    try {
+      outcome = await running;
+    } finally {
+      this.#releasing = undefined;
+    }
+    if (outcome.kind === 'released') {
+      this._markReleased();
+      return new Released(redlock, outcome);
+    }
+    throw outcomeError(outcome, `the lock on ${namesText(this.resources)} was not released on a quorum`, {
       reason: outcome.kind,
       nodes: redlock._details(outcome.nodes),
       resources: this.resources,
@@ -570,7 +676,7 @@ export class Lock {
    * a quorum of nodes answered.
    */
   async isOwned() {
-    if (this.#redlock.closed) throw new UsedAfterCloseError('this Redlock was closed');
+    this.#checkOpen();
     if (this.#released) return false;
     return this.#redlock._inspect(this.resources, (outcome, heldBy) => heldBy(this.#lease));
   }
@@ -578,6 +684,20 @@ export class Lock {
   /** For `await using lock = await redlock.acquire(...)`. */
   async [asyncDispose]() {
     if (!this.#released && !this.#redlock.closed) await this.release();
+  }
+
+  #checkOpen() {
+    if (this.#redlock.closed) {
+      throw new UsedAfterCloseError(
+        `the Redlock of the lock on ${namesText(this.resources)} was closed (close() released the locks it held)`,
+      );
+    }
+  }
+
+  /** @internal A quorum confirmed the release. */
+  _markReleased() {
+    this.#released = true;
+    this.#redlock._untrack(this);
   }
 
   /** @internal The lease the KeepAlive settled on. */
@@ -631,6 +751,7 @@ class Keeper {
   #keepAlive;
   #timer;
   #extending = Promise.resolve();
+  #busy = false;
   #stopped = false;
 
   constructor(redlock, lock, controller) {
@@ -639,7 +760,16 @@ class Keeper {
     this.#controller = controller;
     this.#keepAlive = redlock._keepAlive(lock.lease);
     lock._keepAlive = this.#keepAlive;
+    lock._keeper = this;
     this.#step();
+  }
+
+  /**
+   * An extension made by hand: its outcome went to the KeepAlive, whose next action may
+   * be due sooner (a shorter TTL), so the timer set from the old lease is set again.
+   */
+  kick() {
+    if (!this.#stopped && !this.#busy) this.#step();
   }
 
   async stop() {
@@ -648,6 +778,7 @@ class Keeper {
     this.#keepAlive.stop();
     await this.#extending;
     this.#lock._keepAlive = undefined;
+    this.#lock._keeper = undefined;
   }
 
   #step() {
@@ -656,6 +787,7 @@ class Keeper {
     const action = this.#keepAlive.poll(nowUs());
     switch (action.type) {
       case 'extend':
+        this.#busy = true;
         this.#extending = this.#lock.extend().then(
           () => {},
           (error) => {
@@ -664,6 +796,7 @@ class Keeper {
             if (!(error instanceof Error && 'nodes' in error)) this.#keepAlive.handleFailure(nowUs());
           },
         ).then(() => {
+          this.#busy = false;
           if (this.#stopped) return;
           this.#lock._setLease(this.#keepAlive.lease);
           this.#step();
@@ -674,7 +807,7 @@ class Keeper {
         break;
       case 'lost': {
         const ErrorClass = action.reason === 'not_held' ? NotHeldError : LockLostError;
-        const error = new ErrorClass(`the lock on ${this.#lock.resources.join(', ')} ${LOST_MESSAGES[action.reason]}`, {
+        const error = new ErrorClass(`the lock on ${namesText(this.#lock.resources)} ${LOST_MESSAGES[action.reason]}`, {
           reason: action.reason,
           nodes: this.#redlock._details(this.#keepAlive.lastFailure()),
           resources: this.#lock.resources,

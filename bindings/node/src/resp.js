@@ -3,6 +3,7 @@
 // For runtimes without a Redis client (edge runtimes) and for Node.js sockets.
 
 import { Decoder, encodeCommand } from '../wasm/redlock_wasm.js';
+import { wholeNumber } from './args.js';
 import { linkCause } from './clients.js';
 
 const lossy = new TextDecoder();
@@ -426,9 +427,7 @@ export function checkLogin(target, what) {
   if (username !== undefined && password === undefined) {
     throw new TypeError(`${what}: a username needs its password`);
   }
-  if (db !== undefined && !(Number.isSafeInteger(db) && db >= 0)) {
-    throw new TypeError(`${what}: the database must be a whole number from 0, got ${JSON.stringify(db)}`);
-  }
+  if (db !== undefined) wholeNumber(`${what}: db (the database)`, db, 0, Number.MAX_SAFE_INTEGER);
   return target;
 }
 

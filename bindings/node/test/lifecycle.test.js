@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
 
-import { NodesFailingError, Redlock, netSocket } from '../index.js';
+import { InvalidArgumentError, NodesFailingError, Redlock, netSocket } from '../index.js';
 import { RedisNodes, sleep } from './helpers.js';
 
 describe('a frozen node with ioredis defaults', () => {
@@ -173,7 +173,7 @@ describe('connection failures name their cause', () => {
       check.disconnect();
       database0.disconnect();
     }
-    assert.throws(() => netSocket({ host: '127.0.0.1', port: 1, db: -1 }), TypeError);
+    assert.throws(() => netSocket({ host: '127.0.0.1', port: 1, db: -1 }), (e) => e instanceof InvalidArgumentError && /db \(the database\) must be a whole number between 0 and/.test(e.message));
     assert.throws(() => netSocket({ host: '127.0.0.1', port: 1, username: 'u' }), /needs its password/);
     assert.throws(() => netSocket('redis://127.0.0.1:1/x'), /database/);
   });
