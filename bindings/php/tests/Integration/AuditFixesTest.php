@@ -76,6 +76,20 @@ final class AuditFixesTest extends TestCase
         return true;
     }
 
+    /**
+     * Queued on 3 nodes or more: a node whose SET of the holder's acquisition was still on
+     * its way (the acquisition decided at the quorum) may have granted the waiter's first
+     * attempt instead of queuing it.
+     */
+    private static function queuedOnAQuorum(string $key): bool
+    {
+        $queued = 0;
+        for ($i = 0; $i < 5; $i++) {
+            $queued += (int) Nodes::redis(self::BASE_PORT, $i)->zCard($key) > 0 ? 1 : 0;
+        }
+        return $queued >= 3;
+    }
+
     private static function queues(string $key): string
     {
         $out = [];
@@ -166,17 +180,19 @@ final class AuditFixesTest extends TestCase
         $validity = $lock->validityMs();
         $this->assertTrue($validity <= 1000 && $validity > 500, "validity $validity ms");
         $this->assertTrue($lock->isValid());
-        // The quorum decided: the last nodes' PEXPIRE may still be on its way.
+        // The quorum decided: the last nodes' PEXPIRE may still be on its way (a key may be
+        // gone already if this process was kept waiting on a loaded machine).
         $this->assertTrue(self::until(static function () use ($key): bool {
             foreach (self::pttls($key) as $pttl) {
-                if ($pttl <= 0 || $pttl > 1000) {
+                if ($pttl !== -2 && ($pttl <= 0 || $pttl > 1000)) {
                     return false;
                 }
             }
             return true;
-        }, 500), 'PTTL ' . implode(',', self::pttls($key)));
-        $this->assertTrue(self::until(static fn (): bool => !$lock->isValid(), 1500));
-        $this->assertLessThanOrEqual(1.3, microtime(true) - $started);
+        }, 1000), 'PTTL ' . implode(',', self::pttls($key)));
+        // Not valid 1.2 s after the extension started (read from the clock).
+        usleep((int) max(0, ($started + 1.2 - microtime(true)) * 1e6));
+        $this->assertFalse($lock->isValid(), 'still valid 1.2 s after extending to 1 s');
         $this->assertSame(0.0, $lock->validityMs());
         $redlock->close();
     }
@@ -247,7 +263,7 @@ final class AuditFixesTest extends TestCase
         $redlock = self::redlock();
         $held = $redlock->acquire($resource, 10_000);
         $waiter = self::waiter($resource, 10_000, 3000);
-        $this->assertTrue(self::until(static fn (): bool => self::everyQueueHas("{{$resource}}:waiters", 1)));
+        $this->assertTrue(self::until(static fn (): bool => self::queuedOnAQuorum("{{$resource}}:waiters")), self::queues("{{$resource}}:waiters"));
         $this->assertReserved(static fn (): Lock => $redlock->acquire("{{$resource}}:waiters:turn", 10_000));
         $held->release();
         [$result] = self::finish($waiter);
@@ -314,9 +330,9 @@ final class AuditFixesTest extends TestCase
         // Both waiters retry every 5 s: only a notice explains a quick acquisition. The
         // waiter of a is first in a's queue: before the fix the release named it for b too.
         $waitingA = self::waiter('a', 10_000, 5000);
-        $this->assertTrue(self::until(static fn (): bool => self::everyQueueHas('{a}:waiters', 1)));
+        $this->assertTrue(self::until(static fn (): bool => self::queuedOnAQuorum('{a}:waiters')), self::queues('{a}:waiters'));
         $waitingB = self::waiter('b', 10_000, 5000);
-        $this->assertTrue(self::until(static fn (): bool => self::everyQueueHas('{b}:waiters', 1)));
+        $this->assertTrue(self::until(static fn (): bool => self::queuedOnAQuorum('{b}:waiters')), self::queues('{b}:waiters'));
         usleep(300_000); // the waiters' subscriptions settle
         $released = microtime(true);
         $held->release();
