@@ -90,6 +90,23 @@ def wait_gone(nodes: Nodes, key: str) -> float:
         time.sleep(POLL)
 
 
+def set_calls(nodes: Nodes, indices: list[int]) -> dict[int, int]:
+    """How many SET commands each node ran (INFO commandstats)."""
+    out = {}
+    for index in indices:
+        with redis.Redis(port=nodes.ports[index], socket_timeout=2) as client:
+            stats = client.info("commandstats")
+            out[index] = int(stats.get("cmdstat_set", {}).get("calls", 0))
+    return out
+
+
+def assert_set_reached(nodes: Nodes, before: dict[int, int]) -> None:
+    """The frozen nodes ran the SET once thawed (so they held the key, and what removed
+    it was the release): otherwise the test would prove nothing."""
+    after = set_calls(nodes, list(before))
+    assert all(after[i] > before[i] for i in before), (before, after)
+
+
 def thaw(nodes: Nodes, indices: list[int]) -> None:
     for index in indices:
         nodes.resume(index)
@@ -107,13 +124,21 @@ def key(case: str) -> str:
 # ---- redis-py, sync ---------------------------------------------------------------
 
 
+def warm(redlock: Redlock) -> None:
+    """Connections open first, so that the SET is written to the nodes frozen next; and
+    nothing of the warm-up still out (a release decides at a quorum), or a node frozen
+    with it unanswered would be stalled already and never get the SET."""
+    with redlock.lock(key("warm"), ttl=TTL):
+        pass
+    redlock.flush()
+
+
 def test_sync_owed_releases_reach_thawed_nodes_without_a_call(sync_nodes: Nodes) -> None:
     redlock = Redlock(sync_nodes.clients())
     try:
-        # Connections open first, so that the SET is written to the nodes frozen next.
-        with redlock.lock(key("warm"), ttl=TTL):
-            pass
+        warm(redlock)
         three = key("three")
+        sets = set_calls(sync_nodes, [2, 3, 4])
         try:
             freeze(sync_nodes, [2, 3, 4])
             with pytest.raises(NodesFailedError):
@@ -124,9 +149,11 @@ def test_sync_owed_releases_reach_thawed_nodes_without_a_call(sync_nodes: Nodes)
         finally:
             thaw(sync_nodes, [2, 3, 4])
         took = wait_gone(sync_nodes, three)
+        assert_set_reached(sync_nodes, sets)
         print(f"sync, three frozen: keys gone {took:.3f} s after the thaw")
 
         one = key("one")
+        sets = set_calls(sync_nodes, [4])
         try:
             freeze(sync_nodes, [4])
             lock = redlock.acquire(one, ttl=TTL)
@@ -135,6 +162,7 @@ def test_sync_owed_releases_reach_thawed_nodes_without_a_call(sync_nodes: Nodes)
         finally:
             thaw(sync_nodes, [4])
         took = wait_gone(sync_nodes, one)
+        assert_set_reached(sync_nodes, sets)
         print(f"sync, one frozen: key gone {took:.3f} s after the thaw")
     finally:
         sync_nodes.heal()
@@ -150,8 +178,8 @@ def test_sync_close_after_thaw_leaves_nothing(sync_nodes: Nodes) -> None:
     redlock = Redlock(sync_nodes.clients())
     resource = key("close")
     try:
-        with redlock.lock(key("warm"), ttl=TTL):
-            pass
+        warm(redlock)
+        sets = set_calls(sync_nodes, [2, 3, 4])
         try:
             freeze(sync_nodes, [2, 3, 4])
             with pytest.raises(NodesFailedError):
@@ -160,6 +188,7 @@ def test_sync_close_after_thaw_leaves_nothing(sync_nodes: Nodes) -> None:
             thaw(sync_nodes, [2, 3, 4])
         redlock.close()
         took = wait_gone(sync_nodes, resource)
+        assert_set_reached(sync_nodes, sets)
         print(f"sync, thawed then closed: keys gone {took:.3f} s after the close")
     finally:
         sync_nodes.heal()
@@ -167,6 +196,13 @@ def test_sync_close_after_thaw_leaves_nothing(sync_nodes: Nodes) -> None:
 
 
 # ---- redis.asyncio ----------------------------------------------------------------
+
+
+async def warm_async(redlock: AsyncRedlock) -> None:
+    """As :func:`warm`."""
+    async with redlock.lock(key("warm"), ttl=TTL):
+        pass
+    await redlock.flush()
 
 
 async def await_gone(nodes: Nodes, key: str) -> float:
@@ -182,8 +218,8 @@ def test_async_owed_releases_reach_thawed_nodes_without_a_call(async_nodes: Node
     async def main() -> None:
         redlock = AsyncRedlock([redis.asyncio.Redis(port=port) for port in async_nodes.ports])
         try:
-            async with redlock.lock(key("warm"), ttl=TTL):
-                pass
+            await warm_async(redlock)
+            sets = set_calls(async_nodes, [2, 3, 4])
             try:
                 freeze(async_nodes, [2, 3, 4])
                 with pytest.raises(NodesFailedError):
@@ -193,8 +229,10 @@ def test_async_owed_releases_reach_thawed_nodes_without_a_call(async_nodes: Node
             finally:
                 thaw(async_nodes, [2, 3, 4])
             took = await await_gone(async_nodes, three)
+            assert_set_reached(async_nodes, sets)
             print(f"asyncio, three frozen: keys gone {took:.3f} s after the thaw")
 
+            sets = set_calls(async_nodes, [4])
             try:
                 freeze(async_nodes, [4])
                 lock = await redlock.acquire(one, ttl=TTL)
@@ -203,6 +241,7 @@ def test_async_owed_releases_reach_thawed_nodes_without_a_call(async_nodes: Node
             finally:
                 thaw(async_nodes, [4])
             took = await await_gone(async_nodes, one)
+            assert_set_reached(async_nodes, sets)
             print(f"asyncio, one frozen: key gone {took:.3f} s after the thaw")
         finally:
             async_nodes.heal()
@@ -219,8 +258,8 @@ def test_async_close_after_thaw_leaves_nothing(async_nodes: Nodes) -> None:
     async def main() -> None:
         redlock = AsyncRedlock([redis.asyncio.Redis(port=port) for port in async_nodes.ports])
         try:
-            async with redlock.lock(key("warm"), ttl=TTL):
-                pass
+            await warm_async(redlock)
+            sets = set_calls(async_nodes, [2, 3, 4])
             try:
                 freeze(async_nodes, [2, 3, 4])
                 with pytest.raises(NodesFailedError):
@@ -229,6 +268,7 @@ def test_async_close_after_thaw_leaves_nothing(async_nodes: Nodes) -> None:
                 thaw(async_nodes, [2, 3, 4])
             await redlock.aclose()
             took = await await_gone(async_nodes, resource)
+            assert_set_reached(async_nodes, sets)
             print(f"asyncio, thawed then closed: keys gone {took:.3f} s after the close")
         finally:
             async_nodes.heal()
