@@ -118,7 +118,7 @@ class OwedReleasesTest {
     String one = key(name, "one");
     RedlockClient client = RedlockClient.builder(driver.apply(nodes)).build();
     try {
-      warm(client, name);
+      warm(client, nodes, name);
       // Three frozen: a failed acquisition, then the thaw, then no call at all.
       Map<Integer, Long> sets = setCalls(nodes, 2, 3, 4);
       freeze(nodes, 2, 3, 4);
@@ -157,7 +157,7 @@ class OwedReleasesTest {
     String resource = key(name, "close");
     RedlockClient client = RedlockClient.builder(driver.apply(nodes)).build();
     try {
-      warm(client, name);
+      warm(client, nodes, name);
       Map<Integer, Long> sets = setCalls(nodes, 2, 3, 4);
       freeze(nodes, 2, 3, 4);
       try {
@@ -182,11 +182,17 @@ class OwedReleasesTest {
     return "java:owed:" + name + ":" + scenario + ":" + UUID.randomUUID().toString().substring(0, 8);
   }
 
-  /** Connections open first, so that the SET is written to the nodes frozen next. */
-  private static void warm(RedlockClient client, String name) {
-    try (RedLock lock = client.acquire(key(name, "warm"), TTL)) {
+  /**
+   * Connections open first, so that the SET is written to the nodes frozen next; and the
+   * warm-up's release done on every node (it decides at a quorum), or a node frozen with
+   * it unanswered would be stalled already and never get the SET.
+   */
+  private static void warm(RedlockClient client, TestNodes nodes, String name) {
+    String warm = key(name, "warm");
+    try (RedLock lock = client.acquire(warm, TTL)) {
       assertTrue(lock.isValid());
     }
+    waitGone(nodes, warm, name + ", warm-up");
   }
 
   private static void freeze(TestNodes nodes, int... indices) {
