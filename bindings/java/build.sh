@@ -9,7 +9,8 @@
 #                                   `mvn -q verify`: compile (javac -Xlint -Werror),
 #                                   package the jar with the library inside, and run the
 #                                   JUnit 5 tests through Surefire (vectors, JNI boundary,
-#                                   both drivers against local Redis nodes, base ports 7400-7460)
+#                                   both drivers against local Redis nodes, base ports 7400-7474;
+#                                   7495-7499 are ports where nothing listens)
 #   bindings/java/build.sh install  lib, then the jar into the local Maven repository, and
 #                                   target/run-classpath.txt (the jar and Jedis) for the
 #                                   examples (what `make demo` runs the Java workers with)
@@ -93,7 +94,7 @@ case "${1:-}" in
     "$here/bench/run.sh" "$@"
     ;;
   *)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
