@@ -1,5 +1,5 @@
 // Replays every conformance vector (tests/vectors/*.json, fencing/*.json, waiting/*.json,
-// inspect/*.json
+// inspect/*.json, keepalive/*.json
 // and resp/*.json) through the WebAssembly build, as the Rust core's own replayer does
 // (see tests/vectors/README.md and core/tests/vectors.rs).
 
@@ -148,12 +148,73 @@ function hexBytes(hex) {
   return Uint8Array.from(hex.match(/../g) ?? [], (pair) => parseInt(pair, 16));
 }
 
+/** A keep-alive action as the vectors write it. */
+function keepAliveActionJson(action) {
+  switch (action.type) {
+    case 'extend':
+      return { extend: {} };
+    case 'wait':
+      return { wait: action.until };
+    case 'lost':
+      return { lost: action.reason };
+    case 'stopped':
+      return { stopped: {} };
+    default:
+      throw new Error(`unknown keep-alive action ${JSON.stringify(action)}`);
+  }
+}
+
 class Replay {
   constructor(config) {
+    this.config = config;
     this.client = new core.Redlock(config, new Uint8Array(32));
     this.ops = new Map();
     this.leases = new Map();
+    // The operation that handed out the last outcome under each name (for
+    // keepalive_outcome: the WASM KeepAlive reads an operation's last outcome).
+    this.outcomes = new Map();
+    this.keepAlives = new Map();
     this.last = undefined;
+  }
+
+  keepAlive(name) {
+    const keepAlive = this.keepAlives.get(name);
+    assert.ok(keepAlive, `no keep-alive named ${name}`);
+    return keepAlive;
+  }
+
+  /**
+   * A keep-alive step (keepalive, keepalive_outcome, keepalive_failure, keepalive_stop,
+   * keepalive_poll): its input, then one poll at `now`; the outputs
+   * `[<action>, { valid_until }]`, or undefined for a step of another kind. The
+   * keep-alive's lease afterwards is kept under its name, for extensions of it
+   * (core/tests/vectors.rs keepalive_step).
+   */
+  keepAliveStep(step) {
+    const { name } = step;
+    if (name === undefined) return undefined;
+    const now = step.now ?? 0;
+    if (step.keepalive) {
+      const lease = this.leases.get(step.keepalive.lease);
+      assert.ok(lease, `no lease named ${step.keepalive.lease}`);
+      this.keepAlives.get(name)?.free();
+      this.keepAlives.set(name, new core.KeepAlive(this.config, lease));
+    } else if (step.keepalive_outcome) {
+      const op = this.outcomes.get(step.keepalive_outcome.op);
+      assert.ok(op, `no outcome of ${step.keepalive_outcome.op}`);
+      this.keepAlive(name).handleOutcome(op, now);
+    } else if (step.keepalive_failure) {
+      this.keepAlive(name).handleFailure(now);
+    } else if (step.keepalive_stop) {
+      this.keepAlive(name).stop();
+    } else if (!step.keepalive_poll) {
+      return undefined;
+    }
+    const keepAlive = this.keepAlive(name);
+    const action = keepAliveActionJson(keepAlive.poll(now));
+    const { lease } = keepAlive;
+    this.leases.set(name, lease);
+    return [action, { valid_until: lease.validUntil }];
   }
 
   drain(name) {
@@ -173,6 +234,7 @@ class Replay {
         outputs.push({ wait: output.until });
       } else {
         outputs.push({ outcome: outcomeJson(output.outcome) });
+        this.outcomes.set(name, op);
         if (output.outcome.lease) this.leases.set(name, output.outcome.lease);
       }
       assert.ok(outputs.length < 10_000, 'outputs never end');
@@ -183,6 +245,8 @@ class Replay {
   /** Runs one step; returns [error code or undefined, outputs]. */
   step(step) {
     const now = step.now ?? 0;
+    const keepAliveOutputs = this.keepAliveStep(step);
+    if (keepAliveOutputs !== undefined) return [undefined, keepAliveOutputs];
     let target;
     try {
       if (step.acquire) {
@@ -245,6 +309,7 @@ const vectorFiles = jsonFiles(vectorsDir);
 const fencingFiles = jsonFiles(new URL('fencing/', vectorsDir));
 const waitingFiles = jsonFiles(new URL('waiting/', vectorsDir));
 const inspectFiles = jsonFiles(new URL('inspect/', vectorsDir));
+const keepAliveFiles = jsonFiles(new URL('keepalive/', vectorsDir));
 
 // How many vectors carry a notice's message: the runner must reach handleNoticeMessage.
 const namedNotices = waitingFiles.filter((file) =>
@@ -257,9 +322,11 @@ test('there are conformance vectors to replay', () => {
   assert.ok(waitingFiles.length >= 6, `only ${waitingFiles.length} waiting vectors`);
   assert.ok(namedNotices >= 2, `only ${namedNotices} waiting vectors with a notice's message`);
   assert.ok(inspectFiles.length >= 2, `only ${inspectFiles.length} inspect vectors`);
+  // A moved keep-alive folder must not pass as "nothing failed".
+  assert.ok(keepAliveFiles.length >= 4, `only ${keepAliveFiles.length} keep-alive vectors`);
 });
 
-for (const file of [...vectorFiles, ...fencingFiles, ...waitingFiles, ...inspectFiles]) {
+for (const file of [...vectorFiles, ...fencingFiles, ...waitingFiles, ...inspectFiles, ...keepAliveFiles]) {
   const vector = JSON.parse(readFileSync(file, 'utf8'));
   test(`vector ${vector.name}`, () => {
     assert.equal(`${vector.name}.json`, file.pathname.split('/').pop());
