@@ -25,8 +25,11 @@
 //!   acquisition, extension or release submitted meanwhile fails at once (`stalled`),
 //!   so nothing piles up behind it and operations decide without waiting for it. The
 //!   exception is a release of a token whose `SET` this link wrote (an *owed* release):
-//!   that key may be set on the node, so the release waits in the queue and is written
-//!   when the node answers again, or on the next connection. The link remembers at most
+//!   that key may be set on the node, so the release is written at once on the
+//!   connection the `SET` went out on (within the bound in flight): a frozen node runs
+//!   it right after the `SET` when it thaws, whether or not the driver is running then
+//!   (a PHP process does I/O only inside its client's calls), and a connection found
+//!   dead writes it again on the next one. The link remembers at most
 //!   [`MAX_OWED`] such tokens per node, each until its `SET`'s TTL (plus a tenth) has
 //!   passed: after that the key is gone anyway. A node stalled for [`STALL_CLOSE`] gets
 //!   its connection closed and re-opened.
@@ -656,7 +659,12 @@ impl Link {
                 }
             }
             State::Open => {
-                while self.in_flight.len() < MAX_IN_FLIGHT && !self.is_stalled(now) {
+                while self.in_flight.len() < MAX_IN_FLIGHT {
+                    // A stalled node still gets the owed releases at the queue's front
+                    // (see the module documentation); nothing else until it answers.
+                    if self.is_stalled(now) && !self.queue.front().is_some_and(|e| e.owed) {
+                        break;
+                    }
                     let Some(entry) = self.queue.pop_front() else {
                         break;
                     };
