@@ -127,7 +127,6 @@ final class FrozenNodesTest extends TestCase
      */
     public function testAFailedAcquisitionLeavesNoKeyOnNodesThatWereFrozen(): void
     {
-        $this->skipUntilTheLinkWritesOwedReleasesToStalledNodes();
         $key = 'php-test:frozen-failed';
         $redlock = self::client('stream', new Options(ttlMs: 10_000, nodeTimeoutMs: 100, attempts: 1));
         $redlock->acquire('php-test:warm')->release();
@@ -149,7 +148,6 @@ final class FrozenNodesTest extends TestCase
      */
     public function testAReleasedLockLeavesNoKeyOnTheNodeThatWasFrozen(): void
     {
-        $this->skipUntilTheLinkWritesOwedReleasesToStalledNodes();
         $key = 'php-test:frozen-released';
         $redlock = self::client('stream', new Options(ttlMs: 10_000, nodeTimeoutMs: 100, attempts: 1));
         $redlock->acquire('php-test:warm')->release();
@@ -230,24 +228,5 @@ final class FrozenNodesTest extends TestCase
         )));
         $this->thaw();
         $redlock->close();
-    }
-
-    /**
-     * A frozen node keeps the SET it was sent, and the release owed to it waits in its
-     * link until the node answers again (core/src/link.rs: a stalled link writes nothing,
-     * owed releases included). PHP runs no code between its client's calls, so nothing
-     * reads the node's reply when it thaws and the release stays unwritten until the
-     * client's next call or close(). The fix needs the core's Link to write an owed
-     * release on a stalled connection at once (behind the SET, which the node then runs
-     * first); see the README, "Nodes that stop answering".
-     */
-    private function skipUntilTheLinkWritesOwedReleasesToStalledNodes(): void
-    {
-        if (getenv('REDLOCK_OWED_RELEASES_TO_STALLED') !== '1') {
-            $this->markTestSkipped(
-                'needs the core Link to write owed releases to a stalled node (core change requested); '
-                . 'REDLOCK_OWED_RELEASES_TO_STALLED=1 runs it',
-            );
-        }
     }
 }
