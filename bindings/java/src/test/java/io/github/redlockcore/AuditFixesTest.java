@@ -222,7 +222,7 @@ class AuditFixesTest {
       Thread t = new Thread(() -> got.set(waiter.tryAcquire(resource, Duration.ofSeconds(10),
           Duration.ofSeconds(10))));
       t.start();
-      assertTrue(until(8000, () -> everyQueueHas("{" + resource + "}:waiters", 1)));
+      assertTrue(until(8000, () -> queuedOnAQuorum("{" + resource + "}:waiters")));
       assertReserved(() -> holder.acquire("{" + resource + "}:waiters:turn",
           Duration.ofSeconds(10)));
       held.release();
@@ -251,7 +251,7 @@ class AuditFixesTest {
         }
       });
       t.start();
-      assertTrue(until(8000, () -> everyQueueHas(order, 1)), queues(order));
+      assertTrue(until(8000, () -> queuedOnAQuorum(order)), queues(order));
       long queued = System.nanoTime();
       sleep(300); // between attempts
       t.interrupt();
@@ -284,10 +284,16 @@ class AuditFixesTest {
         }
       });
       t.start();
-      assertTrue(until(8000, () -> everyQueueHas(expiry, 1)));
+      assertTrue(until(8000, () -> queuedOnAQuorum(expiry)));
+      int checked = 0;
       for (int i = 0; i < 5; i++) {
         try (Jedis j = node(i)) {
-          String member = j.zrange(expiry, 0, 0).get(0);
+          List<String> members = j.zrange(expiry, 0, 0);
+          if (members.isEmpty()) {
+            continue; // a node that granted the attempt, or never had it
+          }
+          checked++;
+          String member = members.get(0);
           double score = j.zscore(expiry, member);
           List<String> time = j.time();
           long now = Long.parseLong(time.get(0)) * 1000 + Long.parseLong(time.get(1)) / 1000;
@@ -296,6 +302,7 @@ class AuditFixesTest {
               "node " + i + ": the entry lives " + left + " ms more (retry delay 60 s)");
         }
       }
+      assertTrue(checked >= 3, checked + " nodes queue the waiter");
       t.interrupt();
       t.join(5000);
       held.release();
