@@ -283,7 +283,7 @@ final class AuditFixesTest extends TestCase
         // A 4 s retry delay (its entry lives about 5 s after its refusal); the time limit
         // of 1.5 s cancels it while it waits for its second attempt.
         $waiter = self::waiter($resource, 20_000, 4000, 1500);
-        $this->assertTrue(self::until(static fn (): bool => self::everyQueueHas($order, 1)), self::queues($order));
+        $this->assertTrue(self::until(static fn (): bool => self::queuedOnAQuorum($order)), self::queues($order));
         $queued = microtime(true);
         [$result, $at] = self::finish($waiter);
         $this->assertSame('Redlock\Exception\CancelledException', $result);
@@ -307,15 +307,22 @@ final class AuditFixesTest extends TestCase
         $redlock = self::redlock();
         $held = $redlock->acquire($resource, 30_000);
         $waiter = self::waiter($resource, 120_000, 60_000, 2000);
-        $this->assertTrue(self::until(static fn (): bool => self::everyQueueHas($expiry, 1)));
+        $this->assertTrue(self::until(static fn (): bool => self::queuedOnAQuorum($expiry)));
+        $checked = 0;
         for ($i = 0; $i < 5; $i++) {
             $node = Nodes::redis(self::BASE_PORT, $i);
-            $member = $node->zRange($expiry, 0, 0)[0];
+            $members = $node->zRange($expiry, 0, 0);
+            if ($members === []) {
+                continue; // a node that granted the attempt, or never had it
+            }
+            $checked++;
+            $member = $members[0];
             $score = (float) $node->zScore($expiry, $member);
             [$seconds, $micros] = $node->time();
             $left = (int) $score - ((int) $seconds * 1000 + intdiv((int) $micros, 1000));
             $this->assertTrue($left > 0 && $left <= 5000, "node $i: the entry lives $left ms more (retry delay 60 s)");
         }
+        $this->assertGreaterThanOrEqual(3, $checked);
         self::finish($waiter);
         $held->release();
         $redlock->close();
