@@ -300,6 +300,20 @@ public final class RedLock implements AutoCloseable {
     return current;
   }
 
+  /**
+   * True when its keys have expired on every node whatever happened to it: a full TTL
+   * after its validity ended (false for a rebuilt lock, whose validity is unknown).
+   */
+  boolean expiredEverywhere(long now) {
+    Lease current;
+    synchronized (leaseLock) {
+      current = lease;
+    }
+    long validUntil = current.validUntil();
+    // The TTL is at most the core's 10^12 ms: in microseconds it fits a long.
+    return validUntil > 0 && now - validUntil > current.ttlMillis() * 1000;
+  }
+
   /** A quorum confirmed the release of {@code current}: the lock is released. */
   private void released(Lease current) {
     synchronized (leaseLock) {

@@ -173,9 +173,25 @@ public final class RedlockClient implements AutoCloseable {
    */
   private RedLock register(RedLock lock) {
     synchronized (state) {
+      if (held.size() >= PRUNE_AT) {
+        // Locks whose release failed and whose keys have expired since: nothing is left
+        // for close() to release, so they are not kept for ever.
+        long now = now();
+        held.removeIf(l -> l.expiredEverywhere(now));
+      }
       held.add(lock);
     }
     return lock;
+  }
+
+  /** How many locks the client keeps before it forgets those whose keys expired. */
+  private static final int PRUNE_AT = 64;
+
+  /** How many locks close() would release now (tests). */
+  int heldCount() {
+    synchronized (state) {
+      return held.size();
+    }
   }
 
   /** The lock was released: close() has nothing more to do for it. */

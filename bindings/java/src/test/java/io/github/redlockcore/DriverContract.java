@@ -772,6 +772,39 @@ abstract class DriverContract {
   }
 
   /**
+   * Locks whose release failed stay the client's (its close() tries them again), but not
+   * for ever: once it keeps 64, those whose keys have expired everywhere are forgotten.
+   */
+  @Test
+  void locksWhoseReleaseFailedAreForgottenOnceTheirKeysExpired() {
+    List<RedLock> locks = new ArrayList<>();
+    for (int i = 0; i < 64; i++) {
+      locks.add(redlock.acquire(resource + ":" + i, Duration.ofMillis(300)));
+    }
+    nodes.pause(2);
+    nodes.pause(3);
+    nodes.pause(4);
+    try {
+      for (RedLock lock : locks) {
+        assertThrows(NodesFailingException.class, lock::release);
+      }
+      assertEquals(64, redlock.heldCount());
+    } finally {
+      nodes.resume(2);
+      nodes.resume(3);
+      nodes.resume(4);
+    }
+    // Once each one's validity (300 ms) and its TTL again have passed, their keys are gone
+    // everywhere: the next lock the client keeps makes it forget them.
+    waitUntil(() -> locks.stream().allMatch(l -> l.expiredEverywhere(redlock.now())));
+    assertEquals(64, redlock.heldCount());
+    RedLock next = redlock.acquire(resource + ":next", Duration.ofSeconds(10));
+    assertEquals(1, redlock.heldCount());
+    next.release();
+    assertEquals(0, redlock.heldCount());
+  }
+
+  /**
    * Audit 14: a resource name of 1 MB held elsewhere is the held-elsewhere exception, whose
    * message names the rule and carries the name shortened to 64 bytes and "…".
    */
