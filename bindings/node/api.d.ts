@@ -271,6 +271,11 @@ export class Lock implements AsyncDisposable {
    */
   release(): Promise<ReleaseResult>;
   /**
+   * Leaves the lock out of the Redlock's `close()`, which otherwise releases it: for a
+   * lock meant to outlive the Redlock (released later by its token). Returns the lock.
+   */
+  detach(): this;
+  /**
    * Whether this lock still holds, read from the nodes (docs/inspection.md): a quorum
    * hold its token and its validity has not run out. False once released. Rejects with
    * NodesFailingError when fewer than a quorum of nodes answered.

@@ -33,7 +33,9 @@ async function handle(url, ctx) {
     switch (url.pathname) {
       case '/acquire': {
         const started = performance.now();
-        const lock = await redlock.acquire(resource);
+        // Held past this request (released by token by a later one): detached, so that
+        // closing this request's Redlock does not release it.
+        const lock = (await redlock.acquire(resource)).detach();
         return {
           token: lock.token,
           validityMs: lock.validityMs,

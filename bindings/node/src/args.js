@@ -45,27 +45,37 @@ function coreLimits() {
 const MAX_DURATION_MS = Math.floor(Number.MAX_SAFE_INTEGER / 1000);
 const U32_MAX = 2 ** 32 - 1;
 
-function refuse(name, rule, value, reason) {
+function refuse(name, rule, value, reason = 'invalid_argument') {
   return new InvalidArgumentError(`${name} must be ${rule}, got ${described(value)}`, { reason });
 }
 
-/** A whole number from `min` to `max` (`what` names the unit, e.g. "of milliseconds"). */
-export function wholeNumber(name, value, min, max, what = '', reason = 'out_of_range') {
+/**
+ * A whole number from `min` to `max` (`what` names the unit, e.g. "of milliseconds").
+ * `reason` is "invalid_argument" for a value that is not a whole number at all; a whole
+ * number out of range gets `below` or `above`, the core's own code for that rule, so
+ * that the reason is the same whether the package or the core refused it.
+ */
+export function wholeNumber(name, value, min, max, what = '', below = 'out_of_range', above = below) {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    const reason = !Number.isInteger(value) || value < 0 ? 'invalid_argument' : value < min ? below : above;
     throw refuse(name, `a whole number${what ? ` ${what}` : ''} between ${min} and ${max}`, value, reason);
   }
   return value;
 }
 
-/** A TTL in whole milliseconds, within the core's bound. */
-export function ttlMs(name, value) {
-  return wholeNumber(name, value, 1, coreLimits().maxTtlMs, 'of milliseconds', 'invalid_ttl');
+/**
+ * A TTL in whole milliseconds, within the core's bound. `zero` and `large` are the
+ * reasons of 0 and of a TTL over the bound: the configuration's `ttl_zero` and
+ * `ttl_too_large`, a call's `invalid_ttl`.
+ */
+export function ttlMs(name, value, zero = 'invalid_ttl', large = zero) {
+  return wholeNumber(name, value, 1, coreLimits().maxTtlMs, 'of milliseconds', zero, large);
 }
 
 /** A duration in milliseconds from 0, fractions allowed (microsecond resolution). */
 export function durationMs(name, value) {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_DURATION_MS) {
-    throw refuse(name, `a finite number of milliseconds between 0 and ${MAX_DURATION_MS}`, value, 'invalid_duration');
+    throw refuse(name, `a finite number of milliseconds between 0 and ${MAX_DURATION_MS}`, value);
   }
   return value;
 }
@@ -73,7 +83,7 @@ export function durationMs(name, value) {
 /** A positive duration in milliseconds (a connect or query timeout). */
 export function positiveDurationMs(name, value) {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_DURATION_MS) {
-    throw refuse(name, `a finite number of milliseconds greater than 0 and at most ${MAX_DURATION_MS}`, value, 'invalid_duration');
+    throw refuse(name, `a positive number of milliseconds, at most ${MAX_DURATION_MS}`, value);
   }
   return value;
 }
@@ -83,16 +93,17 @@ export function checkSetting(key, value) {
   const limitsNow = coreLimits();
   switch (key) {
     case 'ttlMs':
-      return ttlMs('ttlMs', value);
+      return ttlMs('ttlMs', value, 'ttl_zero', 'ttl_too_large');
     case 'attempts':
-      return wholeNumber('attempts', value, 1, limitsNow.maxAttempts);
+      return wholeNumber('attempts', value, 1, limitsNow.maxAttempts, '', 'attempts_zero', 'too_many_attempts');
     case 'tokenBytes':
-      return wholeNumber('tokenBytes', value, limitsNow.minTokenBytes, limitsNow.maxTokenBytes, 'of bytes');
+      return wholeNumber('tokenBytes', value, limitsNow.minTokenBytes, limitsNow.maxTokenBytes, 'of bytes', 'token_too_short', 'token_too_long');
     case 'maxExtensions':
       return wholeNumber('maxExtensions', value, 0, U32_MAX);
     case 'driftFactor':
       if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value >= 1) {
-        throw refuse('driftFactor', 'a number from 0 up to (not including) 1', value, 'drift_factor_invalid');
+        const reason = typeof value === 'number' ? 'drift_factor_invalid' : 'invalid_argument';
+        throw refuse('driftFactor', 'a number from 0 up to (not including) 1', value, reason);
       }
       return value;
     case 'driftFixedMs':

@@ -686,6 +686,16 @@ export class Lock {
     if (!this.#released && !this.#redlock.closed) await this.release();
   }
 
+  /**
+   * Makes the lock no longer this Redlock's to release at `close()`: for a lock meant to
+   * outlive the Redlock (released later by its token, by another process or request).
+   * Everything else is unchanged while the Redlock is open. Returns the lock.
+   */
+  detach() {
+    this.#redlock._untrack(this);
+    return this;
+  }
+
   #checkOpen() {
     if (this.#redlock.closed) {
       throw new UsedAfterCloseError(

@@ -71,6 +71,20 @@ describe('bad numeric arguments name the rule and the range', () => {
     }
   });
 
+  test('reasons: the core code for a whole number out of its range, invalid_argument otherwise', async () => {
+    const reason = (code) => (e) => e instanceof InvalidArgumentError && e.reason === code;
+    assert.throws(() => new Redlock(clients, { ttlMs: 0 }), reason('ttl_zero'));
+    assert.throws(() => new Redlock(clients, { ttlMs: 1e13 }), reason('ttl_too_large'));
+    assert.throws(() => new Redlock(clients, { ttlMs: -1000 }), reason('invalid_argument'));
+    assert.throws(() => new Redlock(clients, { attempts: 0 }), reason('attempts_zero'));
+    assert.throws(() => new Redlock(clients, { tokenBytes: 8 }), reason('token_too_short'));
+    assert.throws(() => new Redlock(clients, { driftFactor: 1 }), reason('drift_factor_invalid'));
+    const redlock = new Redlock(clients);
+    await assert.rejects(redlock.acquire('misuse:reason', 0), reason('invalid_ttl'));
+    await assert.rejects(redlock.acquire('misuse:reason', 2.5), reason('invalid_argument'));
+    await redlock.close();
+  });
+
   test('ttlMs of -1000 says the rule, not serde', () => {
     assert.throws(
       () => new Redlock(clients, { ttlMs: -1000 }),
@@ -112,7 +126,8 @@ describe('bad numeric arguments name the rule and the range', () => {
   });
 
   test('per call: acquire(ttlMs), { ttlMs, waitMs }, extend(ttlMs); nothing is taken', async () => {
-    const redlock = new Redlock(clients, { ttlMs: 5000 });
+    // A node timeout a loaded machine meets: this test is about arguments, not deadlines.
+    const redlock = new Redlock(clients, { ttlMs: 5000, nodeTimeoutMs: 1000 });
     try {
       for (const value of BAD_NUMBERS) {
         if (value !== null && typeof value === 'object') continue; // an object is the options form
@@ -144,7 +159,7 @@ describe('bad numeric arguments name the rule and the range', () => {
     for (const value of [-1, 0, NaN, Infinity, '5']) {
       assert.throws(
         () => sentinelSocket({ sentinels: ['127.0.0.1:1'], name: 'mymaster', sentinelTimeoutMs: value }),
-        invalidWith(/^sentinelTimeoutMs must be a finite number of milliseconds greater than 0 and at most 9007199254740, got /),
+        invalidWith(/^sentinelTimeoutMs must be a positive number of milliseconds, at most 9007199254740, got /),
       );
     }
     for (const value of [-1, NaN, Infinity, '5', 1.5, 2 ** 60]) {
@@ -210,12 +225,17 @@ for (const [name, connect] of Object.entries(transports)) {
       const rebuilt = redlock.lock(`close:${name}:d`, 'f'.repeat(40));
       const done = await redlock.acquire(`close:${name}:e`);
       await done.release();
+      const detached = (await redlock.acquire(`close:${name}:f`)).detach();
       assert.deepEqual(await values(`close:${name}:a`), Array(5).fill(lock.token));
       const closing = redlock.close();
       assert.equal(redlock.closed, true);
       assert.equal(redlock.close(), closing, 'a second close() returns the same promise');
       await closing;
       for (const key of ['a', 'b', 'c']) assert.deepEqual(await values(`close:${name}:${key}`), Array(5).fill(null), key);
+      // A detached lock is left to its TTL (or to a release by its token).
+      assert.deepEqual(await values(`close:${name}:f`), Array(5).fill(detached.token));
+      assert.equal(detached.released, false);
+      await Promise.all(inspectors.map((client) => client.del(`close:${name}:f`)));
       assert.ok(lock.released && multi.released && !lock.isValid);
       for (const held of [lock, multi, rebuilt, done]) {
         await assert.rejects(held.extend(), UsedAfterCloseError);
