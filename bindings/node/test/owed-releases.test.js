@@ -1,0 +1,212 @@
+// Releases a link owes a frozen node go out in the background once the node thaws, with
+// no further call on the Redlock (docs/bindings.md, rules 2 and 10; the link's owed
+// releases in core/src/link.rs), over every transport: ioredis, node-redis and raw
+// sockets.
+//
+// Three of five nodes frozen (SIGSTOP) while an acquisition's SET is on its way to them:
+// the acquisition fails (NodesFailingError). Once they thaw they run that SET, so they
+// hold the key with its full TTL (30 s here) until the link writes the release it owes
+// them; this must happen while the caller makes no call and keeps the Redlock open. The
+// same for the one frozen node of a successful acquire and release; closing later leaves
+// nothing either. Thawed, then closed at once the documented way (`await redlock.idle();
+// redlock.close()`) instead of waiting, the owed releases are dropped today (a todo test,
+// see there). One set of nodes on ports 7970-7974, the transports in turn.
+
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+
+import Redis from 'ioredis';
+import { createClient } from 'redis';
+
+import { NodesFailingError, Redlock, netSocket } from '../index.js';
+import { RedisNodes, commandStats, sleep } from './helpers.js';
+
+const BASE_PORT = 7970;
+const TTL_MS = 30_000;
+// Far below the TTL, far above what a loaded machine needs to write a release.
+const BOUND_MS = 5000;
+const POLL_MS = 50;
+
+const transports = {
+  ioredis: async (urls) => {
+    const clients = urls.map((url) => {
+      const client = new Redis(url);
+      client.on('error', () => {});
+      return client;
+    });
+    await Promise.all(clients.map((client) => new Promise((resolve) => client.once('ready', resolve))));
+    return { clients, close: () => clients.forEach((client) => client.disconnect()) };
+  },
+  'node-redis': async (urls) => {
+    const clients = await Promise.all(
+      urls.map((url) => {
+        const client = createClient({ url });
+        client.on('error', () => {});
+        return client.connect();
+      }),
+    );
+    return { clients, close: () => Promise.all(clients.map((client) => client.destroy?.() ?? client.disconnect())) };
+  },
+  'raw sockets': async (urls) => {
+    const clients = urls.map((url) => netSocket(url));
+    return { clients, close: () => clients.forEach((client) => client.close()) };
+  },
+};
+
+describe('owed releases reach thawed nodes with no further call', () => {
+  const nodes = new RedisNodes(BASE_PORT);
+  const frozen = new Set();
+  let urls;
+  // Plain connections of our own, to look at the keys.
+  let inspectors;
+
+  const freeze = (...indices) => {
+    for (const index of indices) {
+      nodes.pause(index);
+      frozen.add(index);
+    }
+  };
+  const thaw = () => {
+    for (const index of frozen) nodes.resume(index);
+    frozen.clear();
+  };
+
+  before(async () => {
+    urls = nodes.start();
+    inspectors = nodes.ports.map((port) => {
+      const client = new Redis({ host: '127.0.0.1', port });
+      client.on('error', () => {});
+      return client;
+    });
+  });
+
+  after(() => {
+    try {
+      thaw();
+      inspectors?.forEach((client) => client.disconnect());
+    } finally {
+      nodes.stop();
+    }
+  });
+
+  const present = async (key) => {
+    const exists = await Promise.all(inspectors.map((client) => client.exists(key)));
+    return exists.flatMap((n, index) => (n ? [index] : []));
+  };
+
+  /** Polls every 50 ms, at most 5 s, until `key` exists on no node; how long it took. */
+  const waitGone = async (key, what) => {
+    const started = performance.now();
+    for (;;) {
+      const left = await present(key);
+      const elapsed = performance.now() - started;
+      if (left.length === 0) return elapsed;
+      if (elapsed >= BOUND_MS) {
+        const ttls = await Promise.all(left.map((index) => inspectors[index].pttl(key)));
+        assert.fail(`${what}: ${key} still on nodes ${left} ${BOUND_MS} ms after the thaw (remaining TTL, ms: ${ttls})`);
+      }
+      await sleep(POLL_MS);
+    }
+  };
+
+  const setCalls = (indices) => Object.fromEntries(indices.map((i) => [i, commandStats(nodes.ports[i]).set ?? 0]));
+
+  // The frozen nodes ran the SET once thawed (so they held the key, and what removed it
+  // was the release): otherwise the test would prove nothing.
+  const assertSetReached = (before, what) => {
+    const now = setCalls(Object.keys(before).map(Number));
+    for (const [index, count] of Object.entries(before)) {
+      assert.ok(now[index] > count, `${what}: node ${index} never ran the SET (${JSON.stringify({ before, now })})`);
+    }
+  };
+
+  // Connections open first, so that the SET is written to the nodes frozen next; and
+  // nothing of the warm-up still out (a release decides at a quorum), or a node frozen
+  // with it unanswered would be stalled already and never get the SET.
+  const warm = async (redlock) => {
+    await (await redlock.acquire(`node:owed:warm:${randomUUID()}`, TTL_MS)).release();
+    await redlock.idle();
+  };
+
+  const key = (name, scenario) => `node:owed:${name.replace(' ', '-')}:${scenario}:${randomUUID().slice(0, 8)}`;
+
+  for (const [name, connect] of Object.entries(transports)) {
+    test(`${name}: keys gone after the thaw while the Redlock makes no call`, async () => {
+      const { clients, close } = await connect(urls);
+      const redlock = new Redlock(clients);
+      const three = key(name, 'three');
+      const one = key(name, 'one');
+      try {
+        await warm(redlock);
+
+        let sets = setCalls([2, 3, 4]);
+        freeze(2, 3, 4);
+        try {
+          await assert.rejects(redlock.acquire(three, TTL_MS), NodesFailingError);
+        } finally {
+          thaw();
+        }
+        let took = await waitGone(three, `${name}, three frozen, no call`);
+        assertSetReached(sets, name);
+        console.log(`${name}, three frozen: keys gone ${took.toFixed(0)} ms after the thaw`);
+
+        sets = setCalls([4]);
+        freeze(4);
+        try {
+          const lock = await redlock.acquire(one, TTL_MS);
+          await lock.release();
+        } finally {
+          thaw();
+        }
+        took = await waitGone(one, `${name}, one frozen, no call`);
+        assertSetReached(sets, name);
+        console.log(`${name}, one frozen: key gone ${took.toFixed(0)} ms after the thaw`);
+      } finally {
+        thaw();
+        await redlock.idle();
+        redlock.close();
+        await close();
+      }
+      // Closed later: still nothing.
+      assert.deepEqual(await present(three), []);
+      assert.deepEqual(await present(one), []);
+    });
+
+    // Known gap (a todo: it runs and reports, and does not fail the suite): `idle()`
+    // counts a stalled link as idle, and `close()` detaches at once, so a Redlock closed
+    // right after a node thaws drops what that node's link owes it: the thawed nodes keep
+    // the key for its whole TTL (30 s here), and every other client is refused meanwhile.
+    // Rust (its node tasks' 5 s shutdown grace), Python (close's flush, up to 1 s) and
+    // Java (close waits for what is still out, up to 30 s) send it. Closing later, once
+    // the node answered (first test), leaves nothing.
+    const gap =
+      'close() right after a thaw drops the owed releases: idle() counts stalled links ' +
+      'as idle and close() detaches at once (a driver draining state is needed)';
+    test(`${name}: thawed, then closed at once the documented way, nothing left`, { todo: gap }, async () => {
+      const { clients, close } = await connect(urls);
+      const redlock = new Redlock(clients);
+      const resource = key(name, 'close');
+      try {
+        await warm(redlock);
+        const sets = setCalls([2, 3, 4]);
+        freeze(2, 3, 4);
+        try {
+          await assert.rejects(redlock.acquire(resource, TTL_MS), NodesFailingError);
+        } finally {
+          thaw();
+        }
+        // Instead of waiting: what a program does before it exits.
+        await redlock.idle();
+        redlock.close();
+        const took = await waitGone(resource, `${name}, thawed then closed`);
+        assertSetReached(sets, name);
+        console.log(`${name}, thawed then closed: keys gone ${took.toFixed(0)} ms after the close`);
+      } finally {
+        thaw();
+        redlock.close();
+        await close();
+      }
+    });
+  }
+});
