@@ -92,6 +92,36 @@ fn wait_gone(nodes: &Nodes, key: &str) -> Result<Duration, Vec<usize>> {
     }
 }
 
+/// How many `SET` commands node `index` ran (`INFO commandstats`).
+fn set_calls(nodes: &Nodes, index: usize) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut nodes.conn(index))
+        .expect("INFO");
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_set:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().expect("a count"))
+}
+
+fn set_counts(nodes: &Nodes, indices: &[usize]) -> Vec<(usize, u64)> {
+    indices.iter().map(|&i| (i, set_calls(nodes, i))).collect()
+}
+
+/// Waits (at most [`BOUND`]) until the thawed nodes ran the acquisition's `SET`: from
+/// then on they hold the key until a release removes it, so a key found gone afterwards
+/// was released (not merely not set yet).
+fn wait_set_ran(nodes: &Nodes, before: &[(usize, u64)], name: &str) {
+    let ran = Nodes::eventually(BOUND, || {
+        before.iter().all(|&(i, count)| set_calls(nodes, i) > count)
+    });
+    assert!(
+        ran,
+        "{name}: the thawed nodes never ran the SET (before {before:?}, now {:?})",
+        set_counts(nodes, &before.iter().map(|&(i, _)| i).collect::<Vec<_>>())
+    );
+}
+
 /// The key's remaining TTL on the nodes that still hold it (for the failure message).
 fn ttls(nodes: &Nodes, key: &str, left: &[usize]) -> Vec<(usize, i64)> {
     left.iter().map(|&i| (i, nodes.pttl(i, key))).collect()
@@ -117,6 +147,7 @@ impl Scenario<'_> {
     /// Three nodes frozen, a failed acquisition, thaw, the keys gone with no call.
     fn three_frozen(&self, acquire_fails: impl FnOnce(&str), waiting: impl Fn(usize) -> usize) {
         let key = self.key("three");
+        let sets = set_counts(self.nodes, &[2, 3, 4]);
         let mut frozen = Frozen::freeze(self.nodes, &[2, 3, 4]);
         acquire_fails(&key);
         // The SET went out to the frozen nodes, so their links hold a release for them
@@ -125,6 +156,7 @@ impl Scenario<'_> {
             assert!(waiting(i) >= 1, "{}: nothing waits for node {i}", self.name);
         }
         frozen.thaw();
+        wait_set_ran(self.nodes, &sets, self.name);
         let gone = wait_gone(self.nodes, &key);
         let gone = gone.unwrap_or_else(|left| {
             panic!(
@@ -135,7 +167,7 @@ impl Scenario<'_> {
             )
         });
         eprintln!(
-            "{}: three frozen, failed acquisition: every key gone {gone:?} after the thaw",
+            "{}: three frozen, failed acquisition: every key gone {gone:?} after the thawed nodes ran the SET",
             self.name
         );
     }
@@ -143,10 +175,12 @@ impl Scenario<'_> {
     /// One node frozen, a successful acquisition and release, thaw, the key gone.
     fn one_frozen(&self, acquire_and_release: impl FnOnce(&str), waiting: impl Fn(usize) -> usize) {
         let key = self.key("one");
+        let sets = set_counts(self.nodes, &[4]);
         let mut frozen = Frozen::freeze(self.nodes, &[4]);
         acquire_and_release(&key);
         assert!(waiting(4) >= 1, "{}: nothing waits for node 4", self.name);
         frozen.thaw();
+        wait_set_ran(self.nodes, &sets, self.name);
         let gone = wait_gone(self.nodes, &key).unwrap_or_else(|left| {
             panic!(
                 "{}: after the thaw and no further call, the key is still on nodes {left:?} \
@@ -156,7 +190,7 @@ impl Scenario<'_> {
             )
         });
         eprintln!(
-            "{}: one frozen, acquire and release: every key gone {gone:?} after the thaw",
+            "{}: one frozen, acquire and release: every key gone {gone:?} after the thawed nodes ran the SET",
             self.name
         );
     }
@@ -165,10 +199,12 @@ impl Scenario<'_> {
     /// instead of waiting: the close lets what is owed go out.
     fn closed_after_thaw(&self, acquire_fails: impl FnOnce(&str), close: impl FnOnce()) {
         let key = self.key("close");
+        let sets = set_counts(self.nodes, &[2, 3, 4]);
         let mut frozen = Frozen::freeze(self.nodes, &[2, 3, 4]);
         acquire_fails(&key);
         frozen.thaw();
         close();
+        wait_set_ran(self.nodes, &sets, self.name);
         let gone = wait_gone(self.nodes, &key).unwrap_or_else(|left| {
             panic!(
                 "{}: thawed then closed, the key is still on nodes {left:?} \
