@@ -190,12 +190,18 @@ def test_close_releases_the_locks_held_then_every_use_raises(
     kept = redlock.acquire(["misuse:close:a", "misuse:close:b"], auto_extend=True)
     done = redlock.acquire("misuse:close:done")
     done.release()
+    detached = redlock.acquire("misuse:close:detached").detach()
     assert misuse_nodes.values("misuse:close:plain").count(plain.token.encode()) == 5
     redlock.close()
     # Gone from every node at once: close() waited for the releases.
     for key in ("misuse:close:plain", "misuse:close:a", "misuse:close:b"):
         assert misuse_nodes.values(key) == [None] * 5, key
     assert plain.released and kept.released and not plain.is_valid
+    # A detached lock is left to its TTL (or to a release by its token).
+    assert misuse_nodes.values("misuse:close:detached") == [detached.token.encode()] * 5
+    assert not detached.released
+    for port in misuse_nodes.ports:
+        redis.Redis(port=port).delete("misuse:close:detached")
     for lock, resource in ((plain, "misuse:close:plain"), (kept, "misuse:close:a")):
         _misuse_sync(redlock, lock, resource)
         assert lock.released

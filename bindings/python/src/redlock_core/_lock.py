@@ -94,6 +94,14 @@ class LockState:
 
     # ---- steps that do not wait ---------------------------------------------------
 
+    def detach(self: Any) -> Any:
+        """Leaves the lock out of its Redlock's ``close()``, which otherwise releases it:
+        for a lock meant to outlive the Redlock (released later by its token, by another
+        process). Everything else is unchanged while the Redlock is open. Returns the
+        lock."""
+        self._owner._locks.discard(self)
+        return self
+
     def _check_open(self) -> None:
         """After the Redlock's close() every use of its locks raises the same
         :class:`UsedAfterCloseError` (the lock was released by close)."""
