@@ -24,7 +24,8 @@
 //!   *stalled* (frozen, or its connection silently dead). It gets nothing new: an
 //!   acquisition, extension or release submitted meanwhile fails at once (`stalled`),
 //!   so nothing piles up behind it and operations decide without waiting for it. The
-//!   exception is a release of a token whose `SET` this link wrote (an *owed* release):
+//!   exception is a release of a token whose `SET` this link wrote, or still has queued
+//!   to write ahead of it (an *owed* release):
 //!   that key may be set on the node, so the release is written at once on the
 //!   connection the `SET` went out on (within the bound in flight): a frozen node runs
 //!   it right after the `SET` when it thaws, whether or not the driver is running then
@@ -344,8 +345,17 @@ impl Link {
     /// operation to the driver and comes back with the reply.
     pub fn submit(&mut self, tag: u64, command: Command, now: Time) {
         let now = self.observe(now);
-        let owed =
-            command.kind() == CommandKind::Release && self.owed.remove(command.token()).is_some();
+        // A release is owed when its token's SET was written here, or is still queued
+        // here (written later, in order, ahead of the release: if it goes out, the key
+        // may be set; a release that waited for it without being owed could be dropped
+        // at its deadline, or refused while the node stalls, and leave the key to its
+        // TTL on a node that answered).
+        let owed = command.kind() == CommandKind::Release
+            && (self.owed.remove(command.token()).is_some()
+                || self
+                    .queue
+                    .iter()
+                    .any(|e| sets_key(e.command.kind()) && e.command.token() == command.token()));
         let entry = Entry { tag, command, owed };
         if !owed {
             let refusal = if self.is_stalled(now) {
@@ -687,13 +697,15 @@ impl Link {
                         let argv = Arc::clone(&self.scripts[5]);
                         self.write(argv, Time::from_micros(u64::MAX), Purpose::Script);
                     }
-                    if matches!(
-                        kind,
-                        CommandKind::Set
-                            | CommandKind::Acquire
-                            | CommandKind::FencedAcquire
-                            | CommandKind::QueuedAcquire
-                    ) {
+                    let release_queued = || {
+                        self.queue.iter().any(|e| {
+                            e.owed
+                                && e.command.kind() == CommandKind::Release
+                                && e.command.token() == entry.command.token()
+                        })
+                    };
+                    // A release already queued behind it is owed already.
+                    if sets_key(kind) && !release_queued() {
                         self.remember_owed(&entry.command, now);
                     }
                     let argv = Arc::clone(entry.command.argv());
@@ -726,6 +738,18 @@ impl Link {
         }
         self.owed.insert(command.token().to_vec(), until);
     }
+}
+
+/// Whether a command of this kind sets the lock's keys (so that its token's release is
+/// owed once it is written).
+fn sets_key(kind: CommandKind) -> bool {
+    matches!(
+        kind,
+        CommandKind::Set
+            | CommandKind::Acquire
+            | CommandKind::FencedAcquire
+            | CommandKind::QueuedAcquire
+    )
 }
 
 impl fmt::Debug for Link {

@@ -258,6 +258,56 @@ fn a_stalled_node_gets_nothing_new_but_the_releases_it_owes() {
 }
 
 #[test]
+fn a_release_queued_behind_its_own_set_is_owed() {
+    // A node slow to answer fills the bound in flight; an acquisition's SET waits in the
+    // queue, and its failed attempt's release queues behind it. The SET goes out when a
+    // place frees; the release must then never be dropped at its deadline, or the key
+    // stays its whole TTL on a node that answered (seen with Jedis under load).
+    let mut link = open_link(0);
+    let mut redlock = client(1);
+    for tag in 0..MAX_IN_FLIGHT as u64 {
+        let mut op = redlock.acquire(&[format!("busy{tag}")], at(10)).unwrap();
+        link.submit(tag, sends(&mut op).remove(0), at(10));
+    }
+    let busy = drain(&mut link).writes;
+    assert_eq!(busy.len(), MAX_IN_FLIGHT);
+    let mut op = redlock.acquire(&["queued"], at(20)).unwrap();
+    let set = sends(&mut op).remove(0);
+    let token = String::from_utf8(set.token().to_vec()).unwrap();
+    link.submit(1_000, set, at(20));
+    // The acquisition failed on the other nodes meanwhile: its release comes at once.
+    let lease = redlock.lease(&["queued"], &token, Time::ZERO).unwrap();
+    let mut release_op = redlock.release(&lease, at(25));
+    let release = sends(&mut release_op).remove(0);
+    assert_eq!(release.kind(), CommandKind::Release);
+    let release_deadline = release.deadline();
+    link.submit(1_001, release, at(25));
+    assert!(drain(&mut link).writes.is_empty());
+    assert_eq!(link.queued(), 2);
+    // One place frees before the SET's deadline: the SET is written, the release waits.
+    link.handle_reply(busy[0].id(), Reply::Ok, at(30));
+    let d = drain(&mut link);
+    assert_eq!(d.writes.len(), 1);
+    assert_eq!(d.writes[0].arg(1), Some(&b"queued"[..]));
+    // Past the release's deadline, the node still slow: the release is kept.
+    link.handle_timeout(release_deadline);
+    let _ = drain(&mut link);
+    assert_eq!(link.queued(), 1, "the owed release is not dropped");
+    // The node answers: the release is written.
+    let thaw = at(release_deadline.as_micros() + 1_000);
+    for write in &busy[1..] {
+        link.handle_reply(write.id(), Reply::Ok, thaw);
+    }
+    let d = drain(&mut link);
+    assert!(
+        d.writes
+            .iter()
+            .any(|w| name(w).starts_with("EVALSHA") && w.arg(3) == Some(&b"queued"[..])),
+        "the release of the SET written late goes out"
+    );
+}
+
+#[test]
 fn a_release_answered_noscript_is_written_again_as_eval() {
     // A node restarted empty behind a client library that replayed our command before
     // the scripts were loaded: the release must still delete the key.
