@@ -49,9 +49,8 @@ use jni::JNIEnv;
 
 use redlock_core::resp::Decoder;
 use redlock_core::{
-    AcquireOptions, Command, CommandKind, ErrorClass, Event, KeepAlive, Lease, Link, LinkCause,
-    LinkOutput, NodeResult, Operation, OperationKind, Outcome, Output, Redlock, Reply, Time,
-    WriteId,
+    AcquireOptions, ErrorClass, Event, KeepAlive, Lease, Link, LinkCause, LinkOutput, NodeResult,
+    Operation, OperationKind, Outcome, Output, Redlock, Reply, Time, WriteId,
 };
 
 use crate::boundary::{guard, handle, into_handle, is_null, Failure, Result};
@@ -113,25 +112,6 @@ pub struct Engine {
     link_wakes: Vec<(Option<Time>, bool)>,
     /// The operations' events go to Java (a listener is registered).
     listen: bool,
-    /// Per node, the tokens of acquisition commands (`SET`, the acquire scripts) its link
-    /// took while it had commands queued, so perhaps not written yet, with their deadlines
-    /// (a command still queued at its deadline is never written). See [`Engine::submit`].
-    unwritten: Vec<Vec<(Vec<u8>, Time)>>,
-    /// Per node, releases held back from its link until the acquisition command of their
-    /// token is written or past its deadline, oldest first: the tag, the command and that
-    /// deadline. See [`Engine::submit`].
-    held: Vec<VecDeque<(u64, Command, Time)>>,
-}
-
-/// A command that may set a key (the link remembers its token as owed once written).
-fn sets_key(kind: CommandKind) -> bool {
-    matches!(
-        kind,
-        CommandKind::Set
-            | CommandKind::Acquire
-            | CommandKind::FencedAcquire
-            | CommandKind::QueuedAcquire
-    )
 }
 
 impl Engine {
@@ -166,8 +146,6 @@ impl Engine {
             link_wake: None,
             link_wakes: vec![(None, false); nodes],
             listen: false,
-            unwritten: vec![Vec::new(); nodes],
-            held: (0..nodes).map(|_| VecDeque::new()).collect(),
         }
     }
 
@@ -336,14 +314,7 @@ impl Engine {
                             "the command's node has no link",
                         ));
                     }
-                    Self::submit(
-                        &mut self.links[node],
-                        &mut self.unwritten[node],
-                        &mut self.held[node],
-                        tag,
-                        command,
-                        now,
-                    );
+                    self.links[node].submit(tag, command, now);
                 }
                 Some(Output::Wait(until)) => {
                     running.wait = Some(until);
@@ -387,87 +358,11 @@ impl Engine {
         }
     }
 
-    /// Hands `command` to its node's `link`, or holds it back.
-    ///
-    /// A link owes a release (keeps it until it is written, past its deadline and through
-    /// stalls and reconnections) only when the acquisition command of its token was written
-    /// before the release reached the link. A link with its bound in flight queues what it
-    /// takes; a release that reaches it while its `SET` still waits in that queue is not
-    /// owed, and when the `SET` is written later but the release is not (the node stalls,
-    /// or the bound is reached again) the release is dropped at its deadline: the key stays
-    /// on a live node for its whole TTL. That happens with a node that answers late for a
-    /// while (a Jedis node thread descheduled on a loaded machine, audit item 12). Until the
-    /// core's link settles owed-ness when it writes the `SET` (see the binding's README),
-    /// such a release is held here until that `SET` is written (the link's queue is empty)
-    /// or past its deadline (it never will be), then handed to the link, which owes it if
-    /// the `SET` went out. Releases keep their order among themselves.
-    fn submit(
-        link: &mut Link,
-        unwritten: &mut Vec<(Vec<u8>, Time)>,
-        held: &mut VecDeque<(u64, Command, Time)>,
-        tag: u64,
-        command: Command,
-        now: Time,
-    ) {
-        let kind = command.kind();
-        if kind == CommandKind::Release {
-            unwritten.retain(|(_, deadline)| *deadline > now);
-            let pending = unwritten
-                .iter()
-                .find(|(token, _)| token.as_slice() == command.token())
-                .map(|(_, deadline)| *deadline);
-            if let Some(deadline) = pending.filter(|_| link.queued() > 0) {
-                held.push_back((tag, command, deadline));
-                return;
-            }
-            if !held.is_empty() {
-                held.push_back((tag, command, now));
-                return;
-            }
-        }
-        // A stalled link refuses the command at once: nothing of it can be written later.
-        let token = (sets_key(kind) && !link.is_stalled(now))
-            .then(|| (command.token().to_vec(), command.deadline()));
-        link.submit(tag, command, now);
-        if let Some(token) = token {
-            if link.queued() > 0 {
-                unwritten.retain(|(_, deadline)| *deadline > now);
-                unwritten.push(token);
-            }
-        }
-    }
-
-    /// Hands the held releases whose `SET` was written or is past its deadline to their
-    /// links, oldest first per node; true if any went.
-    fn release_held(&mut self, now: Time) -> bool {
-        let mut moved = false;
-        for node in 0..self.links.len() {
-            while let Some((_, _, deadline)) = self.held[node].front() {
-                if self.links[node].queued() > 0 && *deadline > now {
-                    break;
-                }
-                let Some((tag, command, _)) = self.held[node].pop_front() else {
-                    break;
-                };
-                self.links[node].submit(tag, command, now);
-                self.link_wakes[node].1 = true;
-                moved = true;
-            }
-        }
-        moved
-    }
-
     /// Everything that follows from the inputs so far, until nothing moves.
     fn settle(&mut self, now: Time) -> Result<()> {
         let result = self.settle_links(now);
         // Links change only through inputs, each of which ends here.
         let mut next: Option<Time> = None;
-        // A held release goes at the deadline of its SET at the latest.
-        for held in &self.held {
-            if let Some((_, _, at)) = held.front() {
-                next = Some(next.map_or(*at, |n| n.min(*at)));
-            }
-        }
         for (link, wake) in self.links.iter().zip(self.link_wakes.iter_mut()) {
             if wake.1 {
                 *wake = (link.poll_timeout(), false);
@@ -505,7 +400,7 @@ impl Engine {
                     self.link_output(node, output, now)?;
                 }
             }
-            if !moved && self.touched.is_empty() && !self.release_held(now) {
+            if !moved && self.touched.is_empty() {
                 return Ok(());
             }
         }
