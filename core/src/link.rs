@@ -238,6 +238,9 @@ struct Entry {
     command: Command,
     /// A release of a token whose `SET` this link wrote: kept until written.
     owed: bool,
+    /// A release of a token whose `SET` is still queued ahead of it: owed once that
+    /// `SET` is written, owed nothing if it is dropped unwritten.
+    awaits_set: bool,
 }
 
 enum Purpose {
@@ -345,19 +348,26 @@ impl Link {
     /// operation to the driver and comes back with the reply.
     pub fn submit(&mut self, tag: u64, command: Command, now: Time) {
         let now = self.observe(now);
-        // A release is owed when its token's SET was written here, or is still queued
-        // here (written later, in order, ahead of the release: if it goes out, the key
-        // may be set; a release that waited for it without being owed could be dropped
-        // at its deadline, or refused while the node stalls, and leave the key to its
-        // TTL on a node that answered).
-        let owed = command.kind() == CommandKind::Release
-            && (self.owed.remove(command.token()).is_some()
-                || self
-                    .queue
-                    .iter()
-                    .any(|e| sets_key(e.command.kind()) && e.command.token() == command.token()));
-        let entry = Entry { tag, command, owed };
-        if !owed {
+        // A release is owed when its token's SET was written here. One whose SET is still
+        // queued here waits for it (in order, behind it) and becomes owed when the SET
+        // is written: otherwise it could be dropped at its deadline, or refused while the
+        // node stalls, after the SET went out, and leave the key to its TTL on a node
+        // that answered.
+        let release = command.kind() == CommandKind::Release;
+        let owed = release && self.owed.remove(command.token()).is_some();
+        let awaits_set = release
+            && !owed
+            && self
+                .queue
+                .iter()
+                .any(|e| sets_key(e.command.kind()) && e.command.token() == command.token());
+        let entry = Entry {
+            tag,
+            command,
+            owed,
+            awaits_set,
+        };
+        if !owed && !awaits_set {
             let refusal = if self.is_stalled(now) {
                 Some(String::from(
                     "stalled: the node has a command unanswered past its deadline; not sent",
@@ -654,10 +664,25 @@ impl Link {
 
     /// Writes what may be written now; asks for a connection when needed.
     fn pump(&mut self, now: Time) {
-        // Queued commands past their deadline are not written (owed releases are). In
-        // place: this runs after every input.
+        // Queued commands past their deadline are not written (owed releases are, and
+        // releases waiting for their SET while it is queued). In place: this runs after
+        // every input.
         self.queue
-            .retain(|entry| entry.owed || now < entry.command.deadline());
+            .retain(|entry| entry.owed || entry.awaits_set || now < entry.command.deadline());
+        if self.queue.iter().any(|e| e.awaits_set) {
+            // A release whose SET was dropped unwritten is owed nothing.
+            let sets: Vec<Vec<u8>> = self
+                .queue
+                .iter()
+                .filter(|e| sets_key(e.command.kind()))
+                .map(|e| e.command.token().to_vec())
+                .collect();
+            for entry in self.queue.iter_mut().filter(|e| e.awaits_set) {
+                entry.awaits_set = sets.iter().any(|t| t.as_slice() == entry.command.token());
+            }
+            self.queue
+                .retain(|entry| entry.owed || entry.awaits_set || now < entry.command.deadline());
+        }
         match self.state {
             State::Connecting { .. } => {}
             State::Closed => {
@@ -697,16 +722,22 @@ impl Link {
                         let argv = Arc::clone(&self.scripts[5]);
                         self.write(argv, Time::from_micros(u64::MAX), Purpose::Script);
                     }
-                    let release_queued = || {
-                        self.queue.iter().any(|e| {
-                            e.owed
-                                && e.command.kind() == CommandKind::Release
-                                && e.command.token() == entry.command.token()
-                        })
-                    };
-                    // A release already queued behind it is owed already.
-                    if sets_key(kind) && !release_queued() {
-                        self.remember_owed(&entry.command, now);
+                    if sets_key(kind) {
+                        // A release queued behind it becomes owed now; otherwise the
+                        // token is remembered for a release to come.
+                        let mut waited = false;
+                        for queued in self
+                            .queue
+                            .iter_mut()
+                            .filter(|e| e.awaits_set && e.command.token() == entry.command.token())
+                        {
+                            queued.awaits_set = false;
+                            queued.owed = true;
+                            waited = true;
+                        }
+                        if !waited {
+                            self.remember_owed(&entry.command, now);
+                        }
                     }
                     let argv = Arc::clone(entry.command.argv());
                     // An owed release written late gets a budget of its own, or the node

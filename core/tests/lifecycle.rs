@@ -308,6 +308,46 @@ fn a_release_queued_behind_its_own_set_is_owed() {
 }
 
 #[test]
+fn a_release_whose_queued_set_is_dropped_unwritten_is_owed_nothing() {
+    // The same queue, but no place frees before the SET's deadline: the SET is dropped
+    // unwritten, so its key cannot be set, and the release behind it goes too at its
+    // deadline. Nothing piles up for a node that stays frozen.
+    let mut link = open_link(0);
+    let mut redlock = client(1);
+    for tag in 0..MAX_IN_FLIGHT as u64 {
+        let mut op = redlock.acquire(&[format!("busy{tag}")], at(10)).unwrap();
+        link.submit(tag, sends(&mut op).remove(0), at(10));
+    }
+    let busy = drain(&mut link).writes;
+    let mut op = redlock.acquire(&["never"], at(20)).unwrap();
+    let set = sends(&mut op).remove(0);
+    let token = String::from_utf8(set.token().to_vec()).unwrap();
+    link.submit(1_000, set, at(20));
+    let lease = redlock.lease(&["never"], &token, Time::ZERO).unwrap();
+    let mut release_op = redlock.release(&lease, at(25));
+    let release = sends(&mut release_op).remove(0);
+    let release_deadline = release.deadline();
+    link.submit(1_001, release, at(25));
+    assert_eq!(link.queued(), 2);
+    link.handle_timeout(release_deadline);
+    let _ = drain(&mut link);
+    assert_eq!(link.queued(), 0, "neither the SET nor its release is kept");
+    assert_eq!(
+        link.owed(),
+        MAX_IN_FLIGHT,
+        "only the SETs written are owed their releases"
+    );
+    let thaw = at(release_deadline.as_micros() + 1_000);
+    for write in &busy {
+        link.handle_reply(write.id(), Reply::Ok, thaw);
+    }
+    assert!(
+        drain(&mut link).writes.is_empty(),
+        "nothing is written late"
+    );
+}
+
+#[test]
 fn a_release_answered_noscript_is_written_again_as_eval() {
     // A node restarted empty behind a client library that replayed our command before
     // the scripts were loaded: the release must still delete the key.
