@@ -56,8 +56,9 @@ test-sim:
 # 7745-7760 for the CLI's exit statuses and signals, the waiting tests' own node sets, and
 # the event, tracing and Sentinel tests; the Sentinel itself, redis-server --sentinel, on
 # 7199; a master and two Sentinels, one of them stopped, on 7181-7183 for a Sentinel that
-# hangs; a master with a password on 7184 and its Sentinel on 7195). The `tracing` and
-# `sentinel` features are on, for their tests.
+# hangs; a master with a password on 7184 and its Sentinel on 7195; 7766-7797 for the
+# close, bad-input and CLI release tests; 7850-7854 for the audit fixes; 7950-7959 for the
+# owed releases). The `tracing` and `sentinel` features are on, for their tests.
 test-rust:
 	$(CARGO) test -p redlock-client --features cli,tracing,sentinel
 
@@ -66,7 +67,8 @@ test-rust:
 # layer, both drivers against local Redis nodes on base ports 7300-7340; Sentinel mode on a
 # master and its replica at 7350 and 7352 with `redis-server --sentinel` on 7355,
 # Sentinels that never answer on 7360-7363, one slow to connect and answer on 7364, and a
-# master on 7365 whose Sentinel on 7366 has a password).
+# master on 7365 whose Sentinel on 7366 has a password; misuse and bad input on
+# 7370-7379, the audit fixes on 7870-7874, owed releases on 7960-7969).
 test-python:
 	bindings/python/build.sh test
 
@@ -78,7 +80,8 @@ test-python:
 # raw sockets; Sentinel mode on a master, its
 # replica and a Sentinel at 7276-7278, 7279 closed, Sentinels that never answer on
 # 7235-7237, 7237 over TLS and slow to connect; a master with a password and its Sentinel
-# on 7238-7239; 7258-7259 stay closed).
+# on 7238-7239; 7258-7259 stay closed; misuse and bad input on 7640-7659, the audit
+# fixes on 7890-7894, owed releases on 7970-7974).
 test-node:
 	bindings/node/build.sh test
 
@@ -89,7 +92,8 @@ test-node:
 # master and its replica on 7535-7536, `redis-server --sentinel` on 7537, 7538 closed,
 # Sentinels that never answer on 7540-7541),
 # fencing tokens and the resource-side check (ports 7550-7555), the README's samples
-# (7545-7549, 7557), and interop with the CLI.
+# (7545-7549, 7557), interop with the CLI, frozen nodes (7565-7569), misuse after close
+# (7575-7579), Symfony's contract (7580-7584) and the audit fixes (7930-7934).
 test-php:
 	bindings/php/build.sh test
 
@@ -121,7 +125,8 @@ test-docs:
 # Jedis drivers against local Redis nodes on base ports 7400-7460; Sentinel mode on a master
 # at 7410, its replica at 7412 and `redis-server --sentinel` at 7415, 7416 closed, a
 # stopped server on 7417 as a Sentinel that hangs, one slow to connect and answer on 7418; the
-# README's samples on 7460-7463; interop with the CLI).
+# README's samples on 7460-7463; interop with the CLI; a frozen node's owed releases on
+# 7470-7474 and 7980-7989; the audit fixes on 7910-7914).
 test-java:
 	bindings/java/build.sh test
 
