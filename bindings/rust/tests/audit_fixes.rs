@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use redlock_client::{Client, Error, ErrorClass, LockOptions};
@@ -18,27 +17,7 @@ use common::Nodes;
 
 const BASE_PORT: u16 = 7850;
 
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// A client whose retry delay is `delay` exactly (no jitter).
-fn client(nodes: &Nodes, delay: Duration) -> Client {
-    Client::builder(nodes.urls.clone())
-        .retry_delay(delay, Duration::ZERO)
-        .build()
-        .unwrap()
-}
+use common::{client_with_retry_delay as client, runtime, serial};
 
 fn zrange(nodes: &Nodes, index: usize, key: &str) -> Vec<String> {
     redis::cmd("ZRANGE")

@@ -14,13 +14,7 @@ use redlock_client::{blocking, Client, Error, ErrorClass, FencedWrite, LockOptio
 
 const BASE_PORT: u16 = 7166;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use common::runtime;
 
 fn client(nodes: &common::Nodes, fencing: bool) -> Client {
     Client::builder(nodes.urls.clone())

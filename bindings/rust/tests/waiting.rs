@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use redlock_client::core::{
@@ -20,28 +19,7 @@ use redlock_client::{Client, ErrorClass, LockOptions};
 
 use common::Nodes;
 
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// A client whose retry delay is `delay` exactly: a waiter that gets the lock sooner than
-/// that after a failed attempt was woken by a notice.
-fn client(nodes: &Nodes, delay: Duration) -> Client {
-    Client::builder(nodes.urls.clone())
-        .retry_delay(delay, Duration::ZERO)
-        .build()
-        .unwrap()
-}
+use common::{client_with_retry_delay as client, runtime, serial};
 
 /// `waiter` waiting up to 10 s for `resource` on a task of its own: the outcome and when
 /// it came.

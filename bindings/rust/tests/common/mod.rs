@@ -216,3 +216,28 @@ pub fn example(name: &str) -> PathBuf {
     );
     path
 }
+
+/// One test of a file at a time where tests share their nodes (a test binary's tests
+/// run on threads of one process): take this guard first.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A two-thread Tokio runtime for a test.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A client of `nodes` whose retry delay is `delay` exactly (no jitter): a waiter that
+/// gets the lock sooner than that after a failed attempt was woken by a notice.
+pub fn client_with_retry_delay(nodes: &Nodes, delay: Duration) -> redlock_client::Client {
+    redlock_client::Client::builder(nodes.urls.clone())
+        .retry_delay(delay, Duration::ZERO)
+        .build()
+        .unwrap()
+}
