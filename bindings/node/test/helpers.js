@@ -5,6 +5,11 @@ import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 
+import Redis from 'ioredis';
+import { createClient } from 'redis';
+
+import { netSocket } from '../index.js';
+
 const script = fileURLToPath(new URL('../../../scripts/redis-nodes.sh', import.meta.url));
 
 function run(...args) {
@@ -110,3 +115,33 @@ export async function silentServer() {
     },
   };
 }
+
+/**
+ * Each driver's clients of `urls`, connected: `{ clients, close }`, for tests that run
+ * the same scenario over ioredis, node-redis and raw sockets.
+ */
+export const transports = {
+  ioredis: async (urls) => {
+    const clients = urls.map((url) => {
+      const client = new Redis(url);
+      client.on('error', () => {});
+      return client;
+    });
+    await Promise.all(clients.map((client) => new Promise((resolve) => client.once('ready', resolve))));
+    return { clients, close: () => clients.forEach((client) => client.disconnect()) };
+  },
+  'node-redis': async (urls) => {
+    const clients = await Promise.all(
+      urls.map((url) => {
+        const client = createClient({ url });
+        client.on('error', () => {});
+        return client.connect();
+      }),
+    );
+    return { clients, close: () => Promise.all(clients.map((client) => client.destroy?.() ?? client.disconnect())) };
+  },
+  'raw sockets': async (urls) => {
+    const clients = urls.map((url) => netSocket(url));
+    return { clients, close: () => clients.forEach((client) => client.close()) };
+  },
+};

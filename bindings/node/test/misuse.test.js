@@ -8,39 +8,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import Redis from 'ioredis';
-import { createClient } from 'redis';
 
 import { InvalidArgumentError, NodesFailingError, RedlockError, Redlock, UsedAfterCloseError, netSocket, sentinelSocket } from '../index.js';
-import { RedisNodes } from './helpers.js';
+import { RedisNodes, transports } from './helpers.js';
 
 const BAD_NUMBERS = [-1000, -1, NaN, Infinity, -Infinity, 0.5, 1.5, 1e300, Number.MAX_VALUE, '1000', null, true, {}, [], 10n];
 const ttlRule = /^ttlMs must be a whole number of milliseconds between 1 and 1000000000000, got /;
-
-const transports = {
-  ioredis: async (urls) => {
-    const clients = urls.map((url) => {
-      const client = new Redis(url);
-      client.on('error', () => {});
-      return client;
-    });
-    await Promise.all(clients.map((client) => new Promise((resolve) => client.once('ready', resolve))));
-    return { clients, close: () => clients.forEach((client) => client.disconnect()) };
-  },
-  'node-redis': async (urls) => {
-    const clients = await Promise.all(
-      urls.map((url) => {
-        const client = createClient({ url });
-        client.on('error', () => {});
-        return client.connect();
-      }),
-    );
-    return { clients, close: () => Promise.all(clients.map((client) => client.destroy?.() ?? client.disconnect())) };
-  },
-  'raw sockets': async (urls) => {
-    const clients = urls.map((url) => netSocket(url));
-    return { clients, close: () => clients.forEach((client) => client.close()) };
-  },
-};
 
 function invalidWith(pattern) {
   return (error) => {

@@ -17,42 +17,15 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 
 import Redis from 'ioredis';
-import { createClient } from 'redis';
 
-import { NodesFailingError, Redlock, netSocket } from '../index.js';
-import { RedisNodes, commandStats, sleep } from './helpers.js';
+import { NodesFailingError, Redlock } from '../index.js';
+import { RedisNodes, commandStats, sleep, transports } from './helpers.js';
 
 const BASE_PORT = 7970;
 const TTL_MS = 30_000;
 // Far below the TTL, far above what a loaded machine needs to write a release.
 const BOUND_MS = 5000;
 const POLL_MS = 50;
-
-const transports = {
-  ioredis: async (urls) => {
-    const clients = urls.map((url) => {
-      const client = new Redis(url);
-      client.on('error', () => {});
-      return client;
-    });
-    await Promise.all(clients.map((client) => new Promise((resolve) => client.once('ready', resolve))));
-    return { clients, close: () => clients.forEach((client) => client.disconnect()) };
-  },
-  'node-redis': async (urls) => {
-    const clients = await Promise.all(
-      urls.map((url) => {
-        const client = createClient({ url });
-        client.on('error', () => {});
-        return client.connect();
-      }),
-    );
-    return { clients, close: () => Promise.all(clients.map((client) => client.destroy?.() ?? client.disconnect())) };
-  },
-  'raw sockets': async (urls) => {
-    const clients = urls.map((url) => netSocket(url));
-    return { clients, close: () => clients.forEach((client) => client.close()) };
-  },
-};
 
 describe('owed releases reach thawed nodes with no further call', () => {
   const nodes = new RedisNodes(BASE_PORT);
