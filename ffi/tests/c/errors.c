@@ -467,6 +467,13 @@ static void usage_errors(void) {
     const uint8_t *const twice[] = {(const uint8_t *)"a", (const uint8_t *)"a"};
     const size_t one_each[] = {1, 1};
     EXPECT(redlock_client_acquire(client, twice, one_each, 2, 0, &op), REDLOCK_DUPLICATE_RESOURCE);
+    /* Another lock's auxiliary key (its turn key, its fence key) is refused. */
+    const uint8_t *const reserved[] = {(const uint8_t *)"{r}:waiters:turn", (const uint8_t *)"{r}:fence"};
+    const size_t reserved_lens[] = {16, 9};
+    EXPECT(redlock_client_acquire(client, reserved, reserved_lens, 1, 0, &op), REDLOCK_RESERVED_RESOURCE);
+    EXPECT(redlock_client_acquire(client, reserved + 1, reserved_lens + 1, 1, 0, &op),
+           REDLOCK_RESERVED_RESOURCE);
+    CHECK(strcmp(redlock_result_name(REDLOCK_RESERVED_RESOURCE), "reserved_resource") == 0);
     const uint8_t *many[REDLOCK_MAX_RESOURCES + 1];
     size_t many_lens[REDLOCK_MAX_RESOURCES + 1];
     char names[REDLOCK_MAX_RESOURCES + 1][8];
@@ -844,7 +851,7 @@ static void buffers_and_texts(void) {
         CHECK(n > 0 && n < sizeof buf && buf[n] == '\0' && strlen(buf) == n);
         EXPECT(redlock_result_message(code, (uint8_t *)buf, n, &n), REDLOCK_BUFFER_TOO_SMALL);
     }
-    CHECK(codes == 43);
+    CHECK(codes == 44);
     CHECK(strcmp(redlock_result_name(0), "unknown_result") == 0);
     CHECK(strcmp(redlock_result_name(REDLOCK_OK), "ok") == 0);
     OK(redlock_result_message(12, (uint8_t *)buf, sizeof buf, &n));
