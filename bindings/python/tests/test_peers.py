@@ -8,6 +8,7 @@ table of every peer's key.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -63,6 +64,11 @@ def test_with_the_prefix_ours_refuses_pottery_and_pottery_refuses_ours(
 
     theirs = pottery(nodes, resource)
     assert theirs.acquire(blocking=False)
+    # Pottery decides at its quorum: its SET to the last node may land a moment later
+    # on a loaded machine, so wait for it before reading what it holds.
+    deadline = time.monotonic() + 5
+    while None in nodes.values(f"redlock:{resource}") and time.monotonic() < deadline:
+        time.sleep(0.01)
     held = nodes.values(f"redlock:{resource}")
     with pytest.raises(LockHeldError):
         prefixed.acquire(resource)
